@@ -1,0 +1,86 @@
+/**
+ * The `svc` command line. Nothing runs on import; `main()` takes the arguments and returns
+ * the exit status.
+ * @module
+ */
+import { Command, CommanderError, Option } from "commander";
+import { SvcError } from "../src/errors/mod.ts";
+import { platform } from "../src/platform/mod.ts";
+import { EXIT, UsageError, workflowRun } from "./workflow_run.ts";
+
+/** The version svc reports. */
+export const VERSION = "0.1.0";
+
+function buildProgram(exitCode: { value: number }): Command {
+  const p = platform();
+  const program = new Command("svc")
+    .description("Dispatch tasks to coding agents and orchestrate them with workflow scripts.")
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => void p.writeStdout(text),
+      writeErr: (text) => p.writeStderr(text),
+    })
+    .showSuggestionAfterError(true);
+
+  const workflow = program.command("workflow").description("Run workflow scripts").exitOverride();
+  workflow
+    .command("run")
+    .description("Run a workflow script and print its returned value as JSON")
+    .argument("<script.js>", "path of the script")
+    .option("--args <json>", "JSON value passed to the script as `args`")
+    .option("--fake-dispatch", "send every agent() call to the deterministic fake provider (no quota used)")
+    .option("--timeout <seconds>", "wall-clock limit of the whole run", "3600")
+    .addOption(
+      new Option("--isolation <tier>", "where the script runs").choices(["unsafe-local", "microvm"]).default("unsafe-local"),
+    )
+    .addOption(
+      new Option("--sandbox-default <level>", "default sandbox level of calls")
+        .choices(["read-only", "write", "full"])
+        .default("read-only"),
+    )
+    .option("--workdir <dir>", "working directory of the run's calls")
+    .option("--json", "print the whole run status object instead of the returned value")
+    .exitOverride()
+    .action(async (script: string, flags) => {
+      exitCode.value = await workflowRun(script, flags);
+    });
+  return program;
+}
+
+/** Runs the command line with `argv` (arguments after the program name); resolves to the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const p = platform();
+  const exitCode = { value: EXIT.ok as number };
+  const program = buildProgram(exitCode);
+  if (argv.length === 0) {
+    program.outputHelp();
+    return EXIT.usage;
+  }
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return exitCode.value;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are not errors; everything else commander reports is a usage error.
+      return error.code === "commander.helpDisplayed" || error.code === "commander.version" ||
+          error.code === "commander.help"
+        ? EXIT.ok
+        : EXIT.usage;
+    }
+    if (error instanceof UsageError) {
+      p.writeStderr(`svc: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    if (error instanceof SvcError) {
+      p.writeStderr(`svc: ${error.message}\n`);
+      return error.status === 400 ? EXIT.usage : EXIT.failed;
+    }
+    p.writeStderr("svc: internal error (this is a bug in svc; please report it)\n");
+    return EXIT.failed;
+  }
+}
+
+if (import.meta.main) {
+  platform().exit(await main(platform().args()));
+}

@@ -1,0 +1,136 @@
+import { svcHome } from "../src/config/mod.ts";
+import { createDispatcher } from "../src/dispatch/mod.ts";
+import { RunManager, type RunStatus } from "../src/engine/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { platform } from "../src/platform/mod.ts";
+import type { JsonValue } from "../src/schemas/mod.ts";
+import { createNarrationPrinter } from "./narration.ts";
+
+/** Options of `svc workflow run`, as commander hands them over. */
+export interface WorkflowRunFlags {
+  args?: string;
+  fakeDispatch?: boolean;
+  timeout?: string;
+  isolation?: string;
+  sandboxDefault?: string;
+  workdir?: string;
+  json?: boolean;
+}
+
+/** Exit statuses of the command line (docs/CLI.md). */
+export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 124 } as const;
+
+/** A problem with what the user typed: printed as is, exit status 2. */
+export class UsageError extends Error {}
+
+async function readScript(path: string): Promise<string> {
+  const p = platform();
+  let info;
+  try {
+    info = await p.stat(path);
+  } catch (error) {
+    const reason = error instanceof Error && error.name === "NotFound" ? "no such file" : "it cannot be read";
+    throw new UsageError(`Cannot read script '${path}': ${reason}`);
+  }
+  if (info.isDirectory) throw new UsageError(`Cannot read script '${path}': it is a directory`);
+  try {
+    return await p.readTextFile(path);
+  } catch (error) {
+    const reason = error instanceof Error && error.name === "PermissionDenied" ? "permission denied" : "it cannot be read";
+    throw new UsageError(`Cannot read script '${path}': ${reason}`);
+  }
+}
+
+function parseArgs(raw: string | undefined): JsonValue | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    return JSON.parse(raw) as JsonValue;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : "invalid JSON";
+    throw new UsageError(`Cannot parse --args: it must be JSON (${reason})`);
+  }
+}
+
+function parseTimeout(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < 1) {
+    throw new UsageError(`Cannot use --timeout '${raw}': it must be a whole number of seconds, at least 1`);
+  }
+  return value;
+}
+
+function basename(path: string): string {
+  return path.split("/").filter(Boolean).at(-1) ?? path;
+}
+
+function exitStatus(status: RunStatus): number {
+  switch (status.state) {
+    case "succeeded":
+      return EXIT.ok;
+    case "timeout":
+      return EXIT.timeout;
+    default:
+      return EXIT.failed;
+  }
+}
+
+/**
+ * `svc workflow run <script>`: runs the script to its end, narrates on standard error and
+ * prints the product (or with --json the status object) on standard output.
+ */
+export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): Promise<number> {
+  const p = platform();
+  const script = await readScript(scriptPath);
+  const request = {
+    script,
+    filename: basename(scriptPath),
+    args: parseArgs(flags.args),
+    timeout: parseTimeout(flags.timeout),
+    isolation: flags.isolation,
+    sandbox_default: flags.sandboxDefault,
+    workdir: flags.workdir,
+    fake_dispatch: flags.fakeDispatch ?? false,
+  };
+  const manager = new RunManager({ dispatcher: createDispatcher(), home: svcHome() });
+  let started: RunStatus;
+  try {
+    started = manager.start(request);
+  } catch (error) {
+    if (error instanceof SvcError && error.status === 400) throw new UsageError(error.message);
+    throw error;
+  }
+  const runId = started.run_id;
+  const printer = createNarrationPrinter({ write: (text) => p.writeStderr(text) });
+  const unsubscribe = manager.subscribe(runId, printer.onEvent);
+  p.writeStderr(`svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""})\n`);
+
+  let interrupts = 0;
+  const removeInterrupt = p.onInterrupt(() => {
+    interrupts++;
+    if (interrupts === 1) {
+      p.writeStderr("svc: cancelling the run (press Ctrl-C again to quit at once)\n");
+      manager.cancel(runId);
+    } else {
+      p.writeStderr("svc: quitting\n");
+      p.exit(130);
+    }
+  });
+  let status: RunStatus;
+  try {
+    status = await manager.wait(runId);
+  } finally {
+    removeInterrupt();
+    unsubscribe();
+    printer.flush();
+  }
+
+  if (status.state === "succeeded") {
+    p.writeStderr(`svc: run ${runId} succeeded\n`);
+  } else {
+    p.writeStderr(`svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}\n`);
+  }
+  if (flags.json) await p.writeStdout(`${JSON.stringify(status, null, 2)}\n`);
+  else if (status.state === "succeeded") await p.writeStdout(`${JSON.stringify(status.result ?? null)}\n`);
+  return exitStatus(status);
+}

@@ -1,0 +1,127 @@
+// The trusted main module of every guest process. The runtime pre-loads only this file and its
+// static imports (all trusted); the user's script arrives inside the init frame and is compiled
+// with the AsyncFunction constructor after the nonce has been consumed, so every import it
+// attempts goes through the permission checks of a process that has no permissions.
+import { openChannel, readFirstLine } from "./channel.js";
+import { lockDeterminism } from "./determinism.js";
+import { createPrimitives } from "./primitives.js";
+import {
+  addEventListener,
+  encodeUtf8,
+  exitProcess,
+  JSONParse,
+  JSONStringify,
+  ObjectGetPrototypeOf,
+  ReflectApply,
+  stderrWriteSync,
+  StringCtor,
+  writeAll,
+} from "./primordials.js";
+
+const PARAMETERS = ["agent", "parallel", "pipeline", "phase", "log", "args", "budget"];
+
+function describeError(error) {
+  const report = { name: "Error", message: "", stack: "" };
+  try {
+    if (error !== null && (typeof error === "object" || typeof error === "function")) {
+      const { name, message, stack } = error;
+      report.name = typeof name === "string" ? name : "Error";
+      report.message = typeof message === "string" ? message : StringCtor(message);
+      report.stack = typeof stack === "string" ? stack : "";
+    } else {
+      report.name = "Thrown";
+      report.message = StringCtor(error);
+    }
+  } catch {
+    report.message = "a value that cannot be described was thrown";
+  }
+  return report;
+}
+
+function redirectConsole(console) {
+  // Stdout belongs to the bridge; script output goes to stderr, where the host turns it into narration.
+  const error = console.error;
+  for (const name of ["log", "info", "debug", "dir", "dirxml", "table"]) {
+    console[name] = (...args) => ReflectApply(error, console, args);
+  }
+}
+
+async function main() {
+  const { line, rest } = await readFirstLine();
+  const init = JSONParse(line).params;
+  const channel = openChannel(init.nonce, init.frameLimit, rest);
+  let finished = false;
+
+  function finish(report) {
+    if (finished) return;
+    finished = true;
+    let params;
+    try {
+      params = JSONStringify(report);
+    } catch (error) {
+      params = JSONStringify({ ok: false, error: describeError(error) });
+    }
+    try {
+      channel.notify("done", params);
+    } catch (error) {
+      channel.notify("done", JSONStringify({ ok: false, error: describeError(error) }));
+    }
+    exitProcess(0);
+  }
+
+  function finishWithValue(value) {
+    let json;
+    try {
+      json = JSONStringify(value === undefined ? null : value);
+    } catch (error) {
+      const reason = describeError(error).message;
+      finish({ ok: false, error: { name: "TypeError", message: `the returned value is not JSON: ${reason}`, stack: "" } });
+      return;
+    }
+    finish({ ok: true, value: JSONParse(json) });
+  }
+
+  const primitives = createPrimitives(channel, init);
+  const values = [
+    primitives.agent,
+    primitives.parallel,
+    primitives.pipeline,
+    primitives.phase,
+    primitives.log,
+    init.hasArgs ? init.args : undefined,
+    primitives.budget,
+  ];
+  const AsyncFunction = ObjectGetPrototypeOf(async function () {}).constructor;
+
+  addEventListener("unhandledrejection", (event) => {
+    event.preventDefault();
+    finish({ ok: false, error: describeError(event.reason) });
+  });
+  addEventListener("error", (event) => {
+    event.preventDefault();
+    finish({ ok: false, error: describeError(event.error) });
+  });
+  redirectConsole(globalThis.console);
+  lockDeterminism(globalThis);
+  channel.pump();
+
+  let body;
+  try {
+    // "use strict" shares the first line so that script line numbers stay as written.
+    body = new AsyncFunction(...PARAMETERS, `"use strict";${init.body}\n//# sourceURL=${init.filename}`);
+  } catch (error) {
+    finish({ ok: false, error: describeError(error) });
+    return;
+  }
+  try {
+    finishWithValue(await ReflectApply(body, undefined, values));
+  } catch (error) {
+    finish({ ok: false, error: describeError(error) });
+  }
+}
+
+main().catch((error) => {
+  // Only reachable before the channel exists (a broken init frame): tell the host on stderr.
+  writeAll(stderrWriteSync, encodeUtf8(`svc guest: ${describeError(error).message}\n`));
+  exitProcess(70);
+});

@@ -1,0 +1,150 @@
+// The script primitives. Each is a thin wrapper that validates shape locally where a script bug
+// must throw synchronously, and otherwise leaves the decision to the host.
+import {
+  ArrayCtor,
+  ArrayIsArray,
+  JSONStringify,
+  ObjectFreeze,
+  PromiseCtor,
+  PromisePrototypeThen,
+  PromiseReject,
+  PromiseResolve,
+  RangeErrorCtor,
+  ReflectApply,
+  StringCtor,
+  TypeErrorCtor,
+} from "./primordials.js";
+
+function describe(value) {
+  if (value === null) return "null";
+  if (ArrayIsArray(value)) return "an array";
+  return typeof value;
+}
+
+function settleAll(count, start) {
+  // A hand-rolled Promise.all over captured primitives: never rejects, keeps positions.
+  return new PromiseCtor((resolve) => {
+    const results = new ArrayCtor(count);
+    let left = count;
+    if (left === 0) resolve(results);
+    for (let i = 0; i < count; i++) {
+      let promise;
+      try {
+        promise = start(i);
+      } catch {
+        promise = null;
+      }
+      PromisePrototypeThen(
+        PromiseResolve(promise),
+        (value) => {
+          results[i] = value;
+          if (--left === 0) resolve(results);
+        },
+        () => {
+          results[i] = null;
+          if (--left === 0) resolve(results);
+        },
+      );
+    }
+  });
+}
+
+/** Builds the primitives handed to the script body as parameters. */
+export function createPrimitives(channel, init) {
+  const maxItems = init.maxItems;
+  let spent = 0;
+  const total = init.budget.total;
+
+  function agent(prompt, options) {
+    if (typeof prompt !== "string") {
+      return PromiseReject(new TypeErrorCtor(`agent(): prompt must be a string, got ${describe(prompt)}`));
+    }
+    if (options !== undefined && (options === null || typeof options !== "object" || ArrayIsArray(options))) {
+      return PromiseReject(
+        new TypeErrorCtor(`agent(): options must be an object, got ${describe(options)}`),
+      );
+    }
+    let params;
+    try {
+      params = JSONStringify({ prompt, options: options ?? {} });
+    } catch (error) {
+      return PromiseReject(new TypeErrorCtor(`agent(): options must be JSON values (${error.message})`));
+    }
+    return PromisePrototypeThen(channel.request("agent", params), (reply) => {
+      if (typeof reply.spent === "number") spent = reply.spent;
+      return reply.value;
+    });
+  }
+
+  function parallel(thunks) {
+    if (!ArrayIsArray(thunks)) {
+      throw new TypeErrorCtor(`parallel() expects an array of functions, got ${describe(thunks)}`);
+    }
+    const count = thunks.length;
+    if (count > maxItems) {
+      throw new RangeErrorCtor(`parallel() takes at most ${maxItems} thunks, got ${count}`);
+    }
+    for (let i = 0; i < count; i++) {
+      if (typeof thunks[i] !== "function") {
+        throw new TypeErrorCtor(`parallel(): item ${i} must be a function, got ${describe(thunks[i])}`);
+      }
+    }
+    const own = new ArrayCtor(count);
+    for (let i = 0; i < count; i++) own[i] = thunks[i];
+    return settleAll(count, (i) => ReflectApply(own[i], undefined, []));
+  }
+
+  function pipeline(items, ...stages) {
+    if (!ArrayIsArray(items)) {
+      throw new TypeErrorCtor(`pipeline() expects an array of items, got ${describe(items)}`);
+    }
+    const count = items.length;
+    if (count > maxItems) {
+      throw new RangeErrorCtor(`pipeline() takes at most ${maxItems} items, got ${count}`);
+    }
+    for (let s = 0; s < stages.length; s++) {
+      if (typeof stages[s] !== "function") {
+        throw new TypeErrorCtor(`pipeline(): stage ${s} must be a function, got ${describe(stages[s])}`);
+      }
+    }
+    const ownItems = new ArrayCtor(count);
+    for (let i = 0; i < count; i++) ownItems[i] = items[i];
+    // Each item walks the stages on its own promise chain: no barrier between stages.
+    return settleAll(count, async (i) => {
+      const item = ownItems[i];
+      let previous = item;
+      for (let s = 0; s < stages.length; s++) {
+        previous = await ReflectApply(stages[s], undefined, [previous, item, i]);
+      }
+      return previous;
+    });
+  }
+
+  function text(value) {
+    if (typeof value === "string") return value;
+    try {
+      const json = JSONStringify(value);
+      if (typeof json === "string") return json;
+    } catch {
+      // Fall through to String().
+    }
+    return StringCtor(value);
+  }
+
+  function phase(title) {
+    channel.notify("phase", JSONStringify({ title: text(title) }));
+  }
+
+  function log(message) {
+    channel.notify("log", JSONStringify({ message: text(message) }));
+  }
+
+  const budget = ObjectFreeze({
+    total,
+    unit: init.budget.unit,
+    spent: () => spent,
+    remaining: () => (total === null ? Infinity : total > spent ? total - spent : 0),
+  });
+
+  return ObjectFreeze({ agent, parallel, pipeline, phase, log, budget });
+}

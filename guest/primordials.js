@@ -1,0 +1,81 @@
+// Captured at module evaluation, before any user code exists. The user's code shares this
+// realm and may replace any global or prototype method afterwards; the guest only ever calls
+// what is captured here, so nothing it does on the nonce's path reaches user code.
+
+const { bind, call } = Function.prototype;
+/** Turns a method into a function taking `this` as first argument, immune to later patching. */
+const uncurryThis = bind.bind(call);
+
+const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+
+export const ArrayCtor = Array;
+export const ArrayIsArray = Array.isArray;
+export const ArrayPrototypePush = uncurryThis(Array.prototype.push);
+export const ErrorCtor = Error;
+export const JSONParse = JSON.parse;
+export const JSONStringify = JSON.stringify;
+export const MapCtor = Map;
+export const MapPrototypeDelete = uncurryThis(Map.prototype.delete);
+export const MapPrototypeGet = uncurryThis(Map.prototype.get);
+export const MapPrototypeSet = uncurryThis(Map.prototype.set);
+export const NumberIsSafeInteger = Number.isSafeInteger;
+export const ObjectCreate = Object.create;
+export const ObjectDefineProperty = Object.defineProperty;
+export const ObjectFreeze = Object.freeze;
+export const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+export const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
+export const ObjectGetPrototypeOf = Object.getPrototypeOf;
+export const ObjectHasOwn = Object.hasOwn;
+export const PromiseCtor = Promise;
+export const PromisePrototypeThen = uncurryThis(Promise.prototype.then);
+export const PromiseReject = Promise.reject.bind(Promise);
+export const PromiseResolve = Promise.resolve.bind(Promise);
+export const RangeErrorCtor = RangeError;
+export const ReflectApply = Reflect.apply;
+export const ReflectConstruct = Reflect.construct;
+export const StringCtor = String;
+export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
+export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
+export const SymbolFor = Symbol.for;
+export const TypeErrorCtor = TypeError;
+export const Uint8ArrayCtor = Uint8Array;
+export const ArrayBufferCtor = ArrayBuffer;
+export const TypedArrayPrototypeGetBuffer = uncurryThis(
+  Object.getOwnPropertyDescriptor(TypedArrayPrototype, "buffer").get,
+);
+export const TypedArrayPrototypeGetLength = uncurryThis(
+  Object.getOwnPropertyDescriptor(TypedArrayPrototype, "length").get,
+);
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const encode = uncurryThis(TextEncoder.prototype.encode);
+const decode = uncurryThis(TextDecoder.prototype.decode);
+
+/** UTF-8 bytes of a string. */
+export function encodeUtf8(text) {
+  return encode(encoder, text);
+}
+
+/** A stream-safe UTF-8 decode of `length` bytes at the start of `buffer` (an ArrayBuffer). */
+export function decodeUtf8(buffer, length) {
+  return decode(decoder, new Uint8ArrayCtor(buffer, 0, length), STREAM);
+}
+const STREAM = ObjectFreeze({ __proto__: null, stream: true });
+
+// Deno's own methods use internal primordials; binding them here keeps them out of the user's reach.
+export const stdinRead = Deno.stdin.read.bind(Deno.stdin);
+export const stdoutWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
+export const stderrWriteSync = Deno.stderr.writeSync.bind(Deno.stderr);
+export const exitProcess = Deno.exit.bind(Deno);
+export const addEventListener = globalThis.addEventListener.bind(globalThis);
+
+/** Writes all of `bytes` to a file descriptor writer, looping over partial writes. */
+export function writeAll(writeSync, bytes) {
+  const buffer = TypedArrayPrototypeGetBuffer(bytes);
+  const length = TypedArrayPrototypeGetLength(bytes);
+  let offset = 0;
+  while (offset < length) {
+    offset += writeSync(new Uint8ArrayCtor(buffer, offset, length - offset));
+  }
+}

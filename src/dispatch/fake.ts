@@ -1,0 +1,56 @@
+import type { DispatchRequest, DispatchResult, Provider } from "./types.ts";
+import { schemaInstance } from "./schema_instance.ts";
+
+function tokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal.removeEventListener("abort", abort);
+      resolve();
+    }
+    function abort() {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }
+    signal.addEventListener("abort", abort, { once: true });
+  });
+}
+
+/** Options of {@linkcode createFakeProvider}. */
+export interface FakeProviderOptions {
+  /** Delay of every call in milliseconds, so that concurrency can be observed. */
+  latencyMs?: number;
+  /** Cost per call in USD; 0 unless configured. */
+  costUsd?: number;
+}
+
+/**
+ * The deterministic `fake` provider: a text call answers with a string containing the prompt,
+ * a schema call with an instance of the schema; usage derives from the prompt's length.
+ */
+export function createFakeProvider(options: FakeProviderOptions = {}): Provider {
+  const latencyMs = options.latencyMs ?? 0;
+  const costUsd = options.costUsd ?? 0;
+  return {
+    name: "fake",
+    async dispatch(request: DispatchRequest): Promise<DispatchResult> {
+      await sleep(latencyMs, request.signal);
+      request.signal.throwIfAborted();
+      const schema = request.options.schema;
+      const output = schema !== undefined ? schemaInstance(schema) : `fake response to: ${request.prompt}`;
+      const text = typeof output === "string" ? output : JSON.stringify(output);
+      return {
+        output,
+        usage: { input_tokens: tokens(request.prompt), output_tokens: tokens(text) },
+        cost_usd: costUsd,
+        provider: "fake",
+        model: "fake",
+      };
+    },
+  };
+}

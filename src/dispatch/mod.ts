@@ -1,0 +1,10 @@
+/**
+ * Dispatch: the one way a call reaches a provider.
+ * @module
+ */
+export { createDispatcher } from "./dispatcher.ts";
+export type { Dispatcher, DispatcherOptions } from "./dispatcher.ts";
+export { createFakeProvider } from "./fake.ts";
+export type { FakeProviderOptions } from "./fake.ts";
+export { schemaInstance } from "./schema_instance.ts";
+export type { DispatchRequest, DispatchResult, Provider, Usage } from "./types.ts";

@@ -1,0 +1,230 @@
+import type { IsolationBackend } from "../isolation/mod.ts";
+import type { ExitStatus } from "../platform/mod.ts";
+import type { JsonValue } from "../schemas/mod.ts";
+import { classifyLine, type GuestMessage, type SecurityEventKind } from "./frames.ts";
+import { readLines } from "./line_reader.ts";
+
+/** An error the guest reported for the script: name, message and the raw stack. */
+export interface ScriptFailure {
+  name: string;
+  message: string;
+  stack: string;
+}
+
+/** How a guest session ended. */
+export type GuestOutcome =
+  | { kind: "returned"; value: JsonValue }
+  | { kind: "threw"; error: ScriptFailure }
+  | { kind: "crashed"; message: string; outOfMemory: boolean }
+  | { kind: "aborted"; reason: unknown };
+
+/** The answer of the host to one `agent()` call. */
+export interface AgentReply {
+  value: JsonValue;
+  spent: number;
+}
+
+/** Thrown by a handler to make the call throw inside the script: a script bug, not a failed call. */
+export class ScriptCallError extends Error {
+  readonly type: "TypeError" | "RangeError";
+  constructor(type: "TypeError" | "RangeError", message: string) {
+    super(message);
+    this.name = "ScriptCallError";
+    this.type = type;
+  }
+}
+
+/** Callbacks through which a session reports to its run. */
+export interface GuestHandlers {
+  agent(params: unknown, signal: AbortSignal): Promise<AgentReply>;
+  phase(title: string): void;
+  log(message: string): void;
+  /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
+  output(text: string, stream: "stdout" | "stderr"): void;
+  security(kind: SecurityEventKind, detail: string): void;
+  spawned?(pid: number): void;
+}
+
+/** Options of {@linkcode runGuest}. */
+export interface GuestSessionOptions {
+  backend: IsolationBackend;
+  scratchRoot: string;
+  body: string;
+  filename: string;
+  args: { given: boolean; value?: JsonValue };
+  budget: { total: number | null; unit: string };
+  handlers: GuestHandlers;
+  /** Aborting kills the guest at once. */
+  signal: AbortSignal;
+  heapMb?: number;
+  seed?: number;
+  frameLimit?: number;
+  maxItems?: number;
+  /** Source of the nonce; tests pass a known one to look for leaks. */
+  nonce?: () => string;
+}
+
+const STDERR_TAIL = 40;
+const STDERR_LINE_LIMIT = 16 * 1024;
+
+/** A fresh 256-bit nonce, hex encoded. */
+export function randomNonce(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function stringParam(params: unknown, key: string): string {
+  const value = params !== null && typeof params === "object" ? (params as Record<string, unknown>)[key] : undefined;
+  return typeof value === "string" ? value : "";
+}
+
+function parseDone(params: unknown): GuestOutcome | undefined {
+  if (params === null || typeof params !== "object") return undefined;
+  const p = params as Record<string, unknown>;
+  if (p.ok === true) return { kind: "returned", value: (p.value ?? null) as JsonValue };
+  if (p.ok === false && p.error !== null && typeof p.error === "object") {
+    const e = p.error as Record<string, unknown>;
+    return {
+      kind: "threw",
+      error: {
+        name: typeof e.name === "string" ? e.name : "Error",
+        message: typeof e.message === "string" ? e.message : "",
+        stack: typeof e.stack === "string" ? e.stack : "",
+      },
+    };
+  }
+  return undefined;
+}
+
+function crashOutcome(status: ExitStatus, stderr: string[], heapMb: number): GuestOutcome {
+  const tail = stderr.join("\n");
+  if (/Reached heap limit|JavaScript heap out of memory/.test(tail)) {
+    return {
+      kind: "crashed",
+      outOfMemory: true,
+      message: `the script ran out of memory: it reached the guest's heap limit of ${heapMb} MiB`,
+    };
+  }
+  if (/out of memory/i.test(tail)) {
+    return { kind: "crashed", outOfMemory: true, message: "the script ran out of memory" };
+  }
+  const how = status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`;
+  const last = stderr.filter((line) => line.trim() !== "").at(-1);
+  return {
+    kind: "crashed",
+    outOfMemory: false,
+    message: `the script's process ${how} before the script finished${last ? ` (last output: ${last.slice(0, 300)})` : ""}`,
+  };
+}
+
+/**
+ * Runs one script in a guest from spawn to exit: delivers the init frame with the nonce,
+ * answers requests, turns notifications and stray output into callbacks, and always
+ * disposes of the guest, whatever happens.
+ */
+export async function runGuest(options: GuestSessionOptions): Promise<GuestOutcome> {
+  const heapMb = options.heapMb ?? 512;
+  const frameLimit = options.frameLimit ?? 4 * 1024 * 1024;
+  const nonce = (options.nonce ?? randomNonce)();
+  const { handlers, signal } = options;
+  if (signal.aborted) return { kind: "aborted", reason: signal.reason };
+
+  const handle = await options.backend.spawn({
+    scratchRoot: options.scratchRoot,
+    heapMb,
+    seed: options.seed ?? 1,
+  });
+  const child = handle.process;
+  handlers.spawned?.(child.pid);
+  const calls = new AbortController();
+  const writer = child.stdin.getWriter();
+  const encoder = new TextEncoder();
+  const send = (message: unknown) => writer.write(encoder.encode(`${JSON.stringify(message)}\n`)).catch(() => {});
+  const stderrTail: string[] = [];
+
+  let settle!: (outcome: GuestOutcome) => void;
+  const finished = new Promise<GuestOutcome>((resolve) => (settle = resolve));
+  const onAbort = () => settle({ kind: "aborted", reason: signal.reason });
+  signal.addEventListener("abort", onAbort, { once: true });
+
+  function onMessage(message: GuestMessage): void {
+    if (message.kind === "notification") {
+      if (message.method === "phase") handlers.phase(stringParam(message.params, "title"));
+      else if (message.method === "log") handlers.log(stringParam(message.params, "message"));
+      else if (message.method === "done") {
+        const outcome = parseDone(message.params);
+        if (outcome) settle(outcome);
+        else handlers.security("malformed_frame", "done frame without a valid outcome");
+      }
+      return;
+    }
+    const { id } = message;
+    handlers.agent(message.params, calls.signal).then(
+      (result) => send({ jsonrpc: "2.0", id, result }),
+      (error) => {
+        if (calls.signal.aborted) return;
+        const known = error instanceof ScriptCallError;
+        send({
+          jsonrpc: "2.0",
+          id,
+          error: known
+            ? { code: -32602, message: error.message, data: { type: error.type } }
+            : { code: -32603, message: "the host could not complete the call" },
+        });
+      },
+    );
+  }
+
+  const stdoutPump = (async () => {
+    for await (const line of readLines(child.stdout, frameLimit)) {
+      if (line.kind === "oversize") {
+        handlers.security("oversize_frame", `dropped a ${line.bytes}-byte line, over the ${frameLimit}-byte frame limit`);
+        continue;
+      }
+      const classified = classifyLine(line.text, nonce);
+      if (classified.type === "message") onMessage(classified.message);
+      else if (classified.type === "dropped") {
+        handlers.security(classified.kind, classified.detail);
+        if (classified.stray !== undefined) handlers.output(classified.stray, "stdout");
+      }
+    }
+  })().catch(() => {});
+  const stderrPump = (async () => {
+    for await (const line of readLines(child.stderr, STDERR_LINE_LIMIT)) {
+      const text = line.kind === "line" ? line.text : `[${line.bytes} bytes of output dropped: line too long]`;
+      stderrTail.push(text);
+      if (stderrTail.length > STDERR_TAIL) stderrTail.shift();
+      handlers.output(text, "stderr");
+    }
+  })().catch(() => {});
+
+  child.status.then(async (status) => {
+    // Let the pumps drain what the guest wrote before it died; a done frame may be among it.
+    await Promise.all([stdoutPump, stderrPump]);
+    settle(crashOutcome(status, stderrTail, heapMb));
+  });
+
+  try {
+    await send({
+      jsonrpc: "2.0",
+      method: "init",
+      params: {
+        nonce,
+        body: options.body,
+        filename: options.filename,
+        hasArgs: options.args.given,
+        args: options.args.given ? options.args.value : null,
+        budget: options.budget,
+        frameLimit,
+        maxItems: options.maxItems ?? 4096,
+      },
+    });
+    return await finished;
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    calls.abort(new Error("the script finished"));
+    await handle.dispose();
+    await writer.close().catch(() => {});
+    await Promise.all([stdoutPump, stderrPump]);
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * Isolation tiers: where a guest runs. Every guest is spawned through {@linkcode isolationBackend}.
+ * @module
+ */
+import type { IsolationTier } from "../schemas/mod.ts";
+import { createMicrovmBackend } from "./microvm.ts";
+import type { IsolationBackend } from "./types.ts";
+import { createUnsafeLocalBackend } from "./unsafe_local.ts";
+
+export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
+export { createMicrovmBackend } from "./microvm.ts";
+export { createUnsafeLocalBackend, GUEST_RUNTIME_FLAGS } from "./unsafe_local.ts";
+export type { UnsafeLocalOptions } from "./unsafe_local.ts";
+
+/** The backends of the isolation tiers, keyed by tier name. */
+export type IsolationBackends = Record<IsolationTier, IsolationBackend>;
+
+/** The default backend of every tier. */
+export function defaultIsolationBackends(): IsolationBackends {
+  return { "unsafe-local": createUnsafeLocalBackend(), microvm: createMicrovmBackend() };
+}

@@ -1,0 +1,24 @@
+import type { ChildProcess } from "../platform/mod.ts";
+
+/** What a backend needs to start one guest. */
+export interface GuestSpawnRequest {
+  /** Directory under which the backend may create the guest's private scratch space. */
+  scratchRoot: string;
+  /** V8 heap cap of the guest in MiB. */
+  heapMb: number;
+  /** Seed of the guest's native random sources, so a stray path stays reproducible. */
+  seed: number;
+}
+
+/** A started guest: its process with piped stdio, and how to tear it down. */
+export interface GuestHandle {
+  readonly process: ChildProcess;
+  /** Kills the guest's whole process group if still alive and removes its scratch space. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+/** One isolation tier. Backends differ in where the guest runs, never in the bridge protocol. */
+export interface IsolationBackend {
+  readonly name: string;
+  spawn(request: GuestSpawnRequest): Promise<GuestHandle>;
+}

@@ -1,0 +1,80 @@
+import { z } from "zod";
+
+/** Sandbox levels a call may ask for; the kernel admits or clamps them. */
+export const SandboxLevelSchema = z.enum(["read-only", "write", "full"]);
+/** A sandbox level. */
+export type SandboxLevel = z.infer<typeof SandboxLevelSchema>;
+
+const nonEmpty = z.string().min(1, "must not be empty");
+
+/** A per-call cost estimate: a number in the run budget's unit, or explicit tokens and currency. */
+export const EstimateSchema = z.union([
+  z.number().nonnegative(),
+  z.strictObject({
+    tokens: z.number().int().nonnegative().optional(),
+    usd: z.number().nonnegative().optional(),
+  }),
+]);
+
+/**
+ * The options of `agent(prompt, opts)`: every name of the specification's table. Unknown
+ * names are refused, so a typo is a script bug that throws rather than a silently ignored wish.
+ */
+export const AgentOptionsSchema = z.strictObject({
+  label: z.string().optional(),
+  phase: z.string().optional(),
+  effort: z.enum(["low", "medium", "high"]).optional(),
+  schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]).optional(),
+  schema_id: nonEmpty.optional(),
+  isolation: z.enum(["none", "worktree"]).optional(),
+  provider: nonEmpty.optional(),
+  profile: nonEmpty.optional(),
+  model: nonEmpty.optional(),
+  sandbox: SandboxLevelSchema.optional(),
+  workdir: nonEmpty.optional(),
+  session: nonEmpty.optional(),
+  tag: nonEmpty.optional(),
+  estimate: EstimateSchema.optional(),
+}).refine((o) => !(o.schema !== undefined && o.schema_id !== undefined), {
+  message: "'schema' and 'schema_id' are mutually exclusive: pass one of them",
+});
+
+/** Validated options of one `agent()` call. */
+export type AgentOptions = z.infer<typeof AgentOptionsSchema>;
+
+/** What `agent()` sends across the bridge. */
+export const AgentCallSchema = z.strictObject({
+  prompt: z.string().min(1, "must not be empty"),
+  options: AgentOptionsSchema,
+});
+
+/** One validated `agent()` call. */
+export type AgentCall = z.infer<typeof AgentCallSchema>;
+
+/** Result of {@linkcode parseAgentCall}: the call, or a message in the words a script author reads. */
+export type ParsedAgentCall = { ok: true; call: AgentCall } | { ok: false; message: string };
+
+/** Validates an `agent()` call and phrases any problem as `agent(): option 'x' ...`. */
+export function parseAgentCall(params: unknown): ParsedAgentCall {
+  const parsed = AgentCallSchema.safeParse(params);
+  if (parsed.success) return { ok: true, call: parsed.data };
+  const issue = parsed.error.issues[0];
+  if (!issue) return { ok: false, message: "agent(): invalid call" };
+  const [head, name, ...rest] = issue.path.map(String);
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((k) => `'${k}'`).join(", ");
+    return head === "options"
+      ? { ok: false, message: `agent(): unknown option ${keys}` }
+      : { ok: false, message: `agent(): unexpected ${keys}` };
+  }
+  if (head === "prompt") return { ok: false, message: `agent(): prompt ${issue.message}` };
+  if (head === "options" && name !== undefined) {
+    const where = [name, ...rest].join(".");
+    return { ok: false, message: `agent(): option '${where}' ${lowerFirst(issue.message)}` };
+  }
+  return { ok: false, message: `agent(): ${lowerFirst(issue.message)}` };
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
+}

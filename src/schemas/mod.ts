@@ -1,0 +1,22 @@
+/**
+ * The zod schemas of every request shape, shared by the command line, HTTP and the tool protocol.
+ * @module
+ */
+export {
+  type AgentCall,
+  AgentCallSchema,
+  type AgentOptions,
+  AgentOptionsSchema,
+  EstimateSchema,
+  type ParsedAgentCall,
+  parseAgentCall,
+  type SandboxLevel,
+  SandboxLevelSchema,
+} from "./agent_options.ts";
+export type { JsonValue } from "./json.ts";
+export {
+  IsolationSchema,
+  type IsolationTier,
+  type WorkflowRunRequest,
+  WorkflowRunRequestSchema,
+} from "./workflow_run.ts";

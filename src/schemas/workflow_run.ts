@@ -1,0 +1,25 @@
+import { z } from "zod";
+import { SandboxLevelSchema } from "./agent_options.ts";
+
+/** Isolation tiers of the specification. */
+export const IsolationSchema = z.enum(["unsafe-local", "microvm"]);
+/** An isolation tier. */
+export type IsolationTier = z.infer<typeof IsolationSchema>;
+
+/**
+ * Parameters of a workflow run, the same from the command line, HTTP and the tool protocol.
+ * `args` is passed to the script unchanged; absent means the script sees `undefined`.
+ */
+export const WorkflowRunRequestSchema = z.strictObject({
+  script: z.string().min(1, "must not be empty"),
+  filename: z.string().regex(/^[^\n\r]+$/, "must be one line").optional(),
+  args: z.json().optional(),
+  sandbox_default: SandboxLevelSchema.default("read-only"),
+  isolation: IsolationSchema.default("unsafe-local"),
+  workdir: z.string().min(1).optional(),
+  timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(3600),
+  fake_dispatch: z.boolean().default(false),
+});
+
+/** A validated workflow run request. */
+export type WorkflowRunRequest = z.infer<typeof WorkflowRunRequestSchema>;
