@@ -3,6 +3,8 @@
 import {
   ArrayCtor,
   ArrayIsArray,
+  ErrorCaptureStackTrace,
+  ObjectDefineProperty,
   JSONStringify,
   ObjectFreeze,
   PromiseCtor,
@@ -12,6 +14,8 @@ import {
   RangeErrorCtor,
   ReflectApply,
   StringCtor,
+  StringPrototypeIndexOf,
+  StringPrototypeSlice,
   TypeErrorCtor,
 } from "./primordials.js";
 
@@ -19,6 +23,24 @@ function describe(value) {
   if (value === null) return "null";
   if (ArrayIsArray(value)) return "an array";
   return typeof value;
+}
+
+/**
+ * Gives an error that arrives with the host's reply the stack of the script line that made
+ * the call, so the run's error points into the script.
+ */
+function withCallSite(error, site) {
+  try {
+    const stack = site.stack;
+    const newline = typeof stack === "string" ? StringPrototypeIndexOf(stack, "\n") : -1;
+    if (newline !== -1) {
+      const value = `${error.name}: ${error.message}${StringPrototypeSlice(stack, newline)}`;
+      ObjectDefineProperty(error, "stack", { value, writable: true, configurable: true });
+    }
+  } catch {
+    // Keep the error's own stack.
+  }
+  return error;
 }
 
 function settleAll(count, start) {
@@ -70,10 +92,18 @@ export function createPrimitives(channel, init) {
     } catch (error) {
       return PromiseReject(new TypeErrorCtor(`agent(): options must be JSON values (${error.message})`));
     }
-    return PromisePrototypeThen(channel.request("agent", params), (reply) => {
-      if (typeof reply.spent === "number") spent = reply.spent;
-      return reply.value;
-    });
+    const site = {};
+    ErrorCaptureStackTrace(site, agent);
+    return PromisePrototypeThen(
+      channel.request("agent", params),
+      (reply) => {
+        if (typeof reply.spent === "number") spent = reply.spent;
+        return reply.value;
+      },
+      (error) => {
+        throw withCallSite(error, site);
+      },
+    );
   }
 
   function parallel(thunks) {

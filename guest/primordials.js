@@ -12,6 +12,7 @@ export const ArrayCtor = Array;
 export const ArrayIsArray = Array.isArray;
 export const ArrayPrototypePush = uncurryThis(Array.prototype.push);
 export const ErrorCtor = Error;
+export const ErrorCaptureStackTrace = Error.captureStackTrace;
 export const JSONParse = JSON.parse;
 export const JSONStringify = JSON.stringify;
 export const MapCtor = Map;
