@@ -17,7 +17,8 @@ export const GUEST_RUNTIME_FLAGS: readonly string[] = [
 /** Address space beyond the V8 heap that a Deno process needs (code range, ArrayBuffers of the bridge). */
 const DATA_HEADROOM_MB = 768;
 
-function bootstrapPath(): string {
+/** Path of the guest bootstrap shipped beside the host's sources. */
+export function defaultBootstrapPath(): string {
   return decodeURIComponent(new URL("../../guest/bootstrap.js", import.meta.url).pathname);
 }
 
@@ -25,6 +26,8 @@ function bootstrapPath(): string {
 export interface UnsafeLocalOptions {
   /** Cap the data segment with `prlimit` when it is installed (default true), so ArrayBuffers cannot eat the host's memory. */
   limitData?: boolean;
+  /** The guest bootstrap module; defaults to `guest/bootstrap.js` of this checkout or package. */
+  bootstrapPath?: string;
 }
 
 /**
@@ -34,6 +37,7 @@ export interface UnsafeLocalOptions {
  */
 export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): IsolationBackend {
   const prlimit = (options.limitData ?? true) ? platform().which("prlimit") : undefined;
+  const bootstrap = options.bootstrapPath ?? defaultBootstrapPath();
   return {
     name: "unsafe-local",
     async spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
@@ -48,7 +52,7 @@ export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): Isol
         ...GUEST_RUNTIME_FLAGS,
         `--seed=${request.seed}`,
         `--v8-flags=--max-old-space-size=${request.heapMb}`,
-        bootstrapPath(),
+        bootstrap,
       ];
       const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
       const [command, argv] = prlimit ? [prlimit, [`--data=${dataBytes}`, "--", deno, ...args]] : [deno, args];

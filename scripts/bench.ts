@@ -1,0 +1,440 @@
+/**
+ * Benchmark of the workflow engine (`deno task bench [--runs N]`).
+ *
+ * It measures two things and prints a table of medians (with min and max) on standard output,
+ * then one JSON line with every number:
+ *
+ * 1. Latency to the first `agent()` call, for a script that makes one call:
+ *    - in process: from `RunManager.start()` to the first `calls` event with `calls.total === 1`,
+ *      which is the moment the guest's first `agent()` reaches the host. Compared with a bare
+ *      guest-like `deno run` of an empty file (same runtime flags, cleared environment, fresh
+ *      empty DENO_DIR and `prlimit` when installed, as the `unsafe-local` backend spawns it).
+ *    - whole CLI: wall time of a `svc workflow run <script> --fake-dispatch` process. Compared
+ *      with a bare `deno run --no-prompt --no-config` of an empty file.
+ * 2. Fake calls per second of a script that fans out 200 `agent()` calls with `parallel()` at
+ *    concurrency 8: 200 / (time from `start()` to the run's `end` event). Measured with the
+ *    dispatcher as `createDispatcher()` builds it by default (latency from
+ *    `SVC_FAKE_LATENCY_MS`, else 0) and with `fakeLatencyMs: 0`.
+ *
+ * Every repetition measures all of them in turn; the first two repetitions are warm-ups and are
+ * discarded. Every step has a time limit, so the benchmark always ends.
+ * @module
+ */
+import { createDispatcher } from "../src/dispatch/mod.ts";
+import { RunManager, type RunStatus } from "../src/engine/mod.ts";
+import { GUEST_RUNTIME_FLAGS } from "../src/isolation/mod.ts";
+
+const DEFAULT_RUNS = 15;
+const MAX_RUNS = 1000;
+const WARMUP_RUNS = 2;
+const FANOUT_CALLS = 200;
+const CONCURRENCY = 8;
+/** Limit of one spawned process or one in-process run. */
+const STEP_TIMEOUT_MS = 30_000;
+/** `timeout` of every in-process run, in seconds: the RunManager stops the run after it. */
+const RUN_TIMEOUT_S = 30;
+/** Mirrors the `unsafe-local` backend: default heap cap and data headroom of a guest. */
+const GUEST_HEAP_MB = 512;
+const GUEST_DATA_HEADROOM_MB = 768;
+
+const ONE_CALL_SCRIPT = `return await agent("hello");\n`;
+const FANOUT_SCRIPT = [
+  `const results = await parallel(`,
+  `  Array.from({ length: ${FANOUT_CALLS} }, (_, i) => () => agent("task " + i)),`,
+  `);`,
+  `return results.filter((r) => r !== null).length;`,
+  ``,
+].join("\n");
+
+/** Median, min and max of a measurement, plus its samples (warm-ups excluded). */
+interface Stats {
+  median: number;
+  min: number;
+  max: number;
+  samples: number[];
+}
+
+/** Samples of one repetition of every measurement. */
+interface Repetition {
+  inProcessFirstCallMs: number;
+  bareGuestMs: number;
+  cliMs: number;
+  bareDenoMs: number;
+  fanoutDefaultMs: number;
+  fanoutZeroMs: number;
+}
+
+function repoRoot(): string {
+  return decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "");
+}
+
+function round(value: number, digits = 2): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+function summarize(samples: number[]): Stats {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const n = sorted.length;
+  if (n === 0) throw new Error("no samples to summarize");
+  const middle = Math.floor(n / 2);
+  const upper = sorted[middle] ?? 0;
+  const median = n % 2 === 1 ? upper : ((sorted[middle - 1] ?? upper) + upper) / 2;
+  return {
+    median: round(median),
+    min: round(sorted[0] ?? 0),
+    max: round(sorted[n - 1] ?? 0),
+    samples: samples.map((s) => round(s)),
+  };
+}
+
+function parseRuns(args: string[]): number {
+  let runs = DEFAULT_RUNS;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? "";
+    let raw: string | undefined;
+    if (arg === "--runs") raw = args[++i];
+    else if (arg.startsWith("--runs=")) raw = arg.slice("--runs=".length);
+    else throw new Error(`unknown argument '${arg}' (usage: deno task bench [--runs N])`);
+    const value = Number(raw);
+    if (raw === undefined || !/^\d+$/.test(raw) || value < 1 || value > MAX_RUNS) {
+      throw new Error(`--runs must be a whole number from 1 to ${MAX_RUNS}, got '${raw ?? ""}'`);
+    }
+    runs = value;
+  }
+  return runs;
+}
+
+function which(command: string): string | undefined {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (!dir) continue;
+    const candidate = `${dir}/${command}`;
+    try {
+      if (Deno.statSync(candidate).isFile) return candidate;
+    } catch {
+      // Not in this directory.
+    }
+  }
+  return undefined;
+}
+
+/** Spawns a process to its end and returns its wall time in ms; throws when it fails or hangs. */
+async function timeProcess(
+  what: string,
+  command: string,
+  options: Omit<Deno.CommandOptions, "stdin" | "stdout" | "stderr" | "signal">,
+): Promise<{ ms: number; stdout: string }> {
+  const signal = AbortSignal.timeout(STEP_TIMEOUT_MS);
+  const cmd = new Deno.Command(command, {
+    ...options,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    signal,
+  });
+  const t0 = performance.now();
+  const output = await cmd.output();
+  const ms = performance.now() - t0;
+  if (signal.aborted) throw new Error(`${what} did not end within ${STEP_TIMEOUT_MS} ms`);
+  if (!output.success) {
+    const stderr = new TextDecoder().decode(output.stderr).trim();
+    throw new Error(`${what} exited with status ${output.code}: ${stderr}`);
+  }
+  return { ms, stdout: new TextDecoder().decode(output.stdout) };
+}
+
+function expectSucceeded(status: RunStatus, what: string): void {
+  if (status.state !== "succeeded") {
+    const reason = status.error ? `${status.error.code}: ${status.error.message}` : "no error";
+    throw new Error(`${what} ended '${status.state}' (${reason})`);
+  }
+}
+
+/** In process: ms from `start()` to the first `agent()` call reaching the host. */
+async function timeFirstCallInProcess(home: string): Promise<number> {
+  const manager = new RunManager({ dispatcher: createDispatcher({ fakeLatencyMs: 0 }), home });
+  try {
+    let firstCallAt: number | undefined;
+    const t0 = performance.now();
+    const started = manager.start({
+      script: ONE_CALL_SCRIPT,
+      filename: "bench_one_call.js",
+      fake_dispatch: true,
+      timeout: RUN_TIMEOUT_S,
+    });
+    const unsubscribe = manager.subscribe(started.run_id, (event) => {
+      if (firstCallAt === undefined && event.type === "calls" && event.calls.total === 1) {
+        firstCallAt = performance.now();
+      }
+    });
+    const status = await manager.wait(started.run_id);
+    unsubscribe();
+    expectSucceeded(status, "the one-call run");
+    if (typeof status.result !== "string") {
+      throw new Error(`the one-call run returned ${JSON.stringify(status.result)}, not a string`);
+    }
+    if (firstCallAt === undefined) throw new Error("the one-call run never reported its call");
+    return firstCallAt - t0;
+  } finally {
+    await manager.close();
+  }
+}
+
+/** In process: ms from `start()` to the end of the 200-call fan-out run. */
+async function timeFanout(home: string, fakeLatencyMs: number | undefined): Promise<number> {
+  const dispatcher = fakeLatencyMs === undefined
+    ? createDispatcher()
+    : createDispatcher({ fakeLatencyMs });
+  const manager = new RunManager({ dispatcher, home, concurrency: CONCURRENCY });
+  try {
+    let endedAt: number | undefined;
+    const t0 = performance.now();
+    const started = manager.start({
+      script: FANOUT_SCRIPT,
+      filename: "bench_fanout.js",
+      fake_dispatch: true,
+      timeout: RUN_TIMEOUT_S,
+    });
+    const unsubscribe = manager.subscribe(started.run_id, (event) => {
+      if (event.type === "end") endedAt = performance.now();
+    });
+    const status = await manager.wait(started.run_id);
+    const ms = (endedAt ?? performance.now()) - t0;
+    unsubscribe();
+    expectSucceeded(status, "the fan-out run");
+    if (status.result !== FANOUT_CALLS) {
+      throw new Error(
+        `the fan-out run returned ${JSON.stringify(status.result)} non-null results, ` +
+          `expected ${FANOUT_CALLS}`,
+      );
+    }
+    return ms;
+  } finally {
+    await manager.close();
+  }
+}
+
+/** A bare `deno run` of an empty file, spawned the way the `unsafe-local` backend spawns a guest. */
+async function timeBareGuest(scratchRoot: string, emptyScript: string): Promise<number> {
+  const scratch = await Deno.makeTempDir({ dir: scratchRoot, prefix: "guest-" });
+  try {
+    const denoDir = `${scratch}/deno_dir`;
+    await Deno.mkdir(denoDir);
+    const deno = Deno.execPath();
+    const args = [
+      "run",
+      ...GUEST_RUNTIME_FLAGS,
+      "--seed=1",
+      `--v8-flags=--max-old-space-size=${GUEST_HEAP_MB}`,
+      emptyScript,
+    ];
+    const prlimit = which("prlimit");
+    const dataBytes = (GUEST_HEAP_MB + GUEST_DATA_HEADROOM_MB) * 1024 * 1024;
+    const [command, argv] = prlimit
+      ? [prlimit, [`--data=${dataBytes}`, "--", deno, ...args]]
+      : [deno, args];
+    const { ms } = await timeProcess("the bare guest-like deno run", command, {
+      args: argv,
+      clearEnv: true,
+      env: {
+        DENO_DIR: denoDir,
+        DENO_NO_PACKAGE_JSON: "1",
+        DENO_NO_UPDATE_CHECK: "1",
+        NO_COLOR: "1",
+      },
+      cwd: scratch,
+    });
+    return ms;
+  } finally {
+    await Deno.remove(scratch, { recursive: true }).catch(() => {});
+  }
+}
+
+/** A bare `deno run --no-prompt --no-config` of an empty file. */
+async function timeBareDeno(emptyScript: string): Promise<number> {
+  const { ms } = await timeProcess("the bare deno run", Deno.execPath(), {
+    args: ["run", "--no-prompt", "--no-config", emptyScript],
+    env: { DENO_NO_UPDATE_CHECK: "1" },
+  });
+  return ms;
+}
+
+/** Wall time of a whole `svc workflow run <one-call script> --fake-dispatch` process. */
+async function timeCli(home: string, script: string): Promise<number> {
+  const { ms, stdout } = await timeProcess("svc workflow run", Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      "--allow-env",
+      "cli/main.ts",
+      "workflow",
+      "run",
+      script,
+      "--fake-dispatch",
+    ],
+    cwd: repoRoot(),
+    env: { SVC_HOME: home, SVC_FAKE_LATENCY_MS: "0", DENO_NO_UPDATE_CHECK: "1" },
+  });
+  let result: unknown;
+  try {
+    result = JSON.parse(stdout);
+  } catch {
+    throw new Error(`svc workflow run printed something that is not JSON: ${stdout.trim()}`);
+  }
+  if (typeof result !== "string") {
+    throw new Error(`svc workflow run returned ${stdout.trim()}, not a string`);
+  }
+  return ms;
+}
+
+/** Runs `fn` with a fresh temporary directory under `root`, removed afterwards. */
+async function withTempDir<T>(root: string, fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await Deno.makeTempDir({ dir: root, prefix: "home-" });
+  try {
+    return await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+async function repetition(
+  root: string,
+  emptyScript: string,
+  oneCallScript: string,
+): Promise<Repetition> {
+  const bareDenoMs = await timeBareDeno(emptyScript);
+  const bareGuestMs = await timeBareGuest(root, emptyScript);
+  const inProcessFirstCallMs = await withTempDir(root, (home) => timeFirstCallInProcess(home));
+  const cliMs = await withTempDir(root, (home) => timeCli(home, oneCallScript));
+  const fanoutDefaultMs = await withTempDir(root, (home) => timeFanout(home, undefined));
+  const fanoutZeroMs = await withTempDir(root, (home) => timeFanout(home, 0));
+  return { inProcessFirstCallMs, bareGuestMs, cliMs, bareDenoMs, fanoutDefaultMs, fanoutZeroMs };
+}
+
+function formatTable(rows: Array<[string, Stats | number, string]>): string {
+  const header = ["measurement", "median", "min", "max", "unit"];
+  const cells = rows.map(([name, value, unit]) =>
+    typeof value === "number"
+      ? [name, value.toFixed(2), "", "", unit]
+      : [name, value.median.toFixed(2), value.min.toFixed(2), value.max.toFixed(2), unit]
+  );
+  const all = [header, ...cells];
+  const widths = header.map((_, c) => Math.max(...all.map((row) => (row[c] ?? "").length)));
+  const line = (row: string[]): string =>
+    row.map((cell, c) =>
+      c === 0 || c === 4 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0)
+    ).join("  ").trimEnd();
+  const rule = widths.map((w) => "-".repeat(w)).join("  ");
+  return [line(header), rule, ...cells.map(line)].join("\n");
+}
+
+async function main(args: string[]): Promise<number> {
+  let runs: number;
+  try {
+    runs = parseRuns(args);
+  } catch (error) {
+    console.error(`bench: ${error instanceof Error ? error.message : String(error)}`);
+    return 2;
+  }
+  const root = await Deno.makeTempDir({ prefix: "svc-bench-" });
+  try {
+    const emptyScript = `${root}/bench_empty.js`;
+    const oneCallScript = `${root}/bench_one_call.js`;
+    await Deno.writeTextFile(emptyScript, "");
+    await Deno.writeTextFile(oneCallScript, ONE_CALL_SCRIPT);
+    const envLatency = Deno.env.get("SVC_FAKE_LATENCY_MS");
+    const defaultLatency = envLatency === undefined || envLatency === "" ? 0 : Number(envLatency);
+
+    const started = performance.now();
+    const reps: Repetition[] = [];
+    for (let i = 0; i < WARMUP_RUNS + runs; i++) {
+      const rep = await repetition(root, emptyScript, oneCallScript);
+      if (i >= WARMUP_RUNS) reps.push(rep);
+    }
+    const elapsedS = (performance.now() - started) / 1000;
+
+    const pick = (key: keyof Repetition): Stats => summarize(reps.map((r) => r[key]));
+    const rates = (key: "fanoutDefaultMs" | "fanoutZeroMs"): Stats =>
+      summarize(reps.map((r) => FANOUT_CALLS / (r[key] / 1000)));
+    const inProcess = pick("inProcessFirstCallMs");
+    const bareGuest = pick("bareGuestMs");
+    const cli = pick("cliMs");
+    const bareDeno = pick("bareDenoMs");
+    const fanoutDefault = rates("fanoutDefaultMs");
+    const fanoutZero = rates("fanoutZeroMs");
+    const fanoutDefaultMs = pick("fanoutDefaultMs");
+    const fanoutZeroMs = pick("fanoutZeroMs");
+    const cliRatio = round(cli.median / bareDeno.median);
+    const inProcessRatio = round(inProcess.median / bareGuest.median);
+    const machine = {
+      nproc: navigator.hardwareConcurrency,
+      os: Deno.build.os,
+      arch: Deno.build.arch,
+      deno: Deno.version.deno,
+      v8: Deno.version.v8,
+    };
+
+    const latencyLabel = `${defaultLatency} ms` +
+      (envLatency === undefined || envLatency === "" ? ", SVC_FAKE_LATENCY_MS unset" : "");
+    console.log(
+      `svc bench: ${runs} runs (+${WARMUP_RUNS} warm-up), medians; ` +
+        `nproc ${machine.nproc}, ${machine.os}/${machine.arch}, deno ${machine.deno}, ` +
+        `${round(elapsedS, 1)} s`,
+    );
+    console.log("");
+    console.log(formatTable([
+      ["first agent() call, in process (start -> calls.total=1)", inProcess, "ms"],
+      ["bare guest-like deno run (empty file)", bareGuest, "ms"],
+      ["  in process / bare guest-like (medians)", inProcessRatio, "x"],
+      ["svc workflow run, 1 call, whole CLI process", cli, "ms"],
+      ["bare deno run --no-prompt --no-config (empty file)", bareDeno, "ms"],
+      ["  CLI / bare deno (medians)", cliRatio, "x"],
+      [
+        `${FANOUT_CALLS} calls, conc ${CONCURRENCY}, default fake latency (${latencyLabel})`,
+        fanoutDefault,
+        "calls/s",
+      ],
+      ["  run time", fanoutDefaultMs, "ms"],
+      [`${FANOUT_CALLS} calls, conc ${CONCURRENCY}, fakeLatencyMs: 0`, fanoutZero, "calls/s"],
+      ["  run time", fanoutZeroMs, "ms"],
+    ]));
+    console.log("");
+    console.log(JSON.stringify({
+      bench: "svc",
+      machine,
+      runs,
+      warmup: WARMUP_RUNS,
+      elapsed_s: round(elapsedS, 2),
+      first_call: {
+        in_process_ms: inProcess,
+        bare_guest_ms: bareGuest,
+        in_process_vs_bare_guest: inProcessRatio,
+        cli_ms: cli,
+        bare_deno_ms: bareDeno,
+        cli_vs_bare_deno: cliRatio,
+      },
+      throughput: {
+        calls: FANOUT_CALLS,
+        concurrency: CONCURRENCY,
+        default_latency: {
+          fake_latency_ms: defaultLatency,
+          calls_per_s: fanoutDefault,
+          run_ms: fanoutDefaultMs,
+        },
+        zero_latency: { fake_latency_ms: 0, calls_per_s: fanoutZero, run_ms: fanoutZeroMs },
+      },
+    }));
+    return 0;
+  } catch (error) {
+    console.error(`bench: FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  } finally {
+    await Deno.remove(root, { recursive: true }).catch(() => {});
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}
