@@ -29,10 +29,14 @@ function buildProgram(exitCode: { value: number }): Command {
     .description("Run a workflow script and print its returned value as JSON")
     .argument("<script.js>", "path of the script")
     .option("--args <json>", "JSON value passed to the script as `args`")
-    .option("--fake-dispatch", "send every agent() call to the deterministic fake provider (no quota used)")
+    .option(
+      "--fake-dispatch",
+      "send every agent() call to the deterministic fake provider (no quota used)",
+    )
     .option("--timeout <seconds>", "wall-clock limit of the whole run", "3600")
     .addOption(
-      new Option("--isolation <tier>", "where the script runs").choices(["unsafe-local", "microvm"]).default("unsafe-local"),
+      new Option("--isolation <tier>", "where the script runs").choices(["unsafe-local", "microvm"])
+        .default("unsafe-local"),
     )
     .addOption(
       new Option("--sandbox-default <level>", "default sandbox level of calls")

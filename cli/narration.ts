@@ -3,36 +3,42 @@ import type { CallCounts, RunEvent } from "../src/engine/mod.ts";
 /** Options of {@linkcode createNarrationPrinter}. */
 export interface NarrationPrinterOptions {
   write: (text: string) => void;
-  /** Least time between two call-count lines, in ms; the last counts are always printed. Default 250. */
-  callsEveryMs?: number;
+}
+
+/** What {@linkcode createNarrationPrinter} returns. */
+export interface NarrationPrinter {
+  onEvent: (event: RunEvent) => void;
+  /** Prints call counts still waiting for their turn. */
+  flush: () => void;
 }
 
 /**
  * Turns run events into the human narration the command line prints on standard error:
  * phase titles, log lines, stray output, failed calls, and calls running/queued/done.
+ * Call counts are coalesced: a burst of changes within one task prints one line.
  */
-export function createNarrationPrinter(options: NarrationPrinterOptions): {
-  onEvent: (event: RunEvent) => void;
-  flush: () => void;
-} {
+export function createNarrationPrinter(options: NarrationPrinterOptions): NarrationPrinter {
   const { write } = options;
-  const every = options.callsEveryMs ?? 250;
-  let last = 0;
   let pending: CallCounts | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   let printed = "";
 
-  function printCalls(calls: CallCounts): void {
+  function flush(): void {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (!pending) return;
+    const calls = pending;
+    pending = undefined;
     const done = calls.succeeded + calls.failed;
     const line = `calls: ${calls.running} running, ${calls.queued} queued, ${done} done` +
       (calls.failed > 0 ? ` (${calls.failed} failed)` : "");
     if (line === printed) return;
     printed = line;
-    last = Date.now();
-    pending = undefined;
     write(`${line}\n`);
   }
 
   function onEvent(event: RunEvent): void {
+    if (event.type !== "calls") flush();
     switch (event.type) {
       case "narration": {
         const { entry } = event;
@@ -46,19 +52,13 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): {
         write(`! dropped from the guest (${event.event.kind}): ${event.event.detail}\n`);
         return;
       case "calls":
-        if (Date.now() - last >= every) printCalls(event.calls);
-        else pending = event.calls;
+        pending = event.calls;
+        timer ??= setTimeout(flush, 0);
         return;
       case "state":
-        return;
       case "end":
-        flush();
         return;
     }
-  }
-
-  function flush(): void {
-    if (pending) printCalls(pending);
   }
 
   return { onEvent, flush };

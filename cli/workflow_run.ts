@@ -29,14 +29,18 @@ async function readScript(path: string): Promise<string> {
   try {
     info = await p.stat(path);
   } catch (error) {
-    const reason = error instanceof Error && error.name === "NotFound" ? "no such file" : "it cannot be read";
+    const reason = error instanceof Error && error.name === "NotFound"
+      ? "no such file"
+      : "it cannot be read";
     throw new UsageError(`Cannot read script '${path}': ${reason}`);
   }
   if (info.isDirectory) throw new UsageError(`Cannot read script '${path}': it is a directory`);
   try {
     return await p.readTextFile(path);
   } catch (error) {
-    const reason = error instanceof Error && error.name === "PermissionDenied" ? "permission denied" : "it cannot be read";
+    const reason = error instanceof Error && error.name === "PermissionDenied"
+      ? "permission denied"
+      : "it cannot be read";
     throw new UsageError(`Cannot read script '${path}': ${reason}`);
   }
 }
@@ -55,7 +59,9 @@ function parseTimeout(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const value = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < 1) {
-    throw new UsageError(`Cannot use --timeout '${raw}': it must be a whole number of seconds, at least 1`);
+    throw new UsageError(
+      `Cannot use --timeout '${raw}': it must be a whole number of seconds, at least 1`,
+    );
   }
   return value;
 }
@@ -103,7 +109,9 @@ export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): 
   const runId = started.run_id;
   const printer = createNarrationPrinter({ write: (text) => p.writeStderr(text) });
   const unsubscribe = manager.subscribe(runId, printer.onEvent);
-  p.writeStderr(`svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""})\n`);
+  p.writeStderr(
+    `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""})\n`,
+  );
 
   let interrupts = 0;
   const removeInterrupt = p.onInterrupt(() => {
@@ -128,9 +136,13 @@ export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): 
   if (status.state === "succeeded") {
     p.writeStderr(`svc: run ${runId} succeeded\n`);
   } else {
-    p.writeStderr(`svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}\n`);
+    p.writeStderr(
+      `svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}\n`,
+    );
   }
   if (flags.json) await p.writeStdout(`${JSON.stringify(status, null, 2)}\n`);
-  else if (status.state === "succeeded") await p.writeStdout(`${JSON.stringify(status.result ?? null)}\n`);
+  else if (status.state === "succeeded") {
+    await p.writeStdout(`${JSON.stringify(status.result ?? null)}\n`);
+  }
   return exitStatus(status);
 }

@@ -4,18 +4,22 @@ export const meta = {
   phases: ["review", "summarise"],
 };
 
-const files = args?.files ?? ["src/engine/run_manager.ts", "src/engine/guest_session.ts", "guest/bootstrap.js"];
+const files = args?.files ??
+  ["src/engine/run_manager.ts", "src/engine/guest_session.ts", "guest/bootstrap.js"];
 
 phase("review");
 const reviews = await parallel(
-  files.map((file) => () => agent(`Review ${file} for bugs. Answer in one paragraph.`, { label: file })),
+  files.map((file) => () =>
+    agent(`Review ${file} for bugs. Answer in one paragraph.`, { label: file })
+  ),
 );
 log(`${reviews.filter((r) => r !== null).length} of ${files.length} reviews came back`);
 
 phase("summarise");
 const verdicts = await pipeline(
   files,
-  (_prev, file, i) => agent(`Summarise this review of ${file}: ${reviews[i]}`, { label: `summary ${file}` }),
+  (_prev, file, i) =>
+    agent(`Summarise this review of ${file}: ${reviews[i]}`, { label: `summary ${file}` }),
   (summary, file) =>
     agent(`Rate the severity of: ${summary}`, {
       label: `severity ${file}`,

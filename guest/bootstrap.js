@@ -75,7 +75,14 @@ async function main() {
       json = JSONStringify(value === undefined ? null : value);
     } catch (error) {
       const reason = describeError(error).message;
-      finish({ ok: false, error: { name: "TypeError", message: `the returned value is not JSON: ${reason}`, stack: "" } });
+      finish({
+        ok: false,
+        error: {
+          name: "TypeError",
+          message: `the returned value is not JSON: ${reason}`,
+          stack: "",
+        },
+      });
       return;
     }
     finish({ ok: true, value: JSONParse(json) });
@@ -108,7 +115,10 @@ async function main() {
   let body;
   try {
     // "use strict" shares the first line so that script line numbers stay as written.
-    body = new AsyncFunction(...PARAMETERS, `"use strict";${init.body}\n//# sourceURL=${init.filename}`);
+    body = new AsyncFunction(
+      ...PARAMETERS,
+      `"use strict";${init.body}\n//# sourceURL=${init.filename}`,
+    );
   } catch (error) {
     finish({ ok: false, error: describeError(error) });
     return;

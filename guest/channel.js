@@ -35,11 +35,16 @@ export async function readFirstLine() {
   let text = "";
   while (true) {
     const n = await stdinRead(view);
-    if (n === null) throw new ErrorCtor("Cannot start the guest: the host closed stdin before the init frame");
+    if (n === null) {
+      throw new ErrorCtor("Cannot start the guest: the host closed stdin before the init frame");
+    }
     text += decodeUtf8(buffer, n);
     const newline = StringPrototypeIndexOf(text, "\n");
     if (newline !== -1) {
-      return { line: StringPrototypeSlice(text, 0, newline), rest: StringPrototypeSlice(text, newline + 1) };
+      return {
+        line: StringPrototypeSlice(text, 0, newline),
+        rest: StringPrototypeSlice(text, newline + 1),
+      };
     }
   }
 }
@@ -57,7 +62,9 @@ export function openChannel(nonce, frameLimit, rest) {
     const bytes = encodeUtf8(prefix + body + "}\n");
     const size = TypedArrayPrototypeGetLength(bytes);
     if (size > frameLimit) {
-      throw new RangeErrorCtor(`the message is ${size} bytes, over the bridge limit of ${frameLimit} bytes`);
+      throw new RangeErrorCtor(
+        `the message is ${size} bytes, over the bridge limit of ${frameLimit} bytes`,
+      );
     }
     writeAll(stdoutWriteSync, bytes);
   }
@@ -96,7 +103,13 @@ export function openChannel(nonce, frameLimit, rest) {
           error.data !== null && typeof error.data === "object"
         ? error.data.type
         : undefined;
-      waiter.reject(kind === "TypeError" ? new TypeErrorCtor(text) : kind === "RangeError" ? new RangeErrorCtor(text) : new ErrorCtor(text));
+      waiter.reject(
+        kind === "TypeError"
+          ? new TypeErrorCtor(text)
+          : kind === "RangeError"
+          ? new RangeErrorCtor(text)
+          : new ErrorCtor(text),
+      );
     } else {
       waiter.resolve(message.result);
     }

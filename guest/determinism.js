@@ -29,7 +29,12 @@ function lockedFunction(call, name) {
 /** Defines `key` on `target` as a read-only, non-configurable value. Ignores what cannot be redefined. */
 function pin(target, key, value) {
   try {
-    ObjectDefineProperty(target, key, { value, writable: false, enumerable: false, configurable: false });
+    ObjectDefineProperty(target, key, {
+      value,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
   } catch {
     // A non-configurable property stays as the runtime made it.
   }
@@ -90,7 +95,9 @@ export function lockDeterminism(global) {
   if (temporal && typeof temporal.Now === "object") {
     const now = {};
     for (const name of ObjectGetOwnPropertyNames(temporal.Now)) {
-      if (typeof temporal.Now[name] === "function") now[name] = lockedFunction(`Temporal.Now.${name}()`, name);
+      if (typeof temporal.Now[name] === "function") {
+        now[name] = lockedFunction(`Temporal.Now.${name}()`, name);
+      }
     }
     pin(temporal, "Now", ObjectFreeze(now));
   }
@@ -105,7 +112,9 @@ export function lockDeterminism(global) {
 
   // A fresh realm would bring an unlocked clock.
   function Worker() {
-    throw new ErrorCtor("new Worker() is not available in workflow scripts: use parallel() or pipeline()");
+    throw new ErrorCtor(
+      "new Worker() is not available in workflow scripts: use parallel() or pipeline()",
+    );
   }
   pin(global, "Worker", Worker);
 }

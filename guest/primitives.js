@@ -4,8 +4,8 @@ import {
   ArrayCtor,
   ArrayIsArray,
   ErrorCaptureStackTrace,
-  ObjectDefineProperty,
   JSONStringify,
+  ObjectDefineProperty,
   ObjectFreeze,
   PromiseCtor,
   PromisePrototypeThen,
@@ -79,9 +79,14 @@ export function createPrimitives(channel, init) {
 
   function agent(prompt, options) {
     if (typeof prompt !== "string") {
-      return PromiseReject(new TypeErrorCtor(`agent(): prompt must be a string, got ${describe(prompt)}`));
+      return PromiseReject(
+        new TypeErrorCtor(`agent(): prompt must be a string, got ${describe(prompt)}`),
+      );
     }
-    if (options !== undefined && (options === null || typeof options !== "object" || ArrayIsArray(options))) {
+    if (
+      options !== undefined &&
+      (options === null || typeof options !== "object" || ArrayIsArray(options))
+    ) {
       return PromiseReject(
         new TypeErrorCtor(`agent(): options must be an object, got ${describe(options)}`),
       );
@@ -90,7 +95,9 @@ export function createPrimitives(channel, init) {
     try {
       params = JSONStringify({ prompt, options: options ?? {} });
     } catch (error) {
-      return PromiseReject(new TypeErrorCtor(`agent(): options must be JSON values (${error.message})`));
+      return PromiseReject(
+        new TypeErrorCtor(`agent(): options must be JSON values (${error.message})`),
+      );
     }
     const site = {};
     ErrorCaptureStackTrace(site, agent);
@@ -116,7 +123,9 @@ export function createPrimitives(channel, init) {
     }
     for (let i = 0; i < count; i++) {
       if (typeof thunks[i] !== "function") {
-        throw new TypeErrorCtor(`parallel(): item ${i} must be a function, got ${describe(thunks[i])}`);
+        throw new TypeErrorCtor(
+          `parallel(): item ${i} must be a function, got ${describe(thunks[i])}`,
+        );
       }
     }
     const own = new ArrayCtor(count);
@@ -134,7 +143,9 @@ export function createPrimitives(channel, init) {
     }
     for (let s = 0; s < stages.length; s++) {
       if (typeof stages[s] !== "function") {
-        throw new TypeErrorCtor(`pipeline(): stage ${s} must be a function, got ${describe(stages[s])}`);
+        throw new TypeErrorCtor(
+          `pipeline(): stage ${s} must be a function, got ${describe(stages[s])}`,
+        );
       }
     }
     const ownItems = new ArrayCtor(count);

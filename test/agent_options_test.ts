@@ -27,7 +27,10 @@ Deno.test("agent() options accept every name of the specification's table", () =
     },
   });
   assert.equal(parsed.ok, true);
-  assert.equal(parseAgentCall({ prompt: "p", options: { schema_id: "review", estimate: 3 } }).ok, true);
+  assert.equal(
+    parseAgentCall({ prompt: "p", options: { schema_id: "review", estimate: 3 } }).ok,
+    true,
+  );
 });
 
 Deno.test("agent() options name an unknown option", () => {
@@ -35,13 +38,22 @@ Deno.test("agent() options name an unknown option", () => {
 });
 
 Deno.test("agent() options name a wrongly typed option", () => {
-  assert.match(message({ sandbox: "rw" }), /^agent\(\): option 'sandbox' invalid option: expected one of/);
-  assert.match(message({ label: 3 }), /^agent\(\): option 'label' invalid input: expected string, received number/);
+  assert.match(
+    message({ sandbox: "rw" }),
+    /^agent\(\): option 'sandbox' invalid option: expected one of/,
+  );
+  assert.match(
+    message({ label: 3 }),
+    /^agent\(\): option 'label' invalid input: expected string, received number/,
+  );
   assert.match(message({ estimate: -1 }), /^agent\(\): option 'estimate' /);
 });
 
 Deno.test("agent() options refuse schema together with schema_id, naming both", () => {
-  assert.match(message({ schema: {}, schema_id: "x" }), /'schema' and 'schema_id' are mutually exclusive/);
+  assert.match(
+    message({ schema: {}, schema_id: "x" }),
+    /'schema' and 'schema_id' are mutually exclusive/,
+  );
 });
 
 Deno.test("agent() refuses an empty prompt", () => {

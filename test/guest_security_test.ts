@@ -79,13 +79,22 @@ Deno.test("user code is never a pre-loaded module: a literal import is permissio
     `return (await import("file://${secret}", { with: { type: "text" } })).default;`,
   );
   assert.equal(outcome.kind, "threw");
-  assert.ok(outcome.kind === "threw" && /Requires read access/.test(outcome.error.message), JSON.stringify(outcome));
+  assert.ok(
+    outcome.kind === "threw" && /Requires read access/.test(outcome.error.message),
+    JSON.stringify(outcome),
+  );
   assert.ok(!everything(outcome).includes("TOPSECRET"));
 });
 
 Deno.test("the guest cannot read the environment", async () => {
-  assert.match(await attempt(`return Deno.env.get("HOME");`), /^NotCapable: Requires env access to "HOME"/);
-  assert.match(await attempt(`return JSON.stringify(Deno.env.toObject());`), /^NotCapable: Requires env access/);
+  assert.match(
+    await attempt(`return Deno.env.get("HOME");`),
+    /^NotCapable: Requires env access to "HOME"/,
+  );
+  assert.match(
+    await attempt(`return JSON.stringify(Deno.env.toObject());`),
+    /^NotCapable: Requires env access/,
+  );
   assert.match(await attempt(`return process.env.HOME;`), /^NotCapable: Requires env access/);
 });
 
@@ -98,24 +107,44 @@ Deno.test("the guest is spawned with a cleared environment and the hardening fla
     const { outcome } = await rawGuest(`return await agent("look at me");`, {
       spawned: (p) => (pid = p),
       agent: async () => {
-        environ = await Deno.readTextFile(`/proc/${pid}/environ`);
-        cmdline = (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0");
+        // Deno wants --allow-all for /proc/<pid>/environ; cat reads it with run permission only.
+        const read = async (file: string) => {
+          const out = await new Deno.Command("cat", { args: [`/proc/${pid}/${file}`] }).output();
+          return new TextDecoder().decode(out.stdout);
+        };
+        environ = await read("environ");
+        cmdline = (await read("cmdline")).split("\0");
         return { value: "seen", spent: 0 };
       },
     });
     assert.deepEqual(outcome, { kind: "returned", value: "seen" });
     const names = environ.split("\0").filter(Boolean).map((pair) => pair.split("=")[0]).sort();
-    assert.deepEqual(names, ["DENO_DIR", "DENO_NO_PACKAGE_JSON", "DENO_NO_UPDATE_CHECK", "NO_COLOR"]);
+    assert.deepEqual(names, [
+      "DENO_DIR",
+      "DENO_NO_PACKAGE_JSON",
+      "DENO_NO_UPDATE_CHECK",
+      "NO_COLOR",
+    ]);
     assert.ok(!environ.includes("do-not-pass"));
     assert.equal(cmdline[0], Deno.execPath(), "the guest runs on the host's own Deno binary");
     // Listed here, not imported: removing a flag from the source must fail this test.
     for (const flag of ["--no-prompt", "--no-config", "--no-remote", "--no-npm", "--cached-only"]) {
       assert.ok(cmdline.includes(flag), `missing ${flag}`);
     }
-    assert.ok(!cmdline.some((arg) => arg.startsWith("--allow") || arg === "-A"), "no permission flag");
-    assert.ok(cmdline.some((arg) => arg.startsWith("--v8-flags=--max-old-space-size=")), "heap cap");
+    assert.ok(
+      !cmdline.some((arg) => arg.startsWith("--allow") || arg === "-A"),
+      "no permission flag",
+    );
+    assert.ok(
+      cmdline.some((arg) => arg.startsWith("--v8-flags=--max-old-space-size=")),
+      "heap cap",
+    );
     assert.ok(cmdline.includes("--seed=1"));
-    assert.match(cmdline.at(-2) ?? "", /\/guest\/bootstrap\.js$/, "the trusted bootstrap is the main module");
+    assert.match(
+      cmdline.at(-2) ?? "",
+      /\/guest\/bootstrap\.js$/,
+      "the trusted bootstrap is the main module",
+    );
   } finally {
     Deno.env.delete("SVC_TEST_HOST_SECRET");
   }
@@ -128,23 +157,53 @@ Deno.test("the guest cannot open sockets or fetch, even to a server on 127.0.0.1
     return new Response("leak");
   });
   const port = server.addr.port;
-  assert.match(await attempt(`return await (await fetch("http://127.0.0.1:${port}/")).text();`), /^NotCapable: Requires net access to "127\.0\.0\.1:\d+"/);
-  assert.match(await attempt(`return await Deno.connect({ hostname: "127.0.0.1", port: ${port} });`), /^NotCapable: Requires net access/);
-  assert.match(await attempt(`return Deno.listen({ port: 0 });`), /^NotCapable: Requires net access/);
-  assert.match(await attempt(`return new WebSocket("ws://127.0.0.1:${port}/");`), /^NotCapable: Requires net access/);
+  assert.match(
+    await attempt(`return await (await fetch("http://127.0.0.1:${port}/")).text();`),
+    /^NotCapable: Requires net access to "127\.0\.0\.1:\d+"/,
+  );
+  assert.match(
+    await attempt(`return await Deno.connect({ hostname: "127.0.0.1", port: ${port} });`),
+    /^NotCapable: Requires net access/,
+  );
+  assert.match(
+    await attempt(`return Deno.listen({ port: 0 });`),
+    /^NotCapable: Requires net access/,
+  );
+  assert.match(
+    await attempt(`return new WebSocket("ws://127.0.0.1:${port}/");`),
+    /^NotCapable: Requires net access/,
+  );
   assert.equal(requests, 0);
 });
 
 Deno.test("the guest cannot spawn processes or load FFI libraries", async () => {
-  assert.match(await attempt(`return await new Deno.Command("/bin/sh", { args: ["-c", "id"] }).output();`), /^NotCapable: Requires run access to "\/bin\/sh"/);
-  assert.match(await attempt(`${dynamicImport} return (await load("node:child_process")).execSync("id");`), /^NotCapable: Requires (env|run) access/);
-  assert.match(await attempt(`return Deno.dlopen("libc.so.6", {});`), /^NotCapable: Requires ffi access/);
+  assert.match(
+    await attempt(`return await new Deno.Command("/bin/sh", { args: ["-c", "id"] }).output();`),
+    /^NotCapable: Requires run access to "\/bin\/sh"/,
+  );
+  assert.match(
+    await attempt(`${dynamicImport} return (await load("node:child_process")).execSync("id");`),
+    /^NotCapable: Requires (env|run) access/,
+  );
+  assert.match(
+    await attempt(`return Deno.dlopen("libc.so.6", {});`),
+    /^NotCapable: Requires ffi access/,
+  );
 });
 
 Deno.test("the guest cannot import npm:, https: or jsr: specifiers", async () => {
-  assert.match(await attempt(`${dynamicImport} return await load("npm:" + "left-pad");`), /--no-npm is specified/);
-  assert.match(await attempt(`${dynamicImport} return await load("https://deno.land/std/path/mod.ts");`), /--no-remote is specified/);
-  assert.match(await attempt(`${dynamicImport} return await load("jsr:@std/path");`), /--no-remote is specified/);
+  assert.match(
+    await attempt(`${dynamicImport} return await load("npm:" + "left-pad");`),
+    /--no-npm is specified/,
+  );
+  assert.match(
+    await attempt(`${dynamicImport} return await load("https://deno.land/std/path/mod.ts");`),
+    /--no-remote is specified/,
+  );
+  assert.match(
+    await attempt(`${dynamicImport} return await load("jsr:@std/path");`),
+    /--no-remote is specified/,
+  );
 });
 
 Deno.test("--no-config: a deno.json above the installed bootstrap is not picked up", async () => {
@@ -167,9 +226,15 @@ Deno.test("--no-config: a deno.json above the installed bootstrap is not picked 
 
 Deno.test("each guest gets a fresh DENO_DIR that is removed afterwards", async () => {
   await using t = await testManager();
-  const first = await t.manager.wait(t.manager.start({ script: `localStorage.setItem("k", "from run 1"); return localStorage.getItem("k");` }).run_id);
+  const first = await t.manager.wait(
+    t.manager.start({
+      script: `localStorage.setItem("k", "from run 1"); return localStorage.getItem("k");`,
+    }).run_id,
+  );
   assert.equal(first.result, "from run 1");
-  const second = await t.manager.wait(t.manager.start({ script: `return localStorage.getItem("k");` }).run_id);
+  const second = await t.manager.wait(
+    t.manager.start({ script: `return localStorage.getItem("k");` }).run_id,
+  );
   assert.equal(second.result, null, "nothing persists from one run to the next");
   const left = [...Deno.readDirSync(`${t.home}/tmp`)];
   assert.deepEqual(left, [], "scratch space is removed");
@@ -187,7 +252,11 @@ Deno.test("a guessed nonce forges nothing: frames without the run's nonce are dr
   assert.equal(status.state, "succeeded");
   assert.equal(status.result, "real");
   assert.equal(status.calls.total, 0, "no forged call was dispatched");
-  assert.deepEqual(status.security_events.map((e) => e.kind), ["bad_nonce", "bad_nonce", "bad_nonce"]);
+  assert.deepEqual(status.security_events.map((e) => e.kind), [
+    "bad_nonce",
+    "bad_nonce",
+    "bad_nonce",
+  ]);
 });
 
 Deno.test("the script cannot read the init frame: stdin holds nothing with the nonce", async () => {
@@ -203,7 +272,8 @@ Deno.test("the script cannot read the init frame: stdin holds nothing with the n
 });
 
 Deno.test("nothing the user's code can patch or call sees the nonce, and calls keep working", async () => {
-  const { outcome, output } = await rawGuest(`
+  const { outcome, output } = await rawGuest(
+    `
     const seen = [];
     let busy = false;
     let size = 0;
@@ -251,9 +321,12 @@ Deno.test("nothing the user's code can patch or call sees the nonce, and calls k
     Promise.prototype.then = then; JSON.stringify = stringify;
     const all = seen.join("\\n");
     return { answers, leaked: all.includes(${JSON.stringify(NONCE)}), seen: all.slice(0, 100000) };
-  `, {
-    agent: (params) => Promise.resolve({ value: (params as { prompt: string }).prompt, spent: 0 }),
-  });
+  `,
+    {
+      agent: (params) =>
+        Promise.resolve({ value: (params as { prompt: string }).prompt, spent: 0 }),
+    },
+  );
   assert.equal(outcome.kind, "returned", JSON.stringify(outcome).slice(0, 500));
   const result = outcome.kind === "returned"
     ? outcome.value as { answers: unknown; leaked: boolean; seen: string }
@@ -276,7 +349,9 @@ Deno.test("stray output never breaks the run: it becomes narration marked as suc
   `);
   assert.equal(status.state, "succeeded");
   assert.equal(status.result, "fake response to: still works");
-  const output = status.narration.filter((e) => e.kind === "output").map((e) => `${e.stream}:${e.text}`);
+  const output = status.narration.filter((e) => e.kind === "output").map((e) =>
+    `${e.stream}:${e.text}`
+  );
   assert.deepEqual(output.sort(), [
     "stderr:via console.info",
     "stderr:via console.log",
@@ -296,7 +371,10 @@ Deno.test("a line over the frame limit is dropped and recorded; the run goes on"
   assert.equal(status.result, "fake response to: after");
   assert.equal(status.security_events.length, 1);
   assert.equal(status.security_events[0]!.kind, "oversize_frame");
-  assert.match(status.security_events[0]!.detail, /300000-byte line, over the 65536-byte frame limit/);
+  assert.match(
+    status.security_events[0]!.detail,
+    /300000-byte line, over the 65536-byte frame limit/,
+  );
 });
 
 Deno.test("a script cannot send a frame over the limit: agent() throws a RangeError", async () => {
@@ -305,7 +383,10 @@ Deno.test("a script cannot send a frame over the limit: agent() throws a RangeEr
     {},
     { frameLimit: 64 * 1024 },
   );
-  assert.match(status.result as string, /^RangeError: the message is \d+ bytes, over the bridge limit of 65536 bytes$/);
+  assert.match(
+    status.result as string,
+    /^RangeError: the message is \d+ bytes, over the bridge limit of 65536 bytes$/,
+  );
 });
 
 Deno.test("a script that loops forever is killed at its timeout; the host goes on", async () => {
@@ -321,12 +402,17 @@ Deno.test("a script that loops forever is killed at its timeout; the host goes o
 
 Deno.test("a script that exhausts its heap fails with a memory error; the host goes on", async () => {
   await using t = await testManager({ heapMb: 64 });
-  const hungry = t.manager.start({ script: `const a = [];\nwhile (true) a.push(new Array(100000).fill(1.5));` });
+  const hungry = t.manager.start({
+    script: `const a = [];\nwhile (true) a.push(new Array(100000).fill(1.5));`,
+  });
   const good = t.manager.start({ script: `return await agent("fine");` });
   const status = await t.manager.wait(hungry.run_id);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "out_of_memory");
-  assert.equal(status.error?.message, "the script ran out of memory: it reached the guest's heap limit of 64 MiB");
+  assert.equal(
+    status.error?.message,
+    "the script ran out of memory: it reached the guest's heap limit of 64 MiB",
+  );
   assert.equal((await t.manager.wait(good.run_id)).state, "succeeded");
 });
 
@@ -338,25 +424,38 @@ Deno.test("ArrayBuffers cannot take the host's memory: the guest's data segment 
     { heapMb: 64 },
   );
   assert.equal(status.state, "failed");
-  assert.match(status.error?.message ?? "", /RangeError: Array buffer allocation failed|ran out of memory/);
+  assert.match(
+    status.error?.message ?? "",
+    /RangeError: Array buffer allocation failed|ran out of memory/,
+  );
 });
 
 Deno.test("a script that crashes its process fails with a clear error; the host goes on", async () => {
   const status = await runScript(`log("about to exit");\nDeno.exit(3);`);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "guest_crashed");
-  assert.match(status.error?.message ?? "", /^the script's process exited with code 3 before the script finished/);
+  assert.match(
+    status.error?.message ?? "",
+    /^the script's process exited with code 3 before the script finished/,
+  );
   const thrown = await runScript(`throw "a string";`);
   assert.equal(thrown.error?.message, "uncaught exception: a string");
-  const rejected = await runScript(`Promise.reject(new Error("unhandled"));\nawait new Promise((r) => setTimeout(r, 1000));`);
+  const rejected = await runScript(
+    `Promise.reject(new Error("unhandled"));\nawait new Promise((r) => setTimeout(r, 1000));`,
+  );
   assert.match(rejected.error?.message ?? "", /^Error: unhandled \(script\.js:1:16\)$/);
 });
 
 Deno.test("microvm isolation fails closed: the script never runs locally", async () => {
-  const status = await runScript(`log("ran locally");\nreturn await agent("x");`, { isolation: "microvm" });
+  const status = await runScript(`log("ran locally");\nreturn await agent("x");`, {
+    isolation: "microvm",
+  });
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "isolation_unavailable");
-  assert.match(status.error?.message ?? "", /no microVM backend is available.*never falls back to local execution/);
+  assert.match(
+    status.error?.message ?? "",
+    /no microVM backend is available.*never falls back to local execution/,
+  );
   assert.deepEqual(status.narration, []);
   assert.equal(status.calls.total, 0);
 });

@@ -67,7 +67,15 @@ export async function runCli(
 ): Promise<CliResult> {
   await using home = await tempDir("svc-home-");
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", "--allow-write", "--allow-run", "--allow-env", `${ROOT}/cli/main.ts`, ...args],
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      "--allow-env",
+      `${ROOT}/cli/main.ts`,
+      ...args,
+    ],
     env: { SVC_HOME: options.home ?? home.path, NO_COLOR: "1", ...options.env },
     cwd: options.cwd ?? ROOT,
     stdin: "null",
@@ -75,7 +83,11 @@ export async function runCli(
     stderr: "piped",
   }).output();
   const decoder = new TextDecoder();
-  return { code: output.code, stdout: decoder.decode(output.stdout), stderr: decoder.decode(output.stderr) };
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
 }
 
 /** Texts of the run's narration entries of one kind. */

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { narration, runScript, testManager } from "./helpers.ts";
 
 Deno.test("the body runs as an async function: top-level await and return give the product", async () => {
-  const status = await runScript(`const a = await agent("hello");\nreturn { a, n: 2 };`, { fake_dispatch: true });
+  const status = await runScript(`const a = await agent("hello");\nreturn { a, n: 2 };`, {
+    fake_dispatch: true,
+  });
   assert.equal(status.state, "succeeded");
   assert.deepEqual(status.result, { a: "fake response to: hello", n: 2 });
 });
@@ -50,7 +52,10 @@ Deno.test("agent() throws a TypeError naming an unknown or wrongly typed option"
   const seen = status.result as string[];
   assert.equal(seen[0], "TypeError: agent(): unknown option 'labl'");
   assert.match(seen[1]!, /^TypeError: agent\(\): option 'sandbox' invalid option/);
-  assert.match(seen[2]!, /^TypeError: agent\(\): .*'schema' and 'schema_id' are mutually exclusive/);
+  assert.match(
+    seen[2]!,
+    /^TypeError: agent\(\): .*'schema' and 'schema_id' are mutually exclusive/,
+  );
   assert.equal(seen[3], "TypeError: agent(): options must be an object, got string");
   assert.equal(seen[4], "TypeError: agent(): prompt must be a string, got number");
   assert.equal(status.calls.total, 0, "refused calls are never dispatched");
@@ -60,7 +65,10 @@ Deno.test("an uncaught TypeError from agent() fails the run at the script's line
   const status = await runScript(`log("start");\nawait agent("p", { colour: "red" });`);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "script_error");
-  assert.equal(status.error?.message, "TypeError: agent(): unknown option 'colour' (script.js:2:7)");
+  assert.equal(
+    status.error?.message,
+    "TypeError: agent(): unknown option 'colour' (script.js:2:7)",
+  );
   assert.equal(status.error?.column, 7);
   assert.equal(status.error?.line, 2);
 });
@@ -122,14 +130,18 @@ Deno.test("pipeline() makes a throwing stage's item null and skips its later sta
 Deno.test("pipeline() runs stages without a barrier", async () => {
   // Item 0 needs one call in stage 1, item 1 needs three. Without a barrier, item 0 reaches
   // stage 2 while item 1 is still in stage 1.
-  const status = await runScript(`
+  const status = await runScript(
+    `
     await pipeline([0, 1],
       async (p, item) => {
         for (let k = 0; k <= item * 2; k++) await agent("s1 " + item + " " + k);
         log("stage 1 done for " + item);
       },
       (p, item) => log("stage 2 started for " + item));
-  `, {}, { fakeLatencyMs: 20 });
+  `,
+    {},
+    { fakeLatencyMs: 20 },
+  );
   const lines = narration(status, "log");
   assert.ok(
     lines.indexOf("stage 2 started for 0") < lines.indexOf("stage 1 done for 1"),
@@ -163,12 +175,17 @@ Deno.test("phase() and log() become narration with host timestamps", async () =>
     { kind: "log", text: '{"n":1}' },
   ]);
   for (const entry of status.narration) {
-    assert.ok(entry.at >= status.started_at! && entry.at <= status.ended_at!, "stamped during the run");
+    assert.ok(
+      entry.at >= status.started_at! && entry.at <= status.ended_at!,
+      "stamped during the run",
+    );
   }
 });
 
 Deno.test("args are readable unchanged, and undefined when none were given", async () => {
-  const given = await runScript(`return { args, type: typeof args };`, { args: { list: [1, "two", null], n: 1.5 } });
+  const given = await runScript(`return { args, type: typeof args };`, {
+    args: { list: [1, "two", null], n: 1.5 },
+  });
   assert.deepEqual(given.result, { args: { list: [1, "two", null], n: 1.5 }, type: "object" });
   const none = await runScript(`return typeof args;`);
   assert.equal(none.result, "undefined");
@@ -184,14 +201,18 @@ Deno.test("budget without a cap: total null, remaining Infinity, spent follows c
   `);
   const result = status.result as { before: unknown[]; after: number };
   assert.deepEqual(result.before, [null, 0, true]);
-  assert.equal(result.after, status.journal.usage.input_tokens + status.journal.usage.output_tokens);
+  assert.equal(
+    result.after,
+    status.journal.usage.input_tokens + status.journal.usage.output_tokens,
+  );
   assert.ok(result.after > 0);
 });
 
 Deno.test("run concurrency is capped at 8: excess calls queue", async () => {
   await using t = await testManager({ fakeLatencyMs: 40 });
   const started = t.manager.start({
-    script: `return (await parallel(Array.from({ length: 20 }, (_, i) => () => agent("t" + i)))).filter(Boolean).length;`,
+    script:
+      `return (await parallel(Array.from({ length: 20 }, (_, i) => () => agent("t" + i)))).filter(Boolean).length;`,
   });
   let maxRunning = 0;
   let maxQueued = 0;

@@ -15,7 +15,8 @@ function refusal(source: string): string {
 }
 
 Deno.test("checkScript() reads a pure-literal meta and blanks its export keyword", () => {
-  const source = `export const meta = { name: "n", description: \`d\`, phases: ["a", "b"] };\nreturn 1;`;
+  const source =
+    `export const meta = { name: "n", description: \`d\`, phases: ["a", "b"] };\nreturn 1;`;
   const checked = checkScript(source);
   assert.deepEqual(checked.meta, { name: "n", description: "d", phases: ["a", "b"] });
   assert.equal(checked.body.length, source.length, "offsets are preserved");
@@ -28,10 +29,22 @@ Deno.test("checkScript() accepts a script without meta, with top-level await and
 });
 
 Deno.test("checkScript() refuses a meta that is not a pure literal, naming line and column", () => {
-  assert.match(refusal(`export const meta = { name: f() };`), /^w\.js:1:29: meta must be a pure literal: calls/);
-  assert.match(refusal(`export const meta = {\n  name: someName };`), /^w\.js:2:9: meta must be a pure literal: variable 'someName'/);
-  assert.match(refusal("export const meta = { ...base };"), /w\.js:1:23: meta must be a pure literal: spread/);
-  assert.match(refusal("export const meta = { name: `a${b}` };"), /w\.js:1:33: .*template interpolation/);
+  assert.match(
+    refusal(`export const meta = { name: f() };`),
+    /^w\.js:1:29: meta must be a pure literal: calls/,
+  );
+  assert.match(
+    refusal(`export const meta = {\n  name: someName };`),
+    /^w\.js:2:9: meta must be a pure literal: variable 'someName'/,
+  );
+  assert.match(
+    refusal("export const meta = { ...base };"),
+    /w\.js:1:23: meta must be a pure literal: spread/,
+  );
+  assert.match(
+    refusal("export const meta = { name: `a${b}` };"),
+    /w\.js:1:33: .*template interpolation/,
+  );
   assert.match(refusal("export const meta = { [k]: 1 };"), /computed keys/);
   assert.match(refusal("export const meta = { get name() { return 1 } };"), /methods, accessors/);
   assert.match(refusal("export const meta = { phases: [1, , 2] };"), /array holes/);
@@ -42,22 +55,43 @@ Deno.test("checkScript() refuses a meta that is not a pure literal, naming line 
 Deno.test("checkScript() refuses meta fields of the wrong type or unknown name", () => {
   assert.match(refusal(`export const meta = { name: 3 };`), /^w\.js:1:21: meta\.name: /);
   assert.match(refusal(`export const meta = { phases: ["a", 2] };`), /meta\.phases\.1: /);
-  assert.match(refusal(`export const meta = { nmae: "x" };`), /unknown field 'nmae' \(allowed: name, description, phases\)/);
+  assert.match(
+    refusal(`export const meta = { nmae: "x" };`),
+    /unknown field 'nmae' \(allowed: name, description, phases\)/,
+  );
 });
 
 Deno.test("checkScript() requires meta to be the first statement and the only export", () => {
-  assert.match(refusal(`log("x");\nexport const meta = {};`), /^w\.js:2:1: 'export const meta' must be the first statement/);
-  assert.match(refusal(`export const other = 1;`), /only 'export const meta = \{\.\.\.\}' may be exported/);
+  assert.match(
+    refusal(`log("x");\nexport const meta = {};`),
+    /^w\.js:2:1: 'export const meta' must be the first statement/,
+  );
+  assert.match(
+    refusal(`export const other = 1;`),
+    /only 'export const meta = \{\.\.\.\}' may be exported/,
+  );
   assert.match(refusal(`export default 1;`), /only 'export const meta/);
   assert.match(refusal(`export let meta = {};`), /only 'export const meta/);
 });
 
 Deno.test("checkScript() refuses import declarations, import(), import.meta and require()", () => {
-  assert.match(refusal(`import fs from "node:fs";`), /^w\.js:1:1: import declarations are not allowed/);
-  assert.match(refusal(`const x = 1;\nawait import("file:///etc/passwd");`), /^w\.js:2:7: import\(\) is not allowed/);
-  assert.match(refusal(`const p = "node:" + "fs";\nawait import(p);`), /^w\.js:2:7: import\(\) is not allowed/);
+  assert.match(
+    refusal(`import fs from "node:fs";`),
+    /^w\.js:1:1: import declarations are not allowed/,
+  );
+  assert.match(
+    refusal(`const x = 1;\nawait import("file:///etc/passwd");`),
+    /^w\.js:2:7: import\(\) is not allowed/,
+  );
+  assert.match(
+    refusal(`const p = "node:" + "fs";\nawait import(p);`),
+    /^w\.js:2:7: import\(\) is not allowed/,
+  );
   assert.match(refusal(`const u = import.meta.url;`), /import\.meta is not allowed/);
-  assert.match(refusal(`function f() { return require("fs"); }`), /w\.js:1:23: require\(\) is not allowed/);
+  assert.match(
+    refusal(`function f() { return require("fs"); }`),
+    /w\.js:1:23: require\(\) is not allowed/,
+  );
 });
 
 Deno.test("checkScript() reports syntax errors with line and column", () => {

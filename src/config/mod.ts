@@ -11,6 +11,11 @@ export function svcHome(): string {
   const explicit = p.env("SVC_HOME");
   if (explicit) return explicit;
   const home = p.homeDir();
-  if (!home) throw new SvcError("invalid_argument", "Cannot locate the data directory: set SVC_HOME or HOME");
+  if (!home) {
+    throw new SvcError(
+      "invalid_argument",
+      "Cannot locate the data directory: set SVC_HOME or HOME",
+    );
+  }
   return joinPath(home, ".svc");
 }

@@ -45,7 +45,10 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
       if (!provider) {
         const known = [...registry.keys()].join(", ");
         return Promise.reject(
-          new SvcError("not_found", `Cannot dispatch: unknown provider '${name}' (configured: ${known})`),
+          new SvcError(
+            "not_found",
+            `Cannot dispatch: unknown provider '${name}' (configured: ${known})`,
+          ),
         );
       }
       return provider.dispatch(request);

@@ -42,7 +42,9 @@ export function createFakeProvider(options: FakeProviderOptions = {}): Provider 
       await sleep(latencyMs, request.signal);
       request.signal.throwIfAborted();
       const schema = request.options.schema;
-      const output = schema !== undefined ? schemaInstance(schema) : `fake response to: ${request.prompt}`;
+      const output = schema !== undefined
+        ? schemaInstance(schema)
+        : `fake response to: ${request.prompt}`;
       const text = typeof output === "string" ? output : JSON.stringify(output);
       return {
         output,

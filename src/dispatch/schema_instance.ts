@@ -3,7 +3,9 @@ import type { JsonValue } from "../schemas/mod.ts";
 type Schema = Record<string, unknown>;
 
 function asSchema(value: unknown): Schema | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value) ? value as Schema : undefined;
+  return value !== null && typeof value === "object" && !Array.isArray(value)
+    ? value as Schema
+    : undefined;
 }
 
 function stringOfLength(seed: string, min: number, max: number | undefined): string {
@@ -17,7 +19,12 @@ function stringOfLength(seed: string, min: number, max: number | undefined): str
  * properties filled in, minimum lengths and bounds honoured. Enough for the fake provider to
  * answer schema calls with values a validator accepts.
  */
-export function schemaInstance(schema: unknown, seed = "fake", root: unknown = schema, depth = 0): JsonValue {
+export function schemaInstance(
+  schema: unknown,
+  seed = "fake",
+  root: unknown = schema,
+  depth = 0,
+): JsonValue {
   if (schema === true || schema === undefined) return seed;
   const s = asSchema(schema);
   if (!s || depth > 32) return null;
@@ -31,28 +38,41 @@ export function schemaInstance(schema: unknown, seed = "fake", root: unknown = s
   for (const key of ["allOf", "anyOf", "oneOf"]) {
     const list = s[key];
     if (Array.isArray(list) && list.length > 0) {
-      if (key !== "allOf" || list.length === 1) return schemaInstance(list[0], seed, root, depth + 1);
+      if (key !== "allOf" || list.length === 1) {
+        return schemaInstance(list[0], seed, root, depth + 1);
+      }
       const merged: Schema = {};
       for (const part of list) Object.assign(merged, asSchema(part));
       return schemaInstance(merged, seed, root, depth + 1);
     }
   }
-  const type = Array.isArray(s.type) ? s.type[0] : s.type ?? (s.properties ? "object" : s.items ? "array" : "string");
+  const type = Array.isArray(s.type)
+    ? s.type[0]
+    : s.type ?? (s.properties ? "object" : s.items ? "array" : "string");
   switch (type) {
     case "object": {
       const properties = asSchema(s.properties) ?? {};
       const required = Array.isArray(s.required) ? s.required.map(String) : Object.keys(properties);
       const out: Record<string, JsonValue> = {};
-      for (const name of required) out[name] = schemaInstance(properties[name] ?? true, name, root, depth + 1);
+      for (const name of required) {
+        out[name] = schemaInstance(properties[name] ?? true, name, root, depth + 1);
+      }
       return out;
     }
     case "array": {
       const min = typeof s.minItems === "number" ? s.minItems : 1;
-      return Array.from({ length: min }, (_, i) => schemaInstance(s.items ?? true, `${seed}-${i}`, root, depth + 1));
+      return Array.from(
+        { length: min },
+        (_, i) => schemaInstance(s.items ?? true, `${seed}-${i}`, root, depth + 1),
+      );
     }
     case "integer":
     case "number": {
-      const min = typeof s.minimum === "number" ? s.minimum : typeof s.exclusiveMinimum === "number" ? s.exclusiveMinimum + 1 : 0;
+      const min = typeof s.minimum === "number"
+        ? s.minimum
+        : typeof s.exclusiveMinimum === "number"
+        ? s.exclusiveMinimum + 1
+        : 0;
       const value = type === "integer" ? Math.ceil(min) : min;
       return typeof s.maximum === "number" ? Math.min(value, s.maximum) : value;
     }

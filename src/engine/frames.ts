@@ -8,7 +8,11 @@ export type GuestMessage =
   | { kind: "notification"; method: string; params: unknown };
 
 /** Why a line from the guest was dropped. */
-export type SecurityEventKind = "non_frame_line" | "bad_nonce" | "oversize_frame" | "malformed_frame";
+export type SecurityEventKind =
+  | "non_frame_line"
+  | "bad_nonce"
+  | "oversize_frame"
+  | "malformed_frame";
 
 /** What one stdout line of a guest turned out to be. */
 export type Classified =
@@ -48,7 +52,11 @@ export function classifyLine(text: string, nonce: string): Classified {
     return { type: "dropped", kind: "non_frame_line", detail: preview(text), stray: text };
   }
   if (typeof frame.nonce !== "string" || !timingSafeEqual(frame.nonce, nonce)) {
-    return { type: "dropped", kind: "bad_nonce", detail: `frame without the run's nonce: ${preview(text)}` };
+    return {
+      type: "dropped",
+      kind: "bad_nonce",
+      detail: `frame without the run's nonce: ${preview(text)}`,
+    };
   }
   const method = frame.method;
   if (typeof method !== "string") {
@@ -56,12 +64,23 @@ export function classifyLine(text: string, nonce: string): Classified {
   }
   if ("id" in frame) {
     if (!REQUESTS.has(method) || !Number.isSafeInteger(frame.id)) {
-      return { type: "dropped", kind: "malformed_frame", detail: `unknown request '${preview(method)}'` };
+      return {
+        type: "dropped",
+        kind: "malformed_frame",
+        detail: `unknown request '${preview(method)}'`,
+      };
     }
-    return { type: "message", message: { kind: "request", id: frame.id as number, method, params: frame.params } };
+    return {
+      type: "message",
+      message: { kind: "request", id: frame.id as number, method, params: frame.params },
+    };
   }
   if (!NOTIFICATIONS.has(method)) {
-    return { type: "dropped", kind: "malformed_frame", detail: `unknown notification '${preview(method)}'` };
+    return {
+      type: "dropped",
+      kind: "malformed_frame",
+      detail: `unknown notification '${preview(method)}'`,
+    };
   }
   return { type: "message", message: { kind: "notification", method, params: frame.params } };
 }

@@ -74,7 +74,9 @@ export function randomNonce(): string {
 }
 
 function stringParam(params: unknown, key: string): string {
-  const value = params !== null && typeof params === "object" ? (params as Record<string, unknown>)[key] : undefined;
+  const value = params !== null && typeof params === "object"
+    ? (params as Record<string, unknown>)[key]
+    : undefined;
   return typeof value === "string" ? value : "";
 }
 
@@ -113,7 +115,9 @@ function crashOutcome(status: ExitStatus, stderr: string[], heapMb: number): Gue
   return {
     kind: "crashed",
     outOfMemory: false,
-    message: `the script's process ${how} before the script finished${last ? ` (last output: ${last.slice(0, 300)})` : ""}`,
+    message: `the script's process ${how} before the script finished${
+      last ? ` (last output: ${last.slice(0, 300)})` : ""
+    }`,
   };
 }
 
@@ -139,13 +143,16 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
   const encoder = new TextEncoder();
-  const send = (message: unknown) => writer.write(encoder.encode(`${JSON.stringify(message)}\n`)).catch(() => {});
+  const send = (message: unknown) =>
+    writer.write(encoder.encode(`${JSON.stringify(message)}\n`)).catch(() => {});
   const stderrTail: string[] = [];
 
   let settle!: (outcome: GuestOutcome) => void;
   const finished = new Promise<GuestOutcome>((resolve) => (settle = resolve));
   const onAbort = () => settle({ kind: "aborted", reason: signal.reason });
   signal.addEventListener("abort", onAbort, { once: true });
+  // The signal may have fired while the guest was being spawned.
+  if (signal.aborted) onAbort();
 
   function onMessage(message: GuestMessage): void {
     if (message.kind === "notification") {
@@ -178,7 +185,10 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   const stdoutPump = (async () => {
     for await (const line of readLines(child.stdout, frameLimit)) {
       if (line.kind === "oversize") {
-        handlers.security("oversize_frame", `dropped a ${line.bytes}-byte line, over the ${frameLimit}-byte frame limit`);
+        handlers.security(
+          "oversize_frame",
+          `dropped a ${line.bytes}-byte line, over the ${frameLimit}-byte frame limit`,
+        );
         continue;
       }
       const classified = classifyLine(line.text, nonce);
@@ -191,7 +201,9 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   })().catch(() => {});
   const stderrPump = (async () => {
     for await (const line of readLines(child.stderr, STDERR_LINE_LIMIT)) {
-      const text = line.kind === "line" ? line.text : `[${line.bytes} bytes of output dropped: line too long]`;
+      const text = line.kind === "line"
+        ? line.text
+        : `[${line.bytes} bytes of output dropped: line too long]`;
       stderrTail.push(text);
       if (stderrTail.length > STDERR_TAIL) stderrTail.shift();
       handlers.output(text, "stderr");

@@ -17,7 +17,10 @@ function concat(chunks: Uint8Array[], length: number): Uint8Array {
  * `maxBytes` of one line: a longer line is skipped to its end and reported as oversize.
  * A final line without a newline is yielded too.
  */
-export async function* readLines(stream: ReadableStream<Uint8Array>, maxBytes: number): AsyncGenerator<ReadLine> {
+export async function* readLines(
+  stream: ReadableStream<Uint8Array>,
+  maxBytes: number,
+): AsyncGenerator<ReadLine> {
   const decoder = new TextDecoder();
   let chunks: Uint8Array[] = [];
   let length = 0;

@@ -2,13 +2,25 @@ import type { Dispatcher } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
 import { joinPath } from "../platform/mod.ts";
-import { type JsonValue, parseAgentCall, type WorkflowRunRequest, WorkflowRunRequestSchema } from "../schemas/mod.ts";
+import {
+  type JsonValue,
+  parseAgentCall,
+  type WorkflowRunRequest,
+  WorkflowRunRequestSchema,
+} from "../schemas/mod.ts";
 import { type AgentReply, type GuestOutcome, runGuest, ScriptCallError } from "./guest_session.ts";
 import { newId } from "./ids.ts";
 import { checkScript } from "./script_check.ts";
 import { scriptRunError } from "./script_error.ts";
 import { Semaphore } from "./semaphore.ts";
-import { type NarrationEntry, type RunError, type RunEvent, type RunState, type RunStatus, TERMINAL_STATES } from "./run_state.ts";
+import {
+  type NarrationEntry,
+  type RunError,
+  type RunEvent,
+  type RunState,
+  type RunStatus,
+  TERMINAL_STATES,
+} from "./run_state.ts";
 
 /** Options of {@linkcode RunManager}. */
 export interface RunManagerOptions {
@@ -49,14 +61,18 @@ function now(): string {
   return new Date().toISOString();
 }
 
-function formatIssue(error: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> }): string {
+function formatIssue(
+  error: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> },
+): string {
   const issue = error.issues[0];
   if (!issue) return "invalid request";
   if (issue.code === "unrecognized_keys" && issue.keys) {
     return `unknown field ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
   }
   const field = issue.path.map(String).join(".");
-  return field ? `'${field}' ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}` : issue.message;
+  return field
+    ? `'${field}' ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`
+    : issue.message;
 }
 
 /**
@@ -114,7 +130,12 @@ export class RunManager {
       security_events_dropped: 0,
       budget: { total: null, unit: "tokens", spent: 0, remaining: null },
       calls: { total: 0, queued: 0, running: 0, succeeded: 0, failed: 0 },
-      journal: { calls: 0, replayed: 0, live: 0, usage: { input_tokens: 0, output_tokens: 0, cost_usd: 0 } },
+      journal: {
+        calls: 0,
+        replayed: 0,
+        live: 0,
+        usage: { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
+      },
     };
     const run: LiveRun = {
       status,
@@ -123,14 +144,17 @@ export class RunManager {
       done: Promise.resolve(status),
     };
     this.#runs.set(status.run_id, run);
+    const snapshot = structuredClone(status);
     run.done = this.#execute(run, request, checked.body);
-    return structuredClone(status);
+    return snapshot;
   }
 
   /** A snapshot of the run's status; undefined for an unknown id or a run of another owner. */
   get(runId: string, options: { owner?: string } = {}): RunStatus | undefined {
     const run = this.#runs.get(runId);
-    if (!run || (options.owner !== undefined && run.status.owner !== options.owner)) return undefined;
+    if (!run || (options.owner !== undefined && run.status.owner !== options.owner)) {
+      return undefined;
+    }
     return structuredClone(run.status);
   }
 
@@ -196,14 +220,32 @@ export class RunManager {
   }
 
   #callsChanged(run: LiveRun): void {
-    this.#emit(run, { type: "calls", run_id: run.status.run_id, at: now(), calls: { ...run.status.calls } });
+    this.#emit(run, {
+      type: "calls",
+      run_id: run.status.run_id,
+      at: now(),
+      calls: { ...run.status.calls },
+    });
   }
 
   async #execute(run: LiveRun, request: WorkflowRunRequest, body: string): Promise<RunStatus> {
+    // Start on a later task, so that whoever called start() can subscribe before anything happens.
+    await Promise.resolve();
     const { status, controller } = run;
+    if (controller.signal.aborted) {
+      this.#finishFromOutcome(
+        run,
+        { kind: "aborted", reason: controller.signal.reason },
+        status.filename,
+      );
+      return status;
+    }
     const semaphore = new Semaphore(this.#options.concurrency);
     const timer = setTimeout(
-      () => controller.abort(new RunStop("timeout", `the run exceeded its timeout of ${request.timeout} s`)),
+      () =>
+        controller.abort(
+          new RunStop("timeout", `the run exceeded its timeout of ${request.timeout} s`),
+        ),
       request.timeout * 1000,
     );
     status.started_at = now();
@@ -228,8 +270,9 @@ export class RunManager {
           output: (text, stream) => this.#narrate(run, { kind: "output", text, stream }),
           security: (kind, detail) => {
             const event = { at: now(), kind, detail };
-            if (status.security_events.length < this.#options.maxSecurityEvents) status.security_events.push(event);
-            else status.security_events_dropped++;
+            if (status.security_events.length < this.#options.maxSecurityEvents) {
+              status.security_events.push(event);
+            } else status.security_events_dropped++;
             this.#emit(run, { type: "security", run_id: status.run_id, at: event.at, event });
           },
         },
@@ -238,7 +281,9 @@ export class RunManager {
       // The guest never started (no backend, no binary): the run fails closed, nothing ran.
       const e = toSvcError(error);
       const code = e.code === "internal" ? "guest_failed" : e.code;
-      const message = e.code === "internal" ? "Cannot start the script: the guest process could not be spawned" : e.message;
+      const message = e.code === "internal"
+        ? "Cannot start the script: the guest process could not be spawned"
+        : e.message;
       this.#finish(run, "failed", { error: { code, message } });
       return status;
     } finally {
@@ -256,11 +301,18 @@ export class RunManager {
         return this.#finish(run, "failed", { error: scriptRunError(outcome.error, filename) });
       case "crashed":
         return this.#finish(run, "failed", {
-          error: { code: outcome.outOfMemory ? "out_of_memory" : "guest_crashed", message: outcome.message },
+          error: {
+            code: outcome.outOfMemory ? "out_of_memory" : "guest_crashed",
+            message: outcome.message,
+          },
         });
       case "aborted": {
-        const stop = outcome.reason instanceof RunStop ? outcome.reason : new RunStop("cancelled", "the run was stopped");
-        return this.#finish(run, stop.state, { error: { code: stop.state, message: stop.message } });
+        const stop = outcome.reason instanceof RunStop
+          ? outcome.reason
+          : new RunStop("cancelled", "the run was stopped");
+        return this.#finish(run, stop.state, {
+          error: { code: stop.state, message: stop.message },
+        });
       }
     }
   }
@@ -273,7 +325,12 @@ export class RunManager {
     run.status.calls.queued = 0;
     run.status.calls.running = 0;
     this.#setState(run, state);
-    this.#emit(run, { type: "end", run_id: run.status.run_id, at: run.status.ended_at, status: structuredClone(run.status) });
+    this.#emit(run, {
+      type: "end",
+      run_id: run.status.run_id,
+      at: run.status.ended_at,
+      status: structuredClone(run.status),
+    });
   }
 
   async #agent(

@@ -2,7 +2,14 @@ import type { IsolationTier, JsonValue, SandboxLevel } from "../schemas/mod.ts";
 import type { ScriptMeta } from "./script_check.ts";
 
 /** States of a run. `interrupted` is set by the next host when one died while the run ran. */
-export type RunState = "queued" | "running" | "succeeded" | "failed" | "cancelled" | "timeout" | "interrupted";
+export type RunState =
+  | "queued"
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "cancelled"
+  | "timeout"
+  | "interrupted";
 
 /** States a run never leaves. */
 export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([

@@ -4,7 +4,6 @@ import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 
-
 /** The script's `export const meta = {...}`. */
 export const ScriptMetaSchema = z.strictObject({
   name: z.string().min(1).optional(),
@@ -24,7 +23,11 @@ export interface CheckedScript {
 
 type AnyNode = Node & Record<string, unknown>;
 
-function fail(filename: string, node: { loc?: { start: { line: number; column: number } } | null }, message: string): never {
+function fail(
+  filename: string,
+  node: { loc?: { start: { line: number; column: number } } | null },
+  message: string,
+): never {
   const at = node.loc ? `${node.loc.start.line}:${node.loc.start.column + 1}` : "1:1";
   throw new SvcError("invalid_script", `${filename}:${at}: ${message}`);
 }
@@ -33,37 +36,65 @@ function fail(filename: string, node: { loc?: { start: { line: number; column: n
 function literalValue(node: AnyNode, filename: string): JsonValue {
   switch (node.type) {
     case "Literal": {
-      if ("regex" in node && node.regex) fail(filename, node, "meta must be a pure literal: regular expressions are not allowed");
-      if ("bigint" in node && node.bigint) fail(filename, node, "meta must be a pure literal: BigInt is not allowed");
+      if ("regex" in node && node.regex) {
+        fail(filename, node, "meta must be a pure literal: regular expressions are not allowed");
+      }
+      if ("bigint" in node && node.bigint) {
+        fail(filename, node, "meta must be a pure literal: BigInt is not allowed");
+      }
       return node.value as JsonValue;
     }
     case "TemplateLiteral": {
       const expressions = node.expressions as AnyNode[];
-      if (expressions.length > 0) fail(filename, expressions[0]!, "meta must be a pure literal: template interpolation is not allowed");
+      if (expressions.length > 0) {
+        fail(
+          filename,
+          expressions[0]!,
+          "meta must be a pure literal: template interpolation is not allowed",
+        );
+      }
       const quasis = node.quasis as Array<{ value: { cooked: string } }>;
       return quasis[0]?.value.cooked ?? "";
     }
     case "UnaryExpression": {
       const argument = node.argument as AnyNode;
-      if (node.operator === "-" && argument.type === "Literal" && typeof argument.value === "number") {
+      if (
+        node.operator === "-" && argument.type === "Literal" && typeof argument.value === "number"
+      ) {
         return -argument.value;
       }
-      return fail(filename, node, `meta must be a pure literal: operator '${String(node.operator)}' is not allowed`);
+      return fail(
+        filename,
+        node,
+        `meta must be a pure literal: operator '${String(node.operator)}' is not allowed`,
+      );
     }
     case "ArrayExpression": {
       return (node.elements as Array<AnyNode | null>).map((element) => {
-        if (element === null) fail(filename, node, "meta must be a pure literal: array holes are not allowed");
-        if (element.type === "SpreadElement") fail(filename, element, "meta must be a pure literal: spread is not allowed");
+        if (element === null) {
+          fail(filename, node, "meta must be a pure literal: array holes are not allowed");
+        }
+        if (element.type === "SpreadElement") {
+          fail(filename, element, "meta must be a pure literal: spread is not allowed");
+        }
         return literalValue(element, filename);
       });
     }
     case "ObjectExpression": {
       const out: { [key: string]: JsonValue } = {};
       for (const property of node.properties as AnyNode[]) {
-        if (property.type === "SpreadElement") fail(filename, property, "meta must be a pure literal: spread is not allowed");
-        if (property.computed) fail(filename, property, "meta must be a pure literal: computed keys are not allowed");
+        if (property.type === "SpreadElement") {
+          fail(filename, property, "meta must be a pure literal: spread is not allowed");
+        }
+        if (property.computed) {
+          fail(filename, property, "meta must be a pure literal: computed keys are not allowed");
+        }
         if (property.kind !== "init" || property.method || property.shorthand) {
-          fail(filename, property, "meta must be a pure literal: methods, accessors and shorthand properties are not allowed");
+          fail(
+            filename,
+            property,
+            "meta must be a pure literal: methods, accessors and shorthand properties are not allowed",
+          );
         }
         const key = property.key as AnyNode;
         const name = key.type === "Identifier" ? String(key.name) : String(key.value);
@@ -72,7 +103,11 @@ function literalValue(node: AnyNode, filename: string): JsonValue {
       return out;
     }
     case "Identifier":
-      return fail(filename, node, `meta must be a pure literal: variable '${String(node.name)}' is not allowed`);
+      return fail(
+        filename,
+        node,
+        `meta must be a pure literal: variable '${String(node.name)}' is not allowed`,
+      );
     case "CallExpression":
     case "NewExpression":
       return fail(filename, node, "meta must be a pure literal: calls are not allowed");
@@ -90,10 +125,16 @@ function findForbidden(root: AnyNode, filename: string): void {
       stack.push(...value);
       continue;
     }
-    if (value === null || typeof value !== "object" || typeof (value as AnyNode).type !== "string") continue;
+    if (
+      value === null || typeof value !== "object" || typeof (value as AnyNode).type !== "string"
+    ) continue;
     const node = value as AnyNode;
     if (node.type === "ImportExpression") {
-      fail(filename, node, "import() is not allowed: workflow scripts reach the outside only through agent()");
+      fail(
+        filename,
+        node,
+        "import() is not allowed: workflow scripts reach the outside only through agent()",
+      );
     }
     if (node.type === "MetaProperty" && (node.meta as AnyNode).name === "import") {
       fail(filename, node, "import.meta is not allowed in workflow scripts");
@@ -101,7 +142,11 @@ function findForbidden(root: AnyNode, filename: string): void {
     if (node.type === "CallExpression") {
       const callee = node.callee as AnyNode;
       if (callee.type === "Identifier" && callee.name === "require") {
-        fail(filename, node, "require() is not allowed: workflow scripts reach the outside only through agent()");
+        fail(
+          filename,
+          node,
+          "require() is not allowed: workflow scripts reach the outside only through agent()",
+        );
       }
     }
     for (const key in node) {
@@ -110,7 +155,8 @@ function findForbidden(root: AnyNode, filename: string): void {
   }
 }
 
-const TYPESCRIPT_HINT = /(^|[\s(,])(interface|type|enum|declare|namespace)\s+[A-Za-z_$]|:\s*(string|number|boolean|any|unknown|void|never)\b|\bas\s+(const|string|number|any|unknown)\b|<[A-Z][A-Za-z]*>\s*\(/m;
+const TYPESCRIPT_HINT =
+  /(^|[\s(,])(interface|type|enum|declare|namespace)\s+[A-Za-z_$]|:\s*(string|number|boolean|any|unknown|void|never)\b|\bas\s+(const|string|number|any|unknown)\b|<[A-Z][A-Za-z]*>\s*\(/m;
 
 /**
  * Checks a workflow script on the host, before any process starts: it must parse as
@@ -130,7 +176,9 @@ export function checkScript(source: string, options: { filename?: string } = {})
     }) as unknown as AnyNode;
   } catch (error) {
     const loc = (error as { loc?: { line: number; column: number } }).loc;
-    const reason = error instanceof Error ? error.message.replace(/ \(\d+:\d+\)$/, "") : "syntax error";
+    const reason = error instanceof Error
+      ? error.message.replace(/ \(\d+:\d+\)$/, "")
+      : "syntax error";
     const hint = TYPESCRIPT_HINT.test(source)
       ? " (workflow scripts are plain JavaScript: TypeScript syntax such as type annotations is not supported)"
       : "";
@@ -143,28 +191,42 @@ export function checkScript(source: string, options: { filename?: string } = {})
   let body = source;
   statements.forEach((statement, index) => {
     if (statement.type === "ImportDeclaration") {
-      fail(filename, statement, "import declarations are not allowed: workflow scripts reach the outside only through agent()");
+      fail(
+        filename,
+        statement,
+        "import declarations are not allowed: workflow scripts reach the outside only through agent()",
+      );
     }
-    if (statement.type === "ExportDefaultDeclaration" || statement.type === "ExportAllDeclaration") {
+    if (
+      statement.type === "ExportDefaultDeclaration" || statement.type === "ExportAllDeclaration"
+    ) {
       fail(filename, statement, "only 'export const meta = {...}' may be exported");
     }
     if (statement.type !== "ExportNamedDeclaration") return;
     const declaration = statement.declaration as AnyNode | null;
-    const declarators = declaration?.type === "VariableDeclaration" ? (declaration.declarations as AnyNode[]) : [];
+    const declarators = declaration?.type === "VariableDeclaration"
+      ? (declaration.declarations as AnyNode[])
+      : [];
     const isMeta = declaration?.type === "VariableDeclaration" && declaration.kind === "const" &&
       declarators.length === 1 && (declarators[0]!.id as AnyNode).type === "Identifier" &&
       (declarators[0]!.id as AnyNode).name === "meta";
     if (!isMeta) fail(filename, statement, "only 'export const meta = {...}' may be exported");
-    if (index !== 0) fail(filename, statement, "'export const meta' must be the first statement of the script");
+    if (index !== 0) {
+      fail(filename, statement, "'export const meta' must be the first statement of the script");
+    }
     const init = declarators[0]!.init as AnyNode | null;
-    if (!init || init.type !== "ObjectExpression") fail(filename, init ?? statement, "meta must be an object literal");
+    if (!init || init.type !== "ObjectExpression") {
+      fail(filename, init ?? statement, "meta must be an object literal");
+    }
     const value = literalValue(init, filename);
     const parsed = ScriptMetaSchema.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const field = issue.path.length > 0 ? `meta.${issue.path.join(".")}` : "meta";
       const detail = issue.code === "unrecognized_keys"
-        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")} (allowed: name, description, phases)`
+        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${
+          issue.keys.map((k) => `'${k}'`).join(", ")
+        } (allowed: name, description, phases)`
         : issue.message;
       fail(filename, init, `${field}: ${detail}`);
     }

@@ -8,7 +8,9 @@ export class Semaphore {
 
   constructor(permits: number) {
     if (!Number.isInteger(permits) || permits < 1) {
-      throw new RangeError(`Cannot create a semaphore: permits must be a positive integer, got ${permits}`);
+      throw new RangeError(
+        `Cannot create a semaphore: permits must be a positive integer, got ${permits}`,
+      );
     }
     this.#available = permits;
   }

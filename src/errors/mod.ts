@@ -19,7 +19,11 @@ export class SvcError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
 
-  constructor(code: ErrorCode, message: string, options: { status?: number; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { status?: number; cause?: unknown } = {},
+  ) {
     super(message, { cause: options.cause });
     this.name = "SvcError";
     this.code = code;

@@ -9,7 +9,11 @@ import { createUnsafeLocalBackend } from "./unsafe_local.ts";
 
 export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 export { createMicrovmBackend } from "./microvm.ts";
-export { createUnsafeLocalBackend, defaultBootstrapPath, GUEST_RUNTIME_FLAGS } from "./unsafe_local.ts";
+export {
+  createUnsafeLocalBackend,
+  defaultBootstrapPath,
+  GUEST_RUNTIME_FLAGS,
+} from "./unsafe_local.ts";
 export type { UnsafeLocalOptions } from "./unsafe_local.ts";
 
 /** The backends of the isolation tiers, keyed by tier name. */

@@ -55,7 +55,9 @@ export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): Isol
         bootstrap,
       ];
       const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
-      const [command, argv] = prlimit ? [prlimit, [`--data=${dataBytes}`, "--", deno, ...args]] : [deno, args];
+      const [command, argv] = prlimit
+        ? [prlimit, [`--data=${dataBytes}`, "--", deno, ...args]]
+        : [deno, args];
       let child;
       try {
         child = p.spawn(command, {

@@ -8,8 +8,8 @@ export {
   type AgentOptions,
   AgentOptionsSchema,
   EstimateSchema,
-  type ParsedAgentCall,
   parseAgentCall,
+  type ParsedAgentCall,
   type SandboxLevel,
   SandboxLevelSchema,
 } from "./agent_options.ts";

@@ -1,0 +1,179 @@
+import assert from "node:assert/strict";
+import { fixture, ROOT, runCli } from "./helpers.ts";
+
+function assertNoStackTrace(stderr: string): void {
+  assert.ok(!/\n\s+at .*\.(ts|js):\d+/.test(stderr), `stack trace on stderr:\n${stderr}`);
+}
+
+Deno.test("svc workflow run prints exactly the returned value on stdout and narrates on stderr", async () => {
+  const result = await runCli([
+    "workflow",
+    "run",
+    fixture("narrating.js"),
+    "--args",
+    '{"count": 12}',
+    "--fake-dispatch",
+  ], {
+    env: { SVC_FAKE_LATENCY_MS: "30" },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(JSON.parse(result.stdout), { answered: 12 });
+  assert.equal(result.stdout.trim().split("\n").length, 1, "one JSON document");
+  assert.match(result.stderr, /^svc: run run_[0-9a-z]+ started \(narrating\.js, "narrating"\)$/m);
+  assert.match(result.stderr, /^== Gather$/m);
+  assert.match(result.stderr, /^gathering 12 items$/m);
+  assert.match(result.stderr, /^== Report$/m);
+  assert.match(
+    result.stderr,
+    /^calls: 8 running, 4 queued, 0 done$/m,
+    "the concurrency cap shows with latency",
+  );
+  assert.match(result.stderr, /^calls: 0 running, 0 queued, 12 done$/m);
+  assert.match(result.stderr, /^svc: run run_[0-9a-z]+ succeeded$/m);
+});
+
+Deno.test("svc workflow run --json prints the whole status object", async () => {
+  const result = await runCli([
+    "workflow",
+    "run",
+    fixture("narrating.js"),
+    "--args",
+    '{"count": 2}',
+    "--json",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  const status = JSON.parse(result.stdout);
+  assert.equal(status.state, "succeeded");
+  assert.deepEqual(status.result, { answered: 2 });
+  assert.equal(status.journal.calls, 2);
+  assert.equal(status.name, "narrating");
+  assert.deepEqual(status.narration.map((e: { kind: string }) => e.kind), [
+    "phase",
+    "log",
+    "phase",
+  ]);
+});
+
+Deno.test("a failed run exits 1 with empty stdout, or the status object with --json", async () => {
+  const plain = await runCli(["workflow", "run", fixture("throws.js")]);
+  assert.equal(plain.code, 1);
+  assert.equal(plain.stdout, "");
+  assert.match(
+    plain.stderr,
+    /failed: TypeError: Cannot read properties of null \(reading 'field'\) \(throws\.js:3:14\)/,
+  );
+  assertNoStackTrace(plain.stderr);
+  const json = await runCli(["workflow", "run", fixture("throws.js"), "--json"]);
+  assert.equal(json.code, 1);
+  const status = JSON.parse(json.stdout);
+  assert.equal(status.state, "failed");
+  assert.equal(status.error.line, 3);
+});
+
+Deno.test("--timeout ends the run in state timeout with exit status 124", async () => {
+  const result = await runCli(["workflow", "run", fixture("loops.js"), "--timeout", "1", "--json"]);
+  assert.equal(result.code, 124);
+  assert.equal(JSON.parse(result.stdout).state, "timeout");
+  assert.match(result.stderr, /timeout: the run exceeded its timeout of 1 s/);
+});
+
+Deno.test("--isolation microvm fails closed with exit status 1", async () => {
+  const result = await runCli([
+    "workflow",
+    "run",
+    fixture("narrating.js"),
+    "--args",
+    '{"count":1}',
+    "--isolation",
+    "microvm",
+  ]);
+  assert.equal(result.code, 1);
+  assert.equal(result.stdout, "");
+  assert.match(
+    result.stderr,
+    /Cannot start the run in microvm isolation: no microVM backend is available/,
+  );
+});
+
+Deno.test("bad input gets a clear message and exit status 2, never a stack trace", async () => {
+  const cases: Array<[string[], RegExp]> = [
+    [
+      ["workflow", "run", "does/not/exist.js"],
+      /^svc: Cannot read script 'does\/not\/exist\.js': no such file$/m,
+    ],
+    [["workflow", "run", "test"], /^svc: Cannot read script 'test': it is a directory$/m],
+    [
+      ["workflow", "run", fixture("narrating.js"), "--args", "{nope"],
+      /^svc: Cannot parse --args: it must be JSON \(/m,
+    ],
+    [["workflow", "run", fixture("narrating.js"), "--frobnicate"], /unknown option '--frobnicate'/],
+    [
+      ["workflow", "run", fixture("narrating.js"), "--timeout", "soon"],
+      /--timeout 'soon': it must be a whole number of seconds/,
+    ],
+    [
+      ["workflow", "run", fixture("narrating.js"), "--isolation", "docker"],
+      /argument 'docker' is invalid\. Allowed choices are unsafe-local, microvm/,
+    ],
+    [
+      ["workflow", "run", fixture("bad_meta.js")],
+      /^svc: bad_meta\.js:1:44: meta must be a pure literal: calls are not allowed$/m,
+    ],
+    [
+      ["workflow", "run", fixture("typescript.ts.js")],
+      /typescript\.ts\.js:1:12: syntax error: .*TypeScript syntax/,
+    ],
+    [["workflow", "run"], /missing required argument 'script\.js'/],
+    [["frobnicate"], /unknown command 'frobnicate'/],
+  ];
+  for (const [args, expected] of cases) {
+    const result = await runCli(args);
+    assert.equal(result.code, 2, `${args.join(" ")}: exit ${result.code}\n${result.stderr}`);
+    assert.equal(result.stdout, "", args.join(" "));
+    assert.match(result.stderr, expected, args.join(" "));
+    assertNoStackTrace(result.stderr);
+  }
+});
+
+Deno.test("an unreadable script file is a clear error", async () => {
+  if (Deno.uid() === 0) {
+    // root reads any file; use a path that is not a regular file instead.
+    const result = await runCli(["workflow", "run", "/proc/self/mem"]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /^svc: Cannot read script '\/proc\/self\/mem': /m);
+    assertNoStackTrace(result.stderr);
+    return;
+  }
+  const path = `${ROOT}/test/fixtures/narrating.js`;
+  const copy = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    await Deno.copyFile(path, copy);
+    await Deno.chmod(copy, 0o000);
+    const result = await runCli(["workflow", "run", copy]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /permission denied/);
+  } finally {
+    await Deno.remove(copy);
+  }
+});
+
+Deno.test("svc --help lists the commands and exits 0", async () => {
+  const result = await runCli(["--help"]);
+  assert.equal(result.code, 0);
+  assert.match(result.stdout, /workflow/);
+  const sub = await runCli(["workflow", "run", "--help"]);
+  assert.equal(sub.code, 0);
+  for (
+    const flag of [
+      "--args",
+      "--fake-dispatch",
+      "--timeout",
+      "--isolation",
+      "--json",
+      "--sandbox-default",
+      "--workdir",
+    ]
+  ) {
+    assert.ok(sub.stdout.includes(flag), flag);
+  }
+});

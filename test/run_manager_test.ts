@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import type { RunEvent } from "../src/engine/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { testManager } from "./helpers.ts";
+
+Deno.test("a run moves queued -> running -> succeeded, with host timestamps and a journal summary", async () => {
+  await using t = await testManager();
+  const started = t.manager.start({ script: `return await agent("a");`, filename: "one.js" });
+  assert.equal(started.state, "queued");
+  assert.match(started.run_id, /^run_[0-9a-z]{18}$/);
+  const events: RunEvent[] = [];
+  t.manager.subscribe(started.run_id, (event) => events.push(event));
+  const status = await t.manager.wait(started.run_id);
+  assert.deepEqual(
+    events.filter((e) => e.type === "state").map((e) => e.type === "state" && e.state),
+    ["running", "succeeded"],
+  );
+  assert.equal(events.at(-1)?.type, "end");
+  assert.equal(status.state, "succeeded");
+  assert.equal(status.owner, "local");
+  assert.equal(status.filename, "one.js");
+  assert.ok(status.created_at <= status.started_at! && status.started_at! <= status.ended_at!);
+  assert.equal(status.error, undefined);
+  assert.deepEqual(status.journal, {
+    calls: 1,
+    replayed: 0,
+    live: 1,
+    usage: { input_tokens: 1, output_tokens: 5, cost_usd: 0 },
+  });
+});
+
+Deno.test("every run gets its own run_id", async () => {
+  await using t = await testManager();
+  const ids = new Set(
+    Array.from({ length: 5 }, () => t.manager.start({ script: "return 1;" }).run_id),
+  );
+  assert.equal(ids.size, 5);
+});
+
+Deno.test("a run can be cancelled while it runs: its guest is killed and it ends cancelled", async () => {
+  await using t = await testManager({ fakeLatencyMs: 10_000 });
+  const started = t.manager.start({
+    script: `log("waiting");\nawait agent("slow");\nlog("never");`,
+  });
+  await new Promise<void>((resolve) => {
+    t.manager.subscribe(
+      started.run_id,
+      (e) => e.type === "calls" && e.calls.running === 1 && resolve(),
+    );
+  });
+  assert.equal(t.manager.cancel(started.run_id), true);
+  const status = await t.manager.wait(started.run_id);
+  assert.equal(status.state, "cancelled");
+  assert.deepEqual(status.error, { code: "cancelled", message: "the run was cancelled" });
+  assert.deepEqual(status.narration.map((e) => e.text), ["waiting"]);
+  assert.equal(t.manager.cancel(started.run_id), false, "cancelling again changes nothing");
+});
+
+Deno.test("start() refuses a malformed request, naming the field, before any process starts", () => {
+  const cases: Array<[unknown, RegExp]> = [
+    [{}, /^Cannot start the run: 'script' invalid input: expected string, received undefined$/],
+    [{ script: "" }, /'script' must not be empty/],
+    [{ script: "return 1", timeout: 0 }, /'timeout' too small/],
+    [{ script: "return 1", isolation: "vm" }, /'isolation' invalid option/],
+    [{ script: "return 1", sandbox_default: "root" }, /'sandbox_default' invalid option/],
+    [{ script: "return 1", owner_user_id: "mallory" }, /unknown field 'owner_user_id'/],
+  ];
+  return (async () => {
+    await using t = await testManager();
+    for (const [input, expected] of cases) {
+      assert.throws(() => t.manager.start(input), (error: unknown) => {
+        assert.ok(error instanceof SvcError);
+        assert.equal(error.code, "invalid_request");
+        assert.equal(error.status, 400);
+        assert.match(error.message, expected);
+        return true;
+      });
+    }
+  })();
+});
+
+Deno.test("get() returns a run only to its owner", async () => {
+  await using t = await testManager();
+  const started = t.manager.start({ script: "return 1;" }, { owner: "alice" });
+  await t.manager.wait(started.run_id);
+  assert.equal(t.manager.get(started.run_id, { owner: "alice" })?.state, "succeeded");
+  assert.equal(t.manager.get(started.run_id, { owner: "bob" }), undefined);
+  assert.equal(t.manager.get("run_unknown"), undefined);
+  assert.throws(() => t.manager.cancel(started.run_id, { owner: "bob" }), /no such run/);
+});
+
+Deno.test("narration beyond the cap is counted, not kept", async () => {
+  await using t = await testManager({ maxNarration: 10 });
+  const status = await t.manager.wait(
+    t.manager.start({ script: `for (let i = 0; i < 25; i++) log("line " + i);` }).run_id,
+  );
+  assert.equal(status.narration.length, 10);
+  assert.equal(status.narration_dropped, 15);
+});
+
+Deno.test("close() cancels runs that are still going", async () => {
+  const t = await testManager({ fakeLatencyMs: 10_000 });
+  const started = t.manager.start({ script: `await agent("slow");` });
+  await t[Symbol.asyncDispose]();
+  assert.equal((await t.manager.wait(started.run_id)).state, "cancelled");
+});
