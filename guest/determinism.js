@@ -7,6 +7,7 @@ import {
   ObjectGetOwnPropertyDescriptor,
   ObjectGetOwnPropertyNames,
   ObjectGetPrototypeOf,
+  ReflectApply,
   ReflectConstruct,
 } from "./primordials.js";
 
@@ -78,6 +79,44 @@ function lockMethods(object, proto, names, owner) {
   }
 }
 
+function lockProcess(process) {
+  const hrtime = lockedFunction("process.hrtime()", "hrtime");
+  pin(hrtime, "bigint", lockedFunction("process.hrtime.bigint()", "bigint"));
+  pin(process, "hrtime", hrtime);
+  pin(process, "uptime", lockedFunction("process.uptime()", "uptime"));
+}
+
+/**
+ * `globalThis.process` boots Deno's Node compatibility layer on first access (about 25 ms),
+ * so the lock wraps its getter and applies itself on first use instead of touching it now.
+ */
+function lockProcessLazily(global) {
+  const descriptor = ObjectGetOwnPropertyDescriptor(global, "process");
+  if (!descriptor) return;
+  if (!descriptor.get) {
+    if (descriptor.value) lockProcess(descriptor.value);
+    return;
+  }
+  const getter = descriptor.get;
+  let locked;
+  try {
+    ObjectDefineProperty(global, "process", {
+      get() {
+        if (locked === undefined) {
+          locked = ReflectApply(getter, global, []);
+          lockProcess(locked);
+        }
+        return locked;
+      },
+      set: descriptor.set,
+      enumerable: descriptor.enumerable,
+      configurable: false,
+    });
+  } catch {
+    lockProcess(global.process);
+  }
+}
+
 /** Installs the lock on the guest's global object. Runs once, before the user's code. */
 export function lockDeterminism(global) {
   lockDate(global);
@@ -102,13 +141,7 @@ export function lockDeterminism(global) {
     pin(temporal, "Now", ObjectFreeze(now));
   }
 
-  const process = global.process;
-  if (process) {
-    const hrtime = lockedFunction("process.hrtime()", "hrtime");
-    pin(hrtime, "bigint", lockedFunction("process.hrtime.bigint()", "bigint"));
-    pin(process, "hrtime", hrtime);
-    pin(process, "uptime", lockedFunction("process.uptime()", "uptime"));
-  }
+  lockProcessLazily(global);
 
   // A fresh realm would bring an unlocked clock.
   function Worker() {
