@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import { ROOT, tempDir } from "./helpers.ts";
+
+const README = await Deno.readTextFile(`${ROOT}/README.md`);
+const PINNED = (await Deno.readTextFile(`${ROOT}/.deno-version`)).trim();
+
+/** Lines of the README's `sh` blocks, and commands shown inline: what a reader would type. */
+function readmeCommands(): string[] {
+  const blocks = [...README.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.split("\n"));
+  const inline = [...README.matchAll(/`(npx -y deno@[^`]+)`/g)].map((m) => m[1]!);
+  return [...new Set([...blocks, ...inline].map((line) => line.trim()).filter(Boolean))];
+}
+
+async function sh(
+  command: string,
+  home: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const output = await new Deno.Command("bash", {
+    args: ["-c", command],
+    cwd: ROOT,
+    env: { SVC_HOME: home, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+Deno.test("every README command uses the pinned Deno from the npm registry", () => {
+  const commands = readmeCommands();
+  assert.ok(commands.length >= 3, `found ${commands.join(" | ")}`);
+  for (const command of commands) {
+    assert.ok(command.startsWith(`npx -y deno@${PINNED} task `), command);
+  }
+});
+
+Deno.test("the README's test command is the one .ci/run runs", async () => {
+  const ci = await Deno.readTextFile(`${ROOT}/.ci/run`);
+  assert.ok(readmeCommands().includes(`npx -y deno@${PINNED} task test`));
+  assert.match(ci, /deno\(\) \{ npx -y "deno@\$\{DENO_VERSION\}" "\$@"; \}/);
+  assert.match(ci, /DENO_VERSION="\$\(tr -d '\[:space:\]' < \.deno-version\)"/);
+  assert.match(ci, /^deno task test /m);
+});
+
+Deno.test("the README's main command runs the example workflow and prints its product", async () => {
+  await using home = await tempDir();
+  const command = readmeCommands().find((c) => c.includes("workflow run"));
+  assert.ok(command, "the README shows a workflow run");
+  const result = await sh(command, home.path);
+  assert.equal(result.code, 0, result.stderr);
+  const product = JSON.parse(result.stdout);
+  assert.equal(product.files.length, 3);
+  assert.equal(product.verdicts.length, 3);
+  for (const verdict of product.verdicts) {
+    assert.ok(["low", "medium", "high"].includes(verdict.severity));
+  }
+  assert.match(result.stderr, /svc: run run_\w+ succeeded/);
+});
+
+Deno.test("the README's benchmark command runs and prints its figures", async () => {
+  await using home = await tempDir();
+  const command = readmeCommands().find((c) => c.endsWith("task bench"));
+  assert.ok(command, "the README shows the benchmark");
+  const result = await sh(`${command} --runs 1`, home.path);
+  assert.equal(result.code, 0, result.stderr);
+  const figures = JSON.parse(result.stdout.trim().split("\n").at(-1)!);
+  assert.ok(figures.first_call.in_process_ms.median > 0);
+  assert.ok(figures.throughput.zero_latency.calls_per_s.median > 0);
+});
