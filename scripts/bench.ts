@@ -22,7 +22,7 @@
  */
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
-import { GUEST_RUNTIME_FLAGS } from "../src/isolation/mod.ts";
+import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
 
 const DEFAULT_RUNS = 15;
 const MAX_RUNS = 1000;
@@ -33,9 +33,8 @@ const CONCURRENCY = 8;
 const STEP_TIMEOUT_MS = 30_000;
 /** `timeout` of every in-process run, in seconds: the RunManager stops the run after it. */
 const RUN_TIMEOUT_S = 30;
-/** Mirrors the `unsafe-local` backend: default heap cap and data headroom of a guest. */
+/** Heap cap of a guest, as the RunManager sets it by default. */
 const GUEST_HEAP_MB = 512;
-const GUEST_DATA_HEADROOM_MB = 768;
 
 const ONE_CALL_SCRIPT = `return await agent("hello");\n`;
 const FANOUT_SCRIPT = [
@@ -103,19 +102,6 @@ function parseRuns(args: string[]): number {
     runs = value;
   }
   return runs;
-}
-
-function which(command: string): string | undefined {
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
-    if (!dir) continue;
-    const candidate = `${dir}/${command}`;
-    try {
-      if (Deno.statSync(candidate).isFile) return candidate;
-    } catch {
-      // Not in this directory.
-    }
-  }
-  return undefined;
 }
 
 /** Spawns a process to its end and returns its wall time in ms; throws when it fails or hangs. */
@@ -214,39 +200,27 @@ async function timeFanout(home: string, fakeLatencyMs: number | undefined): Prom
   }
 }
 
-/** A bare `deno run` of an empty file, spawned the way the `unsafe-local` backend spawns a guest. */
+/**
+ * A bare guest: the real `unsafe-local` backend spawning an empty file instead of the bootstrap,
+ * so flags, environment, DENO_DIR and caps are exactly those of a guest.
+ */
 async function timeBareGuest(scratchRoot: string, emptyScript: string): Promise<number> {
-  const scratch = await Deno.makeTempDir({ dir: scratchRoot, prefix: "guest-" });
+  const backend = createUnsafeLocalBackend({ bootstrapPath: emptyScript });
+  const t0 = performance.now();
+  const guest = await backend.spawn({ scratchRoot, heapMb: GUEST_HEAP_MB, seed: 1 });
   try {
-    const denoDir = `${scratch}/deno_dir`;
-    await Deno.mkdir(denoDir);
-    const deno = Deno.execPath();
-    const args = [
-      "run",
-      ...GUEST_RUNTIME_FLAGS,
-      "--seed=1",
-      `--v8-flags=--max-old-space-size=${GUEST_HEAP_MB}`,
-      emptyScript,
-    ];
-    const prlimit = which("prlimit");
-    const dataBytes = (GUEST_HEAP_MB + GUEST_DATA_HEADROOM_MB) * 1024 * 1024;
-    const [command, argv] = prlimit
-      ? [prlimit, [`--data=${dataBytes}`, "--", deno, ...args]]
-      : [deno, args];
-    const { ms } = await timeProcess("the bare guest-like deno run", command, {
-      args: argv,
-      clearEnv: true,
-      env: {
-        DENO_DIR: denoDir,
-        DENO_NO_PACKAGE_JSON: "1",
-        DENO_NO_UPDATE_CHECK: "1",
-        NO_COLOR: "1",
-      },
-      cwd: scratch,
-    });
+    const timeout = AbortSignal.timeout(STEP_TIMEOUT_MS);
+    const status = await Promise.race([
+      guest.process.status,
+      new Promise<never>((_, reject) =>
+        timeout.addEventListener("abort", () => reject(new Error("the bare guest did not end")))
+      ),
+    ]);
+    const ms = performance.now() - t0;
+    if (status.code !== 0) throw new Error(`the bare guest exited with status ${status.code}`);
     return ms;
   } finally {
-    await Deno.remove(scratch, { recursive: true }).catch(() => {});
+    await guest.dispose();
   }
 }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fixture, ROOT, runCli } from "./helpers.ts";
+import { fixture, ROOT, runCli, tempDir } from "./helpers.ts";
 
 function assertNoStackTrace(stderr: string): void {
   assert.ok(!/\n\s+at .*\.(ts|js):\d+/.test(stderr), `stack trace on stderr:\n${stderr}`);
@@ -176,4 +176,52 @@ Deno.test("svc --help lists the commands and exits 0", async () => {
   ) {
     assert.ok(sub.stdout.includes(flag), flag);
   }
+});
+
+Deno.test("Ctrl-C cancels the run: its guest is killed and svc exits 1 with the cancelled status", async () => {
+  await using home = await tempDir();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      "--allow-env",
+      `${ROOT}/cli/main.ts`,
+      "workflow",
+      "run",
+      fixture("narrating.js"),
+      "--args",
+      '{"count":2}',
+      "--json",
+    ],
+    env: { SVC_HOME: home.path, SVC_FAKE_LATENCY_MS: "60000", NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stdout = new Response(child.stdout).text();
+  let stderr = "";
+  let interrupted = false;
+  const decoder = new TextDecoder();
+  const reader = child.stderr.getReader();
+  while (true) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    stderr += decoder.decode(value, { stream: true });
+    if (!interrupted && /calls: 2 running/.test(stderr)) {
+      interrupted = true;
+      child.kill("SIGINT");
+    }
+  }
+  const status = await child.status;
+  assert.equal(status.code, 1);
+  const run = JSON.parse(await stdout);
+  assert.equal(run.state, "cancelled");
+  assert.match(stderr, /svc: cancelling the run \(press Ctrl-C again to quit at once\)/);
+  assert.deepEqual(
+    [...Deno.readDirSync(`${home.path}/tmp`)],
+    [],
+    "the guest's scratch space is gone",
+  );
 });

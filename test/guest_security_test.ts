@@ -14,7 +14,7 @@ function everything(value: unknown): string {
 async function rawGuest(
   body: string,
   handlers: Partial<GuestHandlers> = {},
-  options: { scratchRoot?: string; bootstrapPath?: string } = {},
+  options: { scratchRoot?: string; bootstrapPath?: string; cpuSeconds?: number } = {},
 ): Promise<{ outcome: GuestOutcome; output: string[] }> {
   await using scratch = await tempDir();
   const output: string[] = [];
@@ -27,6 +27,7 @@ async function rawGuest(
     budget: { total: null, unit: "tokens" },
     signal: new AbortController().signal,
     nonce: () => NONCE,
+    cpuSeconds: options.cpuSeconds,
     handlers: {
       agent: () => Promise.resolve({ value: "answer", spent: 0 }),
       phase: () => {},
@@ -458,4 +459,14 @@ Deno.test("microvm isolation fails closed: the script never runs locally", async
   );
   assert.deepEqual(status.narration, []);
   assert.equal(status.calls.total, 0);
+});
+
+Deno.test("an orphaned guest cannot spin forever: the kernel caps its CPU time", async () => {
+  // No abort ever comes here, as when the host died: only the CPU limit ends the loop.
+  const { outcome } = await rawGuest(`while (true) {}`, {}, { cpuSeconds: 1 });
+  assert.deepEqual(outcome, {
+    kind: "crashed",
+    outOfMemory: false,
+    message: "the script used up its CPU time limit",
+  });
 });

@@ -60,23 +60,15 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `svc` from the checkout, exactly as `deno task svc` does, in a fresh SVC_HOME. */
-export async function runCli(
+/** Runs a command to its end with no stdin, and returns its exit status and output. */
+export async function runCommand(
+  command: string,
   args: string[],
-  options: { env?: Record<string, string>; home?: string; cwd?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string } = {},
 ): Promise<CliResult> {
-  await using home = await tempDir("svc-home-");
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-run",
-      "--allow-env",
-      `${ROOT}/cli/main.ts`,
-      ...args,
-    ],
-    env: { SVC_HOME: options.home ?? home.path, NO_COLOR: "1", ...options.env },
+  const output = await new Deno.Command(command, {
+    args,
+    env: options.env,
     cwd: options.cwd ?? ROOT,
     stdin: "null",
     stdout: "piped",
@@ -88,6 +80,23 @@ export async function runCli(
     stdout: decoder.decode(output.stdout),
     stderr: decoder.decode(output.stderr),
   };
+}
+
+/** Runs `svc` from the checkout, exactly as `deno task svc` does, in a fresh SVC_HOME. */
+export async function runCli(
+  args: string[],
+  options: { env?: Record<string, string>; home?: string; cwd?: string } = {},
+): Promise<CliResult> {
+  await using home = await tempDir("svc-home-");
+  const permissions = ["--allow-read", "--allow-write", "--allow-run", "--allow-env"];
+  return await runCommand(
+    Deno.execPath(),
+    ["run", ...permissions, `${ROOT}/cli/main.ts`, ...args],
+    {
+      env: { SVC_HOME: options.home ?? home.path, NO_COLOR: "1", ...options.env },
+      cwd: options.cwd,
+    },
+  );
 }
 
 /** Texts of the run's narration entries of one kind. */

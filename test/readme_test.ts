@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ROOT, tempDir } from "./helpers.ts";
+import { ROOT, runCommand, tempDir } from "./helpers.ts";
 
 const README = await Deno.readTextFile(`${ROOT}/README.md`);
 const PINNED = (await Deno.readTextFile(`${ROOT}/.deno-version`)).trim();
@@ -11,24 +11,8 @@ function readmeCommands(): string[] {
   return [...new Set([...blocks, ...inline].map((line) => line.trim()).filter(Boolean))];
 }
 
-async function sh(
-  command: string,
-  home: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const output = await new Deno.Command("bash", {
-    args: ["-c", command],
-    cwd: ROOT,
-    env: { SVC_HOME: home, NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
-  };
+function sh(command: string, home: string) {
+  return runCommand("bash", ["-c", command], { env: { SVC_HOME: home, NO_COLOR: "1" } });
 }
 
 Deno.test("every README command uses the pinned Deno from the npm registry", () => {

@@ -58,6 +58,8 @@ export interface GuestSessionOptions {
   signal: AbortSignal;
   heapMb?: number;
   seed?: number;
+  /** CPU seconds after which the guest is killed even if the host is gone. */
+  cpuSeconds?: number;
   frameLimit?: number;
   maxItems?: number;
   /** Source of the nonce; tests pass a known one to look for leaks. */
@@ -110,6 +112,13 @@ function crashOutcome(status: ExitStatus, stderr: string[], heapMb: number): Gue
   if (/out of memory/i.test(tail)) {
     return { kind: "crashed", outOfMemory: true, message: "the script ran out of memory" };
   }
+  if (status.signal === "SIGXCPU") {
+    return {
+      kind: "crashed",
+      outOfMemory: false,
+      message: "the script used up its CPU time limit",
+    };
+  }
   const how = status.signal ? `was killed by ${status.signal}` : `exited with code ${status.code}`;
   const last = stderr.filter((line) => line.trim() !== "").at(-1);
   return {
@@ -137,6 +146,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
     scratchRoot: options.scratchRoot,
     heapMb,
     seed: options.seed ?? 1,
+    cpuSeconds: options.cpuSeconds,
   });
   const child = handle.process;
   handlers.spawned?.(child.pid);

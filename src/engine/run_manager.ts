@@ -260,6 +260,8 @@ export class RunManager {
         args: { given: request.args !== undefined, value: request.args as JsonValue },
         budget: { total: null, unit: "tokens" },
         heapMb: this.#options.heapMb,
+        // A little past the wall-clock timeout, so that the host's own timeout normally wins.
+        cpuSeconds: request.timeout + 5,
         frameLimit: this.#options.frameLimit,
         nonce: this.#options.nonce,
         signal: controller.signal,

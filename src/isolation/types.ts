@@ -8,6 +8,11 @@ export interface GuestSpawnRequest {
   heapMb: number;
   /** Seed of the guest's native random sources, so a stray path stays reproducible. */
   seed: number;
+  /**
+   * CPU seconds after which the kernel kills the guest. The host kills it at the run's
+   * timeout anyway; this bound also holds when the host itself died and left it orphaned.
+   */
+  cpuSeconds?: number;
 }
 
 /** A started guest: its process with piped stdio, and how to tear it down. */

@@ -24,7 +24,10 @@ export function defaultBootstrapPath(): string {
 
 /** Options of {@linkcode createUnsafeLocalBackend}. */
 export interface UnsafeLocalOptions {
-  /** Cap the data segment with `prlimit` when it is installed (default true), so ArrayBuffers cannot eat the host's memory. */
+  /**
+   * Cap the data segment and CPU time with `prlimit` when it is installed (default true), so
+   * ArrayBuffers cannot eat the host's memory and an orphaned guest cannot spin forever.
+   */
   limitData?: boolean;
   /** The guest bootstrap module; defaults to `guest/bootstrap.js` of this checkout or package. */
   bootstrapPath?: string;
@@ -55,9 +58,13 @@ export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): Isol
         bootstrap,
       ];
       const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
-      const [command, argv] = prlimit
-        ? [prlimit, [`--data=${dataBytes}`, "--", deno, ...args]]
-        : [deno, args];
+      const limits = [`--data=${dataBytes}`];
+      if (request.cpuSeconds !== undefined) {
+        // SIGXCPU at the soft limit names the cause; SIGKILL a second later makes sure.
+        const soft = Math.ceil(request.cpuSeconds);
+        limits.push(`--cpu=${soft}:${soft + 1}`);
+      }
+      const [command, argv] = prlimit ? [prlimit, [...limits, "--", deno, ...args]] : [deno, args];
       let child;
       try {
         child = p.spawn(command, {
