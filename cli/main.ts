@@ -44,6 +44,12 @@ function buildProgram(exitCode: { value: number }): Command {
         .default("read-only"),
     )
     .option("--workdir <dir>", "working directory of the run's calls")
+    .option("--budget-tokens <n>", "stop starting calls once this many tokens are committed")
+    .option("--budget-usd <n>", "stop starting calls once this much currency is committed")
+    .option(
+      "--resume-from <run_id>",
+      "replay the unchanged leading calls of an earlier run from its journal",
+    )
     .option("--json", "print the whole run status object instead of the returned value")
     .exitOverride()
     .action(async (script: string, flags) => {

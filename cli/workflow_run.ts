@@ -1,6 +1,7 @@
 import { svcHome } from "../src/config/mod.ts";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
+import { Ledger } from "../src/ledger/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import type { JsonValue } from "../src/schemas/mod.ts";
@@ -14,6 +15,9 @@ export interface WorkflowRunFlags {
   isolation?: string;
   sandboxDefault?: string;
   workdir?: string;
+  budgetTokens?: string;
+  budgetUsd?: string;
+  resumeFrom?: string;
   json?: boolean;
 }
 
@@ -66,6 +70,20 @@ function parseTimeout(raw: string | undefined): number | undefined {
   return value;
 }
 
+function parseNumber(flag: string, raw: string | undefined, whole: boolean): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  const ok = whole
+    ? /^\d+$/.test(raw) && Number.isSafeInteger(value) && value > 0
+    : Number.isFinite(value) && value > 0;
+  if (!ok) {
+    throw new UsageError(
+      `Cannot use ${flag} '${raw}': it must be a ${whole ? "whole number" : "number"} above 0`,
+    );
+  }
+  return value;
+}
+
 function basename(path: string): string {
   return path.split("/").filter(Boolean).at(-1) ?? path;
 }
@@ -86,9 +104,8 @@ function exitStatus(status: RunStatus): number {
  * prints the product (or with --json the status object) on standard output.
  */
 export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): Promise<number> {
-  const p = platform();
   const script = await readScript(scriptPath);
-  const request = {
+  const request: Record<string, unknown> = {
     script,
     filename: basename(scriptPath),
     args: parseArgs(flags.args),
@@ -98,10 +115,32 @@ export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): 
     workdir: flags.workdir,
     fake_dispatch: flags.fakeDispatch ?? false,
   };
-  const manager = new RunManager({ dispatcher: createDispatcher(), home: svcHome() });
+  request.budget_tokens = parseNumber("--budget-tokens", flags.budgetTokens, true);
+  request.budget_usd = parseNumber("--budget-usd", flags.budgetUsd, false);
+  request.resume_from = flags.resumeFrom;
+  const dispatcher = createDispatcher();
+  const ledger = await Ledger.open(svcHome());
+  try {
+    const manager = await RunManager.create({ dispatcher, ledger });
+    try {
+      return await follow(manager, request, flags);
+    } finally {
+      await manager.close();
+    }
+  } finally {
+    ledger.close();
+  }
+}
+
+async function follow(
+  manager: RunManager,
+  request: Record<string, unknown>,
+  flags: WorkflowRunFlags,
+): Promise<number> {
+  const p = platform();
   let started: RunStatus;
   try {
-    started = manager.start(request);
+    started = await manager.start(request);
   } catch (error) {
     if (error instanceof SvcError && error.status === 400) throw new UsageError(error.message);
     throw error;
@@ -133,8 +172,18 @@ export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): 
     printer.flush();
   }
 
+  const { journal } = status;
+  const calls = journal.calls === 0
+    ? ""
+    : ` (${journal.calls} calls: ${journal.live} live, ${journal.replayed} replayed` +
+      `${journal.failed ? `, ${journal.failed} failed` : ""}${
+        journal.skipped ? `, ${journal.skipped} skipped` : ""
+      })`;
+  for (const condition of status.conditions) {
+    p.writeStderr(`! ${condition.type}: ${condition.message}\n`);
+  }
   if (status.state === "succeeded") {
-    p.writeStderr(`svc: run ${runId} succeeded\n`);
+    p.writeStderr(`svc: run ${runId} succeeded${calls}\n`);
   } else {
     p.writeStderr(
       `svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}\n`,

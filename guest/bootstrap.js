@@ -4,7 +4,7 @@
 // attempts goes through the permission checks of a process that has no permissions.
 import { openChannel, readFirstLine } from "./channel.js";
 import { lockDeterminism } from "./determinism.js";
-import { createPrimitives } from "./primitives.js";
+import { createPrimitives, PARAMETERS } from "./primitives.js";
 import {
   addEventListener,
   encodeUtf8,
@@ -13,12 +13,11 @@ import {
   JSONStringify,
   ObjectGetPrototypeOf,
   ReflectApply,
+  ReflectConstruct,
   stderrWriteSync,
   StringCtor,
   writeAll,
 } from "./primordials.js";
-
-const PARAMETERS = ["agent", "parallel", "pipeline", "phase", "log", "args", "budget"];
 
 function describeError(error) {
   const report = { name: "Error", message: "", stack: "" };
@@ -88,17 +87,17 @@ async function main() {
     finish({ ok: true, value: JSONParse(json) });
   }
 
-  const primitives = createPrimitives(channel, init);
-  const values = [
-    primitives.agent,
-    primitives.parallel,
-    primitives.pipeline,
-    primitives.phase,
-    primitives.log,
-    init.hasArgs ? init.args : undefined,
-    primitives.budget,
-  ];
   const AsyncFunction = ObjectGetPrototypeOf(async function () {}).constructor;
+  // "use strict" shares the first line so that script line numbers stay as written.
+  // Reflect.construct reads an array-like without an iterator the script could have patched.
+  const compile = (body, filename) => {
+    const list = [];
+    for (let i = 0; i < PARAMETERS.length; i++) list[i] = PARAMETERS[i];
+    list[PARAMETERS.length] = `"use strict";${body}\n//# sourceURL=${filename}`;
+    return ReflectConstruct(AsyncFunction, list);
+  };
+  const primitives = createPrimitives(channel, init, compile);
+  const values = primitives.parameters(init.hasArgs ? init.args : undefined, false);
 
   addEventListener("unhandledrejection", (event) => {
     event.preventDefault();
@@ -114,11 +113,7 @@ async function main() {
 
   let body;
   try {
-    // "use strict" shares the first line so that script line numbers stay as written.
-    body = new AsyncFunction(
-      ...PARAMETERS,
-      `"use strict";${init.body}\n//# sourceURL=${init.filename}`,
-    );
+    body = compile(init.body, init.filename);
   } catch (error) {
     finish({ ok: false, error: describeError(error) });
     return;

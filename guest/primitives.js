@@ -4,6 +4,8 @@ import {
   ArrayCtor,
   ArrayIsArray,
   ErrorCaptureStackTrace,
+  ErrorCtor,
+  JSONParse,
   JSONStringify,
   ObjectDefineProperty,
   ObjectFreeze,
@@ -71,8 +73,23 @@ function settleAll(count, start) {
   });
 }
 
-/** Builds the primitives handed to the script body as parameters. */
-export function createPrimitives(channel, init) {
+/** Names of the parameters every script body (and sub-workflow body) receives, in order. */
+export const PARAMETERS = [
+  "agent",
+  "parallel",
+  "pipeline",
+  "phase",
+  "log",
+  "args",
+  "budget",
+  "workflow",
+];
+
+/**
+ * Builds the primitives. `compile(body, filename)` turns a body into an async function taking
+ * {@link PARAMETERS}; `parameters(args, nested)` returns their values for one body.
+ */
+export function createPrimitives(channel, init, compile) {
   const maxItems = init.maxItems;
   let spent = 0;
   const total = init.budget.total;
@@ -187,5 +204,57 @@ export function createPrimitives(channel, init) {
     remaining: () => (total === null ? Infinity : total > spent ? total - spent : 0),
   });
 
-  return ObjectFreeze({ agent, parallel, pipeline, phase, log, budget });
+  function nestedWorkflow() {
+    return PromiseReject(
+      new ErrorCtor(
+        "workflow() cannot be called inside a sub-workflow: workflows nest one level only",
+      ),
+    );
+  }
+
+  function workflow(nameOrRef, subArgs) {
+    if (typeof nameOrRef !== "string" || nameOrRef === "") {
+      return PromiseReject(
+        new TypeErrorCtor(
+          `workflow(): the name or ref must be a non-empty string, got ${describe(nameOrRef)}`,
+        ),
+      );
+    }
+    let params;
+    let given;
+    try {
+      const json = subArgs === undefined ? undefined : JSONStringify(subArgs);
+      given = json === undefined ? undefined : JSONParse(json);
+      params = JSONStringify({ ref: nameOrRef, hasArgs: given !== undefined });
+    } catch (error) {
+      return PromiseReject(
+        new TypeErrorCtor(`workflow(): args must be JSON values (${error.message})`),
+      );
+    }
+    const site = {};
+    ErrorCaptureStackTrace(site, workflow);
+    return PromisePrototypeThen(
+      channel.request("workflow", params),
+      (reply) =>
+        ReflectApply(compile(reply.body, reply.filename), undefined, parameters(given, true)),
+      (error) => {
+        throw withCallSite(error, site);
+      },
+    );
+  }
+
+  function parameters(args, nested) {
+    return [
+      agent,
+      parallel,
+      pipeline,
+      phase,
+      log,
+      args,
+      budget,
+      nested ? nestedWorkflow : workflow,
+    ];
+  }
+
+  return ObjectFreeze({ parameters });
 }

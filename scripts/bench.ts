@@ -22,6 +22,7 @@
  */
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
+import { Ledger } from "../src/ledger/mod.ts";
 import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
 
 const DEFAULT_RUNS = 15;
@@ -138,11 +139,15 @@ function expectSucceeded(status: RunStatus, what: string): void {
 
 /** In process: ms from `start()` to the first `agent()` call reaching the host. */
 async function timeFirstCallInProcess(home: string): Promise<number> {
-  const manager = new RunManager({ dispatcher: createDispatcher({ fakeLatencyMs: 0 }), home });
+  const ledger = await Ledger.open(home);
+  const manager = await RunManager.create({
+    dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
+    ledger,
+  });
   try {
     let firstCallAt: number | undefined;
     const t0 = performance.now();
-    const started = manager.start({
+    const started = await manager.start({
       script: ONE_CALL_SCRIPT,
       filename: "bench_one_call.js",
       fake_dispatch: true,
@@ -163,6 +168,7 @@ async function timeFirstCallInProcess(home: string): Promise<number> {
     return firstCallAt - t0;
   } finally {
     await manager.close();
+    ledger.close();
   }
 }
 
@@ -171,11 +177,12 @@ async function timeFanout(home: string, fakeLatencyMs: number | undefined): Prom
   const dispatcher = fakeLatencyMs === undefined
     ? createDispatcher()
     : createDispatcher({ fakeLatencyMs });
-  const manager = new RunManager({ dispatcher, home, concurrency: CONCURRENCY });
+  const ledger = await Ledger.open(home);
+  const manager = await RunManager.create({ dispatcher, ledger, concurrency: CONCURRENCY });
   try {
     let endedAt: number | undefined;
     const t0 = performance.now();
-    const started = manager.start({
+    const started = await manager.start({
       script: FANOUT_SCRIPT,
       filename: "bench_fanout.js",
       fake_dispatch: true,
@@ -197,6 +204,7 @@ async function timeFanout(home: string, fakeLatencyMs: number | undefined): Prom
     return ms;
   } finally {
     await manager.close();
+    ledger.close();
   }
 }
 

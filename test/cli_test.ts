@@ -29,7 +29,10 @@ Deno.test("svc workflow run prints exactly the returned value on stdout and narr
     "the concurrency cap shows with latency",
   );
   assert.match(result.stderr, /^calls: 0 running, 0 queued, 12 done$/m);
-  assert.match(result.stderr, /^svc: run run_[0-9a-z]+ succeeded$/m);
+  assert.match(
+    result.stderr,
+    /^svc: run run_[0-9a-z]+ succeeded \(12 calls: 12 live, 0 replayed\)$/m,
+  );
 });
 
 Deno.test("svc workflow run --json prints the whole status object", async () => {

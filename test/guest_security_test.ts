@@ -30,6 +30,7 @@ async function rawGuest(
     cpuSeconds: options.cpuSeconds,
     handlers: {
       agent: () => Promise.resolve({ value: "answer", spent: 0 }),
+      workflow: () => Promise.reject(new Error("no sub-workflows here")),
       phase: () => {},
       log: (text) => output.push(text),
       output: (text) => output.push(text),
@@ -228,13 +229,13 @@ Deno.test("--no-config: a deno.json above the installed bootstrap is not picked 
 Deno.test("each guest gets a fresh DENO_DIR that is removed afterwards", async () => {
   await using t = await testManager();
   const first = await t.manager.wait(
-    t.manager.start({
+    (await t.manager.start({
       script: `localStorage.setItem("k", "from run 1"); return localStorage.getItem("k");`,
-    }).run_id,
+    })).run_id,
   );
   assert.equal(first.result, "from run 1");
   const second = await t.manager.wait(
-    t.manager.start({ script: `return localStorage.getItem("k");` }).run_id,
+    (await t.manager.start({ script: `return localStorage.getItem("k");` })).run_id,
   );
   assert.equal(second.result, null, "nothing persists from one run to the next");
   const left = [...Deno.readDirSync(`${t.home}/tmp`)];
@@ -392,8 +393,11 @@ Deno.test("a script cannot send a frame over the limit: agent() throws a RangeEr
 
 Deno.test("a script that loops forever is killed at its timeout; the host goes on", async () => {
   await using t = await testManager();
-  const looping = t.manager.start({ script: `log("spinning");\nwhile (true) {}`, timeout: 1 });
-  const good = t.manager.start({ script: `return await agent("fine");` });
+  const looping = await t.manager.start({
+    script: `log("spinning");\nwhile (true) {}`,
+    timeout: 1,
+  });
+  const good = await t.manager.start({ script: `return await agent("fine");` });
   const status = await t.manager.wait(looping.run_id);
   assert.equal(status.state, "timeout");
   assert.equal(status.error?.message, "the run exceeded its timeout of 1 s");
@@ -403,10 +407,10 @@ Deno.test("a script that loops forever is killed at its timeout; the host goes o
 
 Deno.test("a script that exhausts its heap fails with a memory error; the host goes on", async () => {
   await using t = await testManager({ heapMb: 64 });
-  const hungry = t.manager.start({
+  const hungry = await t.manager.start({
     script: `const a = [];\nwhile (true) a.push(new Array(100000).fill(1.5));`,
   });
-  const good = t.manager.start({ script: `return await agent("fine");` });
+  const good = await t.manager.start({ script: `return await agent("fine");` });
   const status = await t.manager.wait(hungry.run_id);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "out_of_memory");

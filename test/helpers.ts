@@ -1,6 +1,7 @@
 /** Shared pieces of the tests: temporary homes, in-process runs and command-line runs. */
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunManagerOptions, type RunStatus } from "../src/engine/mod.ts";
+import { Ledger } from "../src/ledger/mod.ts";
 
 /** The repository root, for paths of fixtures and the CLI. */
 export const ROOT: string = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -21,23 +22,34 @@ export async function tempDir(prefix = "svc-test-"): Promise<{ path: string } & 
   };
 }
 
-/** A run manager over a temporary SVC_HOME; closing it cancels its runs and removes the home. */
+/** Options of {@linkcode testManager}: the manager's, with a dispatcher built from `fakeLatencyMs` unless given. */
+export type TestManagerOptions = Partial<RunManagerOptions> & {
+  fakeLatencyMs?: number;
+  home?: string;
+};
+
+/** A run manager over a temporary SVC_HOME; closing it cancels its runs, closes the ledger and removes the home. */
 export async function testManager(
-  options: Partial<RunManagerOptions> & { fakeLatencyMs?: number } = {},
-): Promise<{ manager: RunManager; home: string } & AsyncDisposable> {
-  const home = await tempDir("svc-home-");
-  const { fakeLatencyMs, ...rest } = options;
-  const manager = new RunManager({
+  options: TestManagerOptions = {},
+): Promise<{ manager: RunManager; ledger: Ledger; home: string } & AsyncDisposable> {
+  const temp = options.home === undefined ? await tempDir("svc-home-") : undefined;
+  const home = options.home ?? temp!.path;
+  const { fakeLatencyMs, home: _home, ...rest } = options;
+  const ledger = await Ledger.open(home);
+  const manager = await RunManager.create({
     dispatcher: createDispatcher({ fakeLatencyMs: fakeLatencyMs ?? 0 }),
-    home: home.path,
+    ledger,
+    projectDir: home,
     ...rest,
   });
   return {
     manager,
-    home: home.path,
+    ledger,
+    home,
     async [Symbol.asyncDispose]() {
       await manager.close();
-      await home[Symbol.asyncDispose]();
+      ledger.close();
+      await temp?.[Symbol.asyncDispose]();
     },
   };
 }
@@ -46,10 +58,10 @@ export async function testManager(
 export async function runScript(
   script: string,
   request: Record<string, unknown> = {},
-  options: Partial<RunManagerOptions> & { fakeLatencyMs?: number } = {},
+  options: TestManagerOptions = {},
 ): Promise<RunStatus> {
   await using t = await testManager(options);
-  const started = t.manager.start({ script, ...request });
+  const started = await t.manager.start({ script, ...request });
   return await t.manager.wait(started.run_id);
 }
 

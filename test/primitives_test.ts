@@ -166,7 +166,9 @@ Deno.test("pipeline() refuses more than 4096 items and non-function stages", asy
 
 Deno.test("phase() and log() become narration with host timestamps", async () => {
   await using t = await testManager();
-  const started = t.manager.start({ script: `phase("Plan");\nlog("step one");\nlog({ n: 1 });` });
+  const started = await t.manager.start({
+    script: `phase("Plan");\nlog("step one");\nlog({ n: 1 });`,
+  });
   const status = await t.manager.wait(started.run_id);
   const entries = status.narration.map(({ kind, text }) => ({ kind, text }));
   assert.deepEqual(entries, [
@@ -210,7 +212,7 @@ Deno.test("budget without a cap: total null, remaining Infinity, spent follows c
 
 Deno.test("run concurrency is capped at 8: excess calls queue", async () => {
   await using t = await testManager({ fakeLatencyMs: 40 });
-  const started = t.manager.start({
+  const started = await t.manager.start({
     script:
       `return (await parallel(Array.from({ length: 20 }, (_, i) => () => agent("t" + i)))).filter(Boolean).length;`,
   });
@@ -225,5 +227,13 @@ Deno.test("run concurrency is capped at 8: excess calls queue", async () => {
   assert.equal(status.result, 20);
   assert.equal(maxRunning, 8);
   assert.ok(maxQueued >= 12, `queued at most ${maxQueued}`);
-  assert.deepEqual(status.calls, { total: 20, queued: 0, running: 0, succeeded: 20, failed: 0 });
+  assert.deepEqual(status.calls, {
+    total: 20,
+    queued: 0,
+    running: 0,
+    succeeded: 20,
+    failed: 0,
+    replayed: 0,
+    skipped: 0,
+  });
 });

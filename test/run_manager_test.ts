@@ -5,7 +5,7 @@ import { testManager } from "./helpers.ts";
 
 Deno.test("a run moves queued -> running -> succeeded, with host timestamps and a journal summary", async () => {
   await using t = await testManager();
-  const started = t.manager.start({ script: `return await agent("a");`, filename: "one.js" });
+  const started = await t.manager.start({ script: `return await agent("a");`, filename: "one.js" });
   assert.equal(started.state, "queued");
   assert.match(started.run_id, /^run_[0-9a-z]{18}$/);
   const events: RunEvent[] = [];
@@ -25,21 +25,22 @@ Deno.test("a run moves queued -> running -> succeeded, with host timestamps and 
     calls: 1,
     replayed: 0,
     live: 1,
+    failed: 0,
+    skipped: 0,
     usage: { input_tokens: 1, output_tokens: 5, cost_usd: 0 },
   });
 });
 
 Deno.test("every run gets its own run_id", async () => {
   await using t = await testManager();
-  const ids = new Set(
-    Array.from({ length: 5 }, () => t.manager.start({ script: "return 1;" }).run_id),
-  );
+  const ids = new Set<string>();
+  for (let i = 0; i < 5; i++) ids.add((await t.manager.start({ script: "return 1;" })).run_id);
   assert.equal(ids.size, 5);
 });
 
 Deno.test("a run can be cancelled while it runs: its guest is killed and it ends cancelled", async () => {
   await using t = await testManager({ fakeLatencyMs: 10_000 });
-  const started = t.manager.start({
+  const started = await t.manager.start({
     script: `log("waiting");\nawait agent("slow");\nlog("never");`,
   });
   await new Promise<void>((resolve) => {
@@ -56,7 +57,7 @@ Deno.test("a run can be cancelled while it runs: its guest is killed and it ends
   assert.equal(t.manager.cancel(started.run_id), false, "cancelling again changes nothing");
 });
 
-Deno.test("start() refuses a malformed request, naming the field, before any process starts", () => {
+Deno.test("start() refuses a malformed request, naming the field, before any process starts", async () => {
   const cases: Array<[unknown, RegExp]> = [
     [{}, /^Cannot start the run: 'script' invalid input: expected string, received undefined$/],
     [{ script: "" }, /'script' must not be empty/],
@@ -64,35 +65,39 @@ Deno.test("start() refuses a malformed request, naming the field, before any pro
     [{ script: "return 1", isolation: "vm" }, /'isolation' invalid option/],
     [{ script: "return 1", sandbox_default: "root" }, /'sandbox_default' invalid option/],
     [{ script: "return 1", owner_user_id: "mallory" }, /unknown field 'owner_user_id'/],
+    [
+      { script: "return 1", budget_tokens: 1.5 },
+      /'budget_tokens' must be a whole number of tokens/,
+    ],
+    [{ script: "return 1", resume_from: "../etc" }, /'resume_from' must be a run id/],
   ];
-  return (async () => {
-    await using t = await testManager();
-    for (const [input, expected] of cases) {
-      assert.throws(() => t.manager.start(input), (error: unknown) => {
-        assert.ok(error instanceof SvcError);
-        assert.equal(error.code, "invalid_request");
-        assert.equal(error.status, 400);
-        assert.match(error.message, expected);
-        return true;
-      });
-    }
-  })();
+  await using t = await testManager();
+  for (const [input, expected] of cases) {
+    await assert.rejects(t.manager.start(input), (error: unknown) => {
+      assert.ok(error instanceof SvcError);
+      assert.equal(error.code, "invalid_request");
+      assert.equal(error.status, 400);
+      assert.match(error.message, expected);
+      return true;
+    });
+  }
+  assert.deepEqual(await t.manager.list(), [], "nothing was recorded");
 });
 
 Deno.test("get() returns a run only to its owner", async () => {
   await using t = await testManager();
-  const started = t.manager.start({ script: "return 1;" }, { owner: "alice" });
+  const started = await t.manager.start({ script: "return 1;" }, { owner: "alice" });
   await t.manager.wait(started.run_id);
-  assert.equal(t.manager.get(started.run_id, { owner: "alice" })?.state, "succeeded");
-  assert.equal(t.manager.get(started.run_id, { owner: "bob" }), undefined);
-  assert.equal(t.manager.get("run_unknown"), undefined);
+  assert.equal((await t.manager.get(started.run_id, { owner: "alice" }))?.state, "succeeded");
+  assert.equal(await t.manager.get(started.run_id, { owner: "bob" }), undefined);
+  assert.equal(await t.manager.get("run_unknown"), undefined);
   assert.throws(() => t.manager.cancel(started.run_id, { owner: "bob" }), /no such run/);
 });
 
 Deno.test("narration beyond the cap is counted, not kept", async () => {
   await using t = await testManager({ maxNarration: 10 });
   const status = await t.manager.wait(
-    t.manager.start({ script: `for (let i = 0; i < 25; i++) log("line " + i);` }).run_id,
+    (await t.manager.start({ script: `for (let i = 0; i < 25; i++) log("line " + i);` })).run_id,
   );
   assert.equal(status.narration.length, 10);
   assert.equal(status.narration_dropped, 15);
@@ -100,7 +105,7 @@ Deno.test("narration beyond the cap is counted, not kept", async () => {
 
 Deno.test("close() cancels runs that are still going", async () => {
   const t = await testManager({ fakeLatencyMs: 10_000 });
-  const started = t.manager.start({ script: `await agent("slow");` });
+  const started = await t.manager.start({ script: `await agent("slow");` });
   await t[Symbol.asyncDispose]();
   assert.equal((await t.manager.wait(started.run_id)).state, "cancelled");
 });

@@ -1,3 +1,4 @@
+import { Semaphore } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { platform } from "../platform/mod.ts";
 import { createFakeProvider } from "./fake.ts";
@@ -14,6 +15,15 @@ export interface Dispatcher {
 export interface DispatcherOptions {
   /** Latency of the fake provider; defaults to `SVC_FAKE_LATENCY_MS` or 0. */
   fakeLatencyMs?: number;
+  /** Cost in USD of every fake call; 0 unless configured. */
+  fakeCostUsd?: number;
+  /** Providers beside `fake`, which is always registered. */
+  providers?: Provider[];
+  /**
+   * Simultaneous calls per provider, shared by every run that uses this dispatcher, so that
+   * one fan-out cannot take a provider's whole quota. A provider not named here has no cap.
+   */
+  concurrency?: Record<string, number>;
 }
 
 function latencyFromEnv(): number {
@@ -34,12 +44,30 @@ function latencyFromEnv(): number {
  * `auto` routing has just that one to choose.
  */
 export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
-  const fake = createFakeProvider({ latencyMs: options.fakeLatencyMs ?? latencyFromEnv() });
+  const fake = createFakeProvider({
+    latencyMs: options.fakeLatencyMs ?? latencyFromEnv(),
+    costUsd: options.fakeCostUsd,
+  });
   const registry = new Map<string, Provider>([["fake", fake]]);
+  for (const provider of options.providers ?? []) registry.set(provider.name, provider);
+  const semaphores = new Map<string, Semaphore>();
+  for (const [name, permits] of Object.entries(options.concurrency ?? {})) {
+    semaphores.set(name, new Semaphore(permits));
+  }
+
+  async function send(provider: Provider, request: DispatchRequest): Promise<DispatchResult> {
+    const release = await semaphores.get(provider.name)?.acquire(request.signal);
+    try {
+      return await provider.dispatch(request);
+    } finally {
+      release?.();
+    }
+  }
+
   return {
     providers: () => [...registry.keys()],
     dispatch(request, { fakeOnly = false } = {}) {
-      if (fakeOnly) return fake.dispatch(request);
+      if (fakeOnly) return send(fake, request);
       const name = request.options.provider ?? "auto";
       const provider = name === "auto" ? fake : registry.get(name);
       if (!provider) {
@@ -51,7 +79,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
           ),
         );
       }
-      return provider.dispatch(request);
+      return send(provider, request);
     },
   };
 }

@@ -1,5 +1,5 @@
 /** Methods a guest may call. Anything else is a security event. */
-const REQUESTS = new Set(["agent"]);
+const REQUESTS = new Set(["agent", "workflow"]);
 const NOTIFICATIONS = new Set(["phase", "log", "done"]);
 
 /** A frame from the guest that carried the right nonce. */

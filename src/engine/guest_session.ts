@@ -26,17 +26,25 @@ export interface AgentReply {
 
 /** Thrown by a handler to make the call throw inside the script: a script bug, not a failed call. */
 export class ScriptCallError extends Error {
-  readonly type: "TypeError" | "RangeError";
-  constructor(type: "TypeError" | "RangeError", message: string) {
+  readonly type: "TypeError" | "RangeError" | "Error";
+  constructor(type: "TypeError" | "RangeError" | "Error", message: string) {
     super(message);
     this.name = "ScriptCallError";
     this.type = type;
   }
 }
 
+/** The host's answer to `workflow()`: the checked body of the sub-workflow. */
+export interface WorkflowReply {
+  body: string;
+  filename: string;
+}
+
 /** Callbacks through which a session reports to its run. */
 export interface GuestHandlers {
   agent(params: unknown, signal: AbortSignal): Promise<AgentReply>;
+  /** Resolves `workflow(nameOrRef)`; throws a ScriptCallError for the script to see. */
+  workflow(params: unknown): Promise<WorkflowReply>;
   phase(title: string): void;
   log(message: string): void;
   /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
@@ -176,7 +184,10 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
       return;
     }
     const { id } = message;
-    handlers.agent(message.params, calls.signal).then(
+    const reply = message.method === "workflow"
+      ? handlers.workflow(message.params)
+      : handlers.agent(message.params, calls.signal);
+    reply.then(
       (result) => send({ jsonrpc: "2.0", id, result }),
       (error) => {
         if (calls.signal.aborted) return;

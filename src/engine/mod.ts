@@ -13,18 +13,21 @@ export type {
   GuestOutcome,
   GuestSessionOptions,
   ScriptFailure,
+  WorkflowReply,
 } from "./guest_session.ts";
-export { Semaphore } from "./semaphore.ts";
-export type { Release } from "./semaphore.ts";
-export { TERMINAL_STATES } from "./run_state.ts";
-export type {
-  CallCounts,
-  NarrationEntry,
-  RunCondition,
-  RunError,
-  RunEvent,
-  RunState,
-  RunStatus,
-  SecurityEvent,
-  UsageTotals,
-} from "./run_state.ts";
+export { BudgetGate } from "./budget.ts";
+export { callHash, canonicalJson } from "./journal.ts";
+export { Semaphore } from "../concurrency/mod.ts";
+export {
+  type CallCounts,
+  type JournalEntry,
+  type NarrationEntry,
+  type RunCondition,
+  type RunError,
+  type RunEvent,
+  type RunState,
+  type RunStatus,
+  type SecurityEvent,
+  TERMINAL_STATES,
+  type UsageTotals,
+} from "../ledger/mod.ts";

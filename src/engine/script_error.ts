@@ -1,5 +1,5 @@
 import type { ScriptFailure } from "./guest_session.ts";
-import type { RunError } from "./run_state.ts";
+import type { RunError } from "../ledger/mod.ts";
 
 /** Lines the AsyncFunction constructor puts before the body. */
 const HEADER_LINES = 2;

@@ -10,6 +10,7 @@ export type ErrorCode =
   | "invalid_script"
   | "invalid_argument"
   | "not_found"
+  | "conflict"
   | "isolation_unavailable"
   | "guest_failed"
   | "internal";
@@ -39,6 +40,8 @@ function defaultStatus(code: ErrorCode): number {
       return 400;
     case "not_found":
       return 404;
+    case "conflict":
+      return 409;
     case "isolation_unavailable":
       return 503;
     case "guest_failed":

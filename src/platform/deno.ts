@@ -1,4 +1,14 @@
-import type { ChildProcess, ExitStatus, FileInfo, Platform, SpawnOptions } from "./types.ts";
+import type {
+  ChildProcess,
+  ExitStatus,
+  FileInfo,
+  KvAtomic,
+  KvEntry,
+  KvKey,
+  KvStore,
+  Platform,
+  SpawnOptions,
+} from "./types.ts";
 
 const encoder = new TextEncoder();
 
@@ -52,6 +62,55 @@ function which(command: string): string | undefined {
   return undefined;
 }
 
+function entry(raw: Deno.KvEntryMaybe<unknown>): KvEntry {
+  const value = raw.value instanceof Uint8Array ? raw.value : null;
+  return { key: raw.key as unknown as KvKey, value, versionstamp: raw.versionstamp };
+}
+
+function wrapAtomic(atomic: Deno.AtomicOperation): KvAtomic {
+  const wrapped: KvAtomic = {
+    check(key, versionstamp) {
+      atomic.check({ key: key as Deno.KvKey, versionstamp });
+      return wrapped;
+    },
+    set(key, value) {
+      atomic.set(key as Deno.KvKey, value);
+      return wrapped;
+    },
+    delete(key) {
+      atomic.delete(key as Deno.KvKey);
+      return wrapped;
+    },
+    async commit() {
+      const result = await atomic.commit();
+      return { ok: result.ok };
+    },
+  };
+  return wrapped;
+}
+
+async function openKv(path: string): Promise<KvStore> {
+  const kv = await Deno.openKv(path);
+  return {
+    get: async (key) => entry(await kv.get(key as Deno.KvKey)),
+    async *list(prefix, options = {}) {
+      for await (const raw of kv.list({ prefix: prefix as Deno.KvKey }, options)) yield entry(raw);
+    },
+    atomic: () => wrapAtomic(kv.atomic()),
+    close: () => kv.close(),
+  };
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    // SIGCONT does nothing to a running process; only its delivery is of interest.
+    Deno.kill(pid, "SIGCONT");
+    return true;
+  } catch (error) {
+    return !(error instanceof Deno.errors.NotFound);
+  }
+}
+
 /** The platform implementation for the Deno runtime. */
 export const denoPlatform: Platform = {
   runtime: `deno ${Deno.version.deno}`,
@@ -69,6 +128,10 @@ export const denoPlatform: Platform = {
   },
   mkdir: (path) => Deno.mkdir(path, { recursive: true }),
   makeTempDir: ({ dir, prefix }) => Deno.makeTempDir({ dir, prefix }),
+  rename: (from, to) => Deno.rename(from, to),
+  openKv,
+  processAlive,
+  pid: () => Deno.pid,
   remove: (path) => Deno.remove(path, { recursive: true }),
   writeStderr(text) {
     const bytes = encoder.encode(text);

@@ -6,7 +6,18 @@
 import { denoPlatform } from "./deno.ts";
 import type { Platform } from "./types.ts";
 
-export type { ChildProcess, ExitStatus, FileInfo, Platform, SpawnOptions } from "./types.ts";
+export type {
+  ChildProcess,
+  ExitStatus,
+  FileInfo,
+  KvAtomic,
+  KvEntry,
+  KvKey,
+  KvKeyPart,
+  KvStore,
+  Platform,
+  SpawnOptions,
+} from "./types.ts";
 
 let current: Platform = denoPlatform;
 

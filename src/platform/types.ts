@@ -34,6 +34,36 @@ export interface FileInfo {
   size: number;
 }
 
+/** A part of a KV key. */
+export type KvKeyPart = string | number;
+/** A KV key: its parts in order. */
+export type KvKey = readonly KvKeyPart[];
+
+/** One KV entry. Values are bytes: the ledger stores JSON, readable from Deno and Node alike. */
+export interface KvEntry {
+  key: KvKey;
+  value: Uint8Array | null;
+  versionstamp: string | null;
+}
+
+/** A set of writes that commit together or not at all. */
+export interface KvAtomic {
+  /** Makes the commit fail unless `key` still has `versionstamp` (null: does not exist). */
+  check(key: KvKey, versionstamp: string | null): KvAtomic;
+  set(key: KvKey, value: Uint8Array): KvAtomic;
+  delete(key: KvKey): KvAtomic;
+  commit(): Promise<{ ok: boolean }>;
+}
+
+/** A KV store file (Deno KV's SQLite format on both runtimes). */
+export interface KvStore {
+  get(key: KvKey): Promise<KvEntry>;
+  /** Entries under `prefix`, in key order. */
+  list(prefix: KvKey, options?: { limit?: number; reverse?: boolean }): AsyncIterable<KvEntry>;
+  atomic(): KvAtomic;
+  close(): void;
+}
+
 /**
  * Everything runtime-specific the host needs. Only `src/platform/` implements it, so that
  * the rest of the code runs unchanged wherever an implementation exists.
@@ -54,6 +84,14 @@ export interface Platform {
   stat(path: string): Promise<FileInfo>;
   mkdir(path: string): Promise<void>;
   makeTempDir(options: { dir: string; prefix: string }): Promise<string>;
+  /** Moves a file in one step (used to publish a fully written file). */
+  rename(from: string, to: string): Promise<void>;
+  /** Opens (creating if needed) a KV store file. */
+  openKv(path: string): Promise<KvStore>;
+  /** True when a process with this id exists (it may belong to someone else). */
+  processAlive(pid: number): boolean;
+  /** Id of this process. */
+  pid(): number;
   remove(path: string): Promise<void>;
   /** Writes text to the host's standard error, synchronously so narration keeps its order. */
   writeStderr(text: string): void;

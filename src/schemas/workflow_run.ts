@@ -19,6 +19,11 @@ export const WorkflowRunRequestSchema = z.strictObject({
   workdir: z.string().min(1).optional(),
   timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(3600),
   fake_dispatch: z.boolean().default(false),
+  budget_tokens: z.number().int("must be a whole number of tokens").positive().optional(),
+  budget_usd: z.number().positive().optional(),
+  resume_from: z.string().regex(/^run_[0-9a-z]+$/, "must be a run id like run_01abc").optional(),
+  /** Attempts of a schema call whose result fails validation (first try included). */
+  schema_attempts: z.number().int().min(1).max(10).default(3),
 });
 
 /** A validated workflow run request. */

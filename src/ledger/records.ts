@@ -1,5 +1,4 @@
 import type { IsolationTier, JsonValue, SandboxLevel } from "../schemas/mod.ts";
-import type { ScriptMeta } from "./script_check.ts";
 
 /** States of a run. `interrupted` is set by the next host when one died while the run ran. */
 export type RunState =
@@ -36,11 +35,12 @@ export interface SecurityEvent {
   detail: string;
 }
 
-/** A condition the run raised, such as `AgentLimitExceeded`. */
+/** A condition the run raised, such as `BudgetExceeded`; `data` holds its figures. */
 export interface RunCondition {
   at: string;
-  type: string;
+  type: "BudgetExceeded" | "AgentLimitExceeded" | "SchemaValidationFailed";
   message: string;
+  data?: Record<string, JsonValue>;
 }
 
 /** Why a run did not succeed. */
@@ -59,13 +59,42 @@ export interface CallCounts {
   running: number;
   succeeded: number;
   failed: number;
+  replayed: number;
+  skipped: number;
 }
 
-/** Usage of the run's calls. `cost_usd` is null when some call's cost is unknown. */
+/** Usage of calls. `cost_usd` is null when some call's cost is unknown (unmetered). */
 export interface UsageTotals {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number | null;
+}
+
+/** One axis of the budget: its cap (null: none), committed usage and reservations of running calls. */
+export interface BudgetAxis {
+  cap: number | null;
+  committed: number;
+  reserved: number;
+}
+
+/** The run's budget figures. `total`, `spent` and `remaining` are in `unit`. */
+export interface BudgetFigures {
+  total: number | null;
+  unit: "tokens" | "usd";
+  spent: number;
+  remaining: number | null;
+  tokens: BudgetAxis;
+  usd: BudgetAxis;
+}
+
+/** Summary of the run's journal. */
+export interface JournalSummary {
+  calls: number;
+  replayed: number;
+  live: number;
+  failed: number;
+  skipped: number;
+  usage: UsageTotals;
 }
 
 /** The status object of a run: what `GET /api/workflow/{run_id}` and `--json` return. */
@@ -74,13 +103,15 @@ export interface RunStatus {
   state: RunState;
   owner: string;
   name: string | null;
-  meta: ScriptMeta;
+  meta: { name?: string; description?: string; phases?: string[] };
   filename: string;
   isolation: IsolationTier;
   sandbox_default: SandboxLevel;
   workdir: string | null;
   fake_dispatch: boolean;
   timeout: number;
+  /** The run this one resumed from, if any. */
+  resumed_from: string | null;
   created_at: string;
   started_at: string | null;
   ended_at: string | null;
@@ -92,9 +123,37 @@ export interface RunStatus {
   conditions: RunCondition[];
   security_events: SecurityEvent[];
   security_events_dropped: number;
-  budget: { total: number | null; unit: "tokens"; spent: number; remaining: number | null };
+  budget: BudgetFigures;
   calls: CallCounts;
-  journal: { calls: number; replayed: number; live: number; usage: UsageTotals };
+  journal: JournalSummary;
+}
+
+/** How a journaled call ended. */
+export type CallOutcome = "live" | "replayed" | "failed" | "skipped";
+
+/** One `agent()` call as the journal keeps it. */
+export interface JournalEntry {
+  /** Position in call-start order, from 1. */
+  seq: number;
+  /** SHA-256 of the prompt and the canonicalised options: what resume matches on. */
+  hash: string;
+  label: string | null;
+  outcome: CallOutcome;
+  /** The call's value (text or object); absent for failed and skipped calls. */
+  result?: JsonValue;
+  provider: string | null;
+  model: string | null;
+  usage: { input_tokens: number; output_tokens: number };
+  cost_usd: number | null;
+  /** Dispatches this call took (more than one when schema validation retried). */
+  attempts: number;
+  started_at: string;
+  ended_at: string;
+  duration_ms: number;
+  /** Why the call failed or was skipped. */
+  reason?: string;
+  /** For replayed calls: the run whose journal supplied the result. */
+  replayed_from?: string;
 }
 
 /** What a run subscriber hears. Every event carries the host's timestamp. */
@@ -102,5 +161,14 @@ export type RunEvent =
   | { type: "state"; run_id: string; at: string; state: RunState }
   | { type: "narration"; run_id: string; at: string; entry: NarrationEntry }
   | { type: "calls"; run_id: string; at: string; calls: CallCounts }
+  | {
+    type: "call";
+    run_id: string;
+    at: string;
+    seq: number;
+    outcome: CallOutcome;
+    label: string | null;
+  }
+  | { type: "condition"; run_id: string; at: string; condition: RunCondition }
   | { type: "security"; run_id: string; at: string; event: SecurityEvent }
   | { type: "end"; run_id: string; at: string; status: RunStatus };

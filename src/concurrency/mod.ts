@@ -1,0 +1,5 @@
+/**
+ * Concurrency primitives shared by the services.
+ * @module
+ */
+export { type Release, Semaphore } from "./semaphore.ts";

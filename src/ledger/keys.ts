@@ -1,0 +1,43 @@
+import type { KvKey, KvStore } from "../platform/mod.ts";
+
+/**
+ * The KV schema: every key the ledger writes. Nothing outside src/ledger/ builds keys.
+ *
+ * | key | value |
+ * |---|---|
+ * | `["meta", "schema"]` | `{version}` |
+ * | `["runs", run_id]` | the run document (status without narration, security events, inline result) |
+ * | `["runs_by_owner", owner, run_id]` | `{}`: index for listing |
+ * | `["active", run_id]` | `{host_id}`: runs queued or running, for recovery after a crash |
+ * | `["narration", run_id, seq]` | one narration entry |
+ * | `["security", run_id, seq]` | one security event |
+ * | `["journal", run_id, seq]` | one journal entry |
+ * | `["events", run_id, seq]` | state changes and conditions, in order |
+ * | `["hosts", host_id]` | `{pid, started_at, heartbeat_at}` of a live host |
+ */
+export const KEYS = {
+  schema: ["meta", "schema"] as KvKey,
+  run: (runId: string): KvKey => ["runs", runId],
+  runsByOwner: (owner: string, runId?: string): KvKey =>
+    runId === undefined ? ["runs_by_owner", owner] : ["runs_by_owner", owner, runId],
+  allRuns: ["runs"] as KvKey,
+  active: (runId?: string): KvKey => runId === undefined ? ["active"] : ["active", runId],
+  narration: (runId: string, seq?: number): KvKey =>
+    seq === undefined ? ["narration", runId] : ["narration", runId, seq],
+  security: (runId: string, seq?: number): KvKey =>
+    seq === undefined ? ["security", runId] : ["security", runId, seq],
+  journal: (runId: string, seq?: number): KvKey =>
+    seq === undefined ? ["journal", runId] : ["journal", runId, seq],
+  events: (runId: string, seq?: number): KvKey =>
+    seq === undefined ? ["events", runId] : ["events", runId, seq],
+  host: (hostId: string): KvKey => ["hosts", hostId],
+};
+
+/** Version of the KV schema this code writes. */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * Migrations from version `n` (index n - 1) to `n + 1`. Empty while there is one version;
+ * a new version adds its step here and the ledger runs the missing ones on open.
+ */
+export const MIGRATIONS: ReadonlyArray<(kv: KvStore) => Promise<void>> = [];

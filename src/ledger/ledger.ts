@@ -1,0 +1,332 @@
+import { SvcError } from "../errors/mod.ts";
+import { joinPath, type KvKey, type KvStore, platform } from "../platform/mod.ts";
+import type { JsonValue } from "../schemas/mod.ts";
+import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
+import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
+import {
+  type JournalEntry,
+  type NarrationEntry,
+  type RunEvent,
+  type RunStatus,
+  type SecurityEvent,
+  TERMINAL_STATES,
+} from "./records.ts";
+
+/** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
+const INLINE_LIMIT = 48 * 1024;
+/** A host whose heartbeat is older than this is taken for dead even if its pid is in use. */
+const STALE_HOST_MS = 30_000;
+
+/** A JSON value kept inline, or in a blob file of the run directory. */
+type Stored = { value: JsonValue } | { ref: string };
+
+/** The host that runs a run, as recorded for crash recovery. */
+export interface HostRef {
+  id: string;
+  pid: number;
+}
+
+interface RunDoc {
+  v: 1;
+  status: RunStatus;
+  result?: Stored;
+}
+
+interface JournalDoc {
+  v: 1;
+  entry: JournalEntry;
+  result?: Stored;
+}
+
+interface HostDoc {
+  pid: number;
+  started_at: string;
+  heartbeat_at: string;
+}
+
+/** A persisted event: state changes and conditions. */
+export type StoredEvent = Extract<RunEvent, { type: "state" | "condition" }>;
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+/** The status as stored: without the lists kept under their own keys, and without the result. */
+function bareStatus(status: RunStatus): RunStatus {
+  const { result: _result, ...rest } = status;
+  return { ...rest, narration: [], security_events: [] };
+}
+
+/**
+ * The ledger: runs, narration, conditions and journals in one Deno KV file under `SVC_HOME`,
+ * plus a directory per run. The only module that touches KV; values are JSON bytes.
+ */
+export class Ledger {
+  /** The data directory. */
+  readonly home: string;
+  readonly #kv: KvStore;
+
+  private constructor(home: string, kv: KvStore) {
+    this.home = home;
+    this.#kv = kv;
+  }
+
+  /** Opens (creating if needed) the ledger of a data directory and brings its schema up to date. */
+  static async open(home: string): Promise<Ledger> {
+    const p = platform();
+    await p.mkdir(home);
+    const kv = await p.openKv(joinPath(home, "svc.kv"));
+    const ledger = new Ledger(home, kv);
+    try {
+      await ledger.#migrate();
+    } catch (error) {
+      kv.close();
+      throw error;
+    }
+    return ledger;
+  }
+
+  async #migrate(): Promise<void> {
+    const entry = await this.#kv.get(KEYS.schema);
+    const version = entry.value ? fromBytes<{ version: number }>(entry.value).version : 0;
+    if (version > SCHEMA_VERSION) {
+      throw new SvcError(
+        "internal",
+        `Cannot open the ledger in ${this.home}: it has schema version ${version}, this svc knows up to ${SCHEMA_VERSION}`,
+      );
+    }
+    // An empty ledger starts at the current version; older ones run the missing steps.
+    for (let v = Math.max(version, 1); v < SCHEMA_VERSION; v++) await MIGRATIONS[v - 1]?.(this.#kv);
+    if (version !== SCHEMA_VERSION) {
+      await this.#kv.atomic().check(KEYS.schema, entry.versionstamp).set(
+        KEYS.schema,
+        toBytes({ version: SCHEMA_VERSION }),
+      ).commit();
+    }
+  }
+
+  /** Closes the KV file. */
+  close(): void {
+    this.#kv.close();
+  }
+
+  /** The run's directory: script text, result, final status and large values. */
+  runDir(runId: string): string {
+    return joinPath(this.home, "runs", runId);
+  }
+
+  async #store(runId: string, value: JsonValue): Promise<Stored> {
+    const json = JSON.stringify(value);
+    if (json.length <= INLINE_LIMIT / 4 || new TextEncoder().encode(json).length <= INLINE_LIMIT) {
+      return { value };
+    }
+    const name = `${await sha256(json)}.json`;
+    const dir = joinPath(this.runDir(runId), "blobs");
+    const p = platform();
+    await p.mkdir(dir);
+    // Written whole, then published: a reader never sees half a blob.
+    const temp = joinPath(dir, `.${name}.tmp`);
+    await p.writeTextFile(temp, json);
+    await p.rename(temp, joinPath(dir, name));
+    return { ref: `blobs/${name}` };
+  }
+
+  async #load(runId: string, stored: Stored): Promise<JsonValue> {
+    if ("value" in stored) return stored.value;
+    return JSON.parse(
+      await platform().readTextFile(joinPath(this.runDir(runId), stored.ref)),
+    ) as JsonValue;
+  }
+
+  /** Records a new run and writes its script into the run directory. */
+  async createRun(
+    status: RunStatus,
+    options: { script: string; host: HostRef; event: StoredEvent },
+  ): Promise<void> {
+    const p = platform();
+    await p.mkdir(this.runDir(status.run_id));
+    await p.writeTextFile(joinPath(this.runDir(status.run_id), status.filename), options.script);
+    const doc: RunDoc = { v: 1, status: bareStatus(status) };
+    const result = await this.#kv.atomic()
+      .check(KEYS.run(status.run_id), null)
+      .set(KEYS.run(status.run_id), toBytes(doc))
+      .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
+      .set(KEYS.active(status.run_id), toBytes({ host_id: options.host.id, pid: options.host.pid }))
+      .set(KEYS.events(status.run_id, 0), toBytes(options.event))
+      .commit();
+    if (!result.ok) {
+      throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
+    }
+  }
+
+  /**
+   * Saves the run's status, with the event that changed it in the same atomic write. A
+   * terminal status leaves the active index and gets its result and summary files.
+   */
+  async saveRun(status: RunStatus, event?: { seq: number; event: StoredEvent }): Promise<void> {
+    const doc: RunDoc = { v: 1, status: bareStatus(status) };
+    if (status.result !== undefined) doc.result = await this.#store(status.run_id, status.result);
+    const atomic = this.#kv.atomic().set(KEYS.run(status.run_id), toBytes(doc));
+    if (event) atomic.set(KEYS.events(status.run_id, event.seq), toBytes(event.event));
+    const terminal = TERMINAL_STATES.has(status.state);
+    if (terminal) atomic.delete(KEYS.active(status.run_id));
+    await atomic.commit();
+    if (terminal) {
+      const dir = this.runDir(status.run_id);
+      const p = platform();
+      await p.mkdir(dir);
+      if (status.result !== undefined) {
+        await p.writeTextFile(
+          joinPath(dir, "result.json"),
+          `${JSON.stringify(status.result, null, 2)}\n`,
+        );
+      }
+      await p.writeTextFile(joinPath(dir, "status.json"), `${JSON.stringify(status, null, 2)}\n`);
+    }
+  }
+
+  /** Records one narration entry. */
+  async addNarration(runId: string, seq: number, entry: NarrationEntry): Promise<void> {
+    await this.#kv.atomic().set(KEYS.narration(runId, seq), toBytes(entry)).commit();
+  }
+
+  /** Records one security event. */
+  async addSecurityEvent(runId: string, seq: number, event: SecurityEvent): Promise<void> {
+    await this.#kv.atomic().set(KEYS.security(runId, seq), toBytes(event)).commit();
+  }
+
+  /** Records a finished call and the run's counters that it changed, together. */
+  async addJournalEntry(status: RunStatus, entry: JournalEntry): Promise<void> {
+    const { result, ...rest } = entry;
+    const doc: JournalDoc = { v: 1, entry: rest };
+    if (result !== undefined) doc.result = await this.#store(status.run_id, result);
+    await this.#kv.atomic()
+      .set(KEYS.journal(status.run_id, entry.seq), toBytes(doc))
+      .set(KEYS.run(status.run_id), toBytes({ v: 1, status: bareStatus(status) } satisfies RunDoc))
+      .commit();
+  }
+
+  async #list<T>(prefix: KvKey): Promise<T[]> {
+    const out: T[] = [];
+    for await (const entry of this.#kv.list(prefix)) {
+      if (entry.value) out.push(fromBytes<T>(entry.value));
+    }
+    return out;
+  }
+
+  /** The run's full status, or undefined when there is no such run. */
+  async getRun(runId: string): Promise<RunStatus | undefined> {
+    const entry = await this.#kv.get(KEYS.run(runId));
+    if (!entry.value) return undefined;
+    const doc = fromBytes<RunDoc>(entry.value);
+    const status = doc.status;
+    status.narration = await this.#list<NarrationEntry>(KEYS.narration(runId));
+    status.security_events = await this.#list<SecurityEvent>(KEYS.security(runId));
+    if (doc.result) status.result = await this.#load(runId, doc.result);
+    return status;
+  }
+
+  /** The run's journal in call order, results included. */
+  async getJournal(runId: string): Promise<JournalEntry[]> {
+    const docs = await this.#list<JournalDoc>(KEYS.journal(runId));
+    return await Promise.all(docs.map(async (doc) => {
+      const entry: JournalEntry = doc.entry;
+      if (doc.result) entry.result = await this.#load(runId, doc.result);
+      return entry;
+    }));
+  }
+
+  /** The run's stored events (state changes and conditions), in order. */
+  async getEvents(runId: string): Promise<StoredEvent[]> {
+    return await this.#list<StoredEvent>(KEYS.events(runId));
+  }
+
+  /** Statuses of runs (without narration), newest first; only `owner`'s when given. */
+  async listRuns(options: { owner?: string; limit?: number } = {}): Promise<RunStatus[]> {
+    const limit = options.limit ?? 100;
+    const out: RunStatus[] = [];
+    if (options.owner !== undefined) {
+      for await (
+        const entry of this.#kv.list(KEYS.runsByOwner(options.owner), { reverse: true, limit })
+      ) {
+        const runId = entry.key.at(-1);
+        const run = typeof runId === "string" ? await this.#kv.get(KEYS.run(runId)) : undefined;
+        if (run?.value) out.push(fromBytes<RunDoc>(run.value).status);
+      }
+      return out;
+    }
+    for await (const entry of this.#kv.list(KEYS.allRuns, { reverse: true, limit })) {
+      if (entry.value) out.push(fromBytes<RunDoc>(entry.value).status);
+    }
+    return out;
+  }
+
+  /** Says that this host is alive. Hosts refresh it while they have runs. */
+  async heartbeat(host: HostRef, startedAt: string): Promise<void> {
+    const doc: HostDoc = { pid: host.pid, started_at: startedAt, heartbeat_at: now() };
+    await this.#kv.atomic().set(KEYS.host(host.id), toBytes(doc)).commit();
+  }
+
+  /** Removes this host's record when it shuts down cleanly. */
+  async removeHost(host: HostRef): Promise<void> {
+    await this.#kv.atomic().delete(KEYS.host(host.id)).commit();
+  }
+
+  /**
+   * Marks `interrupted` every queued or running run whose host is gone (no record, no such
+   * process, or a stale heartbeat). Returns their ids. Their journals stay, for resume.
+   */
+  async recoverInterrupted(self: HostRef): Promise<string[]> {
+    const p = platform();
+    const recovered: string[] = [];
+    for await (const entry of this.#kv.list(KEYS.active())) {
+      const runId = entry.key.at(-1);
+      if (typeof runId !== "string" || !entry.value) continue;
+      const owner = fromBytes<{ host_id: string; pid: number }>(entry.value);
+      if (owner.host_id === self.id) continue;
+      const hostEntry = await this.#kv.get(KEYS.host(owner.host_id));
+      const host = hostEntry.value ? fromBytes<HostDoc>(hostEntry.value) : undefined;
+      const alive = host !== undefined && p.processAlive(host.pid) &&
+        Date.now() - Date.parse(host.heartbeat_at) < STALE_HOST_MS;
+      if (alive) continue;
+      const runEntry = await this.#kv.get(KEYS.run(runId));
+      if (!runEntry.value) continue;
+      const doc = fromBytes<RunDoc>(runEntry.value);
+      const at = now();
+      doc.status.state = "interrupted";
+      doc.status.ended_at = at;
+      doc.status.calls.queued = 0;
+      doc.status.calls.running = 0;
+      doc.status.error = {
+        code: "interrupted",
+        message:
+          "the host running this run stopped before it ended; its journal is kept: resume it with resume_from",
+      };
+      const last = await this.#lastEventSeq(runId);
+      const event: StoredEvent = { type: "state", run_id: runId, at, state: "interrupted" };
+      const result = await this.#kv.atomic()
+        .check(KEYS.run(runId), runEntry.versionstamp)
+        .check(KEYS.active(runId), entry.versionstamp)
+        .set(KEYS.run(runId), toBytes(doc))
+        .set(KEYS.events(runId, last + 1), toBytes(event))
+        .delete(KEYS.active(runId))
+        .commit();
+      if (!result.ok) continue;
+      if (host === undefined || !p.processAlive(host.pid)) {
+        await this.#kv.atomic().delete(KEYS.host(owner.host_id)).commit();
+      }
+      const status = await this.getRun(runId);
+      if (status) await this.saveRun(status);
+      recovered.push(runId);
+    }
+    return recovered;
+  }
+
+  async #lastEventSeq(runId: string): Promise<number> {
+    for await (const entry of this.#kv.list(KEYS.events(runId), { reverse: true, limit: 1 })) {
+      const seq = entry.key.at(-1);
+      if (typeof seq === "number") return seq;
+    }
+    return -1;
+  }
+}

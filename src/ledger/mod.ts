@@ -1,0 +1,24 @@
+/**
+ * The ledger: durable runs, narration, conditions and journals under `SVC_HOME`.
+ * @module
+ */
+export { type HostRef, Ledger, type StoredEvent } from "./ledger.ts";
+export { sha256 } from "./json_bytes.ts";
+export { SCHEMA_VERSION } from "./keys.ts";
+export {
+  type BudgetAxis,
+  type BudgetFigures,
+  type CallCounts,
+  type CallOutcome,
+  type JournalEntry,
+  type JournalSummary,
+  type NarrationEntry,
+  type RunCondition,
+  type RunError,
+  type RunEvent,
+  type RunState,
+  type RunStatus,
+  type SecurityEvent,
+  TERMINAL_STATES,
+  type UsageTotals,
+} from "./records.ts";
