@@ -1,5 +1,13 @@
 /** Shared pieces of the tests: temporary homes, in-process runs and command-line runs. */
-import { createDispatcher } from "../src/dispatch/mod.ts";
+import {
+  createDispatcher,
+  type Dispatcher,
+  type DispatcherOptions,
+  type DispatchRequest,
+  type DispatchResult,
+  type Provider,
+} from "../src/dispatch/mod.ts";
+import type { JsonValue } from "../src/schemas/mod.ts";
 import { RunManager, type RunManagerOptions, type RunStatus } from "../src/engine/mod.ts";
 import { Ledger } from "../src/ledger/mod.ts";
 
@@ -114,4 +122,66 @@ export async function runCli(
 /** Texts of the run's narration entries of one kind. */
 export function narration(status: RunStatus, kind: string): string[] {
   return status.narration.filter((entry) => entry.kind === kind).map((entry) => entry.text);
+}
+
+/** A provider for tests: answers through `answer`, and records how many calls ran at once. */
+export function scriptedProvider(
+  name: string,
+  answer: (
+    prompt: string,
+    attempt: number,
+  ) => { output: JsonValue; delayMs?: number; costUsd?: number | null },
+): Provider & { calls: number; maxActive: number } {
+  const attempts = new Map<string, number>();
+  let active = 0;
+  const provider = {
+    name,
+    calls: 0,
+    maxActive: 0,
+    async dispatch(request: DispatchRequest): Promise<DispatchResult> {
+      provider.calls++;
+      active++;
+      provider.maxActive = Math.max(provider.maxActive, active);
+      try {
+        const attempt = (attempts.get(request.prompt) ?? 0) + 1;
+        attempts.set(request.prompt, attempt);
+        const { output, delayMs = 0, costUsd = 0 } = answer(request.prompt, attempt);
+        if (delayMs > 0) {
+          await new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(resolve, delayMs);
+            request.signal.addEventListener("abort", () => {
+              clearTimeout(timer);
+              reject(request.signal.reason);
+            }, { once: true });
+          });
+        }
+        return {
+          output,
+          usage: { input_tokens: 10, output_tokens: 10 },
+          cost_usd: costUsd,
+          provider: name,
+          model: `${name}-model`,
+        };
+      } finally {
+        active--;
+      }
+    },
+  };
+  return provider;
+}
+
+/** A dispatcher whose `fake` calls are counted, so tests can prove that replayed calls never dispatch. */
+export function countingDispatcher(
+  options: DispatcherOptions = {},
+): Dispatcher & { count: () => number } {
+  const inner = createDispatcher({ fakeLatencyMs: 0, ...options });
+  let count = 0;
+  return {
+    providers: () => inner.providers(),
+    dispatch(request, dispatchOptions) {
+      count++;
+      return inner.dispatch(request, dispatchOptions);
+    },
+    count: () => count,
+  };
 }

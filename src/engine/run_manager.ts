@@ -504,7 +504,7 @@ export class RunManager {
         return this.#finish(run, "succeeded", { result: outcome.value });
       case "threw":
         return this.#finish(run, "failed", {
-          error: scriptRunError(outcome.error, run.status.filename),
+          error: scriptRunError(outcome.error),
         });
       case "crashed":
         return this.#finish(run, "failed", {

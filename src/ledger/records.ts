@@ -47,6 +47,8 @@ export interface RunCondition {
 export interface RunError {
   code: string;
   message: string;
+  /** For script errors: the file, line and column where it was thrown. */
+  file?: string;
   line?: number;
   column?: number;
   stack?: string;

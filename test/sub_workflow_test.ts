@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { testManager } from "./helpers.ts";
+
+async function write(path: string, text: string): Promise<void> {
+  await Deno.mkdir(path.replace(/\/[^/]+$/, ""), { recursive: true });
+  await Deno.writeTextFile(path, text);
+}
+
+const SUMMARISE = `export const meta = { name: "summarise" };
+phase("summarise " + args.topic);
+const parts = await parallel(args.items.map((item) => () => agent("summarise " + item)));
+return { topic: args.topic, parts };
+`;
+
+Deno.test("workflow(name) runs workflows/<name>.js of the project, sharing the parent's journal", async () => {
+  await using t = await testManager();
+  await write(`${t.home}/workflows/summarise.js`, SUMMARISE);
+  const run = await t.manager.start({
+    script: `const first = await agent("before");
+      const sub = await workflow("summarise", { topic: "t", items: ["a", "b"] });
+      return { first, sub, after: await agent("after") };`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.deepEqual(status.result, {
+    first: "fake response to: before",
+    sub: { topic: "t", parts: ["fake response to: summarise a", "fake response to: summarise b"] },
+    after: "fake response to: after",
+  });
+  const journal = await t.manager.journal(run.run_id);
+  assert.deepEqual(journal.map((e) => e.seq), [1, 2, 3, 4], "one journal, one sequence");
+  assert.deepEqual(status.narration.map((e) => e.text), ["summarise t"]);
+});
+
+Deno.test("named workflows are looked up in the project first, then in SVC_HOME", async () => {
+  await using t = await testManager({ projectDir: undefined });
+  const project = `${t.home}/project`;
+  await write(`${project}/workflows/which.js`, `return "project";`);
+  await write(`${t.home}/workflows/which.js`, `return "home";`);
+  await write(`${t.home}/workflows/home_only.js`, `return "home only";`);
+  const run = await t.manager.start({
+    script: `return [await workflow("which"), await workflow("home_only")];`,
+    workdir: project,
+  });
+  assert.deepEqual((await t.manager.wait(run.run_id)).result, ["project", "home only"]);
+});
+
+Deno.test("workflow(ref) runs a script by relative path inside the project", async () => {
+  await using t = await testManager();
+  await write(`${t.home}/lib/double.js`, `return args * 2;`);
+  const run = await t.manager.start({ script: `return await workflow("./lib/double.js", 21);` });
+  assert.deepEqual((await t.manager.wait(run.run_id)).result, 42);
+});
+
+Deno.test("a sub-workflow shares the parent's agent limit", async () => {
+  await using t = await testManager({ maxAgents: 10 });
+  await write(
+    `${t.home}/workflows/six.js`,
+    `return (await parallel(Array.from({ length: 6 }, (_, i) => () => agent("sub " + i)))).filter(Boolean).length;`,
+  );
+  const run = await t.manager.start({
+    script:
+      `const mine = (await parallel(Array.from({ length: 6 }, (_, i) => () => agent("own " + i)))).filter(Boolean).length;
+      return { mine, sub: await workflow("six") };`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.deepEqual(status.result, { mine: 6, sub: 4 });
+  assert.equal(status.conditions[0]?.type, "AgentLimitExceeded");
+});
+
+Deno.test("workflow() inside a sub-workflow is an error: one level only", async () => {
+  await using t = await testManager();
+  await write(`${t.home}/workflows/inner.js`, `return 1;`);
+  await write(`${t.home}/workflows/outer.js`, `return await workflow("inner");`);
+  const run = await t.manager.start({
+    script: `try { return await workflow("outer"); } catch (e) { return e.message; }`,
+  });
+  assert.equal(
+    (await t.manager.wait(run.run_id)).result,
+    "workflow() cannot be called inside a sub-workflow: workflows nest one level only",
+  );
+});
+
+Deno.test("an unknown name, a bad ref or a syntax error fails that call with a clear error", async () => {
+  await using t = await testManager();
+  await write(`${t.home}/workflows/broken.js`, `const a = 1;\nreturn a +;\n`);
+  await write(`${t.home}/workflows/imports.js`, `import fs from "node:fs";\nreturn 1;`);
+  const run = await t.manager.start({
+    script: `const seen = [];
+      for (const ref of ["missing", "broken", "imports", "../outside.js", "/etc/passwd", "./not-js.txt", ""]) {
+        try { await workflow(ref); seen.push("ran"); } catch (e) { seen.push(e.name + ": " + e.message); }
+      }
+      return seen;`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  const seen = status.result as string[];
+  assert.match(
+    seen[0]!,
+    /^Error: workflow\(\): no workflow 'missing' \(looked for .*\/workflows\/missing\.js, .*\/workflows\/missing\.js\)$/,
+  );
+  assert.match(seen[1]!, /^Error: broken\.js:2:11: syntax error: Unexpected token$/);
+  assert.match(seen[2]!, /^Error: imports\.js:1:1: import declarations are not allowed/);
+  assert.match(
+    seen[3]!,
+    /^Error: workflow\(\): '\.\.\/outside\.js' must be a relative path to a \.js file inside the project directory$/,
+  );
+  assert.match(seen[4]!, /^Error: workflow\(\): '\/etc\/passwd' is neither a workflow name/);
+  assert.match(seen[5]!, /must be a relative path to a \.js file/);
+  assert.match(
+    seen[6]!,
+    /^TypeError: workflow\(\): the name or ref must be a non-empty string, got string$/,
+  );
+});
+
+Deno.test("an error thrown inside a sub-workflow points at the sub-workflow's file and line", async () => {
+  await using t = await testManager();
+  await write(`${t.home}/workflows/fails.js`, `log("in sub");\nnull.boom;\n`);
+  const run = await t.manager.start({ script: `await workflow("fails");` });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "failed");
+  assert.match(
+    status.error?.message ?? "",
+    /^TypeError: Cannot read properties of null \(reading 'boom'\)/,
+  );
+  assert.match(status.error?.stack ?? "", /fails\.js:2:6/);
+});
