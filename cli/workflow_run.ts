@@ -142,14 +142,19 @@ async function follow(
   try {
     started = await manager.start(request);
   } catch (error) {
-    if (error instanceof SvcError && error.status === 400) throw new UsageError(error.message);
+    // Refusals of what the user asked for (bad script, unknown run to resume) are usage errors.
+    if (error instanceof SvcError && [400, 404, 409].includes(error.status)) {
+      throw new UsageError(error.message);
+    }
     throw error;
   }
   const runId = started.run_id;
   const printer = createNarrationPrinter({ write: (text) => p.writeStderr(text) });
   const unsubscribe = manager.subscribe(runId, printer.onEvent);
   p.writeStderr(
-    `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""})\n`,
+    `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""}${
+      started.resumed_from ? `, resuming ${started.resumed_from}` : ""
+    })\n`,
   );
 
   let interrupts = 0;

@@ -228,3 +228,51 @@ Deno.test("Ctrl-C cancels the run: its guest is killed and svc exits 1 with the 
     "the guest's scratch space is gone",
   );
 });
+
+Deno.test("--resume-from replays the earlier run's calls and says how many replayed", async () => {
+  await using home = await tempDir();
+  const args = ["workflow", "run", fixture("narrating.js"), "--args", '{"count": 3}', "--json"];
+  const first = await runCli(args, { home: home.path });
+  assert.equal(first.code, 0, first.stderr);
+  const firstRun = JSON.parse(first.stdout);
+  const second = await runCli([...args, "--resume-from", firstRun.run_id], { home: home.path });
+  assert.equal(second.code, 0, second.stderr);
+  const resumed = JSON.parse(second.stdout);
+  assert.equal(resumed.resumed_from, firstRun.run_id);
+  assert.deepEqual([resumed.journal.replayed, resumed.journal.live], [3, 0]);
+  assert.match(
+    second.stderr,
+    new RegExp(`started \\(narrating\\.js, "narrating", resuming ${firstRun.run_id}\\)`),
+  );
+  assert.match(second.stderr, /succeeded \(3 calls: 0 live, 3 replayed\)/);
+  const unknown = await runCli([...args, "--resume-from", "run_0000000000unknown"], {
+    home: home.path,
+  });
+  assert.equal(unknown.code, 2);
+  assert.match(
+    unknown.stderr,
+    /^svc: Cannot resume from run 'run_0000000000unknown': no such run$/m,
+  );
+});
+
+Deno.test("--budget-tokens stops starting calls at the cap and reports BudgetExceeded", async () => {
+  const result = await runCli([
+    "workflow",
+    "run",
+    fixture("narrating.js"),
+    "--args",
+    '{"count": 6}',
+    "--budget-tokens",
+    "20",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  const product = JSON.parse(result.stdout);
+  assert.ok(product.answered >= 1 && product.answered < 6, result.stdout);
+  assert.match(result.stderr, /^! BudgetExceeded: the budget of 20 tokens is reached/m);
+  const bad = await runCli(["workflow", "run", fixture("narrating.js"), "--budget-tokens", "lots"]);
+  assert.equal(bad.code, 2);
+  assert.match(
+    bad.stderr,
+    /^svc: Cannot use --budget-tokens 'lots': it must be a whole number above 0$/m,
+  );
+});
