@@ -1,5 +1,14 @@
-import type { ChildProcess, ExitStatus, FileInfo, Platform, SpawnOptions } from "./types.ts";
+import type {
+  ChildProcess,
+  ExitStatus,
+  FileInfo,
+  HttpServer,
+  Platform,
+  ServeOptions,
+  SpawnOptions,
+} from "./types.ts";
 
+// Nothing here may touch `Deno` while the module loads: the npm package imports it under Node.
 const encoder = new TextEncoder();
 
 function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
@@ -37,6 +46,39 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
   };
 }
 
+const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
+async function runAttached(
+  command: string,
+  options: { args: readonly string[] },
+): Promise<ExitStatus> {
+  const child = new Deno.Command(command, {
+    args: [...options.args],
+    // Its own group: a Ctrl-C at the terminal reaches it once, through us, not twice.
+    detached: true,
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  const forwarders = FORWARDED_SIGNALS.map((signal) => {
+    const forward = () => {
+      try {
+        child.kill(signal);
+      } catch {
+        // It has already ended.
+      }
+    };
+    Deno.addSignalListener(signal, forward);
+    return () => Deno.removeSignalListener(signal, forward);
+  });
+  try {
+    const status = await child.status;
+    return { code: status.code, signal: status.signal ?? null };
+  } finally {
+    for (const remove of forwarders) remove();
+  }
+}
+
 function which(command: string): string | undefined {
   const path = Deno.env.get("PATH") ?? "";
   for (const dir of path.split(":")) {
@@ -52,12 +94,58 @@ function which(command: string): string | undefined {
   return undefined;
 }
 
-/** The platform implementation for the Deno runtime. */
+const GRANT_MESSAGE = /^Requires (\w+) access to (.+), run again with the (--allow-[\w-]+) flag/;
+
+function missingGrant(error: unknown): string | undefined {
+  if (!(error instanceof Deno.errors.NotCapable)) return undefined;
+  const match = GRANT_MESSAGE.exec(error.message);
+  if (!match) return `a permission grant (${error.message})`;
+  return `${match[3]} (${match[1]} access to ${match[2]})`;
+}
+
+const INTERNAL_ERROR = JSON.stringify({
+  error: { status: 500, code: "internal", message: "Internal error" },
+});
+
+function serve(
+  handler: (request: Request) => Promise<Response>,
+  options: ServeOptions,
+): Promise<HttpServer> {
+  const server = Deno.serve({
+    hostname: options.hostname,
+    port: options.port,
+    signal: options.signal,
+    onListen() {},
+    // Never a stack trace to a client (nor to our stderr): handlers answer their own errors.
+    onError: () =>
+      new Response(INTERNAL_ERROR, {
+        status: 500,
+        headers: { "content-type": "application/json" },
+      }),
+  }, (request) => handler(request));
+  return Promise.resolve({
+    hostname: server.addr.hostname,
+    port: server.addr.port,
+    async close() {
+      await server.shutdown();
+      await server.finished;
+    },
+  });
+}
+
+/** The platform implementation for the Deno runtime: `deno run` and compiled binaries. */
 export const denoPlatform: Platform = {
-  runtime: `deno ${Deno.version.deno}`,
-  denoExecutable: () => Deno.execPath(),
+  get runtime() {
+    return `deno ${Deno.version.deno}`;
+  },
+  get embedded() {
+    return Deno.build.standalone === true;
+  },
+  // A compiled svc is not a Deno that can run scripts: guests need a real one.
+  denoExecutable: () => Deno.build.standalone ? which("deno") : Deno.execPath(),
   which,
   spawn: spawnDeno,
+  run: runAttached,
   env: (name) => Deno.env.get(name),
   homeDir: () => Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE"),
   cwd: () => Deno.cwd(),
@@ -70,6 +158,11 @@ export const denoPlatform: Platform = {
   mkdir: (path) => Deno.mkdir(path, { recursive: true }),
   makeTempDir: ({ dir, prefix }) => Deno.makeTempDir({ dir, prefix }),
   remove: (path) => Deno.remove(path, { recursive: true }),
+  async readDir(path) {
+    const names: string[] = [];
+    for await (const entry of Deno.readDir(path)) names.push(entry.name);
+    return names;
+  },
   writeStderr(text) {
     const bytes = encoder.encode(text);
     let written = 0;
@@ -86,4 +179,6 @@ export const denoPlatform: Platform = {
   },
   args: () => [...Deno.args],
   exit: (code) => Deno.exit(code),
+  serve,
+  missingGrant,
 };

@@ -1,12 +1,21 @@
 /**
  * The platform seam: the one place that reaches the runtime. Other modules call
- * {@linkcode platform}; the npm build swaps the implementation with {@linkcode setPlatform}.
+ * {@linkcode platform}; it is the Deno implementation unless an entry point of the npm package
+ * installed the Node one (`./node.ts`) with {@linkcode setPlatform} before anything else ran.
  * @module
  */
 import { denoPlatform } from "./deno.ts";
 import type { Platform } from "./types.ts";
 
-export type { ChildProcess, ExitStatus, FileInfo, Platform, SpawnOptions } from "./types.ts";
+export type {
+  ChildProcess,
+  ExitStatus,
+  FileInfo,
+  HttpServer,
+  Platform,
+  ServeOptions,
+  SpawnOptions,
+} from "./types.ts";
 
 let current: Platform = denoPlatform;
 
