@@ -86,6 +86,12 @@ export async function main(argv: string[]): Promise<number> {
       p.writeStderr(`svc: ${error.message}\n`);
       return error.status === 400 ? EXIT.usage : EXIT.failed;
     }
+    // The runtime refused an operation: the host was started without a grant it needs.
+    const grant = p.missingGrant(error);
+    if (grant !== undefined) {
+      p.writeStderr(`svc: Cannot continue: svc needs ${grant} (see "Permissions" in the README)\n`);
+      return EXIT.failed;
+    }
     p.writeStderr("svc: internal error (this is a bug in svc; please report it)\n");
     return EXIT.failed;
   }

@@ -27,25 +27,33 @@ export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 124 } as const;
 /** A problem with what the user typed: printed as is, exit status 2. */
 export class UsageError extends Error {}
 
+/** The reason a script file cannot be read, for people. */
+function unreadable(path: string, error: unknown): UsageError {
+  const grant = platform().missingGrant(error);
+  const name = error instanceof Error ? error.name : "";
+  const reason = grant !== undefined
+    ? `svc may not read it (it needs ${grant})`
+    : name === "NotFound"
+    ? "no such file"
+    : name === "PermissionDenied"
+    ? "permission denied"
+    : "it cannot be read";
+  return new UsageError(`Cannot read script '${path}': ${reason}`);
+}
+
 async function readScript(path: string): Promise<string> {
   const p = platform();
   let info;
   try {
     info = await p.stat(path);
   } catch (error) {
-    const reason = error instanceof Error && error.name === "NotFound"
-      ? "no such file"
-      : "it cannot be read";
-    throw new UsageError(`Cannot read script '${path}': ${reason}`);
+    throw unreadable(path, error);
   }
   if (info.isDirectory) throw new UsageError(`Cannot read script '${path}': it is a directory`);
   try {
     return await p.readTextFile(path);
   } catch (error) {
-    const reason = error instanceof Error && error.name === "PermissionDenied"
-      ? "permission denied"
-      : "it cannot be read";
-    throw new UsageError(`Cannot read script '${path}': ${reason}`);
+    throw unreadable(path, error);
   }
 }
 

@@ -1,4 +1,5 @@
 /** Shared pieces of the tests: temporary homes, in-process runs and command-line runs. */
+import assert from "node:assert/strict";
 import {
   createDispatcher,
   type Dispatcher,
@@ -102,21 +103,31 @@ export async function runCommand(
   };
 }
 
+/**
+ * The command line of `deno task svc` (from deno.json), with this Deno binary and absolute
+ * paths: the launcher that starts the host with narrow grants.
+ */
+export async function svcTaskCommand(): Promise<{ command: string; args: string[] }> {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`));
+  const [deno, ...args] = String(config.tasks.svc).split(" ");
+  assert.equal(deno, "deno", "the svc task runs deno");
+  return {
+    command: Deno.execPath(),
+    args: args.map((arg) => arg.startsWith("cli/") ? `${ROOT}/${arg}` : arg),
+  };
+}
+
 /** Runs `svc` from the checkout, exactly as `deno task svc` does, in a fresh SVC_HOME. */
 export async function runCli(
   args: string[],
   options: { env?: Record<string, string>; home?: string; cwd?: string } = {},
 ): Promise<CliResult> {
   await using home = await tempDir("svc-home-");
-  const permissions = ["--allow-read", "--allow-write", "--allow-run", "--allow-env"];
-  return await runCommand(
-    Deno.execPath(),
-    ["run", ...permissions, `${ROOT}/cli/main.ts`, ...args],
-    {
-      env: { SVC_HOME: options.home ?? home.path, NO_COLOR: "1", ...options.env },
-      cwd: options.cwd,
-    },
-  );
+  const task = await svcTaskCommand();
+  return await runCommand(task.command, [...task.args, ...args], {
+    env: { SVC_HOME: options.home ?? home.path, NO_COLOR: "1", ...options.env },
+    cwd: options.cwd,
+  });
 }
 
 /** Texts of the run's narration entries of one kind. */

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { HOST_ENV_VARS } from "../cli/permissions.ts";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
 
 const README = await Deno.readTextFile(`${ROOT}/README.md`);
@@ -15,12 +16,33 @@ function sh(command: string, home: string) {
   return runCommand("bash", ["-c", command], { env: { SVC_HOME: home, NO_COLOR: "1" } });
 }
 
-Deno.test("every README command uses the pinned Deno from the npm registry", () => {
+Deno.test("every README command that runs Deno uses the pinned Deno from the npm registry", () => {
   const commands = readmeCommands();
-  assert.ok(commands.length >= 3, `found ${commands.join(" | ")}`);
-  for (const command of commands) {
+  const deno = commands.filter((command) => /(^|\s)deno(@|\s)/.test(command));
+  assert.ok(deno.length >= 5, `found ${deno.join(" | ")}`);
+  for (const command of deno) {
     assert.ok(command.startsWith(`npx -y deno@${PINNED} task `), command);
   }
+});
+
+Deno.test("the README shows the three ways in: checkout, compiled binary, npm package", () => {
+  const commands = readmeCommands();
+  for (
+    const expected of [
+      `npx -y deno@${PINNED} task svc workflow run examples/review_fanout.js --fake-dispatch`,
+      `npx -y deno@${PINNED} task compile`,
+      `npx -y deno@${PINNED} task build:npm`,
+      "npx svc --help",
+      "npx svc workflow run node_modules/svc/examples/review_fanout.js --fake-dispatch",
+    ]
+  ) {
+    assert.ok(commands.includes(expected), expected);
+  }
+});
+
+Deno.test("the README's Permissions section names every variable the host is granted", () => {
+  const section = README.slice(README.indexOf("## Permissions"));
+  for (const name of HOST_ENV_VARS) assert.ok(section.includes(`\`${name}\``), name);
 });
 
 Deno.test("the README's test command is the one .ci/run runs", async () => {

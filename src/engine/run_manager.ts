@@ -3,6 +3,7 @@ import type { Dispatcher, DispatchResult } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
 import {
+  HEARTBEAT_MS,
   type HostRef,
   type JournalEntry,
   type Ledger,
@@ -94,7 +95,6 @@ interface LiveRun {
   raised: Set<string>;
 }
 
-const HEARTBEAT_MS = 5_000;
 const TEXT_LIMIT = 8 * 1024;
 const MAX_CONDITIONS = 50;
 

@@ -1,3 +1,4 @@
+import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 
@@ -17,9 +18,71 @@ export const GUEST_RUNTIME_FLAGS: readonly string[] = [
 /** Address space beyond the V8 heap that a Deno process needs (code range, ArrayBuffers of the bridge). */
 const DATA_HEADROOM_MB = 768;
 
-/** Path of the guest bootstrap shipped beside the host's sources. */
+/**
+ * Path of the guest bootstrap shipped beside the host's sources: in a checkout, in the npm
+ * package (`guest/` ships as files), and in a compiled binary (embedded with `--include guest/`,
+ * readable only from inside the binary).
+ */
 export function defaultBootstrapPath(): string {
   return decodeURIComponent(new URL("../../guest/bootstrap.js", import.meta.url).pathname);
+}
+
+function dirname(path: string): string {
+  return path.slice(0, path.lastIndexOf("/")) || "/";
+}
+
+/**
+ * The Deno binary of guests: `SVC_DENO` when set, else the platform's (the host's own binary
+ * under `deno run`, the `deno` npm package's under Node, `deno` on PATH for a compiled svc).
+ */
+async function guestDeno(): Promise<string> {
+  const p = platform();
+  const explicit = p.env("SVC_DENO");
+  const deno = explicit || p.denoExecutable();
+  if (!deno) {
+    throw new SvcError(
+      "guest_failed",
+      "Cannot start the guest: no Deno binary to run it (set SVC_DENO to one, or put deno on PATH)",
+    );
+  }
+  try {
+    await p.stat(deno);
+  } catch (error) {
+    if (error instanceof Error && error.name === "NotFound") {
+      const source = explicit ? "SVC_DENO names" : "the Deno binary";
+      throw new SvcError(
+        "guest_failed",
+        `Cannot start the guest: ${source} '${deno}', which does not exist`,
+      );
+    }
+    throw error;
+  }
+  return deno;
+}
+
+/**
+ * The bootstrap a guest process can open. Files embedded in a compiled binary exist only for
+ * the binary itself, so they are copied into the guest's scratch directory first.
+ */
+async function runnableBootstrap(bootstrap: string, scratch: string): Promise<string> {
+  const p = platform();
+  if (!p.embedded) return bootstrap;
+  const source = dirname(bootstrap);
+  const target = joinPath(scratch, "guest");
+  await p.mkdir(target);
+  for (const name of await p.readDir(source)) {
+    if (!name.endsWith(".js")) continue;
+    await p.writeTextFile(joinPath(target, name), await p.readTextFile(joinPath(source, name)));
+  }
+  return joinPath(target, bootstrap.slice(source.length + 1));
+}
+
+/** Turns the runtime refusing an operation for lack of a grant into an error naming the grant. */
+function explainGrant(error: unknown): unknown {
+  const grant = platform().missingGrant(error);
+  return grant === undefined
+    ? error
+    : new SvcError("guest_failed", `Cannot start the guest: svc needs ${grant}`, { cause: error });
 }
 
 /** Options of {@linkcode createUnsafeLocalBackend}. */
@@ -44,57 +107,77 @@ export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): Isol
   return {
     name: "unsafe-local",
     async spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
-      const p = platform();
-      await p.mkdir(request.scratchRoot);
-      const scratch = await p.makeTempDir({ dir: request.scratchRoot, prefix: "guest-" });
-      const denoDir = joinPath(scratch, "deno_dir");
-      await p.mkdir(denoDir);
-      const deno = p.denoExecutable();
-      const args = [
-        "run",
-        ...GUEST_RUNTIME_FLAGS,
-        `--seed=${request.seed}`,
-        `--v8-flags=--max-old-space-size=${request.heapMb}`,
-        bootstrap,
-      ];
-      const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
-      const limits = [`--data=${dataBytes}`];
-      if (request.cpuSeconds !== undefined) {
-        // SIGXCPU at the soft limit names the cause; SIGKILL a second later makes sure.
-        const soft = Math.ceil(request.cpuSeconds);
-        limits.push(`--cpu=${soft}:${soft + 1}`);
-      }
-      const [command, argv] = prlimit ? [prlimit, [...limits, "--", deno, ...args]] : [deno, args];
-      let child;
       try {
-        child = p.spawn(command, {
-          args: argv,
-          clearEnv: true,
-          env: {
-            DENO_DIR: denoDir,
-            DENO_NO_PACKAGE_JSON: "1",
-            DENO_NO_UPDATE_CHECK: "1",
-            NO_COLOR: "1",
-          },
-          cwd: scratch,
-          newProcessGroup: true,
-        });
+        return await spawnGuest(request, bootstrap, prlimit);
       } catch (error) {
-        await p.remove(scratch).catch(() => {});
-        throw error;
+        throw explainGrant(error);
       }
-      let disposed: Promise<void> | undefined;
-      return {
-        process: child,
-        dispose() {
-          disposed ??= (async () => {
-            child.kill("SIGKILL");
-            await child.status;
-            await p.remove(scratch).catch(() => {});
-          })();
-          return disposed;
-        },
-      };
+    },
+  };
+}
+
+/** Starts one guest process; see {@linkcode createUnsafeLocalBackend}. */
+async function spawnGuest(
+  request: GuestSpawnRequest,
+  bootstrap: string,
+  prlimit: string | undefined,
+): Promise<GuestHandle> {
+  const p = platform();
+  const deno = await guestDeno();
+  await p.mkdir(request.scratchRoot);
+  const scratch = await p.makeTempDir({ dir: request.scratchRoot, prefix: "guest-" });
+  const denoDir = joinPath(scratch, "deno_dir");
+  let main: string;
+  try {
+    await p.mkdir(denoDir);
+    main = await runnableBootstrap(bootstrap, scratch);
+  } catch (error) {
+    await p.remove(scratch).catch(() => {});
+    throw error;
+  }
+  const args = [
+    "run",
+    ...GUEST_RUNTIME_FLAGS,
+    `--seed=${request.seed}`,
+    `--v8-flags=--max-old-space-size=${request.heapMb}`,
+    main,
+  ];
+  const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
+  const limits = [`--data=${dataBytes}`];
+  if (request.cpuSeconds !== undefined) {
+    // SIGXCPU at the soft limit names the cause; SIGKILL a second later makes sure.
+    const soft = Math.ceil(request.cpuSeconds);
+    limits.push(`--cpu=${soft}:${soft + 1}`);
+  }
+  const [command, argv] = prlimit ? [prlimit, [...limits, "--", deno, ...args]] : [deno, args];
+  let child;
+  try {
+    child = p.spawn(command, {
+      args: argv,
+      clearEnv: true,
+      env: {
+        DENO_DIR: denoDir,
+        DENO_NO_PACKAGE_JSON: "1",
+        DENO_NO_UPDATE_CHECK: "1",
+        NO_COLOR: "1",
+      },
+      cwd: scratch,
+      newProcessGroup: true,
+    });
+  } catch (error) {
+    await p.remove(scratch).catch(() => {});
+    throw error;
+  }
+  let disposed: Promise<void> | undefined;
+  return {
+    process: child,
+    dispose() {
+      disposed ??= (async () => {
+        child.kill("SIGKILL");
+        await child.status;
+        await p.remove(scratch).catch(() => {});
+      })();
+      return disposed;
     },
   };
 }

@@ -14,8 +14,13 @@ import {
 
 /** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
 const INLINE_LIMIT = 48 * 1024;
-/** A host whose heartbeat is older than this is taken for dead even if its pid is in use. */
-const STALE_HOST_MS = 30_000;
+/**
+ * A host whose heartbeat is older than this is taken for dead even if its pid is in use (or
+ * when its pid cannot be checked). Hosts beat every {@linkcode HEARTBEAT_MS}.
+ */
+const STALE_HOST_MS = 10_000;
+/** How often a host with runs refreshes its heartbeat. */
+export const HEARTBEAT_MS = 2_000;
 
 /** A JSON value kept inline, or in a blob file of the run directory. */
 type Stored = { value: JsonValue } | { ref: string };
@@ -286,7 +291,7 @@ export class Ledger {
       if (owner.host_id === self.id) continue;
       const hostEntry = await this.#kv.get(KEYS.host(owner.host_id));
       const host = hostEntry.value ? fromBytes<HostDoc>(hostEntry.value) : undefined;
-      const alive = host !== undefined && p.processAlive(host.pid) &&
+      const alive = host !== undefined && p.processAlive(host.pid) !== false &&
         Date.now() - Date.parse(host.heartbeat_at) < STALE_HOST_MS;
       if (alive) continue;
       const runEntry = await this.#kv.get(KEYS.run(runId));

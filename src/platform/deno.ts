@@ -2,14 +2,17 @@ import type {
   ChildProcess,
   ExitStatus,
   FileInfo,
+  HttpServer,
   KvAtomic,
   KvEntry,
   KvKey,
   KvStore,
   Platform,
+  ServeOptions,
   SpawnOptions,
 } from "./types.ts";
 
+// Nothing here may touch `Deno` while the module loads: the npm package imports it under Node.
 const encoder = new TextEncoder();
 
 function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
@@ -36,15 +39,57 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
     stderr: child.stderr,
     status,
     kill(signal = "SIGKILL") {
+      if (exited) return;
       try {
         // A negative pid addresses the whole group; grandchildren die with the guest.
-        if (group) Deno.kill(-child.pid, signal);
-        else if (!exited) child.kill(signal);
+        if (group) {
+          Deno.kill(-child.pid, signal);
+          return;
+        }
+      } catch {
+        // Deno.kill needs an unscoped --allow-run; the narrow grants of the launcher only let
+        // the host signal its own child. A guest cannot spawn, so its group is itself.
+      }
+      try {
+        child.kill(signal);
       } catch {
         // Already gone: killing is best effort by contract.
       }
     },
   };
+}
+
+const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
+async function runAttached(
+  command: string,
+  options: { args: readonly string[] },
+): Promise<ExitStatus> {
+  const child = new Deno.Command(command, {
+    args: [...options.args],
+    // Its own group: a Ctrl-C at the terminal reaches it once, through us, not twice.
+    detached: true,
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  const forwarders = FORWARDED_SIGNALS.map((signal) => {
+    const forward = () => {
+      try {
+        child.kill(signal);
+      } catch {
+        // It has already ended.
+      }
+    };
+    Deno.addSignalListener(signal, forward);
+    return () => Deno.removeSignalListener(signal, forward);
+  });
+  try {
+    const status = await child.status;
+    return { code: status.code, signal: status.signal ?? null };
+  } finally {
+    for (const remove of forwarders) remove();
+  }
 }
 
 function which(command: string): string | undefined {
@@ -101,22 +146,71 @@ async function openKv(path: string): Promise<KvStore> {
   };
 }
 
-function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean | undefined {
   try {
     // SIGCONT does nothing to a running process; only its delivery is of interest.
     Deno.kill(pid, "SIGCONT");
     return true;
   } catch (error) {
-    return !(error instanceof Deno.errors.NotFound);
+    if (error instanceof Deno.errors.NotFound) return false;
+    // Without an unscoped --allow-run Deno may not signal other processes: cannot tell.
+    if (error instanceof Deno.errors.NotCapable) return undefined;
+    return true;
   }
 }
 
-/** The platform implementation for the Deno runtime. */
+const GRANT_MESSAGE = /^Requires (\w+) access to (.+), run again with the (--allow-[\w-]+) flag/;
+
+function missingGrant(error: unknown): string | undefined {
+  if (!(error instanceof Deno.errors.NotCapable)) return undefined;
+  const match = GRANT_MESSAGE.exec(error.message);
+  if (!match) return `a permission grant (${error.message})`;
+  return `${match[3]} (${match[1]} access to ${match[2]})`;
+}
+
+const INTERNAL_ERROR = JSON.stringify({
+  error: { status: 500, code: "internal", message: "Internal error" },
+});
+
+function serve(
+  handler: (request: Request) => Promise<Response>,
+  options: ServeOptions,
+): Promise<HttpServer> {
+  const server = Deno.serve({
+    hostname: options.hostname,
+    port: options.port,
+    signal: options.signal,
+    onListen() {},
+    // Never a stack trace to a client (nor to our stderr): handlers answer their own errors.
+    onError: () =>
+      new Response(INTERNAL_ERROR, {
+        status: 500,
+        headers: { "content-type": "application/json" },
+      }),
+  }, (request) => handler(request));
+  return Promise.resolve({
+    hostname: server.addr.hostname,
+    port: server.addr.port,
+    async close() {
+      await server.shutdown();
+      await server.finished;
+    },
+  });
+}
+
+/** The platform implementation for the Deno runtime: `deno run` and compiled binaries. */
 export const denoPlatform: Platform = {
-  runtime: `deno ${Deno.version.deno}`,
-  denoExecutable: () => Deno.execPath(),
+  get runtime() {
+    return `deno ${Deno.version.deno}`;
+  },
+  get embedded() {
+    return Deno.build.standalone === true;
+  },
+  // A compiled svc is not a Deno that can run scripts: guests need a real one.
+  denoExecutable: () => Deno.build.standalone ? which("deno") : Deno.execPath(),
   which,
   spawn: spawnDeno,
+  run: runAttached,
   env: (name) => Deno.env.get(name),
   homeDir: () => Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE"),
   cwd: () => Deno.cwd(),
@@ -133,6 +227,11 @@ export const denoPlatform: Platform = {
   processAlive,
   pid: () => Deno.pid,
   remove: (path) => Deno.remove(path, { recursive: true }),
+  async readDir(path) {
+    const names: string[] = [];
+    for await (const entry of Deno.readDir(path)) names.push(entry.name);
+    return names;
+  },
   writeStderr(text) {
     const bytes = encoder.encode(text);
     let written = 0;
@@ -149,4 +248,6 @@ export const denoPlatform: Platform = {
   },
   args: () => [...Deno.args],
   exit: (code) => Deno.exit(code),
+  serve,
+  missingGrant,
 };

@@ -1,6 +1,7 @@
 /**
  * The platform seam: the one place that reaches the runtime. Other modules call
- * {@linkcode platform}; the npm build swaps the implementation with {@linkcode setPlatform}.
+ * {@linkcode platform}; it is the Deno implementation unless an entry point of the npm package
+ * installed the Node one (`./node.ts`) with {@linkcode setPlatform} before anything else ran.
  * @module
  */
 import { denoPlatform } from "./deno.ts";
@@ -10,12 +11,14 @@ export type {
   ChildProcess,
   ExitStatus,
   FileInfo,
+  HttpServer,
   KvAtomic,
   KvEntry,
   KvKey,
   KvKeyPart,
   KvStore,
   Platform,
+  ServeOptions,
   SpawnOptions,
 } from "./types.ts";
 

@@ -27,6 +27,26 @@ export interface ChildProcess {
   kill(signal?: "SIGKILL" | "SIGTERM"): void;
 }
 
+/** Options of {@linkcode Platform.serve}. */
+export interface ServeOptions {
+  /** Address to listen on, e.g. `127.0.0.1`. */
+  hostname: string;
+  /** Port to listen on; 0 picks a free one. */
+  port: number;
+  /** Aborting it closes the server, like {@linkcode HttpServer.close}. */
+  signal?: AbortSignal;
+}
+
+/** A listening HTTP server. */
+export interface HttpServer {
+  /** The address it listens on. */
+  readonly hostname: string;
+  /** The port it listens on (the one picked when 0 was asked for). */
+  readonly port: number;
+  /** Stops accepting connections and resolves once the server has closed. */
+  close(): Promise<void>;
+}
+
 /** A directory entry's kind, as {@linkcode Platform.stat} reports it. */
 export interface FileInfo {
   isFile: boolean;
@@ -67,15 +87,32 @@ export interface KvStore {
 /**
  * Everything runtime-specific the host needs. Only `src/platform/` implements it, so that
  * the rest of the code runs unchanged wherever an implementation exists.
+ *
+ * File operations report a missing path with an error named `NotFound` and a refused one with
+ * an error named `PermissionDenied`, whatever the runtime calls them.
  */
 export interface Platform {
-  /** Name of the runtime, for status output. */
+  /** Name and version of the runtime, for status output. */
   readonly runtime: string;
-  /** The Deno binary that runs guests: under Deno the very binary the host runs on. */
-  denoExecutable(): string;
+  /**
+   * True when the host's own files (the guest bootstrap among them) are embedded in a compiled
+   * binary rather than lying on disk: they can be read, but no other process can open them.
+   */
+  readonly embedded: boolean;
+  /**
+   * The Deno binary that runs guests when `SVC_DENO` does not name one: under `deno run` the
+   * very binary the host runs on, under Node the one of the `deno` npm package, in a compiled
+   * binary `deno` on PATH. Undefined when there is none.
+   */
+  denoExecutable(): string | undefined;
   /** Finds an executable on PATH; undefined when there is none. */
   which(command: string): string | undefined;
   spawn(command: string, options: SpawnOptions): ChildProcess;
+  /**
+   * Runs a command on the host's own standard streams, in a process group of its own, and
+   * forwards SIGINT and SIGTERM to it (once each time they arrive). Resolves when it ends.
+   */
+  run(command: string, options: { args: readonly string[] }): Promise<ExitStatus>;
   env(name: string): string | undefined;
   homeDir(): string | undefined;
   cwd(): string;
@@ -88,11 +125,16 @@ export interface Platform {
   rename(from: string, to: string): Promise<void>;
   /** Opens (creating if needed) a KV store file. */
   openKv(path: string): Promise<KvStore>;
-  /** True when a process with this id exists (it may belong to someone else). */
-  processAlive(pid: number): boolean;
+  /**
+   * Whether a process with this id exists (it may belong to someone else); undefined when
+   * the host's grants do not allow finding out.
+   */
+  processAlive(pid: number): boolean | undefined;
   /** Id of this process. */
   pid(): number;
   remove(path: string): Promise<void>;
+  /** Names of the entries of a directory. */
+  readDir(path: string): Promise<string[]>;
   /** Writes text to the host's standard error, synchronously so narration keeps its order. */
   writeStderr(text: string): void;
   writeStdout(text: string): Promise<void>;
@@ -101,4 +143,14 @@ export interface Platform {
   /** Command-line arguments after the program name. */
   args(): string[];
   exit(code: number): never;
+  /** Serves HTTP with `handler` until closed. Resolves once the server listens. */
+  serve(
+    handler: (request: Request) => Promise<Response>,
+    options: ServeOptions,
+  ): Promise<HttpServer>;
+  /**
+   * When `error` is the runtime refusing an operation for lack of a permission grant, names
+   * the grant, e.g. `--allow-run (run access to "/usr/bin/prlimit")`; otherwise undefined.
+   */
+  missingGrant(error: unknown): string | undefined;
 }

@@ -1,0 +1,47 @@
+/**
+ * `deno task svc`: starts the host (`cli/main.ts`) in a `deno run` of its own with the
+ * narrowest grants its configuration allows ({@linkcode hostPermissionFlags}), and passes its
+ * exit status on. The launcher runs no user input; it only computes the flags.
+ * @module
+ */
+import { SvcError } from "../src/errors/mod.ts";
+import { platform } from "../src/platform/mod.ts";
+import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
+
+const SIGNAL_NUMBERS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+};
+
+function fileOf(relative: string): string {
+  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
+}
+
+/** Runs the host with `argv`; resolves to its exit status (128 + n when signal n ended it). */
+export async function launch(argv: readonly string[]): Promise<number> {
+  const p = platform();
+  const deno = p.denoExecutable();
+  let flags: string[];
+  try {
+    if (!deno) throw new SvcError("internal", "Cannot launch svc: no Deno binary runs it");
+    flags = hostPermissionFlags(configuredGrants());
+  } catch (error) {
+    if (!(error instanceof SvcError)) throw error;
+    p.writeStderr(`svc: ${error.message}\n`);
+    return 2;
+  }
+  const status = await p.run(deno, {
+    args: ["run", ...flags, "--config", fileOf("../deno.json"), fileOf("./main.ts"), ...argv],
+  });
+  if (status.signal !== null) return 128 + (SIGNAL_NUMBERS[status.signal] ?? 0);
+  return status.code;
+}
+
+if (import.meta.main) {
+  platform().exit(await launch(platform().args()));
+}

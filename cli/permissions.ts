@@ -1,0 +1,86 @@
+/**
+ * The permission grants of the Deno host: what `deno task svc` (through `cli/launch.ts`), the
+ * tests and the compiled binary give it. The README's "Permissions" section describes them.
+ * @module
+ */
+import { svcHome } from "../src/config/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { platform } from "../src/platform/mod.ts";
+
+/** Every environment variable the host reads; it is granted exactly these. */
+export const HOST_ENV_VARS: readonly string[] = [
+  "SVC_HOME",
+  "SVC_DASHBOARD_BOARD_DIR",
+  "SVC_FAKE_LATENCY_MS",
+  "SVC_DENO",
+  "HOME",
+  "USERPROFILE",
+  "PATH",
+  // commander looks at these before colouring its help.
+  "NO_COLOR",
+  "FORCE_COLOR",
+  "CLICOLOR_FORCE",
+];
+
+/**
+ * Grants baked into the compiled binary. Flags are fixed when it is compiled, while `SVC_HOME`
+ * and the guests' Deno are chosen when it runs: write and run cannot be scoped there.
+ */
+export const COMPILED_PERMISSION_FLAGS: readonly string[] = [
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  `--allow-env=${HOST_ENV_VARS.join(",")}`,
+];
+
+/** What the host's grants are computed from. */
+export interface HostGrants {
+  /** `SVC_HOME`: data, run directories, guests' scratch space. */
+  home: string;
+  /** The board directory, when it lies outside `home`. */
+  boardDir?: string;
+  /** Executables the host spawns: the guests' Deno, prlimit, harness CLIs. */
+  executables: readonly string[];
+}
+
+function list(flag: string, values: readonly string[]): string {
+  for (const value of values) {
+    if (value.includes(",")) {
+      throw new SvcError(
+        "invalid_argument",
+        `Cannot grant ${flag} for '${value}': a path with a comma cannot be granted`,
+      );
+    }
+  }
+  return `${flag}=${[...new Set(values)].join(",")}`;
+}
+
+/**
+ * The grants of this host as its configuration asks for them: `SVC_HOME` and the board
+ * directory, the guests' Deno (`SVC_DENO`, else the Deno that runs the host) and prlimit.
+ */
+export function configuredGrants(): HostGrants {
+  const p = platform();
+  const home = svcHome();
+  const board = p.env("SVC_DASHBOARD_BOARD_DIR");
+  const deno = p.env("SVC_DENO") || p.denoExecutable();
+  const prlimit = p.which("prlimit");
+  return {
+    home,
+    boardDir: board || undefined,
+    executables: [deno, prlimit].filter((path): path is string => path !== undefined),
+  };
+}
+
+/**
+ * `deno run` flags of the host: read anywhere (scripts and working directories are wherever
+ * the user points), write only under `SVC_HOME` and the board directory, run only the given
+ * executables, env only {@linkcode HOST_ENV_VARS}; no net, sys or ffi, and never a prompt.
+ */
+export function hostPermissionFlags(grants: HostGrants): string[] {
+  const writable = [grants.home, ...(grants.boardDir ? [grants.boardDir] : [])];
+  const flags = ["--no-prompt", "--allow-read", list("--allow-write", writable)];
+  if (grants.executables.length > 0) flags.push(list("--allow-run", grants.executables));
+  flags.push(`--allow-env=${HOST_ENV_VARS.join(",")}`);
+  return flags;
+}

@@ -1,0 +1,61 @@
+/**
+ * The library API of svc: start and follow workflow runs, dispatch calls, check scripts, serve
+ * HTTP. Runtime-neutral: under Node, import the npm package's entry (`src/node.ts`), which
+ * installs the Node platform first.
+ * @module
+ */
+export { svcHome } from "./config/mod.ts";
+export { createDispatcher, createFakeProvider, schemaInstance } from "./dispatch/mod.ts";
+export type {
+  Dispatcher,
+  DispatcherOptions,
+  DispatchRequest,
+  DispatchResult,
+  FakeProviderOptions,
+  Provider,
+  Usage,
+} from "./dispatch/mod.ts";
+export { checkScript, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
+export type {
+  CallCounts,
+  CheckedScript,
+  NarrationEntry,
+  RunCondition,
+  RunError,
+  RunEvent,
+  RunManagerOptions,
+  RunState,
+  RunStatus,
+  ScriptMeta,
+  SecurityEvent,
+  StartOptions,
+  UsageTotals,
+} from "./engine/mod.ts";
+export { SvcError, toSvcError } from "./errors/mod.ts";
+export { Ledger } from "./ledger/mod.ts";
+export type { JournalEntry, JournalSummary } from "./ledger/mod.ts";
+export type { ErrorCode } from "./errors/mod.ts";
+export {
+  createMicrovmBackend,
+  createUnsafeLocalBackend,
+  defaultIsolationBackends,
+} from "./isolation/mod.ts";
+export type {
+  GuestHandle,
+  GuestSpawnRequest,
+  IsolationBackend,
+  IsolationBackends,
+  UnsafeLocalOptions,
+} from "./isolation/mod.ts";
+export { platform, setPlatform } from "./platform/mod.ts";
+export type {
+  ChildProcess,
+  ExitStatus,
+  FileInfo,
+  HttpServer,
+  Platform,
+  ServeOptions,
+  SpawnOptions,
+} from "./platform/mod.ts";
+export { WorkflowRunRequestSchema } from "./schemas/mod.ts";
+export type { JsonValue, WorkflowRunRequest } from "./schemas/mod.ts";

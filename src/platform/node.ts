@@ -1,0 +1,277 @@
+/**
+ * The platform implementation for Node.js (the npm package). Guests still run on Deno: the
+ * package depends on the `deno` npm package and spawns its binary.
+ * @module
+ */
+import { openKv as openDenoKv } from "@deno/kv";
+import { getRequestListener } from "@hono/node-server";
+import { spawn as spawnChild } from "node:child_process";
+import { accessSync, constants as fsConstants, statSync } from "node:fs";
+import * as fs from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import process from "node:process";
+import { Readable, Writable } from "node:stream";
+import type {
+  ChildProcess,
+  ExitStatus,
+  FileInfo,
+  HttpServer,
+  KvAtomic,
+  KvEntry,
+  KvKey,
+  KvStore,
+  Platform,
+  ServeOptions,
+  SpawnOptions,
+} from "./types.ts";
+
+/** Node's error codes, as the names the platform contract uses (those of Deno). */
+const ERROR_NAMES: Record<string, string> = {
+  ENOENT: "NotFound",
+  ENOTDIR: "NotFound",
+  EACCES: "PermissionDenied",
+  EPERM: "PermissionDenied",
+  EEXIST: "AlreadyExists",
+  EISDIR: "IsADirectory",
+};
+
+/** Runs a file operation, renaming Node's errors after the platform contract. */
+async function fsCall<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (error instanceof Error && typeof code === "string" && ERROR_NAMES[code]) {
+      error.name = ERROR_NAMES[code];
+    }
+    throw error;
+  }
+}
+
+function spawnNode(command: string, options: SpawnOptions): ChildProcess {
+  const group = options.newProcessGroup ?? false;
+  const env = options.clearEnv
+    ? { ...options.env }
+    : { ...process.env, ...options.env } as Record<string, string>;
+  const child = spawnChild(command, [...options.args], {
+    env,
+    cwd: options.cwd,
+    detached: group,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let exited = false;
+  const status = new Promise<ExitStatus>((resolve) => {
+    // A binary that cannot be started reports `error` instead of `exit`: the shell's 127.
+    child.once("error", () => {
+      exited = true;
+      resolve({ code: 127, signal: null });
+    });
+    child.once("exit", (code, signal) => {
+      exited = true;
+      resolve({ code: code ?? 128, signal: signal ?? null });
+    });
+  });
+  // EPIPE on a guest's stdin after it died is expected; the status tells what happened.
+  child.stdin.on("error", () => {});
+  return {
+    pid: child.pid ?? -1,
+    stdin: Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+    stdout: Readable.toWeb(child.stdout) as unknown as ReadableStream<Uint8Array>,
+    stderr: Readable.toWeb(child.stderr) as unknown as ReadableStream<Uint8Array>,
+    status,
+    kill(signal = "SIGKILL") {
+      try {
+        // A negative pid addresses the whole group; grandchildren die with the guest.
+        if (group && child.pid !== undefined) process.kill(-child.pid, signal);
+        else if (!exited) child.kill(signal);
+      } catch {
+        // Already gone: killing is best effort by contract.
+      }
+    },
+  };
+}
+
+const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
+function runAttached(command: string, options: { args: readonly string[] }): Promise<ExitStatus> {
+  // Its own group: a Ctrl-C at the terminal reaches it once, through us, not twice.
+  const child = spawnChild(command, [...options.args], { stdio: "inherit", detached: true });
+  const forward = (signal: NodeJS.Signals) => {
+    try {
+      child.kill(signal);
+    } catch {
+      // It has already ended.
+    }
+  };
+  for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
+  return new Promise<ExitStatus>((resolve) => {
+    child.once("error", () => resolve({ code: 127, signal: null }));
+    child.once("exit", (code, signal) => resolve({ code: code ?? 128, signal: signal ?? null }));
+  }).finally(() => {
+    for (const signal of FORWARDED_SIGNALS) process.off(signal, forward);
+  });
+}
+
+function which(command: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(":")) {
+    if (!dir) continue;
+    const candidate = `${dir}/${command}`;
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // Not in this directory.
+    }
+  }
+  return undefined;
+}
+
+/** The binary of the `deno` npm package, located the way its own `bin.cjs` does. */
+function denoExecutable(): string | undefined {
+  try {
+    const require = createRequire(import.meta.url);
+    const installApi = require("deno/install_api.cjs") as { runInstall(): string };
+    return installApi.runInstall();
+  } catch {
+    return undefined;
+  }
+}
+
+function serve(
+  handler: (request: Request) => Promise<Response>,
+  options: ServeOptions,
+): Promise<HttpServer> {
+  const listener = getRequestListener((request) => handler(request), {
+    // Never a stack trace to a client: handlers answer their own errors.
+    errorHandler: () =>
+      new Response(
+        JSON.stringify({ error: { status: 500, code: "internal", message: "Internal error" } }),
+        { status: 500, headers: { "content-type": "application/json" } },
+      ),
+  });
+  const server = createServer((incoming, outgoing) => void listener(incoming, outgoing));
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    return closed;
+  };
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.hostname, () => {
+      server.off("error", reject);
+      const address = server.address() as AddressInfo;
+      options.signal?.addEventListener("abort", () => void close(), { once: true });
+      if (options.signal?.aborted) void close();
+      resolve({ hostname: address.address, port: address.port, close });
+    });
+  });
+}
+
+/** The platform implementation for Node.js. */
+type DenoKv = Awaited<ReturnType<typeof openDenoKv>>;
+type DenoKvKey = Parameters<DenoKv["get"]>[0];
+type DenoAtomic = ReturnType<DenoKv["atomic"]>;
+
+function kvEntry(raw: { key: unknown; value: unknown; versionstamp: string | null }): KvEntry {
+  return {
+    key: raw.key as KvKey,
+    value: raw.value instanceof Uint8Array ? raw.value : null,
+    versionstamp: raw.versionstamp,
+  };
+}
+
+function wrapAtomic(atomic: DenoAtomic): KvAtomic {
+  const wrapped: KvAtomic = {
+    check(key, versionstamp) {
+      atomic.check({ key: key as DenoKvKey, versionstamp });
+      return wrapped;
+    },
+    set(key, value) {
+      atomic.set(key as DenoKvKey, value);
+      return wrapped;
+    },
+    delete(key) {
+      atomic.delete(key as DenoKvKey);
+      return wrapped;
+    },
+    async commit() {
+      const result = await atomic.commit();
+      return { ok: result.ok };
+    },
+  };
+  return wrapped;
+}
+
+/** Opens a KV file with @deno/kv: the same SQLite format Deno writes. */
+async function openKv(path: string): Promise<KvStore> {
+  const kv = await openDenoKv(path);
+  return {
+    get: async (key) => kvEntry(await kv.get(key as DenoKvKey)),
+    async *list(prefix, options = {}) {
+      for await (const raw of kv.list({ prefix: prefix as DenoKvKey }, options)) yield kvEntry(raw);
+    },
+    atomic: () => wrapAtomic(kv.atomic()),
+    close: () => kv.close(),
+  };
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM";
+  }
+}
+
+export const nodePlatform: Platform = {
+  runtime: `node ${process.versions.node}`,
+  embedded: false,
+  denoExecutable,
+  which,
+  spawn: spawnNode,
+  run: runAttached,
+  env: (name) => process.env[name],
+  homeDir: () => process.env.HOME ?? homedir(),
+  cwd: () => process.cwd(),
+  readTextFile: (path) => fsCall(() => fs.readFile(path, "utf8")),
+  writeTextFile: (path, text) => fsCall(() => fs.writeFile(path, text)),
+  stat: (path) =>
+    fsCall(async (): Promise<FileInfo> => {
+      const info = await fs.stat(path);
+      return { isFile: info.isFile(), isDirectory: info.isDirectory(), size: info.size };
+    }),
+  mkdir: (path) => fsCall(async () => void await fs.mkdir(path, { recursive: true })),
+  makeTempDir: ({ dir, prefix }) => fsCall(() => fs.mkdtemp(`${dir}/${prefix}`)),
+  rename: (from, to) => fsCall(() => fs.rename(from, to)),
+  openKv,
+  processAlive,
+  pid: () => process.pid,
+  remove: (path) => fsCall(() => fs.rm(path, { recursive: true })),
+  readDir: (path) => fsCall(() => fs.readdir(path)),
+  writeStderr(text) {
+    // Synchronous for files, pipes and terminals on POSIX, so narration keeps its order.
+    process.stderr.write(text);
+  },
+  writeStdout(text) {
+    return new Promise((resolve, reject) => {
+      process.stdout.write(text, (error) => error ? reject(error) : resolve());
+    });
+  },
+  onInterrupt(handler) {
+    process.on("SIGINT", handler);
+    return () => void process.off("SIGINT", handler);
+  },
+  args: () => process.argv.slice(2),
+  exit: (code) => process.exit(code),
+  serve,
+  // Node has no permission grants (its --permission model is not used): nothing to name.
+  missingGrant: () => undefined,
+};

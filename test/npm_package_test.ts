@@ -1,0 +1,197 @@
+/**
+ * The npm package, as a user gets it: `deno task build:npm`, `npm pack`, `npm install` of the
+ * tarball into an empty folder, then Node (not Deno) runs the `svc` bin and the library API.
+ */
+import assert from "node:assert/strict";
+import { ROOT, runCommand, tempDir } from "./helpers.ts";
+import { Ledger } from "../src/ledger/mod.ts";
+
+const EXAMPLE = "node_modules/svc/examples/review_fanout.js";
+
+/** The library API from a Node ES module: a workflow in process, and an HTTP server. */
+const LIBRARY_SCRIPT = `
+import { checkScript, createDispatcher, Ledger, platform, RunManager } from "svc";
+
+const ledger = await Ledger.open(process.env.SVC_HOME);
+const manager = await RunManager.create({ dispatcher: createDispatcher(), ledger });
+const started = await manager.start({
+  script: 'export const meta = { name: "lib" };\\nphase("ask");\\nreturn await parallel([1, 2].map((i) => () => agent("item " + i)));',
+  fake_dispatch: true,
+});
+const status = await manager.wait(started.run_id);
+await manager.close();
+ledger.close();
+const server = await platform().serve(
+  async (request) => Response.json({ path: new URL(request.url).pathname, method: request.method }),
+  { hostname: "127.0.0.1", port: 0 },
+);
+const reply = await fetch("http://127.0.0.1:" + server.port + "/health", { method: "POST" });
+const served = { status: reply.status, body: await reply.json(), hostname: server.hostname };
+await server.close();
+console.log(JSON.stringify({
+  runtime: platform().runtime,
+  state: status.state,
+  name: status.name,
+  result: status.result,
+  phases: status.narration.filter((e) => e.kind === "phase").map((e) => e.text),
+  checked: checkScript("return 1;").meta,
+  served,
+}));
+`;
+
+function assertNoStackTrace(stderr: string): void {
+  assert.ok(!/\n\s+at .*\.(ts|js):\d+/.test(stderr), `stack trace on stderr:\n${stderr}`);
+}
+
+Deno.test("the npm package installs with npm and runs under Node: bin and library API", async (t) => {
+  await using work = await tempDir("svc-npm-");
+  const timings: string[] = [];
+  const timed = async <T>(label: string, action: () => Promise<T>): Promise<T> => {
+    const start = performance.now();
+    try {
+      return await action();
+    } finally {
+      timings.push(`${label} ${Math.round(performance.now() - start)} ms`);
+    }
+  };
+  const node = await runCommand("node", ["--version"]);
+  assert.equal(node.code, 0, "node is on PATH");
+  assert.ok(Number(/^v(\d+)/.exec(node.stdout)?.[1]) >= 20, `Node 20 or later: ${node.stdout}`);
+
+  const install = `${work.path}/install`;
+  const home = `${work.path}/home`;
+  await Deno.mkdir(install);
+  const env = { SVC_HOME: home, NO_COLOR: "1", npm_config_update_notifier: "false" };
+
+  await t.step("deno task build:npm writes the package", async () => {
+    const build = await timed("build", () => runCommand(Deno.execPath(), ["task", "build:npm"]));
+    assert.equal(build.code, 0, build.stderr);
+    const manifest = JSON.parse(await Deno.readTextFile(`${ROOT}/dist/npm/package.json`));
+    const config = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`));
+    assert.equal(manifest.bin.svc, "bin/svc.js");
+    assert.equal(manifest.type, "module");
+    assert.equal(
+      manifest.dependencies.deno,
+      (await Deno.readTextFile(`${ROOT}/.deno-version`)).trim(),
+    );
+    for (const [name, version] of Object.entries(manifest.dependencies)) {
+      if (name === "deno") continue;
+      assert.equal(config.imports[name], `npm:${name}@${version}`, `${name} as in deno.json`);
+    }
+    for (const file of ["index.js", "index.d.ts", "src/mod.d.ts", "guest/bootstrap.js"]) {
+      assert.ok((await Deno.stat(`${ROOT}/dist/npm/${file}`)).isFile, file);
+    }
+  });
+
+  await t.step("npm pack and npm install of the tarball", async () => {
+    const pack = await timed(
+      "npm pack",
+      () =>
+        runCommand("npm", ["pack", `${ROOT}/dist/npm`, "--pack-destination", work.path], {
+          env,
+          cwd: work.path,
+        }),
+    );
+    assert.equal(pack.code, 0, pack.stderr);
+    const tarball = `${work.path}/${pack.stdout.trim().split("\n").at(-1)}`;
+    await Deno.writeTextFile(`${install}/package.json`, '{"private": true}\n');
+    const installed = await timed("npm install", () =>
+      runCommand(
+        "npm",
+        ["install", "--no-audit", "--no-fund", "--prefer-offline", tarball],
+        { env, cwd: install },
+      ));
+    assert.equal(installed.code, 0, installed.stderr);
+  });
+
+  await t.step("npx svc --help lists the commands", async () => {
+    const help = await timed(
+      "npx svc --help",
+      () => runCommand("npx", ["svc", "--help"], { env, cwd: install }),
+    );
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: svc /m);
+    assert.match(help.stdout, /workflow/);
+  });
+
+  await t.step(
+    "npx svc workflow run --fake-dispatch prints the product; guests run on Deno",
+    async () => {
+      const run = await timed(
+        "npx svc workflow run",
+        () =>
+          runCommand("npx", ["svc", "workflow", "run", EXAMPLE, "--fake-dispatch"], {
+            env,
+            cwd: install,
+          }),
+      );
+      assert.equal(run.code, 0, run.stderr);
+      const product = JSON.parse(run.stdout);
+      assert.equal(product.files.length, 3);
+      assert.equal(product.verdicts.length, 3);
+      assert.match(run.stderr, /svc: run run_\w+ succeeded/);
+      assert.deepEqual([...Deno.readDirSync(`${home}/tmp`)], [], "guest scratch removed");
+      // The ledger the Node run wrote (through @deno/kv) reads back from Deno.
+      const runId = /svc: run (run_\w+) succeeded/.exec(run.stderr)![1]!;
+      const ledger = await Ledger.open(home);
+      try {
+        const status = await ledger.getRun(runId);
+        assert.equal(status?.state, "succeeded");
+        assert.deepEqual(status?.result, product);
+        assert.deepEqual(status?.narration.filter((e) => e.kind === "phase").map((e) => e.text), [
+          "review",
+          "summarise",
+        ]);
+        const journal = await ledger.getJournal(runId);
+        assert.equal(journal.length, 9);
+        assert.ok(journal.every((e) => e.outcome === "live" && e.provider === "fake"));
+      } finally {
+        ledger.close();
+      }
+    },
+  );
+
+  await t.step("a failing run and bad input behave as under Deno", async () => {
+    await Deno.writeTextFile(`${install}/throws.js`, 'throw new Error("boom");\n');
+    const failed = await runCommand("npx", ["svc", "workflow", "run", "throws.js"], {
+      env,
+      cwd: install,
+    });
+    assert.equal(failed.code, 1);
+    assert.equal(failed.stdout, "");
+    assert.match(failed.stderr, /failed: Error: boom \(throws\.js:1:7\)/);
+    const missing = await runCommand("npx", ["svc", "workflow", "run", "nope.js"], {
+      env,
+      cwd: install,
+    });
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /^svc: Cannot read script 'nope\.js': no such file$/m);
+    assertNoStackTrace(missing.stderr + failed.stderr);
+  });
+
+  await t.step(
+    "the library API runs a workflow in process and serves HTTP under Node",
+    async () => {
+      await Deno.writeTextFile(`${install}/library.mjs`, LIBRARY_SCRIPT);
+      const lib = await timed(
+        "node library.mjs",
+        () => runCommand("node", ["library.mjs"], { env, cwd: install }),
+      );
+      assert.equal(lib.code, 0, lib.stderr);
+      const out = JSON.parse(lib.stdout);
+      assert.match(out.runtime, /^node 2\d|^node \d{2,}/);
+      assert.equal(out.state, "succeeded");
+      assert.equal(out.name, "lib");
+      assert.deepEqual(out.result, ["fake response to: item 1", "fake response to: item 2"]);
+      assert.deepEqual(out.phases, ["ask"]);
+      assert.deepEqual(out.checked, {});
+      assert.deepEqual(out.served, {
+        status: 200,
+        body: { path: "/health", method: "POST" },
+        hostname: "127.0.0.1",
+      });
+    },
+  );
+
+  console.log(`npm package test timings: ${timings.join(", ")}`);
+});

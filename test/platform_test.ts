@@ -1,0 +1,134 @@
+/** The platform seam: the only module that reaches the runtime, and what it offers. */
+import assert from "node:assert/strict";
+import { denoPlatform } from "../src/platform/deno.ts";
+import { type Platform, platform, setPlatform } from "../src/platform/mod.ts";
+import { ROOT, runScript } from "./helpers.ts";
+
+async function modules(dir: string): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}/${dir}`)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) files.push(...await modules(path));
+    else if (entry.name.endsWith(".ts")) files.push(path);
+  }
+  return files;
+}
+
+Deno.test("no module outside src/platform touches Deno.* or Node-only APIs", async () => {
+  const offenders: string[] = [];
+  for (const file of [...await modules("src"), ...await modules("cli")]) {
+    if (file.startsWith("src/platform/")) continue;
+    const code = (await Deno.readTextFile(`${ROOT}/${file}`))
+      .replace(/\/\*[\s\S]*?\*\//g, "")
+      .replace(/\/\/.*$/gm, "");
+    if (/\bDeno\./.test(code)) offenders.push(`${file}: Deno.*`);
+    if (/from\s+["']node:/.test(code)) offenders.push(`${file}: node: import`);
+    if (/\bprocess\.(env|argv|exit|on)\b/.test(code)) offenders.push(`${file}: process.*`);
+  }
+  assert.deepEqual(offenders, []);
+});
+
+Deno.test("the Deno platform serves HTTP on 127.0.0.1 until closed", async () => {
+  const server = await platform().serve(
+    async (request) =>
+      Response.json({ path: new URL(request.url).pathname, body: await request.text() }),
+    { hostname: "127.0.0.1", port: 0 },
+  );
+  try {
+    assert.equal(server.hostname, "127.0.0.1");
+    assert.ok(server.port > 0);
+    const reply = await fetch(`http://127.0.0.1:${server.port}/echo`, {
+      method: "POST",
+      body: "hello",
+    });
+    assert.equal(reply.status, 200);
+    assert.deepEqual(await reply.json(), { path: "/echo", body: "hello" });
+  } finally {
+    await server.close();
+  }
+  await assert.rejects(fetch(`http://127.0.0.1:${server.port}/echo`));
+});
+
+Deno.test("a failing handler answers a JSON 500 without details; aborting the signal closes the server", async () => {
+  const controller = new AbortController();
+  const server = await platform().serve(() => Promise.reject(new Error("secret detail")), {
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: controller.signal,
+  });
+  const reply = await fetch(`http://127.0.0.1:${server.port}/`);
+  assert.equal(reply.status, 500);
+  const text = await reply.text();
+  assert.deepEqual(JSON.parse(text), {
+    error: { status: 500, code: "internal", message: "Internal error" },
+  });
+  assert.ok(!text.includes("secret"));
+  controller.abort();
+  await server.close();
+  await assert.rejects(fetch(`http://127.0.0.1:${server.port}/`));
+});
+
+Deno.test("missingGrant names the grant of a refused operation, and nothing else", () => {
+  const p = platform();
+  const refused = new Deno.errors.NotCapable(
+    'Requires run access to "/usr/bin/prlimit", run again with the --allow-run flag',
+  );
+  assert.equal(p.missingGrant(refused), '--allow-run (run access to "/usr/bin/prlimit")');
+  assert.equal(p.missingGrant(new Deno.errors.NotFound("gone")), undefined);
+  assert.equal(p.missingGrant("a string"), undefined);
+});
+
+Deno.test("under deno run the guests' Deno is the host's own binary; nothing is embedded", () => {
+  assert.equal(platform().denoExecutable(), Deno.execPath());
+  assert.equal(platform().embedded, false);
+});
+
+/** Runs `action` with a platform derived from the Deno one, then puts the Deno one back. */
+async function withPlatform<T>(changes: Partial<Platform>, action: () => Promise<T>): Promise<T> {
+  setPlatform({ ...denoPlatform, ...changes });
+  try {
+    return await action();
+  } finally {
+    setPlatform(denoPlatform);
+  }
+}
+
+Deno.test("when the host's files are embedded (compiled svc), guests run a copy of the bootstrap from their scratch space", async () => {
+  const spawned: string[][] = [];
+  const status = await withPlatform({
+    embedded: true,
+    spawn(command, options) {
+      spawned.push([command, ...options.args]);
+      return denoPlatform.spawn(command, options);
+    },
+  }, () => runScript('phase("one"); return await agent("hi");', { fake_dispatch: true }));
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.equal(status.result, "fake response to: hi");
+  const main = spawned[0]?.at(-1) ?? "";
+  assert.match(main, /\/tmp\/guest-[^/]+\/guest\/bootstrap\.js$/);
+  assert.ok(!main.startsWith(`${ROOT}/guest/`));
+});
+
+Deno.test("without a Deno for guests the run fails closed with a clear error", async () => {
+  const status = await withPlatform(
+    {
+      denoExecutable: () => undefined,
+      env: (name) => name === "SVC_DENO" ? undefined : Deno.env.get(name),
+    },
+    () => runScript("return 1;"),
+  );
+  assert.equal(status.state, "failed");
+  assert.equal(
+    status.error?.message,
+    "Cannot start the guest: no Deno binary to run it (set SVC_DENO to one, or put deno on PATH)",
+  );
+  const missing = await withPlatform(
+    { env: (name) => name === "SVC_DENO" ? "/nonexistent/deno" : Deno.env.get(name) },
+    () => runScript("return 1;"),
+  );
+  assert.equal(missing.state, "failed");
+  assert.equal(
+    missing.error?.message,
+    "Cannot start the guest: SVC_DENO names '/nonexistent/deno', which does not exist",
+  );
+});
