@@ -60,8 +60,12 @@ interface Repetition {
   bareGuestMs: number;
   cliMs: number;
   bareDenoMs: number;
-  fanoutDefaultMs: number;
-  fanoutZeroMs: number;
+  fanoutMs: number;
+  replayMs: number;
+  journalWriteMs: number;
+  hostKb: number;
+  guestKb: number;
+  bareKb: number;
 }
 
 function repoRoot(): string {
@@ -173,39 +177,143 @@ async function timeFirstCallInProcess(home: string): Promise<number> {
 }
 
 /** In process: ms from `start()` to the end of the 200-call fan-out run. */
-async function timeFanout(home: string, fakeLatencyMs: number | undefined): Promise<number> {
-  const dispatcher = fakeLatencyMs === undefined
-    ? createDispatcher()
-    : createDispatcher({ fakeLatencyMs });
+/** The 200-call fan-out, then a resume of it: ms of the live run and of the replay. */
+async function timeFanoutAndReplay(home: string): Promise<{ liveMs: number; replayMs: number }> {
   const ledger = await Ledger.open(home);
+  const dispatcher = createDispatcher({ fakeLatencyMs: 0 });
   const manager = await RunManager.create({ dispatcher, ledger, concurrency: CONCURRENCY });
   try {
-    let endedAt: number | undefined;
-    const t0 = performance.now();
-    const started = await manager.start({
-      script: FANOUT_SCRIPT,
-      filename: "bench_fanout.js",
-      fake_dispatch: true,
-      timeout: RUN_TIMEOUT_S,
-    });
-    const unsubscribe = manager.subscribe(started.run_id, (event) => {
-      if (event.type === "end") endedAt = performance.now();
-    });
-    const status = await manager.wait(started.run_id);
-    const ms = (endedAt ?? performance.now()) - t0;
-    unsubscribe();
-    expectSucceeded(status, "the fan-out run");
-    if (status.result !== FANOUT_CALLS) {
+    const timeRun = async (resumeFrom?: string): Promise<{ ms: number; status: RunStatus }> => {
+      let endedAt: number | undefined;
+      const t0 = performance.now();
+      const started = await manager.start({
+        script: FANOUT_SCRIPT,
+        filename: "bench_fanout.js",
+        fake_dispatch: true,
+        timeout: RUN_TIMEOUT_S,
+        ...(resumeFrom ? { resume_from: resumeFrom } : {}),
+      });
+      const unsubscribe = manager.subscribe(started.run_id, (event) => {
+        if (event.type === "end") endedAt = performance.now();
+      });
+      const status = await manager.wait(started.run_id);
+      unsubscribe();
+      expectSucceeded(status, resumeFrom ? "the resumed fan-out" : "the fan-out run");
+      if (status.result !== FANOUT_CALLS) {
+        throw new Error(
+          `the fan-out returned ${JSON.stringify(status.result)}, expected ${FANOUT_CALLS}`,
+        );
+      }
+      return { ms: (endedAt ?? performance.now()) - t0, status };
+    };
+    const live = await timeRun();
+    const replay = await timeRun(live.status.run_id);
+    if (replay.status.journal.replayed !== FANOUT_CALLS) {
       throw new Error(
-        `the fan-out run returned ${JSON.stringify(status.result)} non-null results, ` +
-          `expected ${FANOUT_CALLS}`,
+        `the resume replayed ${replay.status.journal.replayed} calls, expected ${FANOUT_CALLS}`,
       );
     }
-    return ms;
+    return { liveMs: live.ms, replayMs: replay.ms };
   } finally {
     await manager.close();
     ledger.close();
   }
+}
+
+/** Mean ms of one journal write (entry plus run counters, one atomic commit), over 200 writes. */
+async function timeJournalWrite(home: string): Promise<number> {
+  const ledger = await Ledger.open(home);
+  const manager = await RunManager.create({
+    dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
+    ledger,
+  });
+  try {
+    // A real run supplies a real status document to write with each entry.
+    const started = await manager.start({ script: ONE_CALL_SCRIPT, fake_dispatch: true });
+    const status = await manager.wait(started.run_id);
+    const [template] = await manager.journal(started.run_id);
+    if (!template) throw new Error("the one-call run left no journal entry");
+    const t0 = performance.now();
+    for (let seq = 1; seq <= FANOUT_CALLS; seq++) {
+      await ledger.addJournalEntry(status, { ...template, seq: seq + 1 });
+    }
+    return (performance.now() - t0) / FANOUT_CALLS;
+  } finally {
+    await manager.close();
+    ledger.close();
+  }
+}
+
+/**
+ * Peak resident memory (VmHWM, KiB) of the host process and of its guest during a whole
+ * `svc workflow run` of the 200-call fan-out, sampled from /proc by a shell loop.
+ */
+async function peakMemory(
+  home: string,
+  script: string,
+): Promise<{ hostKb: number; guestKb: number }> {
+  const host = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      "--allow-env",
+      "cli/main.ts",
+      "workflow",
+      "run",
+      script,
+      "--fake-dispatch",
+    ],
+    cwd: repoRoot(),
+    env: { SVC_HOME: home, SVC_FAKE_LATENCY_MS: "0", DENO_NO_UPDATE_CHECK: "1" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  // Deno wants --allow-all to read /proc; a shell samples it with run permission only.
+  const sampler = `host=$1; hk=0; gk=0
+    while [ -d /proc/$host ]; do
+      v=$(awk '/VmHWM/{print $2}' /proc/$host/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$hk" ] && hk=$v
+      for c in $(cat /proc/$host/task/*/children 2>/dev/null); do
+        v=$(awk '/VmHWM/{print $2}' /proc/$c/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$gk" ] && gk=$v
+      done
+      sleep 0.002
+    done
+    echo "$hk $gk"`;
+  const sample = new Deno.Command("bash", {
+    args: ["-c", sampler, "sampler", String(host.pid)],
+    stdout: "piped",
+  }).output();
+  const status = await host.status;
+  const [hostKb, guestKb] = new TextDecoder().decode((await sample).stdout).trim().split(" ").map(
+    Number,
+  );
+  if (!status.success) throw new Error(`svc workflow run exited with status ${status.code}`);
+  if (!hostKb || !guestKb) throw new Error("the memory sampler saw no host or no guest");
+  return { hostKb, guestKb };
+}
+
+/** Peak resident memory (KiB) of a bare `deno run` of an empty file: the baseline. */
+async function peakMemoryBare(emptyScript: string): Promise<number> {
+  const script = `"$@" & p=$!; k=0
+    while [ -d /proc/$p ]; do v=$(awk '/VmHWM/{print $2}' /proc/$p/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$k" ] && k=$v; sleep 0.002; done
+    echo $k`;
+  const output = await new Deno.Command("bash", {
+    args: [
+      "-c",
+      script,
+      "bare",
+      Deno.execPath(),
+      "run",
+      "--no-prompt",
+      "--no-config",
+      "--v8-flags=--stack-size=984",
+      emptyScript,
+    ],
+    stdout: "piped",
+  }).output();
+  return Number(new TextDecoder().decode(output.stdout).trim());
 }
 
 /**
@@ -285,14 +393,31 @@ async function repetition(
   root: string,
   emptyScript: string,
   oneCallScript: string,
+  fanoutScript: string,
 ): Promise<Repetition> {
   const bareDenoMs = await timeBareDeno(emptyScript);
   const bareGuestMs = await timeBareGuest(root, emptyScript);
   const inProcessFirstCallMs = await withTempDir(root, (home) => timeFirstCallInProcess(home));
   const cliMs = await withTempDir(root, (home) => timeCli(home, oneCallScript));
-  const fanoutDefaultMs = await withTempDir(root, (home) => timeFanout(home, undefined));
-  const fanoutZeroMs = await withTempDir(root, (home) => timeFanout(home, 0));
-  return { inProcessFirstCallMs, bareGuestMs, cliMs, bareDenoMs, fanoutDefaultMs, fanoutZeroMs };
+  const { liveMs: fanoutMs, replayMs } = await withTempDir(
+    root,
+    (home) => timeFanoutAndReplay(home),
+  );
+  const journalWriteMs = await withTempDir(root, (home) => timeJournalWrite(home));
+  const memory = await withTempDir(root, (home) => peakMemory(home, fanoutScript));
+  const bareKb = await peakMemoryBare(emptyScript);
+  return {
+    inProcessFirstCallMs,
+    bareGuestMs,
+    cliMs,
+    bareDenoMs,
+    fanoutMs,
+    replayMs,
+    journalWriteMs,
+    hostKb: memory.hostKb,
+    guestKb: memory.guestKb,
+    bareKb,
+  };
 }
 
 function formatTable(rows: Array<[string, Stats | number, string]>): string {
@@ -324,32 +449,41 @@ async function main(args: string[]): Promise<number> {
   try {
     const emptyScript = `${root}/bench_empty.js`;
     const oneCallScript = `${root}/bench_one_call.js`;
+    const fanoutScript = `${root}/bench_fanout.js`;
     await Deno.writeTextFile(emptyScript, "");
     await Deno.writeTextFile(oneCallScript, ONE_CALL_SCRIPT);
-    const envLatency = Deno.env.get("SVC_FAKE_LATENCY_MS");
-    const defaultLatency = envLatency === undefined || envLatency === "" ? 0 : Number(envLatency);
+    await Deno.writeTextFile(fanoutScript, FANOUT_SCRIPT);
 
     const started = performance.now();
     const reps: Repetition[] = [];
     for (let i = 0; i < WARMUP_RUNS + runs; i++) {
-      const rep = await repetition(root, emptyScript, oneCallScript);
+      const rep = await repetition(root, emptyScript, oneCallScript, fanoutScript);
       if (i >= WARMUP_RUNS) reps.push(rep);
     }
     const elapsedS = (performance.now() - started) / 1000;
 
     const pick = (key: keyof Repetition): Stats => summarize(reps.map((r) => r[key]));
-    const rates = (key: "fanoutDefaultMs" | "fanoutZeroMs"): Stats =>
+    const rate = (key: "fanoutMs" | "replayMs"): Stats =>
       summarize(reps.map((r) => FANOUT_CALLS / (r[key] / 1000)));
     const inProcess = pick("inProcessFirstCallMs");
     const bareGuest = pick("bareGuestMs");
     const cli = pick("cliMs");
     const bareDeno = pick("bareDenoMs");
-    const fanoutDefault = rates("fanoutDefaultMs");
-    const fanoutZero = rates("fanoutZeroMs");
-    const fanoutDefaultMs = pick("fanoutDefaultMs");
-    const fanoutZeroMs = pick("fanoutZeroMs");
-    const cliRatio = round(cli.median / bareDeno.median);
-    const inProcessRatio = round(inProcess.median / bareGuest.median);
+    const live = rate("fanoutMs");
+    const replay = rate("replayMs");
+    const liveRunMs = pick("fanoutMs");
+    const journalWrite = pick("journalWriteMs");
+    const perCallMs = round(liveRunMs.median / FANOUT_CALLS, 3);
+    const hostMb = summarize(reps.map((r) => r.hostKb / 1024));
+    const guestMb = summarize(reps.map((r) => r.guestKb / 1024));
+    const bareMb = summarize(reps.map((r) => r.bareKb / 1024));
+    const ratios = {
+      in_process_vs_bare_guest: round(inProcess.median / bareGuest.median),
+      cli_vs_bare_deno: round(cli.median / bareDeno.median),
+      replay_vs_live: round(replay.median / live.median),
+      host_vs_bare: round(hostMb.median / bareMb.median),
+      guest_vs_bare: round(guestMb.median / bareMb.median),
+    };
     const machine = {
       nproc: navigator.hardwareConcurrency,
       os: Deno.build.os,
@@ -358,8 +492,6 @@ async function main(args: string[]): Promise<number> {
       v8: Deno.version.v8,
     };
 
-    const latencyLabel = `${defaultLatency} ms` +
-      (envLatency === undefined || envLatency === "" ? ", SVC_FAKE_LATENCY_MS unset" : "");
     console.log(
       `svc bench: ${runs} runs (+${WARMUP_RUNS} warm-up), medians; ` +
         `nproc ${machine.nproc}, ${machine.os}/${machine.arch}, deno ${machine.deno}, ` +
@@ -369,18 +501,19 @@ async function main(args: string[]): Promise<number> {
     console.log(formatTable([
       ["first agent() call, in process (start -> calls.total=1)", inProcess, "ms"],
       ["bare guest-like deno run (empty file)", bareGuest, "ms"],
-      ["  in process / bare guest-like (medians)", inProcessRatio, "x"],
+      ["  in process / bare guest-like (medians)", ratios.in_process_vs_bare_guest, "x"],
       ["svc workflow run, 1 call, whole CLI process", cli, "ms"],
       ["bare deno run --no-prompt --no-config (empty file)", bareDeno, "ms"],
-      ["  CLI / bare deno (medians)", cliRatio, "x"],
-      [
-        `${FANOUT_CALLS} calls, conc ${CONCURRENCY}, default fake latency (${latencyLabel})`,
-        fanoutDefault,
-        "calls/s",
-      ],
-      ["  run time", fanoutDefaultMs, "ms"],
-      [`${FANOUT_CALLS} calls, conc ${CONCURRENCY}, fakeLatencyMs: 0`, fanoutZero, "calls/s"],
-      ["  run time", fanoutZeroMs, "ms"],
+      ["  CLI / bare deno (medians)", ratios.cli_vs_bare_deno, "x"],
+      [`${FANOUT_CALLS} live fake calls, conc ${CONCURRENCY}`, live, "calls/s"],
+      ["  run time", liveRunMs, "ms"],
+      [`resume of it: ${FANOUT_CALLS} replayed calls`, replay, "calls/s"],
+      ["  replayed / live (medians)", ratios.replay_vs_live, "x"],
+      ["one journal write alone (entry + counters, one atomic commit)", journalWrite, "ms"],
+      [`  a live call of the fan-out, everything included (writes batched)`, perCallMs, "ms"],
+      [`peak RSS of the host, ${FANOUT_CALLS}-call CLI run`, hostMb, "MiB"],
+      ["peak RSS of its guest", guestMb, "MiB"],
+      ["peak RSS of a bare deno run (empty file)", bareMb, "MiB"],
     ]));
     console.log("");
     console.log(JSON.stringify({
@@ -392,21 +525,19 @@ async function main(args: string[]): Promise<number> {
       first_call: {
         in_process_ms: inProcess,
         bare_guest_ms: bareGuest,
-        in_process_vs_bare_guest: inProcessRatio,
         cli_ms: cli,
         bare_deno_ms: bareDeno,
-        cli_vs_bare_deno: cliRatio,
       },
       throughput: {
         calls: FANOUT_CALLS,
         concurrency: CONCURRENCY,
-        default_latency: {
-          fake_latency_ms: defaultLatency,
-          calls_per_s: fanoutDefault,
-          run_ms: fanoutDefaultMs,
-        },
-        zero_latency: { fake_latency_ms: 0, calls_per_s: fanoutZero, run_ms: fanoutZeroMs },
+        live_calls_per_s: live,
+        live_run_ms: liveRunMs,
       },
+      resume: { replayed_calls_per_s: replay },
+      journal: { write_ms: journalWrite, live_call_ms: perCallMs },
+      memory_mib: { host: hostMb, guest: guestMb, bare_deno: bareMb },
+      ratios,
     }));
     return 0;
   } catch (error) {

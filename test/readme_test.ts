@@ -76,5 +76,8 @@ Deno.test("the README's benchmark command runs and prints its figures", async ()
   assert.equal(result.code, 0, result.stderr);
   const figures = JSON.parse(result.stdout.trim().split("\n").at(-1)!);
   assert.ok(figures.first_call.in_process_ms.median > 0);
-  assert.ok(figures.throughput.zero_latency.calls_per_s.median > 0);
+  assert.ok(figures.throughput.live_calls_per_s.median > 0);
+  assert.ok(figures.resume.replayed_calls_per_s.median > 0);
+  assert.ok(figures.journal.write_ms.median > 0);
+  assert.ok(figures.memory_mib.host.median > 0 && figures.memory_mib.guest.median > 0);
 });

@@ -7,6 +7,7 @@ import {
   type HostRef,
   type JournalEntry,
   type Ledger,
+  type LedgerOp,
   type NarrationEntry,
   type RunCondition,
   type RunError,
@@ -88,7 +89,10 @@ interface LiveRun {
   order: Promise<unknown>;
   /** Calls not yet journaled: a run ends only after they have. */
   inflight: Set<Promise<AgentReply>>;
-  /** Ledger writes of the run, in order. */
+  /** Ledger writes not yet committed; a single writer drains them in batches. */
+  pending: LedgerOp[];
+  flushing: boolean;
+  /** Settles when every write queued so far is committed. */
   writes: Promise<void>;
   writeError: unknown;
   seq: { narration: number; security: number; event: number; call: number };
@@ -100,6 +104,11 @@ const MAX_CONDITIONS = 50;
 
 function now(): string {
   return new Date().toISOString();
+}
+
+/** A copy of the status for the ledger, without the lists it keeps under their own keys. */
+function recordOf(status: RunStatus): RunStatus {
+  return structuredClone({ ...status, narration: [], security_events: [] });
 }
 
 function clip(text: string): string {
@@ -245,6 +254,8 @@ export class RunManager {
       replay,
       order: Promise.resolve(),
       inflight: new Set(),
+      pending: [],
+      flushing: false,
       writes: Promise.resolve(),
       writeError: undefined,
       seq: { narration: 0, security: 0, event: 1, call: 0 },
@@ -362,9 +373,23 @@ export class RunManager {
     this.#heartbeat = undefined;
   }
 
-  #persist(run: LiveRun, write: () => Promise<void>): void {
-    run.writes = run.writes.then(write).catch((error) => {
-      run.writeError ??= error;
+  /** Queues a ledger write. A burst of writes (a wave of calls finishing) commits as one batch. */
+  #persist(run: LiveRun, op: LedgerOp): void {
+    run.pending.push(op);
+    if (run.flushing) return;
+    run.flushing = true;
+    run.writes = run.writes.then(async () => {
+      // Let the rest of the burst join this batch.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      while (run.pending.length > 0) {
+        const ops = run.pending.splice(0);
+        try {
+          await this.#ledger.write(run.status.run_id, ops);
+        } catch (error) {
+          run.writeError ??= error;
+        }
+      }
+      run.flushing = false;
     });
   }
 
@@ -379,9 +404,9 @@ export class RunManager {
   }
 
   #saveWithEvent(run: LiveRun, event: StoredEvent): void {
-    const snapshot = structuredClone(run.status);
+    const snapshot = recordOf(run.status);
     const seq = run.seq.event++;
-    this.#persist(run, () => this.#ledger.saveRun(snapshot, { seq, event }));
+    this.#persist(run, { kind: "status", status: snapshot, event: { seq, event } });
     this.#emit(run, event);
   }
 
@@ -395,7 +420,7 @@ export class RunManager {
     if (run.status.narration.length < this.#options.maxNarration) {
       run.status.narration.push(full);
       const seq = run.seq.narration++;
-      this.#persist(run, () => this.#ledger.addNarration(run.status.run_id, seq, full));
+      this.#persist(run, { kind: "narration", seq, entry: full });
     } else run.status.narration_dropped++;
     this.#emit(run, { type: "narration", run_id: run.status.run_id, at: full.at, entry: full });
   }
@@ -478,7 +503,7 @@ export class RunManager {
             if (status.security_events.length < this.#options.maxSecurityEvents) {
               status.security_events.push(event);
               const seq = run.seq.security++;
-              this.#persist(run, () => this.#ledger.addSecurityEvent(status.run_id, seq, event));
+              this.#persist(run, { kind: "security", seq, event });
             } else status.security_events_dropped++;
             this.#emit(run, { type: "security", run_id: status.run_id, at: event.at, event });
           },
@@ -606,8 +631,8 @@ export class RunManager {
       ? null
       : journal.usage.cost_usd + entry.cost_usd;
     run.status.budget = run.budget.figures();
-    const snapshot = structuredClone(run.status);
-    this.#persist(run, () => this.#ledger.addJournalEntry(snapshot, entry));
+    const snapshot = recordOf(run.status);
+    this.#persist(run, { kind: "journal", status: snapshot, entry });
     this.#emit(run, {
       type: "call",
       run_id: run.status.run_id,

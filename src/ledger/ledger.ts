@@ -52,6 +52,20 @@ interface HostDoc {
 /** A persisted event: state changes and conditions. */
 export type StoredEvent = Extract<RunEvent, { type: "state" | "condition" }>;
 
+/**
+ * One write of a run. {@linkcode Ledger.write} commits a list of them together, so a run's
+ * burst of changes costs one KV commit. `status` is the run as it was at that write.
+ */
+export type LedgerOp =
+  | { kind: "status"; status: RunStatus; event?: { seq: number; event: StoredEvent } }
+  | { kind: "journal"; status: RunStatus; entry: JournalEntry }
+  | { kind: "narration"; seq: number; entry: NarrationEntry }
+  | { kind: "security"; seq: number; event: SecurityEvent };
+
+/** KV limits: 1000 mutations and 800 KiB an atomic commit; stay well inside both. */
+const BATCH_MUTATIONS = 400;
+const BATCH_BYTES = 512 * 1024;
+
 function now(): string {
   return new Date().toISOString();
 }
@@ -165,50 +179,96 @@ export class Ledger {
   }
 
   /**
-   * Saves the run's status, with the event that changed it in the same atomic write. A
-   * terminal status leaves the active index and gets its result and summary files.
+   * Commits a run's writes in order, as few atomic KV operations as the size limits allow.
+   * A journal entry always commits together with the run counters that include it, a state
+   * change with its event. A terminal status leaves the active index and gets its files.
    */
-  async saveRun(status: RunStatus, event?: { seq: number; event: StoredEvent }): Promise<void> {
-    const doc: RunDoc = { v: 1, status: bareStatus(status) };
-    if (status.result !== undefined) doc.result = await this.#store(status.run_id, status.result);
-    const atomic = this.#kv.atomic().set(KEYS.run(status.run_id), toBytes(doc));
-    if (event) atomic.set(KEYS.events(status.run_id, event.seq), toBytes(event.event));
-    const terminal = TERMINAL_STATES.has(status.state);
-    if (terminal) atomic.delete(KEYS.active(status.run_id));
-    await atomic.commit();
-    if (terminal) {
-      const dir = this.runDir(status.run_id);
-      const p = platform();
-      await p.mkdir(dir);
-      if (status.result !== undefined) {
-        await p.writeTextFile(
-          joinPath(dir, "result.json"),
-          `${JSON.stringify(status.result, null, 2)}\n`,
-        );
+  async write(runId: string, ops: LedgerOp[]): Promise<void> {
+    type Mutation = { key: KvKey; value: Uint8Array };
+    const chunks: Array<{ mutations: Mutation[]; bytes: number; status?: RunStatus }> = [];
+    let chunk: (typeof chunks)[number] = { mutations: [], bytes: 0 };
+    let finalStatus: RunStatus | undefined;
+    const add = (mutation: Mutation, status?: RunStatus) => {
+      if (
+        chunk.mutations.length >= BATCH_MUTATIONS ||
+        chunk.bytes + mutation.value.length > BATCH_BYTES
+      ) {
+        chunks.push(chunk);
+        chunk = { mutations: [], bytes: 0, status: chunk.status };
       }
-      await p.writeTextFile(joinPath(dir, "status.json"), `${JSON.stringify(status, null, 2)}\n`);
+      chunk.mutations.push(mutation);
+      chunk.bytes += mutation.value.length + 64;
+      if (status) chunk.status = status;
+    };
+    for (const op of ops) {
+      switch (op.kind) {
+        case "narration":
+          add({ key: KEYS.narration(runId, op.seq), value: toBytes(op.entry) });
+          break;
+        case "security":
+          add({ key: KEYS.security(runId, op.seq), value: toBytes(op.event) });
+          break;
+        case "journal": {
+          const { result, ...rest } = op.entry;
+          const doc: JournalDoc = { v: 1, entry: rest };
+          if (result !== undefined) doc.result = await this.#store(runId, result);
+          add({ key: KEYS.journal(runId, op.entry.seq), value: toBytes(doc) }, op.status);
+          break;
+        }
+        case "status":
+          if (op.event) {
+            add(
+              { key: KEYS.events(runId, op.event.seq), value: toBytes(op.event.event) },
+              op.status,
+            );
+          } else chunk.status = op.status;
+          finalStatus = op.status;
+          break;
+      }
     }
+    chunks.push(chunk);
+    const last = ops.findLast((op) => op.kind === "status" || op.kind === "journal");
+    const latest = last && "status" in last ? last.status : undefined;
+    const terminal = latest !== undefined && TERMINAL_STATES.has(latest.state);
+    let stored: Stored | undefined;
+    if (terminal && latest.result !== undefined) stored = await this.#store(runId, latest.result);
+    for (const [index, { mutations, status }] of chunks.entries()) {
+      if (mutations.length === 0 && !status) continue;
+      const atomic = this.#kv.atomic();
+      for (const { key, value } of mutations) atomic.set(key, value);
+      if (status) {
+        const doc: RunDoc = { v: 1, status: bareStatus(status) };
+        if (index === chunks.length - 1 && stored) doc.result = stored;
+        atomic.set(KEYS.run(runId), toBytes(doc));
+      }
+      if (index === chunks.length - 1 && terminal) atomic.delete(KEYS.active(runId));
+      await atomic.commit();
+    }
+    if (terminal && finalStatus) await this.#writeSummary(finalStatus);
   }
 
-  /** Records one narration entry. */
-  async addNarration(runId: string, seq: number, entry: NarrationEntry): Promise<void> {
-    await this.#kv.atomic().set(KEYS.narration(runId, seq), toBytes(entry)).commit();
+  async #writeSummary(status: RunStatus): Promise<void> {
+    const dir = this.runDir(status.run_id);
+    const p = platform();
+    await p.mkdir(dir);
+    if (status.result !== undefined) {
+      await p.writeTextFile(
+        joinPath(dir, "result.json"),
+        `${JSON.stringify(status.result, null, 2)}\n`,
+      );
+    }
+    const { narration: _narration, security_events: _security, ...summary } = status;
+    await p.writeTextFile(joinPath(dir, "status.json"), `${JSON.stringify(summary, null, 2)}\n`);
   }
 
-  /** Records one security event. */
-  async addSecurityEvent(runId: string, seq: number, event: SecurityEvent): Promise<void> {
-    await this.#kv.atomic().set(KEYS.security(runId, seq), toBytes(event)).commit();
+  /** Saves the run's status, with the event that changed it in the same atomic write. */
+  saveRun(status: RunStatus, event?: { seq: number; event: StoredEvent }): Promise<void> {
+    return this.write(status.run_id, [{ kind: "status", status, event }]);
   }
 
   /** Records a finished call and the run's counters that it changed, together. */
-  async addJournalEntry(status: RunStatus, entry: JournalEntry): Promise<void> {
-    const { result, ...rest } = entry;
-    const doc: JournalDoc = { v: 1, entry: rest };
-    if (result !== undefined) doc.result = await this.#store(status.run_id, result);
-    await this.#kv.atomic()
-      .set(KEYS.journal(status.run_id, entry.seq), toBytes(doc))
-      .set(KEYS.run(status.run_id), toBytes({ v: 1, status: bareStatus(status) } satisfies RunDoc))
-      .commit();
+  addJournalEntry(status: RunStatus, entry: JournalEntry): Promise<void> {
+    return this.write(status.run_id, [{ kind: "journal", status, entry }]);
   }
 
   async #list<T>(prefix: KvKey): Promise<T[]> {

@@ -2,7 +2,7 @@
  * The ledger: durable runs, narration, conditions and journals under `SVC_HOME`.
  * @module
  */
-export { HEARTBEAT_MS, type HostRef, Ledger, type StoredEvent } from "./ledger.ts";
+export { HEARTBEAT_MS, type HostRef, Ledger, type LedgerOp, type StoredEvent } from "./ledger.ts";
 export { sha256 } from "./json_bytes.ts";
 export { SCHEMA_VERSION } from "./keys.ts";
 export {
