@@ -373,10 +373,13 @@ export class RunManager {
     this.#heartbeat = undefined;
   }
 
-  /** Queues a ledger write. A burst of writes (a wave of calls finishing) commits as one batch. */
-  #persist(run: LiveRun, op: LedgerOp): void {
+  /**
+   * Queues a ledger write. A burst of writes (a wave of calls finishing) commits as one batch.
+   * Resolves once the write is committed (or has failed, which `wait()` reports).
+   */
+  #persist(run: LiveRun, op: LedgerOp): Promise<void> {
     run.pending.push(op);
-    if (run.flushing) return;
+    if (run.flushing) return run.writes;
     run.flushing = true;
     run.writes = run.writes.then(async () => {
       // Let the rest of the burst join this batch.
@@ -391,6 +394,7 @@ export class RunManager {
       }
       run.flushing = false;
     });
+    return run.writes;
   }
 
   #emit(run: LiveRun, event: RunEvent): void {
@@ -621,7 +625,8 @@ export class RunManager {
     return step;
   }
 
-  #journal(run: LiveRun, entry: JournalEntry): void {
+  /** Journals a finished call; resolves once the entry is committed. */
+  #journal(run: LiveRun, entry: JournalEntry): Promise<void> {
     const { journal } = run.status;
     journal.calls++;
     journal[entry.outcome]++;
@@ -632,7 +637,7 @@ export class RunManager {
       : journal.usage.cost_usd + entry.cost_usd;
     run.status.budget = run.budget.figures();
     const snapshot = recordOf(run.status);
-    this.#persist(run, { kind: "journal", status: snapshot, entry });
+    const committed = this.#persist(run, { kind: "journal", status: snapshot, entry });
     this.#emit(run, {
       type: "call",
       run_id: run.status.run_id,
@@ -641,6 +646,7 @@ export class RunManager {
       outcome: entry.outcome,
       label: entry.label,
     });
+    return committed;
   }
 
   async #agent(
@@ -693,7 +699,7 @@ export class RunManager {
     if (decision.kind === "replay") {
       const { entry } = decision;
       calls.replayed++;
-      this.#journal(run, {
+      await this.#journal(run, {
         ...base,
         ...ended(),
         outcome: "replayed",
@@ -706,6 +712,7 @@ export class RunManager {
         replayed_from: entry.replayed_from ?? run.replay?.runId,
       });
       this.#callsChanged(run);
+      // Written ahead of the reply: whatever the script has seen is in the journal.
       return { value: entry.result ?? null, spent: run.budget.spent() };
     }
 
@@ -807,7 +814,7 @@ export class RunManager {
           });
         }
       }
-      this.#journal(run, {
+      await this.#journal(run, {
         ...base,
         ...ended(),
         outcome,
