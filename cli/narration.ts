@@ -29,9 +29,14 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
     if (!pending) return;
     const calls = pending;
     pending = undefined;
-    const done = calls.succeeded + calls.failed;
+    const done = calls.succeeded + calls.failed + calls.replayed + calls.skipped;
+    const details = [
+      calls.replayed > 0 ? `${calls.replayed} replayed` : "",
+      calls.failed > 0 ? `${calls.failed} failed` : "",
+      calls.skipped > 0 ? `${calls.skipped} skipped` : "",
+    ].filter(Boolean);
     const line = `calls: ${calls.running} running, ${calls.queued} queued, ${done} done` +
-      (calls.failed > 0 ? ` (${calls.failed} failed)` : "");
+      (details.length > 0 ? ` (${details.join(", ")})` : "");
     if (line === printed) return;
     printed = line;
     write(`${line}\n`);

@@ -242,6 +242,7 @@ Deno.test("--resume-from replays the earlier run's calls and says how many repla
     new RegExp(`started \\(narrating\\.js, "narrating", resuming ${firstRun.run_id}\\)`),
   );
   assert.match(second.stderr, /succeeded \(3 calls: 0 live, 3 replayed\)/);
+  assert.match(second.stderr, /^calls: 0 running, 0 queued, 3 done \(3 replayed\)$/m);
   const unknown = await runCli([...args, "--resume-from", "run_0000000000unknown"], {
     home: home.path,
   });
