@@ -1,11 +1,9 @@
+import { wrapKv } from "./kv.ts";
 import type {
   ChildProcess,
   ExitStatus,
   FileInfo,
   HttpServer,
-  KvAtomic,
-  KvEntry,
-  KvKey,
   KvStore,
   Platform,
   ServeOptions,
@@ -107,43 +105,9 @@ function which(command: string): string | undefined {
   return undefined;
 }
 
-function entry(raw: Deno.KvEntryMaybe<unknown>): KvEntry {
-  const value = raw.value instanceof Uint8Array ? raw.value : null;
-  return { key: raw.key as unknown as KvKey, value, versionstamp: raw.versionstamp };
-}
-
-function wrapAtomic(atomic: Deno.AtomicOperation): KvAtomic {
-  const wrapped: KvAtomic = {
-    check(key, versionstamp) {
-      atomic.check({ key: key as Deno.KvKey, versionstamp });
-      return wrapped;
-    },
-    set(key, value) {
-      atomic.set(key as Deno.KvKey, value);
-      return wrapped;
-    },
-    delete(key) {
-      atomic.delete(key as Deno.KvKey);
-      return wrapped;
-    },
-    async commit() {
-      const result = await atomic.commit();
-      return { ok: result.ok };
-    },
-  };
-  return wrapped;
-}
-
+/** Opens a KV file: the SQLite format both runtimes share. */
 async function openKv(path: string): Promise<KvStore> {
-  const kv = await Deno.openKv(path);
-  return {
-    get: async (key) => entry(await kv.get(key as Deno.KvKey)),
-    async *list(prefix, options = {}) {
-      for await (const raw of kv.list({ prefix: prefix as Deno.KvKey }, options)) yield entry(raw);
-    },
-    atomic: () => wrapAtomic(kv.atomic()),
-    close: () => kv.close(),
-  };
+  return wrapKv(await Deno.openKv(path));
 }
 
 function processAlive(pid: number): boolean | undefined {

@@ -14,14 +14,12 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
+import { wrapKv } from "./kv.ts";
 import type {
   ChildProcess,
   ExitStatus,
   FileInfo,
   HttpServer,
-  KvAtomic,
-  KvEntry,
-  KvKey,
   KvStore,
   Platform,
   ServeOptions,
@@ -175,51 +173,10 @@ function serve(
 }
 
 /** The platform implementation for Node.js. */
-type DenoKv = Awaited<ReturnType<typeof openDenoKv>>;
-type DenoKvKey = Parameters<DenoKv["get"]>[0];
-type DenoAtomic = ReturnType<DenoKv["atomic"]>;
 
-function kvEntry(raw: { key: unknown; value: unknown; versionstamp: string | null }): KvEntry {
-  return {
-    key: raw.key as KvKey,
-    value: raw.value instanceof Uint8Array ? raw.value : null,
-    versionstamp: raw.versionstamp,
-  };
-}
-
-function wrapAtomic(atomic: DenoAtomic): KvAtomic {
-  const wrapped: KvAtomic = {
-    check(key, versionstamp) {
-      atomic.check({ key: key as DenoKvKey, versionstamp });
-      return wrapped;
-    },
-    set(key, value) {
-      atomic.set(key as DenoKvKey, value);
-      return wrapped;
-    },
-    delete(key) {
-      atomic.delete(key as DenoKvKey);
-      return wrapped;
-    },
-    async commit() {
-      const result = await atomic.commit();
-      return { ok: result.ok };
-    },
-  };
-  return wrapped;
-}
-
-/** Opens a KV file with @deno/kv: the same SQLite format Deno writes. */
+/** Opens a KV file: the SQLite format both runtimes share. */
 async function openKv(path: string): Promise<KvStore> {
-  const kv = await openDenoKv(path);
-  return {
-    get: async (key) => kvEntry(await kv.get(key as DenoKvKey)),
-    async *list(prefix, options = {}) {
-      for await (const raw of kv.list({ prefix: prefix as DenoKvKey }, options)) yield kvEntry(raw);
-    },
-    atomic: () => wrapAtomic(kv.atomic()),
-    close: () => kv.close(),
-  };
+  return wrapKv(await openDenoKv(path));
 }
 
 function processAlive(pid: number): boolean {

@@ -1,0 +1,248 @@
+import type { Dispatcher, DispatchResult } from "../dispatch/mod.ts";
+import { SvcError } from "../errors/mod.ts";
+import type { JournalEntry } from "../ledger/mod.ts";
+import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.ts";
+import type { BudgetGate } from "./budget.ts";
+import { type AgentReply, ScriptCallError } from "./guest_session.ts";
+import { callHash } from "./journal.ts";
+import { clip, now, type RunContext } from "./run_context.ts";
+import {
+  type CompiledSchema,
+  SchemaError,
+  type SchemaRegistry,
+  structuredValue,
+} from "./structured_output.ts";
+
+/** What the call pipeline needs besides the run. */
+export interface AgentCallDeps {
+  dispatcher: Dispatcher;
+  schemas: SchemaRegistry;
+  /** `agent()` calls one run may make; later ones return null. */
+  maxAgents: number;
+}
+
+/** What the ordered step decided for one call. */
+type Decision =
+  | { kind: "limit"; seq: number; hash: string }
+  | { kind: "replay"; seq: number; hash: string; entry: JournalEntry }
+  | { kind: "live"; seq: number; hash: string; schema: CompiledSchema | undefined };
+
+/** The budget figures as plain JSON, for a condition's data. */
+function budgetData(budget: BudgetGate): Record<string, JsonValue> {
+  return JSON.parse(JSON.stringify(budget.figures()));
+}
+
+/**
+ * The call's place in line: schema, sequence number, agent limit and replay, decided one call
+ * at a time in arrival order, so that sequence numbers are call-start order and replay matching
+ * sees the calls as the script made them.
+ */
+function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<Decision> {
+  return ctx.inOrder(async (): Promise<Decision> => {
+    const { options } = call;
+    let schema: CompiledSchema | undefined;
+    try {
+      if (options.schema !== undefined) schema = deps.schemas.compile(options.schema);
+      else if (options.schema_id !== undefined) {
+        schema = await deps.schemas.resolve(options.schema_id);
+      }
+    } catch (error) {
+      if (error instanceof SchemaError) throw new ScriptCallError("TypeError", error.message);
+      throw error;
+    }
+    const seq = ctx.nextCallSeq();
+    ctx.status.calls.total++;
+    const hash = await callHash(call.prompt, options);
+    if (seq > deps.maxAgents) return { kind: "limit", seq, hash };
+    const entry = ctx.replay?.match(seq, hash);
+    return entry ? { kind: "replay", seq, hash, entry } : { kind: "live", seq, hash, schema };
+  });
+}
+
+/**
+ * One `agent()` call from validation to journal: the agent limit, replay, the run's
+ * concurrency cap, the budget gate, dispatch (with schema validation and retries), and a
+ * journal entry committed before the reply goes back to the script. Script bugs throw a
+ * ScriptCallError; everything else answers, with `null` for a failed or refused call.
+ */
+export async function handleAgentCall(
+  ctx: RunContext,
+  deps: AgentCallDeps,
+  params: unknown,
+  signal: AbortSignal,
+): Promise<AgentReply> {
+  const parsed = parseAgentCall(params);
+  if (!parsed.ok) throw new ScriptCallError("TypeError", parsed.message);
+  const call = parsed.call;
+  const decision = await decide(ctx, deps, call);
+  const { calls } = ctx.status;
+  const startedAt = now();
+  const t0 = performance.now();
+  const base = {
+    seq: decision.seq,
+    hash: decision.hash,
+    label: call.options.label ?? null,
+    started_at: startedAt,
+  };
+  const ended = () => ({ ended_at: now(), duration_ms: Math.round(performance.now() - t0) });
+  const skip = (reason: string): AgentReply => {
+    calls.skipped++;
+    ctx.journal({
+      ...base,
+      ...ended(),
+      outcome: "skipped",
+      provider: null,
+      model: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+      cost_usd: 0,
+      attempts: 0,
+      reason,
+    });
+    ctx.callsChanged();
+    return { value: null, spent: ctx.budget.spent() };
+  };
+
+  if (decision.kind === "limit") {
+    const max = deps.maxAgents;
+    ctx.raise({
+      type: "AgentLimitExceeded",
+      message:
+        `the run reached its limit of ${max} agent() calls; call #${decision.seq} and later return null`,
+      data: { limit: max, first_refused_call: decision.seq },
+    }, { once: true });
+    return skip(`over the limit of ${max} agent() calls per run`);
+  }
+  if (decision.kind === "replay") {
+    const { entry } = decision;
+    calls.replayed++;
+    await ctx.journal({
+      ...base,
+      ...ended(),
+      outcome: "replayed",
+      result: entry.result,
+      provider: entry.provider,
+      model: entry.model,
+      usage: { input_tokens: 0, output_tokens: 0 },
+      cost_usd: 0,
+      attempts: 0,
+      replayed_from: entry.replayed_from ?? ctx.replay?.runId,
+    });
+    ctx.callsChanged();
+    // Written ahead of the reply: whatever the script has seen is in the journal.
+    return { value: entry.result ?? null, spent: ctx.budget.spent() };
+  }
+
+  calls.queued++;
+  ctx.callsChanged();
+  let release: (() => void) | undefined;
+  try {
+    release = await ctx.semaphore.acquire(signal);
+  } catch {
+    calls.queued--;
+    calls.failed++;
+    ctx.journal({
+      ...base,
+      ...ended(),
+      outcome: "failed",
+      provider: null,
+      model: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+      cost_usd: 0,
+      attempts: 0,
+      reason: "the run stopped before the call started",
+    });
+    return { value: null, spent: ctx.budget.spent() };
+  }
+  calls.queued--;
+  try {
+    const admission = ctx.budget.admit(ctx.budget.estimateOf(call.options));
+    if (!admission.ok) {
+      ctx.raise({
+        type: "BudgetExceeded",
+        message: `${admission.reason}; call #${decision.seq} and later calls return null`,
+        data: { ...budgetData(ctx.budget), first_refused_call: decision.seq },
+      }, { once: true });
+      return skip(admission.reason);
+    }
+    calls.running++;
+    ctx.callsChanged();
+    const used = { input_tokens: 0, output_tokens: 0, cost: 0 as number | null };
+    let last: DispatchResult | undefined;
+    let attempts = 0;
+    let failure: string | undefined;
+    let value: JsonValue | undefined;
+    try {
+      const options = decision.schema
+        ? { ...call.options, schema: decision.schema.schema }
+        : call.options;
+      const maxAttempts = decision.schema ? ctx.request.schema_attempts : 1;
+      while (attempts < maxAttempts && value === undefined) {
+        attempts++;
+        last = await deps.dispatcher.dispatch(
+          { prompt: call.prompt, options, signal },
+          { fakeOnly: ctx.request.fake_dispatch },
+        );
+        used.input_tokens += last.usage.input_tokens;
+        used.output_tokens += last.usage.output_tokens;
+        used.cost = used.cost === null || last.cost_usd === null ? null : used.cost + last.cost_usd;
+        if (!decision.schema) value = last.output;
+        else {
+          const candidate = structuredValue(last.output);
+          const errors = decision.schema.check(candidate);
+          if (errors === null) value = candidate;
+          else failure = errors.join("; ");
+        }
+      }
+      if (value === undefined) {
+        ctx.raise({
+          type: "SchemaValidationFailed",
+          message: `call #${decision.seq}${
+            call.options.label ? ` (${call.options.label})` : ""
+          } returned no valid result in ${attempts} attempts: ${failure}`,
+          data: { call: decision.seq, attempts, errors: clip(failure ?? "") },
+        }, { once: false });
+        failure = `no result valid against the schema in ${attempts} attempts`;
+      }
+    } catch (error) {
+      failure = signal.aborted
+        ? "the run stopped"
+        : error instanceof SvcError
+        ? error.message
+        : "the provider failed";
+    } finally {
+      ctx.budget.settle(admission.reservation, {
+        tokens: used.input_tokens + used.output_tokens,
+        usd: used.cost,
+      });
+      calls.running--;
+    }
+    const outcome = value === undefined ? "failed" : "live";
+    if (outcome === "live") calls.succeeded++;
+    else {
+      calls.failed++;
+      if (!signal.aborted) {
+        const label = call.options.label ? ` (${call.options.label})` : "";
+        ctx.narrate({
+          kind: "call",
+          text: `agent call #${decision.seq}${label} failed: ${failure}`,
+        });
+      }
+    }
+    await ctx.journal({
+      ...base,
+      ...ended(),
+      outcome,
+      ...(value !== undefined ? { result: value } : {}),
+      provider: last?.provider ?? null,
+      model: last?.model ?? null,
+      usage: { input_tokens: used.input_tokens, output_tokens: used.output_tokens },
+      cost_usd: used.cost,
+      attempts,
+      ...(failure !== undefined && value === undefined ? { reason: failure } : {}),
+    });
+    ctx.callsChanged();
+    return { value: value ?? null, spent: ctx.budget.spent() };
+  } finally {
+    release();
+  }
+}
