@@ -147,6 +147,7 @@ export function scriptedProvider(
   let active = 0;
   const provider = {
     name,
+    kind: "api" as const,
     calls: 0,
     maxActive: 0,
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {

@@ -38,6 +38,8 @@ export function createFakeProvider(options: FakeProviderOptions = {}): Provider 
   const costUsd = options.costUsd ?? 0;
   return {
     name: "fake",
+    kind: "fake",
+    probe: () => Promise.resolve({ available: true, reason: "always registered" }),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
       await sleep(latencyMs, request.signal);
       request.signal.throwIfAborted();

@@ -7,4 +7,11 @@ export type { Dispatcher, DispatcherOptions } from "./dispatcher.ts";
 export { createFakeProvider } from "./fake.ts";
 export type { FakeProviderOptions } from "./fake.ts";
 export { schemaInstance } from "./schema_instance.ts";
-export type { DispatchRequest, DispatchResult, Provider, Usage } from "./types.ts";
+export type {
+  Availability,
+  ChatMessage,
+  DispatchRequest,
+  DispatchResult,
+  Provider,
+  Usage,
+} from "./types.ts";

@@ -1,4 +1,4 @@
-import type { AgentOptions, JsonValue } from "../schemas/mod.ts";
+import type { AgentOptions, JsonValue, SandboxLevel } from "../schemas/mod.ts";
 
 /** Token usage of one call. */
 export interface Usage {
@@ -6,25 +6,57 @@ export interface Usage {
   output_tokens: number;
 }
 
-/** One dispatch as a provider receives it. */
+/** One message of an API session's history. */
+export interface ChatMessage {
+  role: "user" | "assistant";
+  content: string;
+}
+
+/** One dispatch as a provider receives it, after routing and kernel admission. */
 export interface DispatchRequest {
   prompt: string;
   options: AgentOptions;
+  /** Aborting stops the call: a harness's whole process group is killed. */
   signal: AbortSignal;
+  /** The sandbox level the kernel admitted (after clamping); `read-only` when absent. */
+  sandbox?: SandboxLevel;
+  /** Working directory of the call (a fresh worktree with `isolation: "worktree"`). */
+  cwd?: string;
+  /** The model to use; the provider's default when absent. */
+  model?: string;
+  /** A harness's own session id to continue (`claude --resume`, `codex exec resume`, ...). */
+  resumeSession?: string;
+  /** An API session's earlier messages, oldest first. */
+  history?: ChatMessage[];
 }
 
 /** What a provider returns: text, or a JSON value for schema calls, with its usage. */
 export interface DispatchResult {
   output: JsonValue;
   usage: Usage;
-  /** Cost in USD; null when unknown (unmetered), never a guessed zero. */
+  /** Cost in USD; null when unknown (the dispatcher prices it from the table, else it is unmetered), never a guessed zero. */
   cost_usd: number | null;
   provider: string;
   model: string | null;
+  /** The harness session id after this turn (some tools return a new one on resume). */
+  session_id?: string | null;
+}
+
+/** Whether a provider can take calls now, and why not. */
+export interface Availability {
+  available: boolean;
+  /** Why it is unavailable (binary missing, no API key, failing), or what was found. */
+  reason: string;
+  /** The tool's version, for harnesses that answered their version flag. */
+  version?: string;
 }
 
 /** A dispatch target: a harness, a model API, or the fake. */
 export interface Provider {
   readonly name: string;
+  /** `harness` drives a coding-agent command line; `api` calls a model API over HTTP. */
+  readonly kind: "fake" | "harness" | "api";
   dispatch(request: DispatchRequest): Promise<DispatchResult>;
+  /** Checks that the provider can answer (binary answers its version flag, API key present). */
+  probe?(): Promise<Availability>;
 }
