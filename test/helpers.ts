@@ -159,6 +159,7 @@ export function scriptedProvider(
         attempts.set(request.prompt, attempt);
         const { output, delayMs = 0, costUsd = 0 } = answer(request.prompt, attempt);
         if (delayMs > 0) {
+          request.signal.throwIfAborted();
           await new Promise<void>((resolve, reject) => {
             const timer = setTimeout(resolve, delayMs);
             request.signal.addEventListener("abort", () => {
@@ -190,6 +191,7 @@ export function countingDispatcher(
   let count = 0;
   return {
     providers: () => inner.providers(),
+    status: () => inner.status(),
     dispatch(request, dispatchOptions) {
       count++;
       return inner.dispatch(request, dispatchOptions);

@@ -1,5 +1,5 @@
 /**
- * Where svc keeps its data: `SVC_HOME`, by default `~/.svc`.
+ * Where svc keeps its data (`SVC_HOME`, by default `~/.svc`) and its configuration file.
  * @module
  */
 import { SvcError } from "../errors/mod.ts";
@@ -19,3 +19,12 @@ export function svcHome(): string {
   }
   return joinPath(home, ".svc");
 }
+
+export { defaultConfig, loadConfig, type LoadedConfig } from "./load.ts";
+export {
+  type Config,
+  ConfigSchema,
+  type ProfileSchema,
+  type ProviderConfig,
+  ProviderConfigSchema,
+} from "./schema.ts";

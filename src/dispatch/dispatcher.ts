@@ -1,14 +1,60 @@
 import { Semaphore } from "../concurrency/mod.ts";
+import { type Config, defaultConfig } from "../config/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { platform } from "../platform/mod.ts";
+import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
+import { type AvailabilityOptions, AvailabilityTracker } from "./availability.ts";
 import { createFakeProvider } from "./fake.ts";
-import type { DispatchRequest, DispatchResult, Provider } from "./types.ts";
+import { admitSandbox } from "./kernel.ts";
+import { chooseRoute, type RouteCandidate, type RouteDecision } from "./router.ts";
+import type { ChatMessage, DispatchResult, Provider } from "./types.ts";
 
-/** Routes a call to a provider. The one entry every dispatch goes through. */
+/** What a caller hands the dispatcher: the call, before routing and admission. */
+export interface DispatchInput {
+  prompt: string;
+  options: AgentOptions;
+  signal: AbortSignal;
+  cwd?: string;
+  resumeSession?: string;
+  history?: ChatMessage[];
+}
+
+/** Who dispatches, and under which defaults. */
+export interface DispatchContext {
+  /** Send the call to the fake provider whatever it asks for (`--fake-dispatch`). */
+  fakeOnly?: boolean;
+  /** The run's `sandbox_default`, or a direct dispatch's own sandbox request. */
+  sandboxDefault?: SandboxLevel;
+}
+
+/** A dispatch's result with how it was routed and admitted. */
+export interface DispatchOutcome extends DispatchResult {
+  route: RouteDecision;
+  sandbox: SandboxLevel;
+  /** Why the sandbox level was clamped; null when it was not. */
+  sandbox_clamped: string | null;
+}
+
+/** A provider's state, for `svc providers` and `/api/providers`. */
+export interface ProviderStatus {
+  name: string;
+  kind: "fake" | "harness" | "api";
+  available: boolean;
+  reason: string;
+  version: string | null;
+  running: number;
+  concurrency: number | null;
+  tags: string[];
+  price: { input_per_mtok: number; output_per_mtok: number } | null;
+}
+
+/** Routes, admits and performs calls. The one entry every dispatch goes through. */
 export interface Dispatcher {
   /** Names of the registered providers. */
   providers(): string[];
-  dispatch(request: DispatchRequest, options?: { fakeOnly?: boolean }): Promise<DispatchResult>;
+  /** Every provider with its availability (probed, then cached), load and price. */
+  status(): Promise<ProviderStatus[]>;
+  dispatch(input: DispatchInput, context?: DispatchContext): Promise<DispatchOutcome>;
 }
 
 /** Options of {@linkcode createDispatcher}. */
@@ -20,10 +66,14 @@ export interface DispatcherOptions {
   /** Providers beside `fake`, which is always registered. */
   providers?: Provider[];
   /**
-   * Simultaneous calls per provider, shared by every run that uses this dispatcher, so that
-   * one fan-out cannot take a provider's whole quota. A provider not named here has no cap.
+   * Simultaneous calls per provider, shared by every run and task that uses this dispatcher,
+   * so that one fan-out cannot take a provider's whole quota. The configuration's
+   * `providers.<name>.concurrency` counts too; a provider named in neither has no cap.
    */
   concurrency?: Record<string, number>;
+  /** Profiles, routing preferences, prices, tags and the `full` sandbox switch. Default: none. */
+  config?: Config;
+  availability?: AvailabilityOptions;
 }
 
 function latencyFromEnv(): number {
@@ -40,46 +90,123 @@ function latencyFromEnv(): number {
 }
 
 /**
- * Builds the dispatcher. Without a provider configuration only `fake` is registered, so
- * `auto` routing has just that one to choose.
+ * Builds the dispatcher. A call is admitted by the kernel (sandbox level), routed (profile,
+ * name or `auto`), waits for its provider's permit, and is priced from the table when the
+ * provider reports no cost; its success or failure feeds the provider's availability.
  */
 export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
+  const config = options.config ?? defaultConfig();
+  const fakeSettings = config.providers.fake?.type === "fake" ? config.providers.fake : undefined;
   const fake = createFakeProvider({
-    latencyMs: options.fakeLatencyMs ?? latencyFromEnv(),
-    costUsd: options.fakeCostUsd,
+    latencyMs: options.fakeLatencyMs ?? fakeSettings?.latency_ms ?? latencyFromEnv(),
+    costUsd: options.fakeCostUsd ?? fakeSettings?.cost_usd,
   });
   const registry = new Map<string, Provider>([["fake", fake]]);
   for (const provider of options.providers ?? []) registry.set(provider.name, provider);
-  const semaphores = new Map<string, Semaphore>();
+  const capacity = new Map<string, number>();
+  for (const [name, settings] of Object.entries(config.providers)) {
+    if (settings.concurrency !== undefined) capacity.set(name, settings.concurrency);
+  }
   for (const [name, permits] of Object.entries(options.concurrency ?? {})) {
-    semaphores.set(name, new Semaphore(permits));
+    capacity.set(name, permits);
+  }
+  const semaphores = new Map(
+    [...capacity].map(([name, permits]) => [name, new Semaphore(permits)]),
+  );
+  const running = new Map<string, number>();
+  const tracker = new AvailabilityTracker(options.availability);
+
+  function priceOf(name: string) {
+    return config.providers[name]?.price ?? null;
   }
 
-  async function send(provider: Provider, request: DispatchRequest): Promise<DispatchResult> {
-    const release = await semaphores.get(provider.name)?.acquire(request.signal);
+  async function candidates(): Promise<RouteCandidate[]> {
+    return await Promise.all([...registry.values()].map(async (provider) => {
+      const price = priceOf(provider.name);
+      return {
+        name: provider.name,
+        kind: provider.kind,
+        availability: await tracker.check(provider),
+        load: {
+          running: running.get(provider.name) ?? 0,
+          capacity: capacity.get(provider.name) ?? null,
+        },
+        tags: config.providers[provider.name]?.tags ?? [],
+        price: price ? price.input_per_mtok + price.output_per_mtok : null,
+      };
+    }));
+  }
+
+  async function send(
+    provider: Provider,
+    input: DispatchInput,
+    model: string | null,
+    sandbox: SandboxLevel,
+  ) {
+    const release = await semaphores.get(provider.name)?.acquire(input.signal);
+    // Routing awaited probes: the call may have been stopped meanwhile.
+    if (input.signal.aborted) {
+      release?.();
+      throw input.signal.reason;
+    }
+    running.set(provider.name, (running.get(provider.name) ?? 0) + 1);
     try {
-      return await provider.dispatch(request);
+      const result = await provider.dispatch({
+        ...input,
+        sandbox,
+        ...(model !== null ? { model } : {}),
+      });
+      tracker.record(provider.name, true);
+      const price = priceOf(provider.name);
+      if (result.cost_usd === null && price) {
+        const { input_tokens, output_tokens } = result.usage;
+        result.cost_usd =
+          (input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok) / 1e6;
+      }
+      return result;
+    } catch (error) {
+      if (!input.signal.aborted) tracker.record(provider.name, false);
+      throw error;
     } finally {
+      running.set(provider.name, (running.get(provider.name) ?? 1) - 1);
       release?.();
     }
   }
 
   return {
     providers: () => [...registry.keys()],
-    dispatch(request, { fakeOnly = false } = {}) {
-      if (fakeOnly) return send(fake, request);
-      const name = request.options.provider ?? "auto";
-      const provider = name === "auto" ? fake : registry.get(name);
-      if (!provider) {
-        const known = [...registry.keys()].join(", ");
-        return Promise.reject(
-          new SvcError(
-            "not_found",
-            `Cannot dispatch: unknown provider '${name}' (configured: ${known})`,
-          ),
-        );
-      }
-      return send(provider, request);
+    async status() {
+      return (await candidates()).map((c) => ({
+        name: c.name,
+        kind: c.kind,
+        available: c.availability.available,
+        reason: c.availability.reason,
+        version: c.availability.version ?? null,
+        running: c.load.running,
+        concurrency: c.load.capacity,
+        tags: [...c.tags],
+        price: priceOf(c.name),
+      }));
+    },
+    async dispatch(input, context = {}) {
+      const { options } = input;
+      const profileSandbox = options.profile !== undefined
+        ? config.profiles[options.profile]?.sandbox
+        : undefined;
+      const admission = admitSandbox(options.sandbox ?? profileSandbox, {
+        sandboxDefault: context.sandboxDefault,
+        allowFull: config.sandbox.allow_full,
+      });
+      const route: RouteDecision = context.fakeOnly
+        ? {
+          provider: "fake",
+          model: null,
+          reason: "every call goes to the fake provider (fake dispatch)",
+        }
+        : chooseRoute(options, admission.level, await candidates(), config);
+      const provider = registry.get(route.provider)!;
+      const result = await send(provider, input, route.model, admission.level);
+      return { ...result, route, sandbox: admission.level, sandbox_clamped: admission.clamped };
     },
   };
 }

@@ -3,7 +3,20 @@
  * @module
  */
 export { createDispatcher } from "./dispatcher.ts";
-export type { Dispatcher, DispatcherOptions } from "./dispatcher.ts";
+export type {
+  DispatchContext,
+  Dispatcher,
+  DispatcherOptions,
+  DispatchInput,
+  DispatchOutcome,
+  ProviderStatus,
+} from "./dispatcher.ts";
+export { AvailabilityTracker } from "./availability.ts";
+export type { AvailabilityOptions } from "./availability.ts";
+export { admitSandbox } from "./kernel.ts";
+export type { SandboxAdmission } from "./kernel.ts";
+export { chooseRoute } from "./router.ts";
+export type { RouteCandidate, RouteDecision } from "./router.ts";
 export { createFakeProvider } from "./fake.ts";
 export type { FakeProviderOptions } from "./fake.ts";
 export { schemaInstance } from "./schema_instance.ts";

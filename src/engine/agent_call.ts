@@ -1,4 +1,4 @@
-import type { Dispatcher, DispatchResult } from "../dispatch/mod.ts";
+import type { Dispatcher, DispatchOutcome } from "../dispatch/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { JournalEntry } from "../ledger/mod.ts";
 import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.ts";
@@ -167,7 +167,7 @@ export async function handleAgentCall(
     calls.running++;
     ctx.callsChanged();
     const used = { input_tokens: 0, output_tokens: 0, cost: 0 as number | null };
-    let last: DispatchResult | undefined;
+    let last: DispatchOutcome | undefined;
     let attempts = 0;
     let failure: string | undefined;
     let value: JsonValue | undefined;
@@ -179,8 +179,13 @@ export async function handleAgentCall(
       while (attempts < maxAttempts && value === undefined) {
         attempts++;
         last = await deps.dispatcher.dispatch(
-          { prompt: call.prompt, options, signal },
-          { fakeOnly: ctx.request.fake_dispatch },
+          {
+            prompt: call.prompt,
+            options,
+            signal,
+            ...(ctx.request.workdir ? { cwd: ctx.request.workdir } : {}),
+          },
+          { fakeOnly: ctx.request.fake_dispatch, sandboxDefault: ctx.request.sandbox_default },
         );
         used.input_tokens += last.usage.input_tokens;
         used.output_tokens += last.usage.output_tokens;
@@ -239,6 +244,8 @@ export async function handleAgentCall(
       cost_usd: used.cost,
       attempts,
       ...(failure !== undefined && value === undefined ? { reason: failure } : {}),
+      ...(last ? { route: last.route.reason, sandbox: last.sandbox } : {}),
+      ...(last?.sandbox_clamped ? { sandbox_clamped: last.sandbox_clamped } : {}),
     });
     ctx.callsChanged();
     return { value: value ?? null, spent: ctx.budget.spent() };

@@ -11,6 +11,7 @@ export type ErrorCode =
   | "invalid_argument"
   | "not_found"
   | "conflict"
+  | "unavailable"
   | "isolation_unavailable"
   | "guest_failed"
   | "internal";
@@ -42,6 +43,7 @@ function defaultStatus(code: ErrorCode): number {
       return 404;
     case "conflict":
       return 409;
+    case "unavailable":
     case "isolation_unavailable":
       return 503;
     case "guest_failed":

@@ -156,6 +156,12 @@ export interface JournalEntry {
   reason?: string;
   /** For replayed calls: the run whose journal supplied the result. */
   replayed_from?: string;
+  /** Why the call went to its provider (profile, by name, or the `auto` routing decision). */
+  route?: string;
+  /** The sandbox level the kernel admitted. */
+  sandbox?: "read-only" | "write" | "full";
+  /** Why the sandbox level was clamped, when it was. */
+  sandbox_clamped?: string;
 }
 
 /** What a run subscriber hears. Every event carries the host's timestamp. */

@@ -1,0 +1,151 @@
+import type { Config } from "../config/mod.ts";
+import { SvcError } from "../errors/mod.ts";
+import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
+import type { Availability } from "./types.ts";
+
+/** A provider as the router sees it. */
+export interface RouteCandidate {
+  name: string;
+  kind: "fake" | "harness" | "api";
+  availability: Availability;
+  /** Calls running now, and the provider's cap (null: none). */
+  load: { running: number; capacity: number | null };
+  tags: readonly string[];
+  /** USD per million input plus output tokens, when priced. */
+  price: number | null;
+}
+
+/** Where a call goes, with which model, and why: recorded with the call. */
+export interface RouteDecision {
+  provider: string;
+  model: string | null;
+  reason: string;
+  /** A sandbox level the profile asks for, used when the call names none. */
+  profileSandbox?: SandboxLevel;
+}
+
+type Routing = Pick<Config, "profiles" | "routing">;
+
+function loadRatio(candidate: RouteCandidate): number {
+  return candidate.load.running / (candidate.load.capacity ?? 1000);
+}
+
+/**
+ * Chooses the provider of one call. `profile` fixes provider and model; `provider` names one
+ * (refused with the reason when it is unknown or unavailable); `auto` (the default) takes the
+ * available providers, keeps those that can work at the admitted sandbox level (model APIs
+ * cannot act on files), and orders them by tag, effort, configured preference, current load
+ * and price.
+ */
+export function chooseRoute(
+  options: AgentOptions,
+  sandbox: SandboxLevel,
+  candidates: RouteCandidate[],
+  routing: Routing,
+): RouteDecision {
+  let wanted = options.provider ?? "auto";
+  let model = options.model ?? null;
+  let via = "asked for by name";
+  let profileSandbox: SandboxLevel | undefined;
+  if (options.profile !== undefined) {
+    const profile = routing.profiles[options.profile];
+    if (!profile) {
+      const known = Object.keys(routing.profiles).join(", ") || "none";
+      throw new SvcError(
+        "not_found",
+        `Cannot route the call: no profile '${options.profile}' (configured: ${known})`,
+      );
+    }
+    wanted = profile.provider;
+    model ??= profile.model ?? null;
+    via = `profile '${options.profile}'`;
+    profileSandbox = profile.sandbox;
+  }
+
+  if (wanted !== "auto") {
+    const candidate = candidates.find((c) => c.name === wanted);
+    if (!candidate) {
+      const known = candidates.map((c) => c.name).join(", ");
+      throw new SvcError(
+        "not_found",
+        `Cannot dispatch: unknown provider '${wanted}' (configured: ${known})`,
+      );
+    }
+    if (!candidate.availability.available) {
+      throw new SvcError(
+        "unavailable",
+        `Cannot dispatch to ${wanted}: it is unavailable (${candidate.availability.reason})`,
+      );
+    }
+    return { provider: wanted, model, reason: via, ...(profileSandbox ? { profileSandbox } : {}) };
+  }
+
+  const notes: string[] = [];
+  const real = candidates.filter((c) => c.kind !== "fake");
+  let pool = real.length > 0 ? real : candidates;
+  const unavailable = pool.filter((c) => !c.availability.available);
+  for (const c of unavailable) notes.push(`${c.name} unavailable: ${c.availability.reason}`);
+  pool = pool.filter((c) => c.availability.available);
+  if (sandbox !== "read-only") {
+    const apis = pool.filter((c) => c.kind === "api");
+    if (apis.length > 0) {
+      notes.push(`${apis.map((c) => c.name).join(", ")} cannot work at sandbox ${sandbox}`);
+    }
+    pool = pool.filter((c) => c.kind !== "api");
+  }
+  if (pool.length === 0) {
+    throw new SvcError(
+      "unavailable",
+      `Cannot route the call: no provider can take it${
+        notes.length ? ` (${notes.join("; ")})` : ""
+      }`,
+    );
+  }
+
+  const tagList = options.tag !== undefined ? routing.routing.tags[options.tag] : undefined;
+  const effortList = options.effort !== undefined
+    ? routing.routing.effort[options.effort]
+    : undefined;
+  const rank = (list: readonly string[] | undefined, name: string) => {
+    const i = list?.indexOf(name) ?? -1;
+    return i === -1 ? Number.MAX_SAFE_INTEGER : i;
+  };
+  const keys = (c: RouteCandidate): number[] => [
+    options.tag === undefined
+      ? 0
+      : tagList
+      ? rank(tagList, c.name)
+      : c.tags.includes(options.tag)
+      ? 0
+      : 1,
+    rank(effortList, c.name),
+    rank(routing.routing.prefer, c.name),
+    loadRatio(c),
+    c.price ?? Number.MAX_SAFE_INTEGER,
+  ];
+  const ordered = [...pool].sort((a, b) => {
+    const ka = keys(a);
+    const kb = keys(b);
+    for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i]! - kb[i]!;
+    return a.name.localeCompare(b.name);
+  });
+  const chosen = ordered[0]!;
+  const why = [
+    options.tag !== undefined
+      ? `tag '${options.tag}'${tagList ? ` -> ${tagList.join(", ")}` : ""}`
+      : "",
+    options.effort !== undefined && effortList
+      ? `effort ${options.effort} -> ${effortList.join(", ")}`
+      : "",
+    routing.routing.prefer.length > 0 ? `preferred ${routing.routing.prefer.join(", ")}` : "",
+    `load ${chosen.load.running}/${chosen.load.capacity ?? "unbounded"}`,
+    chosen.price !== null ? `price ${chosen.price}/Mtok` : "",
+    ...notes,
+  ].filter(Boolean).join("; ");
+  return {
+    provider: chosen.name,
+    model,
+    reason: `auto: ${chosen.name} of ${ordered.map((c) => c.name).join(", ")} (${why})`,
+    ...(profileSandbox ? { profileSandbox } : {}),
+  };
+}
