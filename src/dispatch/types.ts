@@ -6,11 +6,9 @@ export interface Usage {
   output_tokens: number;
 }
 
-/** One message of an API session's history. */
-export interface ChatMessage {
-  role: "user" | "assistant";
-  content: string;
-}
+import type { ChatMessage } from "../ledger/mod.ts";
+
+export type { ChatMessage };
 
 /** One dispatch as a provider receives it, after routing and kernel admission. */
 export interface DispatchRequest {

@@ -6,6 +6,7 @@ import {
   type HostRef,
   type JournalEntry,
   type Ledger,
+  newId,
   type RunError,
   type RunState,
   type RunStatus,
@@ -21,7 +22,6 @@ import {
   ScriptCallError,
   type WorkflowReply,
 } from "./guest_session.ts";
-import { newId } from "./ids.ts";
 import { ReplaySource } from "./journal.ts";
 import { now, RunContext, type RunListener } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";

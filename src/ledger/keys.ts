@@ -14,6 +14,14 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["journal", run_id, seq]` | one journal entry |
  * | `["events", run_id, seq]` | state changes and conditions, in order |
  * | `["hosts", host_id]` | `{pid, started_at, heartbeat_at}` of a live host |
+ * | `["tasks", task_id]` | a task's status |
+ * | `["tasks_by_owner", owner, task_id]` | `{}`: index for listing |
+ * | `["task_events", task_id, seq]` | a task's state changes |
+ * | `["sessions", session_id]` | a session |
+ * | `["session_names", owner, name]` | `{session_id}`: sessions found by name |
+ * | `["sessions_by_owner", owner, session_id]` | `{}`: index for listing |
+ * | `["session_messages", session_id, seq]` | an API session's history, one message each |
+ * | `["calls", at, id, seq]` | every dispatch of runs and tasks, for history and statistics |
  */
 export const KEYS = {
   schema: ["meta", "schema"] as KvKey,
@@ -31,6 +39,22 @@ export const KEYS = {
   events: (runId: string, seq?: number): KvKey =>
     seq === undefined ? ["events", runId] : ["events", runId, seq],
   host: (hostId: string): KvKey => ["hosts", hostId],
+  task: (taskId: string): KvKey => ["tasks", taskId],
+  allTasks: ["tasks"] as KvKey,
+  tasksByOwner: (owner: string, taskId?: string): KvKey =>
+    taskId === undefined ? ["tasks_by_owner", owner] : ["tasks_by_owner", owner, taskId],
+  taskEvents: (taskId: string, seq?: number): KvKey =>
+    seq === undefined ? ["task_events", taskId] : ["task_events", taskId, seq],
+  session: (sessionId: string): KvKey => ["sessions", sessionId],
+  sessionName: (owner: string, name: string): KvKey => ["session_names", owner, name],
+  sessionsByOwner: (owner: string, sessionId?: string): KvKey =>
+    sessionId === undefined
+      ? ["sessions_by_owner", owner]
+      : ["sessions_by_owner", owner, sessionId],
+  sessionMessages: (sessionId: string, seq?: number): KvKey =>
+    seq === undefined ? ["session_messages", sessionId] : ["session_messages", sessionId, seq],
+  calls: ["calls"] as KvKey,
+  call: (at: string, id: string, seq: number): KvKey => ["calls", at, id, seq],
 };
 
 /** Version of the KV schema this code writes. */

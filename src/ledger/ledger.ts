@@ -4,13 +4,18 @@ import type { JsonValue } from "../schemas/mod.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
 import {
+  type CallRecord,
   type JournalEntry,
   type NarrationEntry,
   type RunEvent,
   type RunStatus,
   type SecurityEvent,
+  type SessionRecord,
+  type TaskEvent,
+  type TaskStatus,
   TERMINAL_STATES,
 } from "./records.ts";
+import type { ChatMessage } from "./chat.ts";
 
 /** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
 const INLINE_LIMIT = 48 * 1024;
@@ -40,6 +45,12 @@ interface RunDoc {
 interface JournalDoc {
   v: 1;
   entry: JournalEntry;
+  result?: Stored;
+}
+
+interface TaskDoc {
+  v: 1;
+  task: TaskStatus;
   result?: Stored;
 }
 
@@ -134,13 +145,22 @@ export class Ledger {
     return joinPath(this.home, "runs", runId);
   }
 
-  async #store(runId: string, value: JsonValue): Promise<Stored> {
+  /** A task's directory: large results. */
+  taskDir(taskId: string): string {
+    return joinPath(this.home, "tasks", taskId);
+  }
+
+  async #store(
+    runId: string,
+    value: JsonValue,
+    dirOf: (id: string) => string = (id) => this.runDir(id),
+  ): Promise<Stored> {
     const json = JSON.stringify(value);
     if (json.length <= INLINE_LIMIT / 4 || new TextEncoder().encode(json).length <= INLINE_LIMIT) {
       return { value };
     }
     const name = `${await sha256(json)}.json`;
-    const dir = joinPath(this.runDir(runId), "blobs");
+    const dir = joinPath(dirOf(runId), "blobs");
     const p = platform();
     await p.mkdir(dir);
     // Written whole, then published: a reader never sees half a blob.
@@ -150,11 +170,33 @@ export class Ledger {
     return { ref: `blobs/${name}` };
   }
 
-  async #load(runId: string, stored: Stored): Promise<JsonValue> {
+  async #load(
+    runId: string,
+    stored: Stored,
+    dirOf: (id: string) => string = (id) => this.runDir(id),
+  ): Promise<JsonValue> {
     if ("value" in stored) return stored.value;
     return JSON.parse(
-      await platform().readTextFile(joinPath(this.runDir(runId), stored.ref)),
+      await platform().readTextFile(joinPath(dirOf(runId), stored.ref)),
     ) as JsonValue;
+  }
+
+  async #taskBytes(task: TaskStatus): Promise<Uint8Array> {
+    const { result, ...rest } = task;
+    const doc: TaskDoc = { v: 1, task: rest };
+    if (result !== undefined) {
+      doc.result = await this.#store(task.task_id, result, (id) => this.taskDir(id));
+    }
+    return toBytes(doc);
+  }
+
+  async #taskOf(bytes: Uint8Array): Promise<TaskStatus> {
+    const doc = fromBytes<TaskDoc>(bytes);
+    const task: TaskStatus = doc.task;
+    if (doc.result) {
+      task.result = await this.#load(task.task_id, doc.result, (id) => this.taskDir(id));
+    }
+    return task;
   }
 
   /** Records a new run and writes its script into the run directory. */
@@ -213,6 +255,20 @@ export class Ledger {
           const doc: JournalDoc = { v: 1, entry: rest };
           if (result !== undefined) doc.result = await this.#store(runId, result);
           add({ key: KEYS.journal(runId, op.entry.seq), value: toBytes(doc) }, op.status);
+          const call: CallRecord = {
+            at: op.entry.ended_at,
+            source: "run",
+            id: runId,
+            seq: op.entry.seq,
+            owner: op.status.owner,
+            provider: op.entry.provider,
+            model: op.entry.model,
+            outcome: op.entry.outcome,
+            duration_ms: op.entry.duration_ms,
+            usage: op.entry.usage,
+            cost_usd: op.entry.cost_usd,
+          };
+          add({ key: KEYS.call(call.at, runId, call.seq), value: toBytes(call) });
           break;
         }
         case "status":
@@ -385,6 +441,203 @@ export class Ledger {
       recovered.push(runId);
     }
     return recovered;
+  }
+
+  /** Records a new task (queued) with its first event. */
+  async createTask(task: TaskStatus): Promise<void> {
+    const event: TaskEvent = { at: task.created_at, task_id: task.task_id, state: task.state };
+    const result = await this.#kv.atomic()
+      .check(KEYS.task(task.task_id), null)
+      .set(KEYS.task(task.task_id), await this.#taskBytes(task))
+      .set(KEYS.tasksByOwner(task.owner, task.task_id), toBytes({}))
+      .set(KEYS.taskEvents(task.task_id, 0), toBytes(event))
+      .commit();
+    if (!result.ok) {
+      throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
+    }
+  }
+
+  /**
+   * Saves a task; with `event`, its state change commits with it. With `expect`, the write
+   * happens only if the task is still in that state (claiming a queued task, for one).
+   * Returns whether it was written. A finished task also enters the call log.
+   */
+  async saveTask(
+    task: TaskStatus,
+    options: { eventSeq?: number; expect?: TaskStatus["state"] } = {},
+  ): Promise<boolean> {
+    const atomic = this.#kv.atomic();
+    if (options.expect !== undefined) {
+      const current = await this.#kv.get(KEYS.task(task.task_id));
+      if (!current.value || (await this.#taskOf(current.value)).state !== options.expect) {
+        return false;
+      }
+      atomic.check(KEYS.task(task.task_id), current.versionstamp);
+    }
+    atomic.set(KEYS.task(task.task_id), await this.#taskBytes(task));
+    if (options.eventSeq !== undefined) {
+      const event: TaskEvent = {
+        at: task.ended_at ?? task.started_at ?? task.created_at,
+        task_id: task.task_id,
+        state: task.state,
+      };
+      atomic.set(KEYS.taskEvents(task.task_id, options.eventSeq), toBytes(event));
+    }
+    if (task.ended_at !== null && task.provider !== null) {
+      const call: CallRecord = {
+        at: task.ended_at,
+        source: "task",
+        id: task.task_id,
+        seq: 1,
+        owner: task.owner,
+        provider: task.provider,
+        model: task.model,
+        outcome: task.state === "succeeded"
+          ? "live"
+          : task.state === "failed"
+          ? "failed"
+          : task.state === "cancelled"
+          ? "cancelled"
+          : "timeout",
+        duration_ms: task.started_at ? Date.parse(task.ended_at) - Date.parse(task.started_at) : 0,
+        usage: task.usage,
+        cost_usd: task.cost_usd,
+      };
+      atomic.set(KEYS.call(call.at, task.task_id, 1), toBytes(call));
+    }
+    return (await atomic.commit()).ok;
+  }
+
+  /** A task's status, or undefined. */
+  async getTask(taskId: string): Promise<TaskStatus | undefined> {
+    const entry = await this.#kv.get(KEYS.task(taskId));
+    return entry.value ? await this.#taskOf(entry.value) : undefined;
+  }
+
+  /** A task's state changes, in order. */
+  getTaskEvents(taskId: string): Promise<TaskEvent[]> {
+    return this.#list<TaskEvent>(KEYS.taskEvents(taskId));
+  }
+
+  /** Tasks, newest first; only `owner`'s when given. */
+  async listTasks(options: { owner?: string; limit?: number } = {}): Promise<TaskStatus[]> {
+    const limit = options.limit ?? 100;
+    const out: TaskStatus[] = [];
+    if (options.owner === undefined) {
+      for await (const entry of this.#kv.list(KEYS.allTasks, { reverse: true, limit })) {
+        if (entry.value) out.push(await this.#taskOf(entry.value));
+      }
+      return out;
+    }
+    for await (
+      const entry of this.#kv.list(KEYS.tasksByOwner(options.owner), { reverse: true, limit })
+    ) {
+      const id = entry.key.at(-1);
+      const task = typeof id === "string" ? await this.getTask(id) : undefined;
+      if (task) out.push(task);
+    }
+    return out;
+  }
+
+  /** Marks a task's cancel as asked for; its worker, wherever it runs, sees it. */
+  async requestCancel(taskId: string): Promise<TaskStatus | undefined> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const entry = await this.#kv.get(KEYS.task(taskId));
+      if (!entry.value) return undefined;
+      const task = await this.#taskOf(entry.value);
+      if (task.cancel_requested) return task;
+      task.cancel_requested = true;
+      const result = await this.#kv.atomic()
+        .check(KEYS.task(taskId), entry.versionstamp)
+        .set(KEYS.task(taskId), await this.#taskBytes(task))
+        .commit();
+      if (result.ok) return task;
+    }
+    throw new SvcError("conflict", `Cannot cancel task ${taskId}: it keeps changing`);
+  }
+
+  /** Records a new session; a name must be unique per owner. */
+  async createSession(session: SessionRecord): Promise<void> {
+    const atomic = this.#kv.atomic()
+      .check(KEYS.session(session.session_id), null)
+      .set(KEYS.session(session.session_id), toBytes(session))
+      .set(KEYS.sessionsByOwner(session.owner, session.session_id), toBytes({}));
+    if (session.name !== null) {
+      atomic.check(KEYS.sessionName(session.owner, session.name), null)
+        .set(
+          KEYS.sessionName(session.owner, session.name),
+          toBytes({ session_id: session.session_id }),
+        );
+    }
+    if (!(await atomic.commit()).ok) {
+      throw new SvcError(
+        "conflict",
+        `Cannot create session '${session.name ?? session.session_id}': it exists already`,
+      );
+    }
+  }
+
+  /** A session by id, or undefined. */
+  async getSession(sessionId: string): Promise<SessionRecord | undefined> {
+    const entry = await this.#kv.get(KEYS.session(sessionId));
+    return entry.value ? fromBytes<SessionRecord>(entry.value) : undefined;
+  }
+
+  /** An owner's session by name, or undefined. */
+  async findSession(owner: string, name: string): Promise<SessionRecord | undefined> {
+    const entry = await this.#kv.get(KEYS.sessionName(owner, name));
+    if (!entry.value) return undefined;
+    return await this.getSession(fromBytes<{ session_id: string }>(entry.value).session_id);
+  }
+
+  /** An owner's sessions, newest first. */
+  async listSessions(owner: string, limit = 100): Promise<SessionRecord[]> {
+    const out: SessionRecord[] = [];
+    for await (
+      const entry of this.#kv.list(KEYS.sessionsByOwner(owner), { reverse: true, limit })
+    ) {
+      const id = entry.key.at(-1);
+      const session = typeof id === "string" ? await this.getSession(id) : undefined;
+      if (session) out.push(session);
+    }
+    return out;
+  }
+
+  /** An API session's messages, oldest first. */
+  getSessionMessages(sessionId: string): Promise<ChatMessage[]> {
+    return this.#list<ChatMessage>(KEYS.sessionMessages(sessionId));
+  }
+
+  /** Saves a session after a turn, with the turn's messages, in one atomic write. */
+  async saveSessionTurn(session: SessionRecord, messages: ChatMessage[]): Promise<void> {
+    const atomic = this.#kv.atomic().set(KEYS.session(session.session_id), toBytes(session));
+    let seq = (await this.#lastSeq(KEYS.sessionMessages(session.session_id))) + 1;
+    for (const message of messages) {
+      atomic.set(KEYS.sessionMessages(session.session_id, seq++), toBytes(message));
+    }
+    await atomic.commit();
+  }
+
+  /** The call log (runs' calls and tasks), newest first. */
+  async listCalls(options: { limit?: number; owner?: string } = {}): Promise<CallRecord[]> {
+    const out: CallRecord[] = [];
+    const limit = options.limit ?? 1000;
+    for await (const entry of this.#kv.list(KEYS.calls, { reverse: true })) {
+      if (!entry.value) continue;
+      const call = fromBytes<CallRecord>(entry.value);
+      if (options.owner !== undefined && call.owner !== options.owner) continue;
+      out.push(call);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  async #lastSeq(prefix: KvKey): Promise<number> {
+    for await (const entry of this.#kv.list(prefix, { reverse: true, limit: 1 })) {
+      const seq = entry.key.at(-1);
+      if (typeof seq === "number") return seq;
+    }
+    return -1;
   }
 
   async #lastEventSeq(runId: string): Promise<number> {

@@ -10,6 +10,7 @@ export {
   type BudgetFigures,
   type CallCounts,
   type CallOutcome,
+  type CallRecord,
   type JournalEntry,
   type JournalSummary,
   type NarrationEntry,
@@ -19,6 +20,12 @@ export {
   type RunState,
   type RunStatus,
   type SecurityEvent,
+  type SessionRecord,
+  type TaskEvent,
+  type TaskState,
+  type TaskStatus,
   TERMINAL_STATES,
   type UsageTotals,
 } from "./records.ts";
+export type { ChatMessage } from "./chat.ts";
+export { newId } from "./ids.ts";

@@ -180,3 +180,82 @@ export type RunEvent =
   | { type: "condition"; run_id: string; at: string; condition: RunCondition }
   | { type: "security"; run_id: string; at: string; event: SecurityEvent }
   | { type: "end"; run_id: string; at: string; status: RunStatus };
+
+/** States of an asynchronous dispatch (a task). */
+export type TaskState =
+  | "queued"
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "cancelled"
+  | "timeout"
+  | "interrupted";
+
+/** The status of a task: what `svc task status` and `GET /api/dispatch/{task_id}` return. */
+export interface TaskStatus {
+  task_id: string;
+  owner: string;
+  state: TaskState;
+  prompt: string;
+  options: Record<string, JsonValue>;
+  label: string | null;
+  timeout: number;
+  fake_dispatch: boolean;
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  result?: JsonValue;
+  error?: { code: string; message: string };
+  provider: string | null;
+  model: string | null;
+  /** Why the call went to its provider. */
+  route: string | null;
+  sandbox: "read-only" | "write" | "full" | null;
+  sandbox_clamped: string | null;
+  usage: { input_tokens: number; output_tokens: number };
+  cost_usd: number | null;
+  /** The svc session the task continued, if any. */
+  session_id: string | null;
+  /** The worktree the task ran in (`isolation: "worktree"`), and whether it was kept. */
+  worktree: { path: string; branch: string; kept: boolean; diff?: string } | null;
+  /** Set by `cancel`; a worker in another process polls it. */
+  cancel_requested: boolean;
+}
+
+/** An event of a task: its state changes, in order. */
+export interface TaskEvent {
+  at: string;
+  task_id: string;
+  state: TaskState;
+}
+
+/** A persistent multi-turn conversation with one provider. */
+export interface SessionRecord {
+  session_id: string;
+  owner: string;
+  name: string | null;
+  /** The provider it talks to; fixed by its first turn when not given at creation. */
+  provider: string | null;
+  profile: string | null;
+  /** A harness's own session id, updated after every turn (some tools return a new one). */
+  harness_session_id: string | null;
+  turns: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One dispatch of any origin (a run's call or a task), for history, statistics and costs. */
+export interface CallRecord {
+  at: string;
+  source: "run" | "task";
+  /** The run or task id. */
+  id: string;
+  seq: number;
+  owner: string;
+  provider: string | null;
+  model: string | null;
+  outcome: CallOutcome | "succeeded" | "cancelled" | "timeout";
+  duration_ms: number;
+  usage: { input_tokens: number; output_tokens: number };
+  cost_usd: number | null;
+}

@@ -20,3 +20,9 @@ export {
   type WorkflowRunRequest,
   WorkflowRunRequestSchema,
 } from "./workflow_run.ts";
+export {
+  DispatchRequestSchema,
+  type DispatchTaskRequest,
+  type SessionCreateRequest,
+  SessionCreateSchema,
+} from "./dispatch.ts";

@@ -1,0 +1,146 @@
+import { SvcError } from "../errors/mod.ts";
+import { type ChatMessage, type Ledger, newId, type SessionRecord } from "../ledger/mod.ts";
+import { type SessionCreateRequest, SessionCreateSchema } from "../schemas/mod.ts";
+import type { DispatchContext, Dispatcher, DispatchInput, DispatchOutcome } from "./dispatcher.ts";
+
+/** A session with its messages, for `svc session show` and `GET /api/sessions/{id}`. */
+export interface SessionDetail extends SessionRecord {
+  messages: ChatMessage[];
+}
+
+/**
+ * Persistent multi-turn conversations. A session talks to one provider: a harness continues
+ * its own session id (updated after every turn, as some tools hand out a new one), a model API
+ * gets the stored message history. Turns of one session run one at a time.
+ */
+export class SessionStore {
+  readonly #ledger: Ledger;
+  readonly #locks = new Map<string, Promise<unknown>>();
+
+  constructor(ledger: Ledger) {
+    this.#ledger = ledger;
+  }
+
+  /** Creates a session for `owner`. Refuses a name the owner already uses. */
+  async create(input: unknown, owner: string): Promise<SessionRecord> {
+    const parsed = SessionCreateSchema.safeParse(input ?? {});
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new SvcError(
+        "invalid_request",
+        `Cannot create the session: '${issue.path.join(".")}' ${issue.message}`,
+      );
+    }
+    return await this.#create(parsed.data, owner);
+  }
+
+  async #create(request: SessionCreateRequest, owner: string): Promise<SessionRecord> {
+    const at = new Date().toISOString();
+    const session: SessionRecord = {
+      session_id: newId("ses"),
+      owner,
+      name: request.name ?? null,
+      provider: request.provider ?? null,
+      profile: request.profile ?? null,
+      harness_session_id: null,
+      turns: 0,
+      created_at: at,
+      updated_at: at,
+    };
+    await this.#ledger.createSession(session);
+    return session;
+  }
+
+  /** The owner's sessions, newest first. */
+  list(owner: string): Promise<SessionRecord[]> {
+    return this.#ledger.listSessions(owner);
+  }
+
+  /** A session (by id or name) with its messages; not_found for another owner's. */
+  async get(ref: string, owner: string): Promise<SessionDetail> {
+    const session = await this.#find(ref, owner);
+    if (!session) throw new SvcError("not_found", `Cannot find session '${ref}': no such session`);
+    return { ...session, messages: await this.#ledger.getSessionMessages(session.session_id) };
+  }
+
+  async #find(ref: string, owner: string): Promise<SessionRecord | undefined> {
+    const byId = ref.startsWith("ses_") ? await this.#ledger.getSession(ref) : undefined;
+    const session = byId ?? await this.#ledger.findSession(owner, ref);
+    return session && session.owner === owner ? session : undefined;
+  }
+
+  /**
+   * Dispatches one turn of a session: `ref` is a session id, or a name, which starts a new
+   * session on first use. The call goes to the session's provider and continues its history.
+   */
+  dispatch(
+    dispatcher: Dispatcher,
+    input: DispatchInput,
+    context: DispatchContext & { owner: string; ref: string },
+  ): Promise<DispatchOutcome> {
+    const key = `${context.owner}\u0000${context.ref}`;
+    const turn = (this.#locks.get(key) ?? Promise.resolve()).then(() =>
+      this.#turn(dispatcher, input, context)
+    );
+    this.#locks.set(key, turn.catch(() => {}));
+    return turn;
+  }
+
+  async #turn(
+    dispatcher: Dispatcher,
+    input: DispatchInput,
+    context: DispatchContext & { owner: string; ref: string },
+  ): Promise<DispatchOutcome> {
+    let session = await this.#find(context.ref, context.owner);
+    if (!session) {
+      if (context.ref.startsWith("ses_")) {
+        throw new SvcError(
+          "not_found",
+          `Cannot continue session '${context.ref}': no such session`,
+        );
+      }
+      session = await this.#create({ name: context.ref }, context.owner).catch(async (error) => {
+        // Another turn created it first.
+        const found = await this.#find(context.ref, context.owner);
+        if (!found) throw error;
+        return found;
+      });
+    }
+    const options = { ...input.options };
+    if (session.provider !== null) {
+      if (
+        options.provider !== undefined && options.provider !== "auto" &&
+        options.provider !== session.provider
+      ) {
+        throw new SvcError(
+          "invalid_request",
+          `Cannot continue session '${context.ref}': it talks to ${session.provider}, not ${options.provider}`,
+        );
+      }
+      options.provider = session.provider;
+      delete options.profile;
+    } else if (session.profile !== null) options.profile ??= session.profile;
+    const history = await this.#ledger.getSessionMessages(session.session_id);
+    const outcome = await dispatcher.dispatch({
+      ...input,
+      options,
+      history,
+      ...(session.harness_session_id !== null ? { resumeSession: session.harness_session_id } : {}),
+    }, context);
+    const answer = typeof outcome.output === "string"
+      ? outcome.output
+      : JSON.stringify(outcome.output);
+    const updated: SessionRecord = {
+      ...session,
+      provider: outcome.provider,
+      harness_session_id: outcome.session_id ?? session.harness_session_id,
+      turns: session.turns + 1,
+      updated_at: new Date().toISOString(),
+    };
+    await this.#ledger.saveSessionTurn(updated, [
+      { role: "user", content: input.prompt },
+      { role: "assistant", content: answer },
+    ]);
+    return outcome;
+  }
+}

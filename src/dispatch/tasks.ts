@@ -1,0 +1,344 @@
+import { SvcError } from "../errors/mod.ts";
+import {
+  type Ledger,
+  newId,
+  type TaskEvent,
+  type TaskState,
+  type TaskStatus,
+} from "../ledger/mod.ts";
+import { DispatchRequestSchema, type DispatchTaskRequest, type JsonValue } from "../schemas/mod.ts";
+import type { Dispatcher, DispatchOutcome } from "./dispatcher.ts";
+import type { SessionStore } from "./sessions.ts";
+
+/** Options of {@linkcode TaskManager}. */
+export interface TaskManagerOptions {
+  dispatcher: Dispatcher;
+  ledger: Ledger;
+  sessions: SessionStore;
+  /** How often a task checks the ledger for a cancel asked for by another process, in ms. Default 250. */
+  cancelPollMs?: number;
+}
+
+const TERMINAL: ReadonlySet<TaskState> = new Set([
+  "succeeded",
+  "failed",
+  "cancelled",
+  "timeout",
+  "interrupted",
+]);
+/** Longest prompt of a task: it is stored with the task, in one KV value. */
+const PROMPT_LIMIT = 32 * 1024;
+
+/** Why a task was stopped from outside. */
+class TaskStop extends Error {
+  readonly state: "cancelled" | "timeout";
+  constructor(state: "cancelled" | "timeout", message: string) {
+    super(message);
+    this.state = state;
+  }
+}
+
+interface LiveTask {
+  status: TaskStatus;
+  controller: AbortController;
+  done: Promise<TaskStatus>;
+  listeners: Set<(event: TaskEvent) => void>;
+  eventSeq: number;
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function formatIssue(
+  error: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> },
+): string {
+  const issue = error.issues[0];
+  if (!issue) return "invalid request";
+  if (issue.code === "unrecognized_keys" && issue.keys) {
+    return `unknown field ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
+  }
+  const field = issue.path.map(String).join(".");
+  return field
+    ? `'${field}' ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`
+    : issue.message;
+}
+
+/**
+ * Asynchronous dispatches. `start()` returns a `task_id` at once and runs the call in this
+ * process; `enqueue()` only records it, for a worker process to `work()` on. Status, result,
+ * usage and state events are in the ledger; `cancel()` is idempotent and reaches a task in any
+ * process (its worker polls the ledger), killing the agent's whole process group.
+ */
+export class TaskManager {
+  readonly #options: Required<TaskManagerOptions>;
+  readonly #live = new Map<string, LiveTask>();
+
+  constructor(options: TaskManagerOptions) {
+    this.#options = { cancelPollMs: 250, ...options };
+  }
+
+  #parse(input: unknown): DispatchTaskRequest {
+    const parsed = DispatchRequestSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new SvcError("invalid_request", `Cannot dispatch: ${formatIssue(parsed.error)}`);
+    }
+    return parsed.data;
+  }
+
+  /** Records a task without running it; `work()` runs it, in this process or another. */
+  async enqueue(input: unknown, options: { owner?: string } = {}): Promise<TaskStatus> {
+    const request = this.#parse(input);
+    const { prompt, timeout, fake_dispatch, ...agentOptions } = request;
+    if (prompt.length > PROMPT_LIMIT) {
+      throw new SvcError(
+        "invalid_request",
+        `Cannot dispatch: 'prompt' is over ${PROMPT_LIMIT} characters`,
+      );
+    }
+    const task: TaskStatus = {
+      task_id: newId("task"),
+      owner: options.owner ?? "local",
+      state: "queued",
+      prompt,
+      options: JSON.parse(JSON.stringify(agentOptions)) as Record<string, JsonValue>,
+      label: agentOptions.label ?? null,
+      timeout,
+      fake_dispatch,
+      created_at: now(),
+      started_at: null,
+      ended_at: null,
+      provider: null,
+      model: null,
+      route: null,
+      sandbox: null,
+      sandbox_clamped: null,
+      usage: { input_tokens: 0, output_tokens: 0 },
+      cost_usd: null,
+      session_id: null,
+      worktree: null,
+      cancel_requested: false,
+    };
+    await this.#options.ledger.createTask(task);
+    return task;
+  }
+
+  /** Records a task and runs it in this process; returns its first status (`queued`) at once. */
+  async start(input: unknown, options: { owner?: string } = {}): Promise<TaskStatus> {
+    const task = await this.enqueue(input, options);
+    const started = structuredClone(task);
+    this.#begin(task);
+    return started;
+  }
+
+  /** Runs a queued task in this process (a worker's job). Refuses one that is not queued. */
+  async work(taskId: string): Promise<TaskStatus> {
+    const task = await this.#options.ledger.getTask(taskId);
+    if (!task) throw new SvcError("not_found", `Cannot work on task '${taskId}': no such task`);
+    if (task.state !== "queued") {
+      throw new SvcError("conflict", `Cannot work on task '${taskId}': it is ${task.state}`);
+    }
+    return await this.#begin(task).done;
+  }
+
+  #begin(task: TaskStatus): LiveTask {
+    const live: LiveTask = {
+      status: task,
+      controller: new AbortController(),
+      done: Promise.resolve(task),
+      listeners: new Set(),
+      eventSeq: 1,
+    };
+    this.#live.set(task.task_id, live);
+    live.done = this.#run(live);
+    return live;
+  }
+
+  async #save(live: LiveTask, options: { expect?: TaskState } = {}): Promise<boolean> {
+    const seq = live.eventSeq++;
+    const ok = await this.#options.ledger.saveTask(live.status, {
+      eventSeq: seq,
+      expect: options.expect,
+    });
+    if (ok) {
+      const event: TaskEvent = {
+        at: now(),
+        task_id: live.status.task_id,
+        state: live.status.state,
+      };
+      for (const listener of live.listeners) {
+        try {
+          listener(event);
+        } catch {
+          // A broken subscriber must not break the task.
+        }
+      }
+    }
+    return ok;
+  }
+
+  async #run(live: LiveTask): Promise<TaskStatus> {
+    const { status, controller } = live;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    status.state = "running";
+    status.started_at = now();
+    if (!(await this.#save(live, { expect: "queued" }))) {
+      // Someone else claimed it, or it was cancelled while queued.
+      this.#live.delete(status.task_id);
+      return (await this.#options.ledger.getTask(status.task_id)) ?? status;
+    }
+    const timer = setTimeout(
+      () =>
+        controller.abort(
+          new TaskStop("timeout", `the task exceeded its timeout of ${status.timeout} s`),
+        ),
+      status.timeout * 1000,
+    );
+    const poll = setInterval(async () => {
+      const stored = await this.#options.ledger.getTask(status.task_id).catch(() => undefined);
+      if (stored?.cancel_requested) {
+        controller.abort(new TaskStop("cancelled", "the task was cancelled"));
+      }
+    }, this.#options.cancelPollMs);
+    try {
+      const outcome = await this.#dispatch(status, controller.signal);
+      this.#settle(status, outcome);
+      status.state = "succeeded";
+      status.result = outcome.output;
+    } catch (error) {
+      const reason = controller.signal.aborted ? controller.signal.reason : error;
+      if (reason instanceof TaskStop) {
+        status.state = reason.state;
+        status.error = { code: reason.state, message: reason.message };
+      } else {
+        status.state = "failed";
+        status.error = error instanceof SvcError
+          ? { code: error.code, message: error.message }
+          : { code: "internal", message: "the provider failed" };
+      }
+    } finally {
+      clearTimeout(timer);
+      clearInterval(poll);
+    }
+    status.ended_at = now();
+    await this.#save(live);
+    return status;
+  }
+
+  #settle(status: TaskStatus, outcome: DispatchOutcome): void {
+    status.provider = outcome.provider;
+    status.model = outcome.model;
+    status.route = outcome.route.reason;
+    status.sandbox = outcome.sandbox;
+    status.sandbox_clamped = outcome.sandbox_clamped;
+    status.usage = { ...outcome.usage };
+    status.cost_usd = outcome.cost_usd;
+  }
+
+  #dispatch(status: TaskStatus, signal: AbortSignal): Promise<DispatchOutcome> {
+    const options = status.options as DispatchTaskRequest;
+    const input = {
+      prompt: status.prompt,
+      options,
+      signal,
+      ...(options.workdir ? { cwd: options.workdir } : {}),
+    };
+    // A direct dispatch's own sandbox request is its default: `full` needs only the server's consent.
+    const context = { fakeOnly: status.fake_dispatch, sandboxDefault: options.sandbox };
+    if (options.session === undefined) return this.#options.dispatcher.dispatch(input, context);
+    return this.#options.sessions.dispatch(this.#options.dispatcher, input, {
+      ...context,
+      owner: status.owner,
+      ref: options.session,
+    }).then(async (outcome) => {
+      const session = await this.#options.sessions.get(options.session!, status.owner);
+      status.session_id = session.session_id;
+      return outcome;
+    });
+  }
+
+  /** A task's status; undefined for an unknown id or another owner's task. */
+  async get(taskId: string, options: { owner?: string } = {}): Promise<TaskStatus | undefined> {
+    const live = this.#live.get(taskId);
+    const task = live ? structuredClone(live.status) : await this.#options.ledger.getTask(taskId);
+    if (!task || (options.owner !== undefined && task.owner !== options.owner)) return undefined;
+    return task;
+  }
+
+  /** A task's state changes, in order. */
+  async events(taskId: string, options: { owner?: string } = {}): Promise<TaskEvent[]> {
+    if (!(await this.get(taskId, options))) {
+      throw new SvcError("not_found", `Cannot read task '${taskId}': no such task`);
+    }
+    return await this.#options.ledger.getTaskEvents(taskId);
+  }
+
+  /** Tasks, newest first. */
+  list(options: { owner?: string; limit?: number } = {}): Promise<TaskStatus[]> {
+    return this.#options.ledger.listTasks(options);
+  }
+
+  /** Resolves with the task's final status (a task of another process: polled from the ledger). */
+  async wait(taskId: string, options: { pollMs?: number } = {}): Promise<TaskStatus> {
+    const live = this.#live.get(taskId);
+    if (live) return structuredClone(await live.done);
+    while (true) {
+      const task = await this.#options.ledger.getTask(taskId);
+      if (!task) throw new SvcError("not_found", `Cannot wait for task '${taskId}': no such task`);
+      if (TERMINAL.has(task.state)) return task;
+      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100));
+    }
+  }
+
+  /** Calls `listener` with the later state changes of a task running in this process. */
+  subscribe(taskId: string, listener: (event: TaskEvent) => void): () => void {
+    const live = this.#live.get(taskId);
+    if (!live) {
+      throw new SvcError(
+        "not_found",
+        `Cannot follow task '${taskId}': it does not run in this process`,
+      );
+    }
+    live.listeners.add(listener);
+    return () => live.listeners.delete(listener);
+  }
+
+  /**
+   * Cancels a task: idempotent, whatever its state. A running task stops (its agent's process
+   * group is killed) and ends `cancelled`; a queued one never starts; an ended one is left as it is.
+   */
+  async cancel(taskId: string, options: { owner?: string } = {}): Promise<TaskStatus> {
+    const task = await this.get(taskId, options);
+    if (!task) throw new SvcError("not_found", `Cannot cancel task '${taskId}': no such task`);
+    if (TERMINAL.has(task.state)) return task;
+    await this.#options.ledger.requestCancel(taskId);
+    const live = this.#live.get(taskId);
+    if (live) {
+      live.controller.abort(new TaskStop("cancelled", "the task was cancelled"));
+      return structuredClone(await live.done);
+    }
+    if (task.state === "queued") {
+      const stored = (await this.#options.ledger.getTask(taskId))!;
+      const cancelled: TaskStatus = {
+        ...stored,
+        state: "cancelled",
+        ended_at: now(),
+        error: { code: "cancelled", message: "the task was cancelled before it started" },
+      };
+      if (await this.#options.ledger.saveTask(cancelled, { eventSeq: 1, expect: "queued" })) {
+        return cancelled;
+      }
+    }
+    return (await this.#options.ledger.getTask(taskId))!;
+  }
+
+  /** Cancels the tasks running in this process and waits for them. */
+  async close(): Promise<void> {
+    for (const live of this.#live.values()) {
+      if (!TERMINAL.has(live.status.state)) {
+        live.controller.abort(new TaskStop("cancelled", "the host is shutting down"));
+      }
+    }
+    await Promise.all([...this.#live.values()].map((live) => live.done.catch(() => {})));
+  }
+}
