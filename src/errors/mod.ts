@@ -12,6 +12,7 @@ export type ErrorCode =
   | "not_found"
   | "conflict"
   | "isolation_unavailable"
+  | "provider_failed"
   | "guest_failed"
   | "internal";
 
@@ -44,6 +45,8 @@ function defaultStatus(code: ErrorCode): number {
       return 409;
     case "isolation_unavailable":
       return 503;
+    case "provider_failed":
+      return 502;
     case "guest_failed":
     case "internal":
       return 500;
