@@ -197,16 +197,15 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
     const schema = request.options.schema;
     if (typeof schema === "object") body.system = schemaInstruction(schema);
     if (stream) body.stream = true;
+    const headers = new Headers(options.headers);
+    headers.set("content-type", "application/json");
+    headers.set("accept", stream ? "text/event-stream" : "application/json");
+    headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
+    if (key !== undefined) headers.set("x-api-key", key);
     const post: ApiPost = {
       provider: name,
       url,
-      headers: {
-        ...options.headers,
-        "content-type": "application/json",
-        accept: stream ? "text/event-stream" : "application/json",
-        "anthropic-version": options.anthropicVersion ?? "2023-06-01",
-        "x-api-key": key ?? "",
-      },
+      headers,
       body,
       keyEnv,
       key,

@@ -200,7 +200,7 @@ export interface ApiPost {
   /** Provider name, for messages. */
   provider: string;
   url: string;
-  headers: Record<string, string>;
+  headers: Headers;
   body: unknown;
   /** The key's variable (named in authentication failures); null when none is used. */
   keyEnv: string | null;

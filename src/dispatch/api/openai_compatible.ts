@@ -146,15 +146,14 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
       body.stream = true;
       body.stream_options = { include_usage: true };
     }
+    const headers = new Headers(options.headers);
+    headers.set("content-type", "application/json");
+    headers.set("accept", stream ? "text/event-stream" : "application/json");
+    if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
     const post: ApiPost = {
       provider: name,
       url,
-      headers: {
-        ...options.headers,
-        "content-type": "application/json",
-        accept: stream ? "text/event-stream" : "application/json",
-        ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
-      },
+      headers,
       body,
       keyEnv,
       key,
