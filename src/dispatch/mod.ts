@@ -2,6 +2,8 @@
  * Dispatch: the one way a call reaches a provider.
  * @module
  */
+export { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
+export type { AnthropicOptions, ApiClientOptions, OpenAICompatibleOptions } from "./api/mod.ts";
 export { createDispatcher } from "./dispatcher.ts";
 export type {
   DispatchContext,

@@ -13,6 +13,7 @@ export type ErrorCode =
   | "conflict"
   | "unavailable"
   | "isolation_unavailable"
+  | "provider_failed"
   | "guest_failed"
   | "internal";
 
@@ -46,6 +47,8 @@ function defaultStatus(code: ErrorCode): number {
     case "unavailable":
     case "isolation_unavailable":
       return 503;
+    case "provider_failed":
+      return 502;
     case "guest_failed":
     case "internal":
       return 500;

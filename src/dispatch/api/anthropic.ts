@@ -1,0 +1,237 @@
+/**
+ * The Anthropic Messages client (`POST {baseUrl}/v1/messages`).
+ * @module
+ */
+import { z } from "zod";
+import { SvcError } from "../../errors/mod.ts";
+import type { ChatMessage, DispatchRequest, DispatchResult, Provider } from "../types.ts";
+import {
+  type ApiClientOptions,
+  apiKey,
+  type ApiPost,
+  parseJson,
+  postWithRetries,
+  probeKey,
+  redact,
+  RetryableFailure,
+  retryPolicy,
+  unexpectedShape,
+} from "./http.ts";
+import { readSse } from "./sse.ts";
+
+/** Options of {@linkcode anthropicProvider}. */
+export interface AnthropicOptions extends ApiClientOptions {
+  /** Provider name calls route by (`agent(..., {provider})`); default `anthropic`. */
+  name?: string;
+  /** The API's base; default `https://api.anthropic.com` (requests go to `{baseUrl}/v1/messages`). */
+  baseUrl?: string;
+  /** Name of the environment variable holding the API key (sent as `x-api-key`); default `ANTHROPIC_API_KEY`. */
+  apiKeyEnv?: string;
+  /** Model used when the request names none. */
+  model: string;
+  /** `max_tokens` of every request; default 4096. */
+  maxTokens?: number;
+  /** Stream the answer (server-sent events); default false. */
+  stream?: boolean;
+  /** The `anthropic-version` header; default `2023-06-01`. */
+  anthropicVersion?: string;
+  /** Extra request headers (`anthropic-beta`, ...); they cannot replace the key's or the version. */
+  headers?: Record<string, string>;
+}
+
+const UsageSchema = z.object({
+  input_tokens: z.number().nonnegative().nullish(),
+  output_tokens: z.number().nonnegative().nullish(),
+  cache_creation_input_tokens: z.number().nonnegative().nullish(),
+  cache_read_input_tokens: z.number().nonnegative().nullish(),
+});
+type AnthropicUsage = z.infer<typeof UsageSchema>;
+
+const MessageSchema = z.object({
+  model: z.string().nullish(),
+  content: z.array(z.object({ type: z.string(), text: z.string().nullish() })),
+  usage: UsageSchema,
+});
+
+const EventSchema = z.object({ type: z.string() });
+const MessageStartSchema = z.object({
+  message: z.object({ model: z.string().nullish(), usage: UsageSchema.nullish() }),
+});
+const BlockDeltaSchema = z.object({
+  delta: z.object({ type: z.string(), text: z.string().nullish() }),
+});
+const MessageDeltaSchema = z.object({ usage: UsageSchema.nullish() });
+const ErrorEventSchema = z.object({
+  error: z.object({ type: z.string(), message: z.string() }),
+});
+
+/** Error types inside a stream that a new attempt may cure (the stream forms of 529, 500, 429). */
+const RETRYABLE_STREAM_ERRORS = new Set(["overloaded_error", "api_error", "rate_limit_error"]);
+
+/** What one message came to, streamed or not. */
+interface Answer {
+  text: string;
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** Input tokens of a usage record: uncached, cache writes and cache reads together. */
+function inputTokens(usage: AnthropicUsage): number | undefined {
+  if (usage.input_tokens === undefined || usage.input_tokens === null) return undefined;
+  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
+    (usage.cache_read_input_tokens ?? 0);
+}
+
+function readMessage(post: ApiPost, text: string): Answer {
+  const parsed = MessageSchema.safeParse(parseJson(post, text, "the answer"));
+  if (!parsed.success) throw unexpectedShape(post.provider, "the answer", parsed.error);
+  const { content, usage, model } = parsed.data;
+  return {
+    text: content.filter((block) => block.type === "text").map((block) => block.text ?? "").join(
+      "",
+    ),
+    model: model ?? null,
+    inputTokens: inputTokens(usage) ?? 0,
+    outputTokens: usage.output_tokens ?? 0,
+  };
+}
+
+function parseEvent<T>(post: ApiPost, schema: z.ZodType<T>, json: unknown, type: string): T {
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw unexpectedShape(post.provider, `a ${type} event`, parsed.error);
+  return parsed.data;
+}
+
+async function readStream(post: ApiPost, body: ReadableStream<Uint8Array>): Promise<Answer> {
+  const answer: Answer = { text: "", model: null, inputTokens: 0, outputTokens: 0 };
+  for await (const event of readSse(body)) {
+    const json = parseJson(post, event.data, "an event of the stream");
+    const { type } = parseEvent(post, EventSchema, json, event.event);
+    switch (type) {
+      case "message_start": {
+        const { message } = parseEvent(post, MessageStartSchema, json, type);
+        answer.model = message.model ?? null;
+        answer.inputTokens = (message.usage && inputTokens(message.usage)) ?? 0;
+        answer.outputTokens = message.usage?.output_tokens ?? 0;
+        break;
+      }
+      case "content_block_delta": {
+        const { delta } = parseEvent(post, BlockDeltaSchema, json, type);
+        if (delta.type === "text_delta") answer.text += delta.text ?? "";
+        break;
+      }
+      case "message_delta": {
+        // Its counts are cumulative: they replace the ones of message_start.
+        const { usage } = parseEvent(post, MessageDeltaSchema, json, type);
+        if (usage) {
+          answer.inputTokens = inputTokens(usage) ?? answer.inputTokens;
+          answer.outputTokens = usage.output_tokens ?? answer.outputTokens;
+        }
+        break;
+      }
+      case "message_stop":
+        return answer;
+      case "error": {
+        const { error } = parseEvent(post, ErrorEventSchema, json, type);
+        const detail = `${redact(error.message, post.key)} (${error.type})`;
+        if (RETRYABLE_STREAM_ERRORS.has(error.type)) {
+          throw new RetryableFailure("the stream reported an error", { detail });
+        }
+        throw new SvcError(
+          "provider_failed",
+          `Cannot dispatch to ${post.provider}: the stream reported an error: ${detail}`,
+        );
+      }
+      default:
+        // ping, content_block_start, content_block_stop and event types yet to come.
+        break;
+    }
+  }
+  throw new RetryableFailure("the stream ended before message_stop");
+}
+
+/** The system prompt of a schema call: the schema, and the demand for bare JSON. */
+function schemaInstruction(schema: Record<string, unknown>): string {
+  return [
+    "Answer with a single JSON value that is valid against the JSON Schema below, and nothing",
+    "else: no prose before or after it, no Markdown code fence.",
+    "",
+    "JSON Schema:",
+    JSON.stringify(schema, null, 2),
+  ].join("\n");
+}
+
+/**
+ * An Anthropic Messages provider (`kind: "api"`). Sends the request's history and prompt as
+ * `messages`; a schema call gets a system prompt holding the schema and asking for bare JSON,
+ * and returns the text, which the engine parses and validates. Text is the concatenation of the
+ * answer's `text` blocks (streamed: its `text_delta`s); usage comes from the answer (streamed:
+ * `message_start` and the cumulative `message_delta`); the cost is null (priced by the
+ * dispatcher's table). Retries, timeouts and error messages: {@linkcode postWithRetries}.
+ * Stateless: `session_id` is always null.
+ */
+export function anthropicProvider(options: AnthropicOptions): Provider {
+  const name = options.name ?? "anthropic";
+  const keyEnv = options.apiKeyEnv ?? "ANTHROPIC_API_KEY";
+  const policy = retryPolicy(name, options);
+  const url = `${(options.baseUrl ?? "https://api.anthropic.com").replace(/\/+$/, "")}/v1/messages`;
+  const stream = options.stream ?? false;
+  const maxTokens = options.maxTokens ?? 4096;
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) {
+    throw new SvcError(
+      "invalid_argument",
+      `Cannot configure provider '${name}': maxTokens must be a positive integer, got ${maxTokens}`,
+    );
+  }
+
+  async function dispatch(request: DispatchRequest): Promise<DispatchResult> {
+    request.signal.throwIfAborted();
+    const key = apiKey(name, keyEnv);
+    const model = request.model ?? options.model;
+    const messages: ChatMessage[] = [
+      ...(request.history ?? []),
+      { role: "user", content: request.prompt },
+    ];
+    const body: Record<string, unknown> = { model, max_tokens: maxTokens, messages };
+    const schema = request.options.schema;
+    if (typeof schema === "object") body.system = schemaInstruction(schema);
+    if (stream) body.stream = true;
+    const headers = new Headers(options.headers);
+    headers.set("content-type", "application/json");
+    headers.set("accept", stream ? "text/event-stream" : "application/json");
+    headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
+    if (key !== undefined) headers.set("x-api-key", key);
+    const post: ApiPost = {
+      provider: name,
+      url,
+      headers,
+      body,
+      keyEnv,
+      key,
+      signal: request.signal,
+    };
+    const answer = await postWithRetries(post, policy, async (response) => {
+      const type = response.headers.get("content-type") ?? "";
+      if (stream && response.body && !type.includes("application/json")) {
+        return await readStream(post, response.body);
+      }
+      return readMessage(post, await response.text());
+    });
+    return {
+      output: answer.text,
+      usage: { input_tokens: answer.inputTokens, output_tokens: answer.outputTokens },
+      cost_usd: null,
+      provider: name,
+      model: answer.model ?? model,
+      session_id: null,
+    };
+  }
+
+  return {
+    name,
+    kind: "api",
+    dispatch,
+    probe: () => Promise.resolve(probeKey(keyEnv)),
+  };
+}

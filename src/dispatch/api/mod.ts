@@ -1,0 +1,10 @@
+/**
+ * Model API providers: OpenAI-compatible chat completions and Anthropic Messages, over HTTP
+ * with retries (docs/API_PROVIDERS.md).
+ * @module
+ */
+export { anthropicProvider } from "./anthropic.ts";
+export type { AnthropicOptions } from "./anthropic.ts";
+export type { ApiClientOptions } from "./http.ts";
+export { openaiCompatibleProvider } from "./openai_compatible.ts";
+export type { OpenAICompatibleOptions } from "./openai_compatible.ts";
