@@ -69,7 +69,11 @@ Deno.test("a bad configuration file is refused with the path of the bad field", 
       /providers\.x\.type: Invalid discriminator value\. Expected 'fake' \| 'claude'/,
     ],
     [
-      { providers: { o: { type: "openai", base_url: "https://x", api_key_env: "lower case" } } },
+      {
+        providers: {
+          o: { type: "openai", base_url: "https://x", api_key_env: "lower case", model: "m" },
+        },
+      },
       /providers\.o\.api_key_env: must be the NAME of an environment variable/,
     ],
     [
@@ -140,7 +144,7 @@ Deno.test("auto routing follows tags, effort, preference, load and price, and sa
         price: { input_per_mtok: 3, output_per_mtok: 15 },
       },
       codex: { type: "codex", price: { input_per_mtok: 1, output_per_mtok: 4 } },
-      api: { type: "openai", base_url: "http://127.0.0.1:9", api_key_env: "NO_KEY" },
+      api: { type: "openai", base_url: "http://127.0.0.1:9", api_key_env: "NO_KEY", model: "m" },
     },
     routing: { prefer: ["claude"], tags: { bulk: ["codex"] }, effort: { low: ["api", "codex"] } },
   });

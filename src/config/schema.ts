@@ -43,6 +43,7 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("openai"),
     ...common,
+    model: z.string().min(1),
     base_url: z.url(),
     api_key_env: z.string().regex(
       /^[A-Z_][A-Z0-9_]*$/,
@@ -53,6 +54,7 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("anthropic"),
     ...common,
+    model: z.string().min(1),
     base_url: z.url().optional(),
     api_key_env: z.string().regex(
       /^[A-Z_][A-Z0-9_]*$/,

@@ -30,3 +30,7 @@ export type {
   Provider,
   Usage,
 } from "./types.ts";
+export { SessionStore } from "./sessions.ts";
+export type { SessionDetail } from "./sessions.ts";
+export { TaskManager } from "./tasks.ts";
+export type { TaskManagerOptions } from "./tasks.ts";

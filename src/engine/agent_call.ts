@@ -1,4 +1,4 @@
-import type { Dispatcher, DispatchOutcome } from "../dispatch/mod.ts";
+import type { Dispatcher, DispatchOutcome, SessionStore } from "../dispatch/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { JournalEntry } from "../ledger/mod.ts";
 import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.ts";
@@ -16,6 +16,8 @@ import {
 /** What the call pipeline needs besides the run. */
 export interface AgentCallDeps {
   dispatcher: Dispatcher;
+  /** Continues `agent(..., {session})` conversations. */
+  sessions: SessionStore;
   schemas: SchemaRegistry;
   /** `agent()` calls one run may make; later ones return null. */
   maxAgents: number;
@@ -178,15 +180,23 @@ export async function handleAgentCall(
       const maxAttempts = decision.schema ? ctx.request.schema_attempts : 1;
       while (attempts < maxAttempts && value === undefined) {
         attempts++;
-        last = await deps.dispatcher.dispatch(
-          {
-            prompt: call.prompt,
-            options,
-            signal,
-            ...(ctx.request.workdir ? { cwd: ctx.request.workdir } : {}),
-          },
-          { fakeOnly: ctx.request.fake_dispatch, sandboxDefault: ctx.request.sandbox_default },
-        );
+        const input = {
+          prompt: call.prompt,
+          options,
+          signal,
+          ...(ctx.request.workdir ? { cwd: ctx.request.workdir } : {}),
+        };
+        const context = {
+          fakeOnly: ctx.request.fake_dispatch,
+          sandboxDefault: ctx.request.sandbox_default,
+        };
+        last = call.options.session === undefined
+          ? await deps.dispatcher.dispatch(input, context)
+          : await deps.sessions.dispatch(deps.dispatcher, input, {
+            ...context,
+            owner: ctx.status.owner,
+            ref: call.options.session,
+          });
         used.input_tokens += last.usage.input_tokens;
         used.output_tokens += last.usage.output_tokens;
         used.cost = used.cost === null || last.cost_usd === null ? null : used.cost + last.cost_usd;

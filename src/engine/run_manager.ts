@@ -1,4 +1,4 @@
-import type { Dispatcher } from "../dispatch/mod.ts";
+import { type Dispatcher, SessionStore } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
 import {
@@ -33,6 +33,8 @@ import { resolveWorkflow } from "./sub_workflow.ts";
 export interface RunManagerOptions {
   dispatcher: Dispatcher;
   ledger: Ledger;
+  /** Where `agent(..., {session})` conversations live. Default: a store over `ledger`. */
+  sessions?: SessionStore;
   /** The project: its `schemas/` and `workflows/` folders come before those of `SVC_HOME`. Default: the current directory. */
   projectDir?: string;
   isolation?: IsolationBackends;
@@ -79,7 +81,8 @@ function formatIssue(
  * goes through the dispatcher and into the journal.
  */
 export class RunManager {
-  readonly #options: Required<Omit<RunManagerOptions, "nonce" | "projectDir">> & {
+  readonly #options: Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions">> & {
+    sessions: SessionStore;
     nonce?: () => string;
     projectDir: string;
   };
@@ -99,6 +102,7 @@ export class RunManager {
       maxSecurityEvents: 200,
       projectDir: platform().cwd(),
       ...options,
+      sessions: options.sessions ?? new SessionStore(options.ledger),
     };
     this.#host = { id: newId("host"), pid: platform().pid() };
   }
@@ -335,7 +339,12 @@ export class RunManager {
           agent: (params, signal) => {
             const reply = handleAgentCall(
               run,
-              { dispatcher: this.#options.dispatcher, schemas, maxAgents: this.#options.maxAgents },
+              {
+                dispatcher: this.#options.dispatcher,
+                sessions: this.#options.sessions,
+                schemas,
+                maxAgents: this.#options.maxAgents,
+              },
               params,
               signal,
             );

@@ -1,0 +1,263 @@
+import assert from "node:assert/strict";
+import {
+  createDispatcher,
+  type DispatchRequest,
+  type Provider,
+  SessionStore,
+  TaskManager,
+} from "../src/dispatch/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { Ledger } from "../src/ledger/mod.ts";
+import { tempDir } from "./helpers.ts";
+
+/** A harness-like provider: answers with the history length and hands out a new session id each turn. */
+function conversational(
+  name: string,
+  kind: Provider["kind"],
+): Provider & { requests: DispatchRequest[] } {
+  const requests: DispatchRequest[] = [];
+  return {
+    name,
+    kind,
+    requests,
+    probe: () => Promise.resolve({ available: true, reason: "ok" }),
+    async dispatch(request) {
+      requests.push(request);
+      if (request.prompt.includes("hang")) {
+        await new Promise((_, reject) =>
+          request.signal.addEventListener("abort", () => reject(request.signal.reason), {
+            once: true,
+          })
+        );
+      }
+      return {
+        output: `${name} turn ${(request.history?.length ?? 0) / 2 + 1}: ${request.prompt}`,
+        usage: { input_tokens: 5, output_tokens: 7 },
+        cost_usd: 0.01,
+        provider: name,
+        model: "m",
+        session_id: kind === "harness" ? `${name}-session-${requests.length}` : null,
+      };
+    },
+  };
+}
+
+async function setup(providers: Provider[]) {
+  const home = await tempDir();
+  const ledger = await Ledger.open(home.path);
+  const sessions = new SessionStore(ledger);
+  const tasks = new TaskManager({
+    dispatcher: createDispatcher({ providers, fakeLatencyMs: 0 }),
+    ledger,
+    sessions,
+    cancelPollMs: 20,
+  });
+  return {
+    ledger,
+    sessions,
+    tasks,
+    home: home.path,
+    async [Symbol.asyncDispose]() {
+      await tasks.close();
+      ledger.close();
+      await home[Symbol.asyncDispose]();
+    },
+  };
+}
+
+Deno.test("an asynchronous dispatch returns a task_id at once; status, result, usage and events can be read", async () => {
+  await using t = await setup([conversational("claude", "harness")]);
+  const started = await t.tasks.start({ prompt: "fix the bug", provider: "claude", label: "bug" }, {
+    owner: "alice",
+  });
+  assert.equal(started.state, "queued");
+  assert.match(started.task_id, /^task_[0-9a-z]{18}$/);
+  const done = await t.tasks.wait(started.task_id);
+  assert.equal(done.state, "succeeded");
+  assert.equal(done.result, "claude turn 1: fix the bug");
+  assert.deepEqual(done.usage, { input_tokens: 5, output_tokens: 7 });
+  assert.equal(done.cost_usd, 0.01);
+  assert.deepEqual([done.provider, done.route, done.sandbox], [
+    "claude",
+    "asked for by name",
+    "read-only",
+  ]);
+  assert.deepEqual((await t.tasks.events(started.task_id)).map((e) => e.state), [
+    "queued",
+    "running",
+    "succeeded",
+  ]);
+  assert.equal(
+    await t.tasks.get(started.task_id, { owner: "bob" }),
+    undefined,
+    "another owner's task is not found",
+  );
+  assert.deepEqual((await t.tasks.list({ owner: "alice" })).map((task) => task.task_id), [
+    started.task_id,
+  ]);
+});
+
+Deno.test("a bad dispatch request is refused, naming the field", async () => {
+  await using t = await setup([]);
+  await assert.rejects(
+    t.tasks.start({ prompt: "" }),
+    /Cannot dispatch: 'prompt' must not be empty/,
+  );
+  await assert.rejects(t.tasks.start({ prompt: "x", sandbox: "root" }), /'sandbox' invalid option/);
+  await assert.rejects(t.tasks.start({ prompt: "x", colour: 1 }), /unknown field 'colour'/);
+});
+
+Deno.test("cancel is idempotent: a running task stops and ends cancelled, again and again", async () => {
+  await using t = await setup([conversational("claude", "harness")]);
+  const task = await t.tasks.start({ prompt: "hang please", provider: "claude" });
+  while ((await t.tasks.get(task.task_id))?.state !== "running") {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const first = await t.tasks.cancel(task.task_id);
+  const second = await t.tasks.cancel(task.task_id);
+  assert.equal(first.state, "cancelled");
+  assert.deepEqual(second, first);
+  assert.equal(first.error?.message, "the task was cancelled");
+});
+
+Deno.test("a task started by one process is cancelled from another through the ledger", async () => {
+  await using home = await tempDir();
+  const providers = [conversational("claude", "harness")];
+  const ledgerA = await Ledger.open(home.path);
+  const ledgerB = await Ledger.open(home.path);
+  const worker = new TaskManager({
+    dispatcher: createDispatcher({ providers, fakeLatencyMs: 0 }),
+    ledger: ledgerA,
+    sessions: new SessionStore(ledgerA),
+    cancelPollMs: 20,
+  });
+  const client = new TaskManager({
+    dispatcher: createDispatcher({ providers, fakeLatencyMs: 0 }),
+    ledger: ledgerB,
+    sessions: new SessionStore(ledgerB),
+  });
+  try {
+    const queued = await client.enqueue({ prompt: "hang", provider: "claude" });
+    const working = worker.work(queued.task_id);
+    while ((await client.get(queued.task_id))?.state !== "running") {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await client.cancel(queued.task_id);
+    assert.equal((await working).state, "cancelled");
+    assert.equal((await client.wait(queued.task_id)).state, "cancelled");
+    await assert.rejects(worker.work(queued.task_id), /Cannot work on task '.*': it is cancelled/);
+  } finally {
+    await worker.close();
+    ledgerA.close();
+    ledgerB.close();
+  }
+});
+
+Deno.test("a queued task cancelled before it starts never runs", async () => {
+  await using t = await setup([conversational("claude", "harness")]);
+  const queued = await t.tasks.enqueue({ prompt: "never", provider: "claude" });
+  assert.equal((await t.tasks.cancel(queued.task_id)).state, "cancelled");
+  await assert.rejects(t.tasks.work(queued.task_id), /it is cancelled/);
+});
+
+Deno.test("a task that hangs ends at its timeout", async () => {
+  await using t = await setup([conversational("claude", "harness")]);
+  const task = await t.tasks.start({ prompt: "hang", provider: "claude", timeout: 1 });
+  const done = await t.tasks.wait(task.task_id);
+  assert.equal(done.state, "timeout");
+  assert.equal(done.error?.message, "the task exceeded its timeout of 1 s");
+});
+
+Deno.test("a harness session continues across turns and follows a changing session id", async () => {
+  const claude = conversational("claude", "harness");
+  await using t = await setup([claude]);
+  const session = await t.sessions.create({ name: "pairing", provider: "claude" }, "alice");
+  for (const prompt of ["one", "two", "three"]) {
+    const task = await t.tasks.start({ prompt, session: "pairing" }, { owner: "alice" });
+    assert.equal((await t.tasks.wait(task.task_id)).session_id, session.session_id);
+  }
+  assert.deepEqual(claude.requests.map((r) => r.resumeSession), [
+    undefined,
+    "claude-session-1",
+    "claude-session-2",
+  ]);
+  const detail = await t.sessions.get("pairing", "alice");
+  assert.equal(detail.turns, 3);
+  assert.equal(detail.harness_session_id, "claude-session-3");
+  assert.deepEqual(detail.messages.map((m) => m.role), [
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+    "user",
+    "assistant",
+  ]);
+  await assert.rejects(t.sessions.get(session.session_id, "bob"), /no such session/);
+});
+
+Deno.test("an API session sends its stored history with every turn", async () => {
+  const api = conversational("api", "api");
+  await using t = await setup([api]);
+  for (const prompt of ["hello", "and then?"]) {
+    const task = await t.tasks.start({ prompt, provider: "api", session: "chat" });
+    await t.tasks.wait(task.task_id);
+  }
+  assert.deepEqual(api.requests[1]!.history, [
+    { role: "user", content: "hello" },
+    { role: "assistant", content: "api turn 1: hello" },
+  ]);
+  const sessions = await t.sessions.list("local");
+  assert.deepEqual(sessions.map((s) => [s.name, s.provider, s.turns]), [["chat", "api", 2]]);
+});
+
+Deno.test("a session stays with its provider and names are unique per owner", async () => {
+  await using t = await setup([
+    conversational("claude", "harness"),
+    conversational("codex", "harness"),
+  ]);
+  await t.sessions.create({ name: "mine", provider: "claude" }, "alice");
+  await assert.rejects(
+    t.sessions.create({ name: "mine" }, "alice"),
+    (e: unknown) => e instanceof SvcError && e.code === "conflict",
+  );
+  await t.sessions.create({ name: "mine" }, "bob");
+  const task = await t.tasks.start({ prompt: "x", provider: "codex", session: "mine" }, {
+    owner: "alice",
+  });
+  const done = await t.tasks.wait(task.task_id);
+  assert.equal(done.state, "failed");
+  assert.match(
+    done.error?.message ?? "",
+    /Cannot continue session 'mine': it talks to claude, not codex/,
+  );
+  const unknown = await t.tasks.wait(
+    (await t.tasks.start({ prompt: "x", session: "ses_0000000000nothere" })).task_id,
+  );
+  assert.match(
+    unknown.error?.message ?? "",
+    /Cannot continue session 'ses_0000000000nothere': no such session/,
+  );
+});
+
+Deno.test("agent() calls of a workflow continue a session across calls", async () => {
+  const claude = conversational("claude", "harness");
+  await using home = await tempDir();
+  const ledger = await Ledger.open(home.path);
+  try {
+    const { RunManager } = await import("../src/engine/mod.ts");
+    const manager = await RunManager.create({
+      dispatcher: createDispatcher({ providers: [claude], fakeLatencyMs: 0 }),
+      ledger,
+    });
+    const run = await manager.start({
+      script:
+        `return [await agent("first", { provider: "claude", session: "review" }), await agent("second", { session: "review" })];`,
+    });
+    const status = await manager.wait(run.run_id);
+    await manager.close();
+    assert.deepEqual(status.result, ["claude turn 1: first", "claude turn 2: second"]);
+    assert.deepEqual(claude.requests.map((r) => r.resumeSession), [undefined, "claude-session-1"]);
+  } finally {
+    ledger.close();
+  }
+});
