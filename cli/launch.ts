@@ -29,7 +29,7 @@ export async function launch(argv: readonly string[]): Promise<number> {
   let flags: string[];
   try {
     if (!deno) throw new SvcError("internal", "Cannot launch svc: no Deno binary runs it");
-    flags = hostPermissionFlags(configuredGrants());
+    flags = hostPermissionFlags(await configuredGrants());
   } catch (error) {
     if (!(error instanceof SvcError)) throw error;
     p.writeStderr(`svc: ${error.message}\n`);

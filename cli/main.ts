@@ -6,6 +6,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
+import { addDispatchCommands } from "./dispatch_commands.ts";
 import { EXIT, UsageError, workflowRun } from "./workflow_run.ts";
 
 /** The version svc reports. */
@@ -55,6 +56,9 @@ function buildProgram(exitCode: { value: number }): Command {
     .action(async (script: string, flags) => {
       exitCode.value = await workflowRun(script, flags);
     });
+  addDispatchCommands(program, async (action) => {
+    exitCode.value = await action();
+  });
   return program;
 }
 

@@ -3,7 +3,7 @@
  * tests and the compiled binary give it. The README's "Permissions" section describes them.
  * @module
  */
-import { svcHome } from "../src/config/mod.ts";
+import { loadConfig, svcHome } from "../src/config/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 
@@ -13,6 +13,7 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_DASHBOARD_BOARD_DIR",
   "SVC_FAKE_LATENCY_MS",
   "SVC_DENO",
+  "SVC_CONFIG",
   "HOME",
   "USERPROFILE",
   "PATH",
@@ -41,6 +42,10 @@ export interface HostGrants {
   boardDir?: string;
   /** Executables the host spawns: the guests' Deno, prlimit, harness CLIs. */
   executables: readonly string[];
+  /** Environment variables beyond {@linkcode HOST_ENV_VARS}: the configured API key variables. */
+  env?: readonly string[];
+  /** Hosts (`host:port`) of the configured model APIs. */
+  net?: readonly string[];
 }
 
 function list(flag: string, values: readonly string[]): string {
@@ -57,18 +62,35 @@ function list(flag: string, values: readonly string[]): string {
 
 /**
  * The grants of this host as its configuration asks for them: `SVC_HOME` and the board
- * directory, the guests' Deno (`SVC_DENO`, else the Deno that runs the host) and prlimit.
+ * directory, the guests' Deno (`SVC_DENO`, else the Deno that runs the host), prlimit, the
+ * configured harness binaries, the API providers' hosts and key variables.
  */
-export function configuredGrants(): HostGrants {
+export async function configuredGrants(): Promise<HostGrants> {
   const p = platform();
   const home = svcHome();
   const board = p.env("SVC_DASHBOARD_BOARD_DIR");
   const deno = p.env("SVC_DENO") || p.denoExecutable();
   const prlimit = p.which("prlimit");
+  const { config } = await loadConfig(home);
+  const executables = [deno, prlimit];
+  const env: string[] = [];
+  const net: string[] = [];
+  for (const settings of Object.values(config.providers)) {
+    if (settings.type === "openai" || settings.type === "anthropic") {
+      const url = new URL(settings.base_url ?? "https://api.anthropic.com");
+      net.push(url.port ? `${url.hostname}:${url.port}` : url.hostname);
+      env.push(settings.api_key_env ?? "ANTHROPIC_API_KEY");
+    } else if (settings.type !== "fake") {
+      const command = settings.command ?? settings.type;
+      executables.push(command.includes("/") ? command : p.which(command));
+    }
+  }
   return {
     home,
     boardDir: board || undefined,
-    executables: [deno, prlimit].filter((path): path is string => path !== undefined),
+    executables: executables.filter((path): path is string => path !== undefined),
+    env,
+    net,
   };
 }
 
@@ -81,6 +103,7 @@ export function hostPermissionFlags(grants: HostGrants): string[] {
   const writable = [grants.home, ...(grants.boardDir ? [grants.boardDir] : [])];
   const flags = ["--no-prompt", "--allow-read", list("--allow-write", writable)];
   if (grants.executables.length > 0) flags.push(list("--allow-run", grants.executables));
-  flags.push(`--allow-env=${HOST_ENV_VARS.join(",")}`);
+  if (grants.net && grants.net.length > 0) flags.push(list("--allow-net", grants.net));
+  flags.push(list("--allow-env", [...HOST_ENV_VARS, ...(grants.env ?? [])]));
   return flags;
 }

@@ -1,10 +1,8 @@
-import { svcHome } from "../src/config/mod.ts";
-import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
-import { Ledger } from "../src/ledger/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import type { JsonValue } from "../src/schemas/mod.ts";
+import { openHost } from "./host.ts";
 import { createNarrationPrinter } from "./narration.ts";
 
 /** Options of `svc workflow run`, as commander hands them over. */
@@ -126,18 +124,8 @@ export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): 
   request.budget_tokens = parseNumber("--budget-tokens", flags.budgetTokens, true);
   request.budget_usd = parseNumber("--budget-usd", flags.budgetUsd, false);
   request.resume_from = flags.resumeFrom;
-  const dispatcher = createDispatcher();
-  const ledger = await Ledger.open(svcHome());
-  try {
-    const manager = await RunManager.create({ dispatcher, ledger });
-    try {
-      return await follow(manager, request, flags);
-    } finally {
-      await manager.close();
-    }
-  } finally {
-    ledger.close();
-  }
+  await using host = await openHost();
+  return await follow(await host.runs(), request, flags);
 }
 
 async function follow(

@@ -34,3 +34,4 @@ export { SessionStore } from "./sessions.ts";
 export type { SessionDetail } from "./sessions.ts";
 export { TaskManager } from "./tasks.ts";
 export type { TaskManagerOptions } from "./tasks.ts";
+export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";

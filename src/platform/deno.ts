@@ -162,6 +162,22 @@ function serve(
   });
 }
 
+function spawnDetached(
+  command: string,
+  options: { args: readonly string[]; cwd?: string },
+): number {
+  const child = new Deno.Command(command, {
+    args: [...options.args],
+    cwd: options.cwd,
+    detached: true,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  child.unref();
+  return child.pid;
+}
+
 /** The platform implementation for the Deno runtime: `deno run` and compiled binaries. */
 export const denoPlatform: Platform = {
   get runtime() {
@@ -175,6 +191,8 @@ export const denoPlatform: Platform = {
   which,
   spawn: spawnDeno,
   run: runAttached,
+  spawnDetached,
+  selfCommand: () => Deno.build.standalone ? { command: Deno.execPath(), args: [] } : undefined,
   env: (name) => Deno.env.get(name),
   homeDir: () => Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE"),
   cwd: () => Deno.cwd(),

@@ -188,6 +188,19 @@ function processAlive(pid: number): boolean {
   }
 }
 
+function spawnDetached(
+  command: string,
+  options: { args: readonly string[]; cwd?: string },
+): number {
+  const child = spawnChild(command, [...options.args], {
+    cwd: options.cwd,
+    detached: true,
+    stdio: "ignore",
+  });
+  child.unref();
+  return child.pid ?? 0;
+}
+
 export const nodePlatform: Platform = {
   runtime: `node ${process.versions.node}`,
   embedded: false,
@@ -195,6 +208,11 @@ export const nodePlatform: Platform = {
   which,
   spawn: spawnNode,
   run: runAttached,
+  spawnDetached,
+  selfCommand: () => ({
+    command: process.execPath,
+    args: process.argv[1] ? [process.argv[1]] : [],
+  }),
   env: (name) => process.env[name],
   homeDir: () => process.env.HOME ?? homedir(),
   cwd: () => process.cwd(),

@@ -113,6 +113,16 @@ export interface Platform {
    * forwards SIGINT and SIGTERM to it (once each time they arrive). Resolves when it ends.
    */
   run(command: string, options: { args: readonly string[] }): Promise<ExitStatus>;
+  /**
+   * Starts a process that outlives this one: its own session, no standard streams. Returns
+   * its pid. Used for `svc dispatch` workers.
+   */
+  spawnDetached(command: string, options: { args: readonly string[]; cwd?: string }): number;
+  /**
+   * How to start this same program again, when the platform knows (Node: `node <bin>`; a
+   * compiled binary: itself). Undefined under `deno run`, whose grants the caller supplies.
+   */
+  selfCommand(): { command: string; args: string[] } | undefined;
   env(name: string): string | undefined;
   homeDir(): string | undefined;
   cwd(): string;

@@ -1,0 +1,288 @@
+import type { Command } from "commander";
+import { Option } from "commander";
+import type { TaskStatus } from "../src/ledger/mod.ts";
+import { platform } from "../src/platform/mod.ts";
+import { openHost } from "./host.ts";
+import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
+import { EXIT, UsageError } from "./workflow_run.ts";
+
+/** Options of `svc dispatch`, as commander hands them over. */
+interface DispatchFlags {
+  provider?: string;
+  profile?: string;
+  model?: string;
+  sandbox?: string;
+  workdir?: string;
+  session?: string;
+  tag?: string;
+  effort?: string;
+  isolation?: string;
+  label?: string;
+  timeout?: string;
+  fakeDispatch?: boolean;
+  wait?: boolean;
+  json?: boolean;
+}
+
+function json(value: unknown): Promise<void> {
+  return platform().writeStdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+function fileOf(relative: string): string {
+  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
+}
+
+/**
+ * The command line that starts `svc task work <id>` in a process of its own: the platform's
+ * own program when it knows it (Node, a compiled binary), else `deno run` with the host's grants.
+ */
+async function workerCommand(taskId: string): Promise<{ command: string; args: string[] }> {
+  const p = platform();
+  const self = p.selfCommand();
+  if (self) return { command: self.command, args: [...self.args, "task", "work", taskId] };
+  const deno = p.denoExecutable();
+  if (!deno) {
+    throw new UsageError("Cannot start a task worker: no Deno binary is known (set SVC_DENO)");
+  }
+  return {
+    command: deno,
+    args: [
+      "run",
+      ...hostPermissionFlags(await configuredGrants()),
+      "--config",
+      fileOf("../deno.json"),
+      fileOf("./main.ts"),
+      "task",
+      "work",
+      taskId,
+    ],
+  };
+}
+
+function exitOf(task: TaskStatus): number {
+  if (task.state === "succeeded") return EXIT.ok;
+  if (task.state === "timeout") return EXIT.timeout;
+  return EXIT.failed;
+}
+
+async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
+  const p = platform();
+  const timeout = flags.timeout === undefined ? undefined : Number(flags.timeout);
+  if (flags.timeout !== undefined && (!/^\d+$/.test(flags.timeout) || !timeout)) {
+    throw new UsageError(
+      `Cannot use --timeout '${flags.timeout}': it must be a whole number of seconds, at least 1`,
+    );
+  }
+  const request = Object.fromEntries(
+    Object.entries({
+      prompt,
+      provider: flags.provider,
+      profile: flags.profile,
+      model: flags.model,
+      sandbox: flags.sandbox,
+      workdir: flags.workdir,
+      session: flags.session,
+      tag: flags.tag,
+      effort: flags.effort,
+      isolation: flags.isolation,
+      label: flags.label,
+      timeout,
+      fake_dispatch: flags.fakeDispatch ? true : undefined,
+    }).filter(([, value]) => value !== undefined),
+  );
+  await using host = await openHost();
+  if (!flags.wait) {
+    const task = await host.tasks.enqueue(request);
+    const worker = await workerCommand(task.task_id);
+    p.spawnDetached(worker.command, { args: worker.args });
+    p.writeStderr(
+      `svc: task ${task.task_id} queued; follow it with: svc task status ${task.task_id}\n`,
+    );
+    await json({ task_id: task.task_id, state: task.state });
+    return EXIT.ok;
+  }
+  const started = await host.tasks.start(request);
+  p.writeStderr(`svc: task ${started.task_id} started\n`);
+  let interrupts = 0;
+  const removeInterrupt = p.onInterrupt(() => {
+    if (++interrupts > 1) p.exit(130);
+    p.writeStderr("svc: cancelling the task (press Ctrl-C again to quit at once)\n");
+    void host.tasks.cancel(started.task_id);
+  });
+  let task: TaskStatus;
+  try {
+    task = await host.tasks.wait(started.task_id);
+  } finally {
+    removeInterrupt();
+  }
+  const via = task.provider ? ` on ${task.provider}${task.model ? ` (${task.model})` : ""}` : "";
+  if (task.sandbox_clamped) p.writeStderr(`! ${task.sandbox_clamped}\n`);
+  p.writeStderr(
+    `svc: task ${task.task_id} ${task.state}${via}${task.error ? `: ${task.error.message}` : ""}\n`,
+  );
+  if (flags.json) await json(task);
+  else if (task.state === "succeeded") {
+    await p.writeStdout(`${JSON.stringify(task.result ?? null)}\n`);
+  }
+  return exitOf(task);
+}
+
+async function taskStatus(taskId: string): Promise<number> {
+  await using host = await openHost();
+  const task = await host.tasks.get(taskId);
+  if (!task) throw new UsageError(`Cannot find task '${taskId}': no such task`);
+  await json({ ...task, events: await host.tasks.events(taskId) });
+  return EXIT.ok;
+}
+
+async function taskCancel(taskId: string): Promise<number> {
+  await using host = await openHost();
+  let task = await host.tasks.cancel(taskId);
+  // A task of a worker process stops when the worker next polls: give it a moment.
+  for (let i = 0; i < 50 && (task.state === "running" || task.state === "queued"); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    task = (await host.tasks.get(taskId)) ?? task;
+  }
+  platform().writeStderr(`svc: task ${taskId} ${task.state}\n`);
+  await json(task);
+  return EXIT.ok;
+}
+
+async function taskList(): Promise<number> {
+  await using host = await openHost();
+  const tasks = await host.tasks.list();
+  await json(tasks.map((t) => ({
+    task_id: t.task_id,
+    state: t.state,
+    provider: t.provider,
+    label: t.label,
+    created_at: t.created_at,
+    cost_usd: t.cost_usd,
+  })));
+  return EXIT.ok;
+}
+
+async function taskWork(taskId: string): Promise<number> {
+  await using host = await openHost();
+  return exitOf(await host.tasks.work(taskId));
+}
+
+async function sessionNew(
+  flags: { name?: string; provider?: string; profile?: string },
+): Promise<number> {
+  await using host = await openHost();
+  const session = await host.sessions.create(flags, "local");
+  await json(session);
+  return EXIT.ok;
+}
+
+async function sessionList(): Promise<number> {
+  await using host = await openHost();
+  await json(await host.sessions.list("local"));
+  return EXIT.ok;
+}
+
+async function sessionShow(ref: string): Promise<number> {
+  await using host = await openHost();
+  await json(await host.sessions.get(ref, "local"));
+  return EXIT.ok;
+}
+
+async function providers(flags: { json?: boolean }): Promise<number> {
+  await using host = await openHost();
+  const status = await host.dispatcher.status();
+  if (flags.json) {
+    await json({ config: host.configPath, providers: status });
+    return EXIT.ok;
+  }
+  const p = platform();
+  const source = host.configPath ?? "none (embedded default: the fake provider only)";
+  const lines = [`configuration: ${source}`, ""];
+  for (const s of status) {
+    const load = `${s.running}/${s.concurrency ?? "-"}`;
+    const price = s.price
+      ? `$${s.price.input_per_mtok}/$${s.price.output_per_mtok} per Mtok`
+      : "unpriced";
+    lines.push(
+      `${s.available ? "available  " : "unavailable"}  ${s.name.padEnd(12)} ${
+        s.kind.padEnd(8)
+      } load ${load.padEnd(6)} ${price}  ${s.reason}${s.version ? ` (${s.version})` : ""}`,
+    );
+  }
+  await p.writeStdout(`${lines.join("\n")}\n`);
+  return EXIT.ok;
+}
+
+/** Adds `dispatch`, `task`, `session` and `providers` to the program; `run` sets the exit status. */
+export function addDispatchCommands(
+  program: Command,
+  run: (action: () => Promise<number>) => Promise<void>,
+): void {
+  program
+    .command("dispatch")
+    .description(
+      "Send one prompt to an agent as an asynchronous task (prints its task_id), or --wait for it",
+    )
+    .argument("<prompt>", "what to ask")
+    .option("--provider <name>", "provider by name (default: auto routing)")
+    .option("--profile <name>", "a configured profile (provider and model at once)")
+    .option("--model <id>", "model id")
+    .addOption(
+      new Option("--sandbox <level>", "sandbox level").choices(["read-only", "write", "full"]),
+    )
+    .option("--workdir <dir>", "working directory of the agent")
+    .option("--session <id|name>", "continue (or start, by name) a session")
+    .option("--tag <tag>", "routing tag")
+    .addOption(
+      new Option("--effort <level>", "effort, for routing").choices(["low", "medium", "high"]),
+    )
+    .addOption(
+      new Option("--isolation <mode>", "run in a fresh git worktree").choices(["worktree"]),
+    )
+    .option("--label <text>", "label of the task")
+    .option("--timeout <seconds>", "wall-clock limit of the task (default 1800)")
+    .option("--fake-dispatch", "send the call to the fake provider")
+    .option("--wait", "wait for the result and print it")
+    .option("--json", "with --wait: print the whole task status")
+    .exitOverride()
+    .action((prompt: string, flags: DispatchFlags) => run(() => dispatch(prompt, flags)));
+
+  const task = program.command("task").description("Follow and control asynchronous dispatches")
+    .exitOverride();
+  task.command("status").argument("<task_id>").description(
+    "Status, result, usage and events of a task",
+  ).exitOverride()
+    .action((id: string) => run(() => taskStatus(id)));
+  task.command("cancel").argument("<task_id>").description("Cancel a task (idempotent)")
+    .exitOverride()
+    .action((id: string) => run(() => taskCancel(id)));
+  task.command("list").description("Recent tasks").exitOverride().action(() =>
+    run(() => taskList())
+  );
+  task.command("work", { hidden: true }).argument("<task_id>").exitOverride()
+    .action((id: string) => run(() => taskWork(id)));
+
+  const session = program.command("session").description("Persistent multi-turn conversations")
+    .exitOverride();
+  session.command("new").description("Create a session")
+    .option("--name <name>", "a name to find it by")
+    .option("--provider <name>", "the provider it talks to (default: the first turn's)")
+    .option("--profile <name>", "the profile it uses")
+    .exitOverride()
+    .action((flags: { name?: string; provider?: string; profile?: string }) =>
+      run(() => sessionNew(flags))
+    );
+  session.command("list").description("Your sessions").exitOverride().action(() =>
+    run(() => sessionList())
+  );
+  session.command("show").argument("<id|name>").description("A session and its messages")
+    .exitOverride()
+    .action((ref: string) => run(() => sessionShow(ref)));
+
+  program
+    .command("providers")
+    .description("Configured providers and their availability")
+    .option("--json", "print JSON")
+    .exitOverride()
+    .action((flags: { json?: boolean }) => run(() => providers(flags)));
+}

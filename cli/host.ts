@@ -1,0 +1,53 @@
+import { svcHome } from "../src/config/mod.ts";
+import { type Config, loadConfig } from "../src/config/mod.ts";
+import {
+  type Dispatcher,
+  dispatcherFromConfig,
+  SessionStore,
+  TaskManager,
+} from "../src/dispatch/mod.ts";
+import { RunManager } from "../src/engine/mod.ts";
+import { Ledger } from "../src/ledger/mod.ts";
+
+/** The services one command-line invocation works with. */
+export interface Host extends AsyncDisposable {
+  home: string;
+  config: Config;
+  /** The configuration file, or null for the embedded default. */
+  configPath: string | null;
+  ledger: Ledger;
+  dispatcher: Dispatcher;
+  sessions: SessionStore;
+  tasks: TaskManager;
+  /** The run manager, created on first use (it recovers interrupted runs). */
+  runs(): Promise<RunManager>;
+}
+
+/** Opens the ledger and builds the services from the configuration of `SVC_HOME`. */
+export async function openHost(): Promise<Host> {
+  const home = svcHome();
+  const { config, path } = await loadConfig(home);
+  const dispatcher = dispatcherFromConfig(config);
+  const ledger = await Ledger.open(home);
+  const sessions = new SessionStore(ledger);
+  const tasks = new TaskManager({ dispatcher, ledger, sessions });
+  let runs: RunManager | undefined;
+  return {
+    home,
+    config,
+    configPath: path,
+    ledger,
+    dispatcher,
+    sessions,
+    tasks,
+    async runs() {
+      runs ??= await RunManager.create({ dispatcher, ledger, sessions });
+      return runs;
+    },
+    async [Symbol.asyncDispose]() {
+      await runs?.close();
+      await tasks.close();
+      ledger.close();
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import type { Config, ProviderConfig } from "../config/mod.ts";
+import { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
+import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
+import type { Provider } from "./types.ts";
+
+/** Builds the provider a configuration entry describes; `fake` is always registered anyway. */
+export function providerFromConfig(name: string, settings: ProviderConfig): Provider | undefined {
+  switch (settings.type) {
+    case "fake":
+      return undefined;
+    case "openai":
+      return openaiCompatibleProvider({
+        name,
+        baseUrl: settings.base_url,
+        apiKeyEnv: settings.api_key_env,
+        model: settings.model,
+        stream: settings.stream,
+        timeoutMs: settings.timeout_ms,
+      });
+    case "anthropic":
+      return anthropicProvider({
+        name,
+        model: settings.model,
+        ...(settings.base_url ? { baseUrl: settings.base_url } : {}),
+        ...(settings.api_key_env ? { apiKeyEnv: settings.api_key_env } : {}),
+        stream: settings.stream,
+        maxTokens: settings.max_tokens,
+        timeoutMs: settings.timeout_ms,
+      });
+    case "claude":
+    case "codex":
+    case "gemini":
+    case "opencode":
+      return HARNESSES[settings.type]?.({
+        name,
+        command: settings.command,
+        model: settings.model,
+        timeoutMs: settings.timeout_ms,
+        extraArgs: settings.extra_args,
+      });
+  }
+}
+
+type HarnessFactory = (options: {
+  name: string;
+  command?: string;
+  model?: string;
+  timeoutMs?: number;
+  extraArgs?: string[];
+}) => Provider;
+
+const HARNESSES: Partial<Record<"claude" | "codex" | "gemini" | "opencode", HarnessFactory>> = {};
+
+/** The dispatcher of a configuration: its providers, profiles, routing, prices and limits. */
+export function dispatcherFromConfig(config: Config): Dispatcher {
+  const providers = Object.entries(config.providers)
+    .map(([name, settings]) => providerFromConfig(name, settings))
+    .filter((provider): provider is Provider => provider !== undefined);
+  return createDispatcher({ config, providers });
+}
