@@ -13,6 +13,9 @@ export type ErrorCode =
   | "conflict"
   | "isolation_unavailable"
   | "guest_failed"
+  | "provider_failed"
+  | "provider_timeout"
+  | "provider_unauthenticated"
   | "internal";
 
 /** An error that is safe to show to a client: its message names what is wrong and holds no internals. */
@@ -43,7 +46,12 @@ function defaultStatus(code: ErrorCode): number {
     case "conflict":
       return 409;
     case "isolation_unavailable":
+    case "provider_unauthenticated":
       return 503;
+    case "provider_failed":
+      return 502;
+    case "provider_timeout":
+      return 504;
     case "guest_failed":
     case "internal":
       return 500;
