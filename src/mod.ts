@@ -5,13 +5,23 @@
  * @module
  */
 export { svcHome } from "./config/mod.ts";
-export { createDispatcher, createFakeProvider, schemaInstance } from "./dispatch/mod.ts";
+export {
+  claudeProvider,
+  codexProvider,
+  createDispatcher,
+  createFakeProvider,
+  geminiProvider,
+  opencodeProvider,
+  schemaInstance,
+} from "./dispatch/mod.ts";
 export type {
+  Availability,
   Dispatcher,
   DispatcherOptions,
   DispatchRequest,
   DispatchResult,
   FakeProviderOptions,
+  HarnessOptions,
   Provider,
   Usage,
 } from "./dispatch/mod.ts";

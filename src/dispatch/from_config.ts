@@ -1,6 +1,7 @@
 import type { Config, ProviderConfig } from "../config/mod.ts";
 import { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
+import { claudeProvider, codexProvider, geminiProvider, opencodeProvider } from "./harness/mod.ts";
 import type { Provider } from "./types.ts";
 
 /** Builds the provider a configuration entry describes; `fake` is always registered anyway. */
@@ -31,7 +32,7 @@ export function providerFromConfig(name: string, settings: ProviderConfig): Prov
     case "codex":
     case "gemini":
     case "opencode":
-      return HARNESSES[settings.type]?.({
+      return HARNESSES[settings.type]({
         name,
         command: settings.command,
         model: settings.model,
@@ -49,7 +50,12 @@ type HarnessFactory = (options: {
   extraArgs?: string[];
 }) => Provider;
 
-const HARNESSES: Partial<Record<"claude" | "codex" | "gemini" | "opencode", HarnessFactory>> = {};
+const HARNESSES: Record<"claude" | "codex" | "gemini" | "opencode", HarnessFactory> = {
+  claude: claudeProvider,
+  codex: codexProvider,
+  gemini: geminiProvider,
+  opencode: opencodeProvider,
+};
 
 /** The dispatcher of a configuration: its providers, profiles, routing, prices and limits. */
 export function dispatcherFromConfig(config: Config): Dispatcher {

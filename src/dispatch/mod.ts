@@ -21,6 +21,15 @@ export { chooseRoute } from "./router.ts";
 export type { RouteCandidate, RouteDecision } from "./router.ts";
 export { createFakeProvider } from "./fake.ts";
 export type { FakeProviderOptions } from "./fake.ts";
+export {
+  claudeProvider,
+  codexProvider,
+  createHarnessProvider,
+  DEFAULT_HARNESS_TIMEOUT_MS,
+  geminiProvider,
+  opencodeProvider,
+} from "./harness/mod.ts";
+export type { HarnessOptions, HarnessTool } from "./harness/mod.ts";
 export { schemaInstance } from "./schema_instance.ts";
 export type {
   Availability,

@@ -15,6 +15,8 @@ export type ErrorCode =
   | "isolation_unavailable"
   | "provider_failed"
   | "guest_failed"
+  | "provider_timeout"
+  | "provider_unauthenticated"
   | "internal";
 
 /** An error that is safe to show to a client: its message names what is wrong and holds no internals. */
@@ -46,9 +48,12 @@ function defaultStatus(code: ErrorCode): number {
       return 409;
     case "unavailable":
     case "isolation_unavailable":
+    case "provider_unauthenticated":
       return 503;
     case "provider_failed":
       return 502;
+    case "provider_timeout":
+      return 504;
     case "guest_failed":
     case "internal":
       return 500;

@@ -1,0 +1,95 @@
+/** The Codex provider against its stand-in: command line, JSON-lines events, threads. */
+import assert from "node:assert/strict";
+import { codexProvider } from "../src/dispatch/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { callDir, harnessRequest, stub } from "./harness_helpers.ts";
+
+Deno.test("codex: a call returns the last agent message, the turn's usage, no cost, and the thread id", async () => {
+  await using dir = await callDir();
+  const provider = codexProvider({ command: stub("codex") });
+  assert.equal(provider.name, "codex");
+  const result = await provider.dispatch(
+    harnessRequest("List the risky areas", { cwd: dir.path, model: "gpt-5-codex" }),
+  );
+  assert.deepEqual(result, {
+    output:
+      `codex-stub answer to: List the risky areas [model=gpt-5-codex sandbox=read-only resumed=none cwd=${dir.path}]`,
+    usage: { input_tokens: 24763, output_tokens: 122 },
+    cost_usd: null,
+    provider: "codex",
+    model: "gpt-5-codex",
+    session_id: "0199a213-81c0-7800-8aa1-bbab2a035a53",
+  });
+  assert.deepEqual(await dir.argv(), [
+    "exec",
+    "--json",
+    "--skip-git-repo-check",
+    "--model",
+    "gpt-5-codex",
+    "--sandbox",
+    "read-only",
+    "--",
+    "List the risky areas",
+  ]);
+});
+
+Deno.test("codex: without a model the model is reported unknown (Codex chose its default)", async () => {
+  await using dir = await callDir();
+  const result = await codexProvider({ command: stub("codex") }).dispatch(
+    harnessRequest("hi", { cwd: dir.path }),
+  );
+  assert.equal(result.model, null);
+  assert.match(String(result.output), /\[model=default /);
+});
+
+Deno.test("codex: each sandbox level maps to Codex's sandbox mode", async () => {
+  const provider = codexProvider({ command: stub("codex") });
+  const modes = { "read-only": "read-only", write: "workspace-write", full: "danger-full-access" };
+  for (const sandbox of ["read-only", "write", "full"] as const) {
+    await using dir = await callDir();
+    const result = await provider.dispatch(harnessRequest("hi", { cwd: dir.path, sandbox }));
+    assert.deepEqual((await dir.argv()).slice(3, 5), ["--sandbox", modes[sandbox]]);
+    assert.match(String(result.output), new RegExp(`sandbox=${modes[sandbox]} `));
+  }
+});
+
+Deno.test("codex: resuming runs `codex exec resume <thread>` with the sandbox as a config override", async () => {
+  await using dir = await callDir();
+  const thread = "0199b000-0000-7000-8000-000000000001";
+  const result = await codexProvider({ command: stub("codex"), extraArgs: ["--ephemeral"] })
+    .dispatch(
+      harnessRequest("Fix it", { cwd: dir.path, resumeSession: thread, sandbox: "write" }),
+    );
+  assert.equal(result.session_id, thread);
+  assert.match(String(result.output), new RegExp(`sandbox=workspace-write resumed=${thread} `));
+  assert.deepEqual(await dir.argv(), [
+    "exec",
+    "--ephemeral",
+    "resume",
+    "--json",
+    "--skip-git-repo-check",
+    "-c",
+    'sandbox_mode="workspace-write"',
+    "--",
+    thread,
+    "Fix it",
+  ]);
+});
+
+Deno.test("codex: a failed turn fails the call with Codex's message", async () => {
+  await using dir = await callDir();
+  await assert.rejects(
+    codexProvider({ command: stub("codex") }).dispatch(
+      harnessRequest("STUB_TURN_FAILED", { cwd: dir.path }),
+    ),
+    (error: unknown) => {
+      assert.ok(error instanceof SvcError);
+      assert.equal(error.code, "provider_failed");
+      assert.equal(
+        error.message,
+        "Cannot dispatch to codex: codex reported an error: model response stream ended unexpectedly (it exited with code 1)",
+      );
+      return true;
+    },
+  );
+});

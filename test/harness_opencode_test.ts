@@ -1,0 +1,66 @@
+/** The opencode provider against its stand-in: command line, permissions, step events. */
+import assert from "node:assert/strict";
+import { opencodeProvider } from "../src/dispatch/mod.ts";
+import { callDir, harnessRequest, stub } from "./harness_helpers.ts";
+
+Deno.test("opencode: a call returns the last step's text, summed cost and tokens, and the session id", async () => {
+  await using dir = await callDir();
+  const provider = opencodeProvider({ command: stub("opencode") });
+  assert.equal(provider.name, "opencode");
+  const result = await provider.dispatch(
+    harnessRequest("Review the diff", { cwd: dir.path, model: "anthropic/claude-sonnet-4-5" }),
+  );
+  const permission = JSON.stringify({ edit: "deny", bash: "deny", webfetch: "deny" });
+  assert.deepEqual(result, {
+    output:
+      `opencode-stub answer to: Review the diff [model=anthropic/claude-sonnet-4-5 permission=${permission} resumed=none cwd=${dir.path}]`,
+    // input with cache reads and writes; output with reasoning; both steps
+    usage: { input_tokens: 100 + 50 + 10 + 200 + 150, output_tokens: 20 + 5 + 40 },
+    cost_usd: 0.003,
+    provider: "opencode",
+    model: "anthropic/claude-sonnet-4-5",
+    session_id: "ses_6f1c2b3a4d5e6f7a8b9c0d1e2f",
+  });
+  assert.deepEqual(await dir.argv(), [
+    "run",
+    "--format",
+    "json",
+    "--model",
+    "anthropic/claude-sonnet-4-5",
+    "--",
+    "Review the diff",
+  ]);
+});
+
+Deno.test("opencode: each sandbox level becomes OPENCODE_PERMISSION", async () => {
+  const provider = opencodeProvider({ command: stub("opencode") });
+  const expected = {
+    "read-only": { edit: "deny", bash: "deny", webfetch: "deny" },
+    write: { edit: "allow", bash: "deny", webfetch: "deny" },
+    full: { edit: "allow", bash: "allow", webfetch: "allow" },
+  };
+  for (const sandbox of ["read-only", "write", "full"] as const) {
+    await using dir = await callDir();
+    const result = await provider.dispatch(harnessRequest("hi", { cwd: dir.path, sandbox }));
+    const seen = /permission=(\{[^}]*\})/.exec(String(result.output))?.[1];
+    assert.deepEqual(JSON.parse(seen ?? "null"), expected[sandbox]);
+  }
+});
+
+Deno.test("opencode: resuming passes --session <id> and keeps that session", async () => {
+  await using dir = await callDir();
+  const result = await opencodeProvider({ command: stub("opencode") }).dispatch(
+    harnessRequest("Go on", { cwd: dir.path, resumeSession: "ses_earlier0001" }),
+  );
+  assert.equal(result.session_id, "ses_earlier0001");
+  assert.match(String(result.output), /resumed=ses_earlier0001 /);
+  assert.deepEqual(await dir.argv(), [
+    "run",
+    "--format",
+    "json",
+    "--session",
+    "ses_earlier0001",
+    "--",
+    "Go on",
+  ]);
+});
