@@ -3,3 +3,4 @@
  * @module
  */
 export { type Release, Semaphore } from "./semaphore.ts";
+export { abortableSleep } from "./sleep.ts";

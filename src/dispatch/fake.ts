@@ -1,24 +1,9 @@
+import { abortableSleep } from "../concurrency/mod.ts";
 import type { DispatchRequest, DispatchResult, Provider } from "./types.ts";
 import { schemaInstance } from "./schema_instance.ts";
 
 function tokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      signal.removeEventListener("abort", abort);
-      resolve();
-    }
-    function abort() {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }
-    signal.addEventListener("abort", abort, { once: true });
-  });
 }
 
 /** Options of {@linkcode createFakeProvider}. */
@@ -41,7 +26,7 @@ export function createFakeProvider(options: FakeProviderOptions = {}): Provider 
     kind: "fake",
     probe: () => Promise.resolve({ available: true, reason: "always registered" }),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
-      await sleep(latencyMs, request.signal);
+      await abortableSleep(latencyMs, request.signal);
       request.signal.throwIfAborted();
       const schema = request.options.schema;
       const output = schema !== undefined

@@ -6,7 +6,12 @@ import {
   type TaskState,
   type TaskStatus,
 } from "../ledger/mod.ts";
-import { DispatchRequestSchema, type DispatchTaskRequest, type JsonValue } from "../schemas/mod.ts";
+import {
+  describeIssue,
+  DispatchRequestSchema,
+  type DispatchTaskRequest,
+  type JsonValue,
+} from "../schemas/mod.ts";
 import type { Dispatcher, DispatchOutcome } from "./dispatcher.ts";
 import type { SessionStore } from "./sessions.ts";
 
@@ -50,20 +55,6 @@ function now(): string {
   return new Date().toISOString();
 }
 
-function formatIssue(
-  error: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> },
-): string {
-  const issue = error.issues[0];
-  if (!issue) return "invalid request";
-  if (issue.code === "unrecognized_keys" && issue.keys) {
-    return `unknown field ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
-  }
-  const field = issue.path.map(String).join(".");
-  return field
-    ? `'${field}' ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`
-    : issue.message;
-}
-
 /**
  * Asynchronous dispatches. `start()` returns a `task_id` at once and runs the call in this
  * process; `enqueue()` only records it, for a worker process to `work()` on. Status, result,
@@ -81,7 +72,7 @@ export class TaskManager {
   #parse(input: unknown): DispatchTaskRequest {
     const parsed = DispatchRequestSchema.safeParse(input);
     if (!parsed.success) {
-      throw new SvcError("invalid_request", `Cannot dispatch: ${formatIssue(parsed.error)}`);
+      throw new SvcError("invalid_request", `Cannot dispatch: ${describeIssue(parsed.error)}`);
     }
     return parsed.data;
   }

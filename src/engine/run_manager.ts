@@ -13,7 +13,7 @@ import {
   TERMINAL_STATES,
 } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
-import { type JsonValue, WorkflowRunRequestSchema } from "../schemas/mod.ts";
+import { describeIssue, type JsonValue, WorkflowRunRequestSchema } from "../schemas/mod.ts";
 import { handleAgentCall } from "./agent_call.ts";
 import { BudgetGate } from "./budget.ts";
 import {
@@ -58,20 +58,6 @@ export interface RunManagerOptions {
 export interface StartOptions {
   /** The owner the run is recorded under; the dashboard takes it from the token. */
   owner?: string;
-}
-
-function formatIssue(
-  error: { issues: Array<{ path: PropertyKey[]; message: string; code: string; keys?: string[] }> },
-): string {
-  const issue = error.issues[0];
-  if (!issue) return "invalid request";
-  if (issue.code === "unrecognized_keys" && issue.keys) {
-    return `unknown field ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
-  }
-  const field = issue.path.map(String).join(".");
-  return field
-    ? `'${field}' ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`
-    : issue.message;
 }
 
 /**
@@ -128,7 +114,7 @@ export class RunManager {
   async start(input: unknown, options: StartOptions = {}): Promise<RunStatus> {
     const parsed = WorkflowRunRequestSchema.safeParse(input);
     if (!parsed.success) {
-      throw new SvcError("invalid_request", `Cannot start the run: ${formatIssue(parsed.error)}`);
+      throw new SvcError("invalid_request", `Cannot start the run: ${describeIssue(parsed.error)}`);
     }
     const request = parsed.data;
     const owner = options.owner ?? "local";

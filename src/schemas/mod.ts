@@ -26,3 +26,4 @@ export {
   type SessionCreateRequest,
   SessionCreateSchema,
 } from "./dispatch.ts";
+export { describeIssue } from "./issues.ts";

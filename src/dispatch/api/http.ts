@@ -1,3 +1,4 @@
+import { abortableSleep } from "../../concurrency/mod.ts";
 /**
  * What the model API clients share: the API key's lookup, the POST with its retry policy
  * (exponential backoff with jitter, `Retry-After`), the per-attempt timeout, and error messages
@@ -60,22 +61,6 @@ export function retryPolicy(name: string, options: ApiClientOptions): RetryPolic
     );
   }
   return policy;
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      signal.removeEventListener("abort", abort);
-      resolve();
-    }
-    function abort() {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }
-    signal.addEventListener("abort", abort, { once: true });
-  });
 }
 
 /** Reads an environment variable, mapping a refused read to `undefined` with the grant it needs. */
