@@ -321,3 +321,37 @@ Deno.test("a call without a reported cost is priced from the table, else unmeter
   assert.equal(await cost("unpriced"), null);
   assert.equal(await cost("reports"), 0.5, "a reported cost wins over the table");
 });
+
+Deno.test("history, statistics, costs and usage come from the ledger's call log of runs and tasks", async () => {
+  const { dispatchHistory, SessionStore, TaskManager } = await import("../src/dispatch/mod.ts");
+  const claude = provider("claude", "harness", { cost: 0.25 });
+  const broken = provider("broken", "harness", { fail: true });
+  const dispatcher = createDispatcher({ providers: [claude, broken], fakeLatencyMs: 0 });
+  await using t = await testManager({ dispatcher });
+  const run = await t.manager.start({
+    script:
+      `await agent("a", { provider: "claude" }); await agent("b", { provider: "claude" }); await agent("c", { provider: "broken" });`,
+  });
+  await t.manager.wait(run.run_id);
+  const tasks = new TaskManager({
+    dispatcher,
+    ledger: t.ledger,
+    sessions: new SessionStore(t.ledger),
+  });
+  await tasks.wait((await tasks.start({ prompt: "d", provider: "claude" })).task_id);
+  const { calls, summary } = await dispatchHistory(t.ledger);
+  assert.deepEqual(calls.map((c) => c.source).sort(), ["run", "run", "run", "task"]);
+  assert.equal(summary.calls, 4);
+  assert.equal(summary.failed, 1);
+  assert.equal(summary.cost_usd, 0.75);
+  assert.equal(summary.unmetered_calls, 1, "the failed call's cost is unknown");
+  const byProvider = Object.fromEntries(summary.by_provider.map((p) => [p.provider, p]));
+  assert.deepEqual(
+    [byProvider.claude?.calls, byProvider.claude?.failed, byProvider.claude?.usage],
+    [3, 0, { input_tokens: 3000, output_tokens: 6000 }],
+  );
+  assert.deepEqual([byProvider.broken?.calls, byProvider.broken?.failure_rate], [1, 1]);
+  assert.ok(byProvider.claude!.latency_ms.p95 >= byProvider.claude!.latency_ms.median);
+  assert.equal(summary.by_day.length, 1);
+  await tasks.close();
+});

@@ -35,6 +35,27 @@ export interface DispatchOutcome extends DispatchResult {
   sandbox_clamped: string | null;
 }
 
+/**
+ * A call that reached a provider and failed there: the provider's error, with the route, so
+ * that the failure is recorded against the provider that failed.
+ */
+export class ProviderError extends SvcError {
+  readonly provider: string;
+  readonly route: RouteDecision;
+
+  constructor(cause: unknown, route: RouteDecision) {
+    const known = cause instanceof SvcError;
+    super(
+      known ? cause.code : "provider_failed",
+      known ? cause.message : `Cannot dispatch to ${route.provider}: the provider failed`,
+      { cause },
+    );
+    this.name = "ProviderError";
+    this.provider = route.provider;
+    this.route = route;
+  }
+}
+
 /** A provider's state, for `svc providers` and `/api/providers`. */
 export interface ProviderStatus {
   name: string;
@@ -205,7 +226,13 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
         }
         : chooseRoute(options, admission.level, await candidates(), config);
       const provider = registry.get(route.provider)!;
-      const result = await send(provider, input, route.model, admission.level);
+      let result: DispatchResult;
+      try {
+        result = await send(provider, input, route.model, admission.level);
+      } catch (error) {
+        if (input.signal.aborted) throw error;
+        throw new ProviderError(error, route);
+      }
       return { ...result, route, sandbox: admission.level, sandbox_clamped: admission.clamped };
     },
   };

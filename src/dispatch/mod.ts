@@ -4,7 +4,7 @@
  */
 export { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
 export type { AnthropicOptions, ApiClientOptions, OpenAICompatibleOptions } from "./api/mod.ts";
-export { createDispatcher } from "./dispatcher.ts";
+export { createDispatcher, ProviderError } from "./dispatcher.ts";
 export type {
   DispatchContext,
   Dispatcher,
@@ -44,3 +44,5 @@ export type { SessionDetail } from "./sessions.ts";
 export { TaskManager } from "./tasks.ts";
 export type { TaskManagerOptions } from "./tasks.ts";
 export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";
+export { dispatchHistory, summarizeCalls } from "./history.ts";
+export type { ProviderStats, UsageSummary } from "./history.ts";

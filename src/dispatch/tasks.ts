@@ -12,7 +12,7 @@ import {
   type DispatchTaskRequest,
   type JsonValue,
 } from "../schemas/mod.ts";
-import type { Dispatcher, DispatchOutcome } from "./dispatcher.ts";
+import { type Dispatcher, type DispatchOutcome, ProviderError } from "./dispatcher.ts";
 import type { SessionStore } from "./sessions.ts";
 
 /** Options of {@linkcode TaskManager}. */
@@ -202,6 +202,10 @@ export class TaskManager {
         status.state = reason.state;
         status.error = { code: reason.state, message: reason.message };
       } else {
+        if (error instanceof ProviderError) {
+          status.provider = error.provider;
+          status.route = error.route.reason;
+        }
         status.state = "failed";
         status.error = error instanceof SvcError
           ? { code: error.code, message: error.message }

@@ -1,4 +1,9 @@
-import type { Dispatcher, DispatchOutcome, SessionStore } from "../dispatch/mod.ts";
+import {
+  type Dispatcher,
+  type DispatchOutcome,
+  ProviderError,
+  type SessionStore,
+} from "../dispatch/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { JournalEntry } from "../ledger/mod.ts";
 import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.ts";
@@ -170,6 +175,7 @@ export async function handleAgentCall(
     ctx.callsChanged();
     const used = { input_tokens: 0, output_tokens: 0, cost: 0 as number | null };
     let last: DispatchOutcome | undefined;
+    let failedAt: { provider: string; reason: string } | undefined;
     let attempts = 0;
     let failure: string | undefined;
     let value: JsonValue | undefined;
@@ -219,6 +225,12 @@ export async function handleAgentCall(
         failure = `no result valid against the schema in ${attempts} attempts`;
       }
     } catch (error) {
+      // A provider that ran and failed cost what it cost: unknown, not zero. A call refused
+      // before any provider ran (unknown, unavailable, bad session) spent nothing.
+      if (error instanceof ProviderError) {
+        used.cost = null;
+        failedAt = error.route;
+      }
       failure = signal.aborted
         ? "the run stopped"
         : error instanceof SvcError
@@ -248,13 +260,17 @@ export async function handleAgentCall(
       ...ended(),
       outcome,
       ...(value !== undefined ? { result: value } : {}),
-      provider: last?.provider ?? null,
+      provider: last?.provider ?? failedAt?.provider ?? null,
       model: last?.model ?? null,
       usage: { input_tokens: used.input_tokens, output_tokens: used.output_tokens },
       cost_usd: used.cost,
       attempts,
       ...(failure !== undefined && value === undefined ? { reason: failure } : {}),
-      ...(last ? { route: last.route.reason, sandbox: last.sandbox } : {}),
+      ...(last
+        ? { route: last.route.reason, sandbox: last.sandbox }
+        : failedAt
+        ? { route: failedAt.reason }
+        : {}),
       ...(last?.sandbox_clamped ? { sandbox_clamped: last.sandbox_clamped } : {}),
     });
     ctx.callsChanged();

@@ -1,0 +1,103 @@
+import type { CallRecord, Ledger } from "../ledger/mod.ts";
+
+/** Statistics of one provider over the call log. */
+export interface ProviderStats {
+  provider: string;
+  calls: number;
+  failed: number;
+  failure_rate: number;
+  /** Median and 95th percentile of call durations, in ms. */
+  latency_ms: { median: number; p95: number };
+  usage: { input_tokens: number; output_tokens: number };
+  /** Known cost in USD; calls of unknown cost are counted in `unmetered_calls`. */
+  cost_usd: number;
+  unmetered_calls: number;
+}
+
+/** Totals over the call log: what `/api/stats`, `/api/costs` and `/api/usage/summary` answer. */
+export interface UsageSummary {
+  calls: number;
+  failed: number;
+  replayed: number;
+  usage: { input_tokens: number; output_tokens: number };
+  cost_usd: number;
+  unmetered_calls: number;
+  by_provider: ProviderStats[];
+  /** Cost and calls per day (UTC), newest first. */
+  by_day: Array<{ day: string; calls: number; cost_usd: number }>;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+}
+
+const FAILED = new Set(["failed", "timeout", "cancelled"]);
+
+/** Sums up calls: counts, failure rates, latency per provider, usage and costs. */
+export function summarizeCalls(calls: CallRecord[]): UsageSummary {
+  const providers = new Map<string, CallRecord[]>();
+  const days = new Map<string, { calls: number; cost_usd: number }>();
+  const summary: UsageSummary = {
+    calls: 0,
+    failed: 0,
+    replayed: 0,
+    usage: { input_tokens: 0, output_tokens: 0 },
+    cost_usd: 0,
+    unmetered_calls: 0,
+    by_provider: [],
+    by_day: [],
+  };
+  for (const call of calls) {
+    // Skipped calls never reached a provider.
+    if (call.outcome === "skipped") continue;
+    summary.calls++;
+    if (FAILED.has(call.outcome)) summary.failed++;
+    if (call.outcome === "replayed") summary.replayed++;
+    summary.usage.input_tokens += call.usage.input_tokens;
+    summary.usage.output_tokens += call.usage.output_tokens;
+    if (call.cost_usd === null) summary.unmetered_calls++;
+    else summary.cost_usd += call.cost_usd;
+    const day = call.at.slice(0, 10);
+    const perDay = days.get(day) ?? { calls: 0, cost_usd: 0 };
+    perDay.calls++;
+    perDay.cost_usd += call.cost_usd ?? 0;
+    days.set(day, perDay);
+    if (call.outcome !== "replayed" && call.provider !== null) {
+      const list = providers.get(call.provider) ?? [];
+      list.push(call);
+      providers.set(call.provider, list);
+    }
+  }
+  for (const [provider, list] of providers) {
+    const durations = list.map((c) => c.duration_ms).sort((a, b) => a - b);
+    const failed = list.filter((c) => FAILED.has(c.outcome)).length;
+    summary.by_provider.push({
+      provider,
+      calls: list.length,
+      failed,
+      failure_rate: Math.round((failed / list.length) * 1000) / 1000,
+      latency_ms: { median: percentile(durations, 0.5), p95: percentile(durations, 0.95) },
+      usage: {
+        input_tokens: list.reduce((n, c) => n + c.usage.input_tokens, 0),
+        output_tokens: list.reduce((n, c) => n + c.usage.output_tokens, 0),
+      },
+      cost_usd: list.reduce((n, c) => n + (c.cost_usd ?? 0), 0),
+      unmetered_calls: list.filter((c) => c.cost_usd === null).length,
+    });
+  }
+  summary.by_provider.sort((a, b) => a.provider.localeCompare(b.provider));
+  summary.by_day = [...days].map(([day, v]) => ({ day, ...v })).sort((a, b) =>
+    b.day.localeCompare(a.day)
+  );
+  return summary;
+}
+
+/** Dispatch history (newest first) and its summary, from the ledger's call log. */
+export async function dispatchHistory(
+  ledger: Ledger,
+  options: { owner?: string; limit?: number } = {},
+): Promise<{ calls: CallRecord[]; summary: UsageSummary }> {
+  const calls = await ledger.listCalls(options);
+  return { calls, summary: summarizeCalls(calls) };
+}
