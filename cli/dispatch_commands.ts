@@ -213,6 +213,19 @@ async function providers(flags: { json?: boolean }): Promise<number> {
   return EXIT.ok;
 }
 
+async function worktreeList(): Promise<number> {
+  await using host = await openHost();
+  await json(await host.worktrees.stale());
+  return EXIT.ok;
+}
+
+async function worktreeRemove(id: string): Promise<number> {
+  await using host = await openHost();
+  await host.worktrees.remove(id);
+  platform().writeStderr(`svc: worktree ${id} removed\n`);
+  return EXIT.ok;
+}
+
 /** Adds `dispatch`, `task`, `session` and `providers` to the program; `run` sets the exit status. */
 export function addDispatchCommands(
   program: Command,
@@ -278,6 +291,17 @@ export function addDispatchCommands(
   session.command("show").argument("<id|name>").description("A session and its messages")
     .exitOverride()
     .action((ref: string) => run(() => sessionShow(ref)));
+
+  const worktree = program.command("worktree").description(
+    "Worktrees left by isolation: worktree calls",
+  ).exitOverride();
+  worktree.command("list").description(
+    "Stale worktrees: kept with changes, or left by a host that died",
+  ).exitOverride()
+    .action(() => run(() => worktreeList()));
+  worktree.command("remove").argument("<id>").description("Remove a stale worktree and its branch")
+    .exitOverride()
+    .action((id: string) => run(() => worktreeRemove(id)));
 
   program
     .command("providers")

@@ -1,10 +1,10 @@
-import { svcHome } from "../src/config/mod.ts";
-import { type Config, loadConfig } from "../src/config/mod.ts";
+import { type Config, loadConfig, svcHome } from "../src/config/mod.ts";
 import {
   type Dispatcher,
   dispatcherFromConfig,
   SessionStore,
   TaskManager,
+  WorktreeManager,
 } from "../src/dispatch/mod.ts";
 import { RunManager } from "../src/engine/mod.ts";
 import { Ledger } from "../src/ledger/mod.ts";
@@ -19,6 +19,7 @@ export interface Host extends AsyncDisposable {
   dispatcher: Dispatcher;
   sessions: SessionStore;
   tasks: TaskManager;
+  worktrees: WorktreeManager;
   /** The run manager, created on first use (it recovers interrupted runs). */
   runs(): Promise<RunManager>;
 }
@@ -27,7 +28,8 @@ export interface Host extends AsyncDisposable {
 export async function openHost(): Promise<Host> {
   const home = svcHome();
   const { config, path } = await loadConfig(home);
-  const dispatcher = dispatcherFromConfig(config);
+  const worktrees = new WorktreeManager({ home });
+  const dispatcher = dispatcherFromConfig(config, { worktrees });
   const ledger = await Ledger.open(home);
   const sessions = new SessionStore(ledger);
   const tasks = new TaskManager({ dispatcher, ledger, sessions });
@@ -40,6 +42,7 @@ export async function openHost(): Promise<Host> {
     dispatcher,
     sessions,
     tasks,
+    worktrees,
     async runs() {
       runs ??= await RunManager.create({ dispatcher, ledger, sessions });
       return runs;

@@ -72,7 +72,8 @@ export async function configuredGrants(): Promise<HostGrants> {
   const deno = p.env("SVC_DENO") || p.denoExecutable();
   const prlimit = p.which("prlimit");
   const { config } = await loadConfig(home);
-  const executables = [deno, prlimit];
+  // git makes the worktrees of `isolation: "worktree"` calls.
+  const executables = [deno, prlimit, p.which("git")];
   const env: string[] = [];
   const net: string[] = [];
   for (const settings of Object.values(config.providers)) {

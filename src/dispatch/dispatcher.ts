@@ -8,6 +8,7 @@ import { createFakeProvider } from "./fake.ts";
 import { admitSandbox } from "./kernel.ts";
 import { chooseRoute, type RouteCandidate, type RouteDecision } from "./router.ts";
 import type { ChatMessage, DispatchResult, Provider } from "./types.ts";
+import type { WorktreeManager, WorktreeResult } from "./worktrees.ts";
 
 /** What a caller hands the dispatcher: the call, before routing and admission. */
 export interface DispatchInput {
@@ -33,6 +34,8 @@ export interface DispatchOutcome extends DispatchResult {
   sandbox: SandboxLevel;
   /** Why the sandbox level was clamped; null when it was not. */
   sandbox_clamped: string | null;
+  /** With `isolation: "worktree"`: the worktree the call ran in, removed or kept. */
+  worktree?: WorktreeResult;
 }
 
 /**
@@ -95,6 +98,8 @@ export interface DispatcherOptions {
   /** Profiles, routing preferences, prices, tags and the `full` sandbox switch. Default: none. */
   config?: Config;
   availability?: AvailabilityOptions;
+  /** Where `isolation: "worktree"` calls get their worktrees; without it such calls are refused. */
+  worktrees?: WorktreeManager;
 }
 
 function latencyFromEnv(): number {
@@ -194,6 +199,28 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
     }
   }
 
+  const worktrees = options.worktrees;
+  function openWorktree(input: DispatchInput) {
+    const dir = input.cwd ?? input.options.workdir;
+    if (!worktrees) {
+      return Promise.reject(
+        new SvcError(
+          "invalid_request",
+          "Cannot use a worktree: this host has no worktree directory",
+        ),
+      );
+    }
+    if (!dir) {
+      return Promise.reject(
+        new SvcError(
+          "invalid_request",
+          "Cannot use a worktree: the call names no workdir (the repository to branch from)",
+        ),
+      );
+    }
+    return worktrees.create(dir);
+  }
+
   return {
     providers: () => [...registry.keys()],
     async status() {
@@ -226,14 +253,29 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
         }
         : chooseRoute(options, admission.level, await candidates(), config);
       const provider = registry.get(route.provider)!;
+      const worktree = options.isolation === "worktree" ? await openWorktree(input) : undefined;
       let result: DispatchResult;
+      let kept: WorktreeResult | undefined;
       try {
-        result = await send(provider, input, route.model, admission.level);
+        result = await send(
+          provider,
+          worktree ? { ...input, cwd: worktree.path } : input,
+          route.model,
+          admission.level,
+        );
       } catch (error) {
         if (input.signal.aborted) throw error;
         throw new ProviderError(error, route);
+      } finally {
+        if (worktree) kept = await worktrees!.finish(worktree);
       }
-      return { ...result, route, sandbox: admission.level, sandbox_clamped: admission.clamped };
+      return {
+        ...result,
+        route,
+        sandbox: admission.level,
+        sandbox_clamped: admission.clamped,
+        ...(kept ? { worktree: kept } : {}),
+      };
     },
   };
 }

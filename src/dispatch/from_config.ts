@@ -3,6 +3,7 @@ import { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import { claudeProvider, codexProvider, geminiProvider, opencodeProvider } from "./harness/mod.ts";
 import type { Provider } from "./types.ts";
+import type { WorktreeManager } from "./worktrees.ts";
 
 /** Builds the provider a configuration entry describes; `fake` is always registered anyway. */
 export function providerFromConfig(name: string, settings: ProviderConfig): Provider | undefined {
@@ -58,9 +59,12 @@ const HARNESSES: Record<"claude" | "codex" | "gemini" | "opencode", HarnessFacto
 };
 
 /** The dispatcher of a configuration: its providers, profiles, routing, prices and limits. */
-export function dispatcherFromConfig(config: Config): Dispatcher {
+export function dispatcherFromConfig(
+  config: Config,
+  options: { worktrees?: WorktreeManager } = {},
+): Dispatcher {
   const providers = Object.entries(config.providers)
     .map(([name, settings]) => providerFromConfig(name, settings))
     .filter((provider): provider is Provider => provider !== undefined);
-  return createDispatcher({ config, providers });
+  return createDispatcher({ config, providers, ...options });
 }

@@ -46,3 +46,5 @@ export type { TaskManagerOptions } from "./tasks.ts";
 export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
 export type { ProviderStats, UsageSummary } from "./history.ts";
+export { WorktreeManager } from "./worktrees.ts";
+export type { StaleWorktree, Worktree, WorktreeResult } from "./worktrees.ts";

@@ -228,6 +228,7 @@ export class TaskManager {
     status.sandbox_clamped = outcome.sandbox_clamped;
     status.usage = { ...outcome.usage };
     status.cost_usd = outcome.cost_usd;
+    status.worktree = outcome.worktree ?? null;
   }
 
   #dispatch(status: TaskStatus, signal: AbortSignal): Promise<DispatchOutcome> {

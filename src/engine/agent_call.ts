@@ -272,6 +272,7 @@ export async function handleAgentCall(
         ? { route: failedAt.reason }
         : {}),
       ...(last?.sandbox_clamped ? { sandbox_clamped: last.sandbox_clamped } : {}),
+      ...(last?.worktree ? { worktree: last.worktree } : {}),
     });
     ctx.callsChanged();
     return { value: value ?? null, spent: ctx.budget.spent() };

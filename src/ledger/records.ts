@@ -162,6 +162,8 @@ export interface JournalEntry {
   sandbox?: "read-only" | "write" | "full";
   /** Why the sandbox level was clamped, when it was. */
   sandbox_clamped?: string;
+  /** With `isolation: "worktree"`: the worktree the call ran in, removed (clean) or kept with its diff. */
+  worktree?: { path: string; branch: string; kept: boolean; diff?: string };
 }
 
 /** What a run subscriber hears. Every event carries the host's timestamp. */
