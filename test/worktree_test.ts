@@ -44,24 +44,21 @@ function editor(): Provider & { dirs: string[] } {
 Deno.test("isolation worktree: a clean worktree is removed, a changed one is kept with its diff", async () => {
   await using repo = await tempDir();
   await gitRepo(repo.path);
+  await using home = await tempDir();
   const provider = editor();
+  const worktrees = new WorktreeManager({ home: home.path });
   await using t = await testManager({
-    dispatcher: createDispatcher({
-      providers: [provider],
-      worktrees: new WorktreeManager({ home: repo.path + "/.." }),
-    }),
+    dispatcher: createDispatcher({ providers: [provider], worktrees }),
+    home: home.path,
   });
-  const worktrees = new WorktreeManager({ home: t.home });
-  const dispatcher = createDispatcher({ providers: [provider], worktrees });
-  await using t2 = await testManager({ dispatcher, home: t.home });
-  const run = await t2.manager.start({
+  const run = await t.manager.start({
     script:
       `return [await agent("look", { provider: "editor", isolation: "worktree" }), await agent("edit it", { provider: "editor", isolation: "worktree" })];`,
     workdir: repo.path,
   });
-  const status = await t2.manager.wait(run.run_id);
+  const status = await t.manager.wait(run.run_id);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
-  const [clean, changed] = await t2.manager.journal(run.run_id);
+  const [clean, changed] = await t.manager.journal(run.run_id);
   assert.equal(clean!.worktree?.kept, false);
   assert.equal(changed!.worktree?.kept, true);
   assert.match(changed!.worktree?.diff ?? "", /M README\.md/);
