@@ -4,6 +4,7 @@
  * killing the whole process group on abort, probing; and a real workflow run through a harness.
  */
 import assert from "node:assert/strict";
+import { redact } from "../src/dispatch/harness/mod.ts";
 import {
   claudeProvider,
   codexProvider,
@@ -149,7 +150,7 @@ for (const tool of Object.keys(FACTORIES) as StubTool[]) {
 
   Deno.test(`${tool}: a hung call times out with a clear error and its process group is killed`, async () => {
     await using dir = await callDir();
-    const pending = provider(tool, { timeoutMs: 400 }).dispatch(
+    const pending = provider(tool, { timeoutMs: 1000 }).dispatch(
       harnessRequest("STUB_HANG", { cwd: dir.path }),
     );
     let pids: number[] = [];
@@ -159,7 +160,7 @@ for (const tool of Object.keys(FACTORIES) as StubTool[]) {
         pending,
         svcError(
           "provider_timeout",
-          `Cannot dispatch to ${tool}: ${tool} gave no answer within 400 ms (its processes were killed)`,
+          `Cannot dispatch to ${tool}: ${tool} gave no answer within 1 s (its processes were killed)`,
         ),
       );
       await assertAllGone(pids);
@@ -197,6 +198,19 @@ for (const tool of Object.keys(FACTORIES) as StubTool[]) {
   });
 }
 
+Deno.test("redact() removes API keys, bearer tokens and named secrets, and keeps the rest", () => {
+  assert.equal(
+    redact(
+      `key ${FAKE_KEY}; Authorization: Bearer abc.def-ghi_jkl; {"api_key": "0123456789abcdef"} AIzaSyA1234567890abcdefghijklmnopqrstu`,
+    ),
+    `key [redacted]; Authorization: Bearer [redacted]; {"api_key": "[redacted]"} [redacted]`,
+  );
+  assert.equal(
+    redact("input_tokens=123456789 exited with code 1"),
+    "input_tokens=123456789 exited with code 1",
+  );
+});
+
 Deno.test("probe() reports a binary whose version flag fails, with its exit code", async () => {
   await using dir = await callDir();
   const failing = `${dir.path}/claude`;
@@ -206,6 +220,33 @@ Deno.test("probe() reports a binary whose version flag fails, with its exit code
     available: false,
     reason: `${failing} --version exited with code 1`,
   });
+});
+
+Deno.test("a tool that exits while a leftover child still holds its output answers after a short grace", async () => {
+  await using dir = await callDir();
+  const tool = `${dir.path}/claude`;
+  await Deno.writeTextFile(
+    tool,
+    `#!/usr/bin/env bash
+sleep 30 &
+echo $! > leftover_pid
+echo '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s1","total_cost_usd":0.5,"usage":{"input_tokens":1,"output_tokens":2}}'
+exit 0
+`,
+  );
+  await Deno.chmod(tool, 0o755);
+  const started = Date.now();
+  try {
+    const result = await claudeProvider({ command: tool }).dispatch(
+      harnessRequest("hi", { cwd: dir.path }),
+    );
+    assert.equal(result.output, "done");
+    assert.equal(result.cost_usd, 0.5);
+    assert.ok(Date.now() - started < 10_000);
+  } finally {
+    const leftover = Number(await Deno.readTextFile(`${dir.path}/leftover_pid`).catch(() => "0"));
+    if (leftover > 0) killAll([leftover]);
+  }
 });
 
 Deno.test("an aborted signal stops the call before any process starts", async () => {

@@ -103,10 +103,9 @@ const SECRET_PATTERNS: RegExp[] = [
   /\bgh[pousr]_[A-Za-z0-9]{20,}/g,
   /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
 ];
-const SECRET_AFTER = [
-  /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi,
-  /\b(api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password)(["']?\s*[:=]\s*["']?)[^\s"',;]{8,}/gi,
-];
+const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
+const NAMED_SECRET =
+  /\b(api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password)(["']?\s*[:=]\s*["']?)[^\s"',;]{8,}/gi;
 
 /**
  * Removes what looks like a credential (API keys, bearer tokens, `key=value` secrets) from a
@@ -115,12 +114,8 @@ const SECRET_AFTER = [
 export function redact(text: string): string {
   let out = text;
   for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, "[redacted]");
-  out = out.replace(SECRET_AFTER[0]!, (_all, scheme: string) => `${scheme} [redacted]`);
-  out = out.replace(
-    SECRET_AFTER[1]!,
-    (_all, name: string, sep: string) => `${name}${sep}[redacted]`,
-  );
-  return out;
+  out = out.replace(BEARER, (_all, scheme: string) => `${scheme} [redacted]`);
+  return out.replace(NAMED_SECRET, (_all, name: string, sep: string) => `${name}${sep}[redacted]`);
 }
 
 function clip(text: string, limit = DETAIL_LIMIT): string {
