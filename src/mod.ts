@@ -4,26 +4,38 @@
  * installs the Node platform first.
  * @module
  */
-export { svcHome } from "./config/mod.ts";
+export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
+export type { Config, ProviderConfig } from "./config/mod.ts";
 export {
+  anthropicProvider,
   claudeProvider,
   codexProvider,
   createDispatcher,
   createFakeProvider,
+  dispatcherFromConfig,
+  dispatchHistory,
   geminiProvider,
+  openaiCompatibleProvider,
   opencodeProvider,
+  ProviderError,
   schemaInstance,
+  SessionStore,
+  TaskManager,
+  WorktreeManager,
 } from "./dispatch/mod.ts";
 export type {
   Availability,
   Dispatcher,
   DispatcherOptions,
+  DispatchOutcome,
   DispatchRequest,
   DispatchResult,
   FakeProviderOptions,
   HarnessOptions,
   Provider,
+  ProviderStatus,
   Usage,
+  UsageSummary,
 } from "./dispatch/mod.ts";
 export { checkScript, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
 export type {

@@ -154,8 +154,11 @@ Deno.test("deno task svc starts the host with exactly the narrow grants of its c
     assert.ok(hostPid, "the launcher has a child");
     const argv = await cmdline(hostPid);
     const grants = argv.filter((arg) => arg.startsWith("--allow") || arg === "-A");
-    const prlimit = (await runCommand("sh", ["-c", "command -v prlimit"])).stdout.trim();
-    const executables = [Deno.execPath(), ...(prlimit ? [prlimit] : [])];
+    const which = async (name: string) =>
+      (await runCommand("sh", ["-c", `command -v ${name}`])).stdout.trim();
+    const executables = [Deno.execPath(), await which("prlimit"), await which("git")].filter(
+      Boolean,
+    );
     assert.deepEqual(grants, [
       "--allow-read",
       `--allow-write=${home.path},${board.path}`,
