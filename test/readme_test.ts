@@ -81,3 +81,19 @@ Deno.test("the README's benchmark command runs and prints its figures", async ()
   assert.ok(figures.journal.write_ms.median > 0);
   assert.ok(figures.memory_mib.host.median > 0 && figures.memory_mib.guest.median > 0);
 });
+
+Deno.test("the README's configuration example is a valid configuration", async () => {
+  const { ConfigSchema } = await import("../src/config/mod.ts");
+  const block = /## Providers and configuration[\s\S]*?```json\n([\s\S]*?)```/.exec(README)?.[1];
+  assert.ok(block, "the README shows a configuration");
+  const parsed = ConfigSchema.safeParse(JSON.parse(block));
+  assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
+  assert.deepEqual(Object.keys(parsed.data.providers).sort(), [
+    "anthropic",
+    "claude",
+    "codex",
+    "gemini",
+    "openai",
+    "opencode",
+  ]);
+});
