@@ -33,6 +33,7 @@ export async function openHost(): Promise<Host> {
   const ledger = await Ledger.open(home);
   const sessions = new SessionStore(ledger);
   const tasks = new TaskManager({ dispatcher, ledger, sessions });
+  await tasks.recover();
   let runs: RunManager | undefined;
   return {
     home,

@@ -261,3 +261,51 @@ Deno.test("agent() calls of a workflow continue a session across calls", async (
     ledger.close();
   }
 });
+
+Deno.test("a task whose worker process is killed is marked interrupted by the next host", async () => {
+  const { ROOT } = await import("./helpers.ts");
+  await using home = await tempDir();
+  const ledger = await Ledger.open(home.path);
+  try {
+    const tasks = new TaskManager({
+      dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
+      ledger,
+      sessions: new SessionStore(ledger),
+    });
+    const queued = await tasks.enqueue({ prompt: "slow", fake_dispatch: true });
+    const worker = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-read",
+        "--allow-write",
+        "--allow-run",
+        "--allow-env",
+        `${ROOT}/cli/main.ts`,
+        "task",
+        "work",
+        queued.task_id,
+      ],
+      env: { SVC_HOME: home.path, SVC_FAKE_LATENCY_MS: "60000" },
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    while ((await ledger.getTask(queued.task_id))?.state !== "running") {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    worker.kill("SIGKILL");
+    await worker.status;
+    assert.deepEqual(await tasks.recover(), [queued.task_id]);
+    const task = await ledger.getTask(queued.task_id);
+    assert.equal(task?.state, "interrupted");
+    assert.equal(task?.error?.message, "the process running this task stopped before it ended");
+    assert.deepEqual((await ledger.getTaskEvents(queued.task_id)).map((e) => e.state), [
+      "queued",
+      "running",
+      "interrupted",
+    ]);
+    await tasks.close();
+  } finally {
+    ledger.close();
+  }
+});

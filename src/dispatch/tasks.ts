@@ -1,11 +1,14 @@
 import { SvcError } from "../errors/mod.ts";
 import {
+  HEARTBEAT_MS,
+  type HostRef,
   type Ledger,
   newId,
   type TaskEvent,
   type TaskState,
   type TaskStatus,
 } from "../ledger/mod.ts";
+import { platform } from "../platform/mod.ts";
 import {
   describeIssue,
   DispatchRequestSchema,
@@ -64,9 +67,32 @@ function now(): string {
 export class TaskManager {
   readonly #options: Required<TaskManagerOptions>;
   readonly #live = new Map<string, LiveTask>();
+  readonly #host: HostRef;
+  readonly #startedAt = now();
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: TaskManagerOptions) {
     this.#options = { cancelPollMs: 250, ...options };
+    this.#host = { id: newId("host"), pid: platform().pid() };
+  }
+
+  /** Marks `interrupted` the running tasks whose process died. Returns their ids. */
+  recover(): Promise<string[]> {
+    return this.#options.ledger.recoverInterruptedTasks(this.#host);
+  }
+
+  async #beat(): Promise<void> {
+    if (this.#heartbeat !== undefined) return;
+    await this.#options.ledger.heartbeat(this.#host, this.#startedAt);
+    this.#heartbeat = setInterval(() => {
+      this.#options.ledger.heartbeat(this.#host, this.#startedAt).catch(() => {});
+    }, HEARTBEAT_MS);
+  }
+
+  #rest(): void {
+    if ([...this.#live.values()].some((live) => !TERMINAL.has(live.status.state))) return;
+    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
   }
 
   #parse(input: unknown): DispatchTaskRequest {
@@ -109,6 +135,7 @@ export class TaskManager {
       session_id: null,
       worktree: null,
       cancel_requested: false,
+      host_id: null,
     };
     await this.#options.ledger.createTask(task);
     return task;
@@ -171,11 +198,14 @@ export class TaskManager {
   async #run(live: LiveTask): Promise<TaskStatus> {
     const { status, controller } = live;
     await new Promise((resolve) => setTimeout(resolve, 0));
+    await this.#beat();
     status.state = "running";
     status.started_at = now();
+    status.host_id = this.#host.id;
     if (!(await this.#save(live, { expect: "queued" }))) {
       // Someone else claimed it, or it was cancelled while queued.
       this.#live.delete(status.task_id);
+      this.#rest();
       return (await this.#options.ledger.getTask(status.task_id)) ?? status;
     }
     const timer = setTimeout(
@@ -216,7 +246,9 @@ export class TaskManager {
       clearInterval(poll);
     }
     status.ended_at = now();
+    status.host_id = null;
     await this.#save(live);
+    this.#rest();
     return status;
   }
 
@@ -336,5 +368,8 @@ export class TaskManager {
       }
     }
     await Promise.all([...this.#live.values()].map((live) => live.done.catch(() => {})));
+    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+    await this.#options.ledger.removeHost(this.#host).catch(() => {});
   }
 }

@@ -17,6 +17,7 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["tasks", task_id]` | a task's status |
  * | `["tasks_by_owner", owner, task_id]` | `{}`: index for listing |
  * | `["task_events", task_id, seq]` | a task's state changes |
+ * | `["active_tasks", task_id]` | `{host_id}`: running tasks, for recovery after a crash |
  * | `["sessions", session_id]` | a session |
  * | `["session_names", owner, name]` | `{session_id}`: sessions found by name |
  * | `["sessions_by_owner", owner, session_id]` | `{}`: index for listing |
@@ -40,6 +41,8 @@ export const KEYS = {
     seq === undefined ? ["events", runId] : ["events", runId, seq],
   host: (hostId: string): KvKey => ["hosts", hostId],
   task: (taskId: string): KvKey => ["tasks", taskId],
+  activeTasks: (taskId?: string): KvKey =>
+    taskId === undefined ? ["active_tasks"] : ["active_tasks", taskId],
   allTasks: ["tasks"] as KvKey,
   tasksByOwner: (owner: string, taskId?: string): KvKey =>
     taskId === undefined ? ["tasks_by_owner", owner] : ["tasks_by_owner", owner, taskId],

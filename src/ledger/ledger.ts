@@ -398,18 +398,14 @@ export class Ledger {
    * process, or a stale heartbeat). Returns their ids. Their journals stay, for resume.
    */
   async recoverInterrupted(self: HostRef): Promise<string[]> {
-    const p = platform();
     const recovered: string[] = [];
     for await (const entry of this.#kv.list(KEYS.active())) {
       const runId = entry.key.at(-1);
       if (typeof runId !== "string" || !entry.value) continue;
       const owner = fromBytes<{ host_id: string; pid: number }>(entry.value);
       if (owner.host_id === self.id) continue;
-      const hostEntry = await this.#kv.get(KEYS.host(owner.host_id));
-      const host = hostEntry.value ? fromBytes<HostDoc>(hostEntry.value) : undefined;
-      const alive = host !== undefined && p.processAlive(host.pid) !== false &&
-        Date.now() - Date.parse(host.heartbeat_at) < STALE_HOST_MS;
-      if (alive) continue;
+      const host = await this.#liveHost(owner.host_id);
+      if (host.alive) continue;
       const runEntry = await this.#kv.get(KEYS.run(runId));
       if (!runEntry.value) continue;
       const doc = fromBytes<RunDoc>(runEntry.value);
@@ -433,12 +429,54 @@ export class Ledger {
         .delete(KEYS.active(runId))
         .commit();
       if (!result.ok) continue;
-      if (host === undefined || !p.processAlive(host.pid)) {
-        await this.#kv.atomic().delete(KEYS.host(owner.host_id)).commit();
-      }
+      if (host.record) await this.#kv.atomic().delete(KEYS.host(owner.host_id)).commit();
       const status = await this.getRun(runId);
       if (status) await this.saveRun(status);
       recovered.push(runId);
+    }
+    return recovered;
+  }
+
+  /** Whether a host is alive: its record exists, its process (if it can be checked) does, its heartbeat is fresh. */
+  async #liveHost(hostId: string): Promise<{ alive: boolean; record: boolean }> {
+    const entry = await this.#kv.get(KEYS.host(hostId));
+    if (!entry.value) return { alive: false, record: false };
+    const host = fromBytes<HostDoc>(entry.value);
+    const alive = platform().processAlive(host.pid) !== false &&
+      Date.now() - Date.parse(host.heartbeat_at) < STALE_HOST_MS;
+    return { alive, record: true };
+  }
+
+  /**
+   * Marks `interrupted` every running task whose worker host is gone, as
+   * {@linkcode recoverInterrupted} does for runs. Returns their ids.
+   */
+  async recoverInterruptedTasks(self: HostRef): Promise<string[]> {
+    const recovered: string[] = [];
+    for await (const entry of this.#kv.list(KEYS.activeTasks())) {
+      const taskId = entry.key.at(-1);
+      if (typeof taskId !== "string" || !entry.value) continue;
+      const { host_id } = fromBytes<{ host_id: string }>(entry.value);
+      if (host_id === self.id || (await this.#liveHost(host_id)).alive) continue;
+      const taskEntry = await this.#kv.get(KEYS.task(taskId));
+      if (!taskEntry.value) continue;
+      const task = await this.#taskOf(taskEntry.value);
+      task.state = "interrupted";
+      task.ended_at = now();
+      task.error = {
+        code: "interrupted",
+        message: "the process running this task stopped before it ended",
+      };
+      const seq = (await this.#lastSeq(KEYS.taskEvents(taskId))) + 1;
+      const event: TaskEvent = { at: task.ended_at, task_id: taskId, state: "interrupted" };
+      const result = await this.#kv.atomic()
+        .check(KEYS.task(taskId), taskEntry.versionstamp)
+        .check(KEYS.activeTasks(taskId), entry.versionstamp)
+        .set(KEYS.task(taskId), await this.#taskBytes(task))
+        .set(KEYS.taskEvents(taskId, seq), toBytes(event))
+        .delete(KEYS.activeTasks(taskId))
+        .commit();
+      if (result.ok) recovered.push(taskId);
     }
     return recovered;
   }
@@ -475,6 +513,9 @@ export class Ledger {
       atomic.check(KEYS.task(task.task_id), current.versionstamp);
     }
     atomic.set(KEYS.task(task.task_id), await this.#taskBytes(task));
+    if (task.state === "running" && task.host_id !== null) {
+      atomic.set(KEYS.activeTasks(task.task_id), toBytes({ host_id: task.host_id }));
+    } else if (task.state !== "queued") atomic.delete(KEYS.activeTasks(task.task_id));
     if (options.eventSeq !== undefined) {
       const event: TaskEvent = {
         at: task.ended_at ?? task.started_at ?? task.created_at,

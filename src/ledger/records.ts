@@ -222,6 +222,8 @@ export interface TaskStatus {
   worktree: { path: string; branch: string; kept: boolean; diff?: string } | null;
   /** Set by `cancel`; a worker in another process polls it. */
   cancel_requested: boolean;
+  /** The host (process) running the task, while it runs. */
+  host_id: string | null;
 }
 
 /** An event of a task: its state changes, in order. */
