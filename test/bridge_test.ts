@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { classifyLine, timingSafeEqual } from "../src/engine/frames.ts";
-import { readLines } from "../src/engine/line_reader.ts";
+import { readLines } from "../src/streams/mod.ts";
 import { Semaphore } from "../src/engine/mod.ts";
 
 function streamOf(...chunks: string[]): ReadableStream<Uint8Array> {

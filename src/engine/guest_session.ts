@@ -2,7 +2,7 @@ import type { IsolationBackend } from "../isolation/mod.ts";
 import type { ExitStatus } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { classifyLine, type GuestMessage, type SecurityEventKind } from "./frames.ts";
-import { readLines } from "./line_reader.ts";
+import { readLines } from "../streams/mod.ts";
 
 /** An error the guest reported for the script: name, message and the raw stack. */
 export interface ScriptFailure {
