@@ -151,6 +151,31 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
     },
   );
 
+  await t.step(
+    "npx svc dispatch hands the task to a detached Node worker that finishes it",
+    async () => {
+      const queued = await runCommand("npx", ["svc", "dispatch", "from node", "--fake-dispatch"], {
+        env,
+        cwd: install,
+      });
+      assert.equal(queued.code, 0, queued.stderr);
+      const { task_id } = JSON.parse(queued.stdout);
+      let state = "queued";
+      let result: unknown;
+      for (let i = 0; i < 100 && state !== "succeeded"; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const shown = await runCommand("npx", ["svc", "task", "status", task_id], {
+          env,
+          cwd: install,
+        });
+        assert.equal(shown.code, 0, shown.stderr);
+        ({ state, result } = JSON.parse(shown.stdout));
+      }
+      assert.equal(state, "succeeded");
+      assert.equal(result, "fake response to: from node");
+    },
+  );
+
   await t.step("a failing run and bad input behave as under Deno", async () => {
     await Deno.writeTextFile(`${install}/throws.js`, 'throw new Error("boom");\n');
     const failed = await runCommand("npx", ["svc", "workflow", "run", "throws.js"], {
