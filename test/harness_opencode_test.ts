@@ -27,9 +27,17 @@ Deno.test("opencode: a call returns the last step's text, summed cost and tokens
     "json",
     "--model",
     "anthropic/claude-sonnet-4-5",
-    "--",
-    "Review the diff",
   ]);
+});
+
+Deno.test("opencode: the prompt goes on standard input and arrives unchanged", async () => {
+  await using dir = await callDir();
+  const prompt = '42 "quoted" words\n-a line starting with a dash\n';
+  const result = await opencodeProvider({ command: stub("opencode") }).dispatch(
+    harnessRequest(prompt, { cwd: dir.path }),
+  );
+  assert.ok(String(result.output).startsWith(`opencode-stub answer to: ${prompt.trimEnd()} [`));
+  assert.deepEqual(await dir.argv(), ["run", "--format", "json"]);
 });
 
 Deno.test("opencode: each sandbox level becomes OPENCODE_PERMISSION", async () => {
@@ -60,7 +68,5 @@ Deno.test("opencode: resuming passes --session <id> and keeps that session", asy
     "json",
     "--session",
     "ses_earlier0001",
-    "--",
-    "Go on",
   ]);
 });

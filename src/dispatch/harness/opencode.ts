@@ -1,6 +1,7 @@
 /**
- * opencode: `opencode run --format json`, a JSON-lines stream of `step_start`, `text`,
- * `tool_use`, `step_finish` (with `cost` and `tokens`) and `error` events, each with `sessionID`.
+ * opencode: `opencode run --format json` with the prompt on standard input, a JSON-lines stream
+ * of `step_start`, `text`, `tool_use`, `step_finish` (with `cost` and `tokens`) and `error`
+ * events, each with `sessionID`.
  * @module
  */
 import type { SandboxLevel } from "../../schemas/mod.ts";
@@ -25,6 +26,11 @@ export const OPENCODE_PERMISSION: Record<SandboxLevel, Record<string, "allow" | 
   full: { edit: "allow", bash: "allow", webfetch: "allow" },
 };
 
+/**
+ * The prompt goes on standard input, not on the command line: `opencode run` wraps a message
+ * argument that contains a space in double quotes (escaping the quotes inside), and a message
+ * that looks like a number makes it crash, while piped input reaches the model unchanged.
+ */
 function opencodeArgs(call: HarnessCall): string[] {
   return [
     "run",
@@ -33,8 +39,6 @@ function opencodeArgs(call: HarnessCall): string[] {
     ...(call.model !== undefined ? ["--model", call.model] : []),
     ...(call.resumeSession !== undefined ? ["--session", call.resumeSession] : []),
     ...call.extraArgs,
-    "--",
-    call.prompt,
   ];
 }
 
@@ -116,6 +120,7 @@ const OPENCODE: HarnessTool = {
   authPattern: /ProviderAuthError|HTTP 40[13]\b|api key|unauthori[sz]ed|authentication/i,
   args: opencodeArgs,
   env: (call) => ({ OPENCODE_PERMISSION: JSON.stringify(OPENCODE_PERMISSION[call.sandbox]) }),
+  stdin: (call) => call.prompt,
   reader: opencodeReader,
 };
 

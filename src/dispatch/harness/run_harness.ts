@@ -82,6 +82,11 @@ export interface HarnessTool {
   args(call: HarnessCall): string[];
   /** Variables added to the inherited environment for one call. */
   env?(call: HarnessCall): Record<string, string> | undefined;
+  /**
+   * Text written to the tool's standard input before it is closed, for a tool that cannot take
+   * the prompt on its command line unchanged. Without it, standard input is closed at once.
+   */
+  stdin?(call: HarnessCall): string | undefined;
   /** A fresh reader of one call's standard output. */
   reader(call: HarnessCall): OutputReader;
 }
@@ -146,10 +151,13 @@ function failure(provider: string, detail: string, cause?: unknown): SvcError {
   return new SvcError("provider_failed", `Cannot dispatch to ${provider}: ${detail}`, { cause });
 }
 
+/** Stack trace lines (a JavaScript `at ...` frame, a Rust `12: <unknown>` frame, the header). */
+const STACK_LINE = /^\s+at\s|^\s*\d+:\s|^\s*stack backtrace:\s*$/i;
+
+/** The last meaningful lines of stderr, on one line: blank lines and stack traces left out. */
 function lastLines(lines: readonly string[], n = 5): string {
-  return lines.filter((line) => line.trim() !== "").slice(-n).map((line) => clip(line, 300)).join(
-    " | ",
-  );
+  return lines.filter((line) => line.trim() !== "" && !STACK_LINE.test(line)).slice(-n)
+    .map((line) => clip(line, 300)).join(" | ");
 }
 
 /** Where a command is: a path as given, or found on PATH. */
@@ -182,6 +190,8 @@ interface ProcessRun {
   args: readonly string[];
   cwd?: string;
   env?: Record<string, string>;
+  /** Written to standard input, which is then closed; nothing by default. */
+  input?: string;
   signal?: AbortSignal;
   timeoutMs: number;
   onLine(text: string): void;
@@ -210,16 +220,24 @@ function start(run: ProcessRun): ChildProcess {
   });
 }
 
+/** Writes `input` (if any) to a child's standard input, then closes it; never throws. */
+function feed(child: ChildProcess, input: string | undefined): void {
+  const writer = child.stdin.getWriter();
+  const written = input ? writer.write(new TextEncoder().encode(input)) : Promise.resolve();
+  // A tool that exits without reading its input breaks the pipe: its status tells the rest.
+  written.then(() => writer.close()).catch(() => {});
+}
+
 /**
- * Runs one process to its end, its timeout or its abort. Standard input is closed at once;
- * stdout lines go to `onLine`; the last stderr lines are kept. On timeout or abort the whole
+ * Runs one process to its end, its timeout or its abort. Standard input gets `input` and is
+ * closed (at once when there is none); stdout lines go to `onLine`; the last stderr lines are kept. On timeout or abort the whole
  * process group is killed, and in every case the process is reaped and its pipes closed before
  * this resolves.
  */
 async function runProcess(run: ProcessRun): Promise<ProcessEnd> {
   if (run.signal?.aborted) return { kind: "aborted", reason: run.signal.reason };
   const child = start(run);
-  child.stdin.close().catch(() => {});
+  feed(child, run.input);
   const io = new AbortController();
   const stderrTail: string[] = [];
   const stdoutDone = (async () => {
@@ -402,6 +420,7 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
           args: tool.args(call),
           ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
           env: tool.env?.(call),
+          input: tool.stdin?.(call),
           signal: request.signal,
           timeoutMs,
           onLine: (line) => {
