@@ -72,8 +72,9 @@ export async function configuredGrants(): Promise<HostGrants> {
   const deno = p.env("SVC_DENO") || p.denoExecutable();
   const prlimit = p.which("prlimit");
   const { config } = await loadConfig(home);
-  // git makes the worktrees of `isolation: "worktree"` calls.
-  const executables = [deno, prlimit, p.which("git")];
+  // git makes the worktrees of `isolation: "worktree"` calls; kill(1) stops a harness's whole
+  // process group, which Deno.kill may not do under a scoped --allow-run.
+  const executables = [deno, prlimit, p.which("git"), p.which("kill")];
   const env: string[] = [];
   const net: string[] = [];
   for (const settings of Object.values(config.providers)) {

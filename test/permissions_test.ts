@@ -154,11 +154,15 @@ Deno.test("deno task svc starts the host with exactly the narrow grants of its c
     assert.ok(hostPid, "the launcher has a child");
     const argv = await cmdline(hostPid);
     const grants = argv.filter((arg) => arg.startsWith("--allow") || arg === "-A");
+    // The binary on PATH, not a shell builtin of the same name.
     const which = async (name: string) =>
-      (await runCommand("sh", ["-c", `command -v ${name}`])).stdout.trim();
-    const executables = [Deno.execPath(), await which("prlimit"), await which("git")].filter(
-      Boolean,
-    );
+      (await runCommand("bash", ["-c", `type -P ${name}`])).stdout.trim();
+    const executables = [
+      Deno.execPath(),
+      await which("prlimit"),
+      await which("git"),
+      await which("kill"),
+    ].filter(Boolean);
     assert.deepEqual(grants, [
       "--allow-read",
       `--allow-write=${home.path},${board.path}`,
@@ -194,4 +198,39 @@ Deno.test("with the launcher's narrow grants a timed-out guest is killed at once
   const seconds = (Date.parse(status.ended_at) - Date.parse(status.started_at)) / 1000;
   // The CPU cap (timeout + 5 s) would end it after 6 s at the earliest.
   assert.ok(seconds < 5, `the guest lived ${seconds} s`);
+});
+
+Deno.test("with the launcher's narrow grants a cancelled harness dies with its whole process group", async () => {
+  // Deno.kill may not signal a group under a scoped --allow-run: kill(1), granted by path, must.
+  const { assertAllGone, callDir, killAll, stub } = await import("./harness_helpers.ts");
+  await using home = await tempDir();
+  await using dir = await callDir();
+  await Deno.writeTextFile(
+    `${home.path}/config.json`,
+    JSON.stringify({
+      providers: { claude: { type: "claude", command: stub("claude") } },
+    }),
+  );
+  const result = await runCli(
+    [
+      "dispatch",
+      "STUB_HANG",
+      "--provider",
+      "claude",
+      "--workdir",
+      dir.path,
+      "--timeout",
+      "1",
+      "--wait",
+    ],
+    { home: home.path },
+  );
+  const pids = await dir.pids();
+  try {
+    assert.equal(result.code, 124, result.stderr);
+    assert.match(result.stderr, /task task_\w+ timeout/);
+    await assertAllGone(pids);
+  } finally {
+    killAll(pids);
+  }
 });

@@ -13,6 +13,23 @@ import type {
 // Nothing here may touch `Deno` while the module loads: the npm package imports it under Node.
 const encoder = new TextEncoder();
 
+/** Signals a process group through kill(1). False when it is not installed or not granted. */
+function killGroupWithCommand(pgid: number, signal: "SIGKILL" | "SIGTERM"): boolean {
+  const kill = which("kill");
+  if (!kill) return false;
+  try {
+    const result = new Deno.Command(kill, {
+      args: ["-s", signal.slice(3), "--", `-${pgid}`],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).outputSync();
+    return result.success;
+  } catch {
+    return false;
+  }
+}
+
 function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
   const child = new Deno.Command(command, {
     args: [...options.args],
@@ -37,17 +54,20 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
     stderr: child.stderr,
     status,
     kill(signal = "SIGKILL") {
-      if (exited) return;
-      try {
-        // A negative pid addresses the whole group; grandchildren die with the guest.
-        if (group) {
+      if (group) {
+        // The group may outlive its leader (a tool's children): it is signalled even after the
+        // leader exited. A negative pid addresses the whole group.
+        try {
           Deno.kill(-child.pid, signal);
           return;
+        } catch (error) {
+          if (error instanceof Deno.errors.NotFound) return;
+          // Deno.kill needs an unscoped --allow-run; under the launcher's narrow grants the
+          // system's kill(1), granted by path, reaches the group instead.
+          if (killGroupWithCommand(child.pid, signal)) return;
         }
-      } catch {
-        // Deno.kill needs an unscoped --allow-run; the narrow grants of the launcher only let
-        // the host signal its own child. A guest cannot spawn, so its group is itself.
       }
+      if (exited) return;
       try {
         child.kill(signal);
       } catch {

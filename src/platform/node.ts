@@ -83,6 +83,7 @@ function spawnNode(command: string, options: SpawnOptions): ChildProcess {
     kill(signal = "SIGKILL") {
       try {
         // A negative pid addresses the whole group; grandchildren die with the guest.
+        // The group may outlive its leader (a tool's children): signal it even after the leader exited.
         if (group && child.pid !== undefined) process.kill(-child.pid, signal);
         else if (!exited) child.kill(signal);
       } catch {
