@@ -176,6 +176,16 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
     },
   );
 
+  await t.step("the npm README's library example runs as written", async () => {
+    const readme = await Deno.readTextFile(`${ROOT}/npm/README.md`);
+    const example = /```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(example, "the npm README shows a library example");
+    await Deno.writeTextFile(`${install}/readme_example.mjs`, example);
+    const ran = await runCommand("node", ["readme_example.mjs"], { env, cwd: install });
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.equal(ran.stdout.trim(), "succeeded fake response to: hello");
+  });
+
   await t.step("a failing run and bad input behave as under Deno", async () => {
     await Deno.writeTextFile(`${install}/throws.js`, 'throw new Error("boom");\n');
     const failed = await runCommand("npx", ["svc", "workflow", "run", "throws.js"], {
