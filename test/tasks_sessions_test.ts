@@ -309,3 +309,48 @@ Deno.test("a task whose worker process is killed is marked interrupted by the ne
     ledger.close();
   }
 });
+
+Deno.test("a dispatch with a schema is validated and asked again until an answer is valid", async () => {
+  let attempts = 0;
+  const flaky: Provider = {
+    name: "flaky",
+    kind: "api",
+    probe: () => Promise.resolve({ available: true, reason: "ok" }),
+    dispatch(request) {
+      attempts++;
+      return Promise.resolve({
+        output: attempts < 2 ? "no json here" : '```json\n{"ok": true}\n```',
+        usage: { input_tokens: 10, output_tokens: 5 },
+        cost_usd: 0.1,
+        provider: "flaky",
+        model: request.model ?? null,
+      });
+    },
+  };
+  await using t = await setup([flaky]);
+  const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] };
+  const done = await t.tasks.wait(
+    (await t.tasks.start({ prompt: "judge", provider: "flaky", schema })).task_id,
+  );
+  assert.equal(done.state, "succeeded", JSON.stringify(done.error));
+  assert.deepEqual(done.result, { ok: true });
+  assert.deepEqual(done.usage, { input_tokens: 20, output_tokens: 10 }, "both attempts are paid");
+  assert.equal(Math.round(done.cost_usd! * 100) / 100, 0.2);
+
+  attempts = -10;
+  const failed = await t.tasks.wait(
+    (await t.tasks.start({ prompt: "judge", provider: "flaky", schema, schema_attempts: 2 }))
+      .task_id,
+  );
+  assert.equal(failed.state, "failed");
+  assert.match(
+    failed.error?.message ?? "",
+    /^Cannot get an answer valid against the schema: 2 attempts failed \(\(root\) must be object\)$/,
+  );
+  assert.deepEqual(failed.usage, { input_tokens: 20, output_tokens: 10 });
+
+  const unknown = await t.tasks.wait(
+    (await t.tasks.start({ prompt: "x", provider: "flaky", schema_id: "nope" })).task_id,
+  );
+  assert.match(unknown.error?.message ?? "", /^Cannot dispatch: no registered schema 'nope'/);
+});

@@ -8,7 +8,7 @@ import {
   type TaskState,
   type TaskStatus,
 } from "../ledger/mod.ts";
-import { platform } from "../platform/mod.ts";
+import { joinPath, platform } from "../platform/mod.ts";
 import {
   describeIssue,
   DispatchRequestSchema,
@@ -17,6 +17,12 @@ import {
 } from "../schemas/mod.ts";
 import { type Dispatcher, type DispatchOutcome, ProviderError } from "./dispatcher.ts";
 import type { SessionStore } from "./sessions.ts";
+import {
+  type CompiledSchema,
+  SchemaError,
+  SchemaRegistry,
+  structuredValue,
+} from "./structured_output.ts";
 
 /** Options of {@linkcode TaskManager}. */
 export interface TaskManagerOptions {
@@ -106,7 +112,7 @@ export class TaskManager {
   /** Records a task without running it; `work()` runs it, in this process or another. */
   async enqueue(input: unknown, options: { owner?: string } = {}): Promise<TaskStatus> {
     const request = this.#parse(input);
-    const { prompt, timeout, fake_dispatch, ...agentOptions } = request;
+    const { prompt, timeout, fake_dispatch, schema_attempts, ...agentOptions } = request;
     if (prompt.length > PROMPT_LIMIT) {
       throw new SvcError(
         "invalid_request",
@@ -122,6 +128,7 @@ export class TaskManager {
       label: agentOptions.label ?? null,
       timeout,
       fake_dispatch,
+      schema_attempts,
       created_at: now(),
       started_at: null,
       ended_at: null,
@@ -263,8 +270,58 @@ export class TaskManager {
     status.worktree = outcome.worktree ?? null;
   }
 
-  #dispatch(status: TaskStatus, signal: AbortSignal): Promise<DispatchOutcome> {
+  /**
+   * The task's call. A schema call (`schema` or `schema_id`) is validated, and asked again up
+   * to `schema_attempts` times; every attempt's usage counts.
+   */
+  async #dispatch(status: TaskStatus, signal: AbortSignal): Promise<DispatchOutcome> {
     const options = status.options as DispatchTaskRequest;
+    const workdir = options.workdir ?? platform().cwd();
+    const registry = new SchemaRegistry([
+      joinPath(workdir, "schemas"),
+      joinPath(this.#options.ledger.home, "schemas"),
+    ]);
+    let schema: CompiledSchema | undefined;
+    try {
+      if (options.schema !== undefined) schema = registry.compile(options.schema);
+      else if (options.schema_id !== undefined) schema = await registry.resolve(options.schema_id);
+    } catch (error) {
+      if (error instanceof SchemaError) {
+        throw new SvcError(
+          "invalid_request",
+          error.message.replace(/^agent\(\): /, "Cannot dispatch: "),
+        );
+      }
+      throw error;
+    }
+    if (!schema) return await this.#once(status, options, signal);
+    const usage = { input_tokens: 0, output_tokens: 0 };
+    let cost: number | null = 0;
+    let errors: string[] = [];
+    for (let attempt = 1; attempt <= status.schema_attempts; attempt++) {
+      const outcome = await this.#once(status, { ...options, schema: schema.schema }, signal);
+      usage.input_tokens += outcome.usage.input_tokens;
+      usage.output_tokens += outcome.usage.output_tokens;
+      cost = cost === null || outcome.cost_usd === null ? null : cost + outcome.cost_usd;
+      const value = structuredValue(outcome.output);
+      const problems = schema.check(value);
+      if (problems === null) return { ...outcome, output: value, usage, cost_usd: cost };
+      errors = problems;
+      this.#settle(status, { ...outcome, usage, cost_usd: cost });
+    }
+    throw new SvcError(
+      "provider_failed",
+      `Cannot get an answer valid against the schema: ${status.schema_attempts} attempts failed (${
+        errors.join("; ")
+      })`,
+    );
+  }
+
+  #once(
+    status: TaskStatus,
+    options: DispatchTaskRequest,
+    signal: AbortSignal,
+  ): Promise<DispatchOutcome> {
     const input = {
       prompt: status.prompt,
       options,

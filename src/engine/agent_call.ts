@@ -1,8 +1,12 @@
 import {
+  type CompiledSchema,
   type Dispatcher,
   type DispatchOutcome,
   ProviderError,
+  SchemaError,
+  type SchemaRegistry,
   type SessionStore,
+  structuredValue,
 } from "../dispatch/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { JournalEntry } from "../ledger/mod.ts";
@@ -11,12 +15,6 @@ import type { BudgetGate } from "./budget.ts";
 import { type AgentReply, ScriptCallError } from "./guest_session.ts";
 import { callHash } from "./journal.ts";
 import { clip, now, type RunContext } from "./run_context.ts";
-import {
-  type CompiledSchema,
-  SchemaError,
-  type SchemaRegistry,
-  structuredValue,
-} from "./structured_output.ts";
 
 /** What the call pipeline needs besides the run. */
 export interface AgentCallDeps {

@@ -1,4 +1,4 @@
-import { type Dispatcher, SessionStore } from "../dispatch/mod.ts";
+import { type Dispatcher, SchemaRegistry, SessionStore } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
 import {
@@ -26,7 +26,6 @@ import { ReplaySource } from "./journal.ts";
 import { now, RunContext, type RunListener } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";
 import { scriptRunError } from "./script_error.ts";
-import { SchemaRegistry } from "./structured_output.ts";
 import { resolveWorkflow } from "./sub_workflow.ts";
 
 /** Options of {@linkcode RunManager.create}. */

@@ -203,6 +203,8 @@ export interface TaskStatus {
   label: string | null;
   timeout: number;
   fake_dispatch: boolean;
+  /** Attempts a schema call may take before it fails. */
+  schema_attempts: number;
   created_at: string;
   started_at: string | null;
   ended_at: string | null;

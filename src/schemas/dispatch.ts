@@ -11,6 +11,8 @@ export const DispatchRequestSchema = AgentOptionsSchema.safeExtend({
   timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(1800),
   /** Send the call to the fake provider (no quota used). */
   fake_dispatch: z.boolean().default(false),
+  /** Attempts of a schema call whose answer fails validation (first try included). */
+  schema_attempts: z.number().int().min(1).max(10).default(3),
 });
 
 /** A validated dispatch request. */
