@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { Option } from "commander";
 import type { TaskStatus } from "../src/ledger/mod.ts";
 import { platform } from "../src/platform/mod.ts";
+import { dispatchHistory } from "../src/dispatch/mod.ts";
 import { openHost } from "./host.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
 import { EXIT, UsageError } from "./workflow_run.ts";
@@ -213,6 +214,17 @@ async function providers(flags: { json?: boolean }): Promise<number> {
   return EXIT.ok;
 }
 
+async function history(flags: { limit?: string }): Promise<number> {
+  const limit = flags.limit === undefined ? 100 : Number(flags.limit);
+  if (!Number.isSafeInteger(limit) || limit < 1) {
+    throw new UsageError(`Cannot use --limit '${flags.limit}': it must be a whole number above 0`);
+  }
+  await using host = await openHost();
+  const { calls, summary } = await dispatchHistory(host.ledger, { owner: "local", limit });
+  await json({ summary, calls });
+  return EXIT.ok;
+}
+
 async function worktreeList(): Promise<number> {
   await using host = await openHost();
   await json(await host.worktrees.stale());
@@ -302,6 +314,15 @@ export function addDispatchCommands(
   worktree.command("remove").argument("<id>").description("Remove a stale worktree and its branch")
     .exitOverride()
     .action((id: string) => run(() => worktreeRemove(id)));
+
+  program
+    .command("history")
+    .description(
+      "Recent calls of runs and tasks, with counts, failure rates, latency, usage and costs",
+    )
+    .option("--limit <n>", "how many recent calls (default 100)")
+    .exitOverride()
+    .action((flags: { limit?: string }) => run(() => history(flags)));
 
   program
     .command("providers")

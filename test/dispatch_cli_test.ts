@@ -122,3 +122,21 @@ Deno.test("svc providers lists the configured providers with their availability"
     /Cannot read the configuration .*config\.json: providers\.x\.concurrency: Too small/,
   );
 });
+
+Deno.test("svc history shows the calls of runs and tasks with their statistics", async () => {
+  await using home = await tempDir();
+  await runCli(["dispatch", "one", "--wait", "--fake-dispatch"], { home: home.path });
+  const { fixture } = await import("./helpers.ts");
+  await runCli(["workflow", "run", fixture("narrating.js"), "--args", '{"count": 2}'], {
+    home: home.path,
+  });
+  const shown = await runCli(["history", "--limit", "10"], { home: home.path });
+  assert.equal(shown.code, 0, shown.stderr);
+  const { summary, calls } = JSON.parse(shown.stdout);
+  assert.equal(calls.length, 3);
+  assert.deepEqual(calls.map((c: { source: string }) => c.source).sort(), ["run", "run", "task"]);
+  assert.equal(summary.calls, 3);
+  assert.equal(summary.by_provider[0].provider, "fake");
+  const bad = await runCli(["history", "--limit", "none"], { home: home.path });
+  assert.equal(bad.code, 2);
+});
