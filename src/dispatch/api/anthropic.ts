@@ -4,13 +4,14 @@
  */
 import { z } from "zod";
 import { SvcError } from "../../errors/mod.ts";
-import type { ChatMessage, DispatchRequest, DispatchResult, Provider } from "../types.ts";
+import type { DispatchRequest, DispatchResult, Provider } from "../types.ts";
 import {
   type ApiClientOptions,
   apiKey,
   type ApiPost,
+  chatMessages,
   parseJson,
-  postWithRetries,
+  postJson,
   probeKey,
   redact,
   RetryableFailure,
@@ -189,35 +190,22 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
     request.signal.throwIfAborted();
     const key = apiKey(name, keyEnv);
     const model = request.model ?? options.model;
-    const messages: ChatMessage[] = [
-      ...(request.history ?? []),
-      { role: "user", content: request.prompt },
-    ];
-    const body: Record<string, unknown> = { model, max_tokens: maxTokens, messages };
+    const body: Record<string, unknown> = {
+      model,
+      max_tokens: maxTokens,
+      messages: chatMessages(request),
+    };
     const schema = request.options.schema;
     if (typeof schema === "object") body.system = schemaInstruction(schema);
     if (stream) body.stream = true;
     const headers = new Headers(options.headers);
-    headers.set("content-type", "application/json");
-    headers.set("accept", stream ? "text/event-stream" : "application/json");
     headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
     if (key !== undefined) headers.set("x-api-key", key);
-    const post: ApiPost = {
-      provider: name,
-      url,
-      headers,
-      body,
-      keyEnv,
-      key,
-      signal: request.signal,
-    };
-    const answer = await postWithRetries(post, policy, async (response) => {
-      const type = response.headers.get("content-type") ?? "";
-      if (stream && response.body && !type.includes("application/json")) {
-        return await readStream(post, response.body);
-      }
-      return readMessage(post, await response.text());
-    });
+    const answer = await postJson(
+      { provider: name, url, headers, body, keyEnv, key, signal: request.signal, stream },
+      policy,
+      { stream: readStream, document: readMessage },
+    );
     return {
       output: answer.text,
       usage: { input_tokens: answer.inputTokens, output_tokens: answer.outputTokens },

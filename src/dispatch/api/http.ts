@@ -8,7 +8,7 @@ import { abortableSleep } from "../../concurrency/mod.ts";
 import { z } from "zod";
 import { SvcError } from "../../errors/mod.ts";
 import { platform } from "../../platform/mod.ts";
-import type { Availability } from "../types.ts";
+import type { Availability, ChatMessage, DispatchRequest } from "../types.ts";
 import { SseFramingError } from "./sse.ts";
 
 /** Options every API client takes beside its wire-specific ones. */
@@ -350,4 +350,36 @@ export function unexpectedShape(provider: string, what: string, error: z.ZodErro
       issue?.message ?? "invalid"
     })`,
   );
+}
+
+/** The conversation a model API gets: the session's history, then the new prompt. */
+export function chatMessages(request: DispatchRequest): ChatMessage[] {
+  return [...(request.history ?? []), { role: "user", content: request.prompt }];
+}
+
+/** How to read an answer: as a server-sent-event stream, or as one JSON document. */
+export interface AnswerReaders<T> {
+  stream(post: ApiPost, body: ReadableStream<Uint8Array>): Promise<T>;
+  document(post: ApiPost, text: string): T;
+}
+
+/**
+ * POSTs a JSON body with retries and reads the answer: as a stream when one was asked for and
+ * the server sends one, else as one JSON document (a server may ignore `stream`).
+ */
+export function postJson<T>(
+  post: Omit<ApiPost, "headers"> & { headers: Headers; stream: boolean },
+  policy: RetryPolicy,
+  read: AnswerReaders<T>,
+): Promise<T> {
+  const { stream, ...rest } = post;
+  rest.headers.set("content-type", "application/json");
+  rest.headers.set("accept", stream ? "text/event-stream" : "application/json");
+  return postWithRetries(rest, policy, async (response) => {
+    const type = response.headers.get("content-type") ?? "";
+    if (stream && response.body && !type.includes("application/json")) {
+      return await read.stream(rest, response.body);
+    }
+    return read.document(rest, await response.text());
+  });
 }

@@ -5,14 +5,15 @@
  */
 import { z } from "zod";
 import { SvcError } from "../../errors/mod.ts";
-import type { ChatMessage, DispatchRequest, DispatchResult, Provider } from "../types.ts";
+import type { DispatchRequest, DispatchResult, Provider } from "../types.ts";
 import {
   type ApiClientOptions,
   apiErrorMessage,
   apiKey,
   type ApiPost,
+  chatMessages,
   parseJson,
-  postWithRetries,
+  postJson,
   probeKey,
   redact,
   RetryableFailure,
@@ -130,11 +131,7 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
     request.signal.throwIfAborted();
     const key = apiKey(name, keyEnv);
     const model = request.model ?? options.model;
-    const messages: ChatMessage[] = [
-      ...(request.history ?? []),
-      { role: "user", content: request.prompt },
-    ];
-    const body: Record<string, unknown> = { model, messages };
+    const body: Record<string, unknown> = { model, messages: chatMessages(request) };
     const schema = request.options.schema;
     if (typeof schema === "object") {
       body.response_format = {
@@ -147,26 +144,12 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
       body.stream_options = { include_usage: true };
     }
     const headers = new Headers(options.headers);
-    headers.set("content-type", "application/json");
-    headers.set("accept", stream ? "text/event-stream" : "application/json");
     if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
-    const post: ApiPost = {
-      provider: name,
-      url,
-      headers,
-      body,
-      keyEnv,
-      key,
-      signal: request.signal,
-    };
-    const answer = await postWithRetries(post, policy, async (response) => {
-      const type = response.headers.get("content-type") ?? "";
-      // A server that ignores `stream` answers one JSON document: take it as it is.
-      if (stream && response.body && !type.includes("application/json")) {
-        return await readStream(post, response.body);
-      }
-      return readCompletion(post, await response.text());
-    });
+    const answer = await postJson(
+      { provider: name, url, headers, body, keyEnv, key, signal: request.signal, stream },
+      policy,
+      { stream: readStream, document: readCompletion },
+    );
     if (answer.text === "" && answer.refusal !== "") {
       throw new SvcError(
         "provider_failed",
