@@ -244,76 +244,75 @@ async function timeJournalWrite(home: string): Promise<number> {
   }
 }
 
+/** `deno run` arguments of `svc workflow run <script> --fake-dispatch` from the checkout. */
+function cliArgs(script: string): string[] {
+  return [
+    "run",
+    "--allow-read",
+    "--allow-write",
+    "--allow-run",
+    "--allow-env",
+    "cli/main.ts",
+    "workflow",
+    "run",
+    script,
+    "--fake-dispatch",
+  ];
+}
+
 /**
- * Peak resident memory (VmHWM, KiB) of the host process and of its guest during a whole
- * `svc workflow run` of the 200-call fan-out, sampled from /proc by a shell loop.
+ * Peak resident memory (VmHWM, KiB) of a process and of its children (the largest), sampled from
+ * /proc until it exits. Deno wants --allow-all to read /proc; a shell reads it with run permission.
  */
+async function peakMemoryOf(child: Deno.ChildProcess): Promise<{ ownKb: number; childKb: number }> {
+  const sampler = `pid=$1; own=0; kid=0
+    while [ -d /proc/$pid ]; do
+      v=$(awk '/VmHWM/{print $2}' /proc/$pid/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$own" ] && own=$v
+      for c in $(cat /proc/$pid/task/*/children 2>/dev/null); do
+        v=$(awk '/VmHWM/{print $2}' /proc/$c/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$kid" ] && kid=$v
+      done
+      sleep 0.002
+    done
+    echo "$own $kid"`;
+  const sample = new Deno.Command("bash", {
+    args: ["-c", sampler, "sampler", String(child.pid)],
+    stdout: "piped",
+  }).output();
+  const status = await child.status;
+  if (!status.success) throw new Error(`the measured process exited with status ${status.code}`);
+  const [ownKb = 0, childKb = 0] = new TextDecoder().decode((await sample).stdout).trim().split(" ")
+    .map(Number);
+  return { ownKb, childKb };
+}
+
+/** Peak memory of the host and of its guest during a whole CLI run of the 200-call fan-out. */
 async function peakMemory(
   home: string,
   script: string,
 ): Promise<{ hostKb: number; guestKb: number }> {
   const host = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-run",
-      "--allow-env",
-      "cli/main.ts",
-      "workflow",
-      "run",
-      script,
-      "--fake-dispatch",
-    ],
+    args: cliArgs(script),
     cwd: repoRoot(),
     env: { SVC_HOME: home, SVC_FAKE_LATENCY_MS: "0", DENO_NO_UPDATE_CHECK: "1" },
     stdin: "null",
     stdout: "null",
     stderr: "null",
   }).spawn();
-  // Deno wants --allow-all to read /proc; a shell samples it with run permission only.
-  const sampler = `host=$1; hk=0; gk=0
-    while [ -d /proc/$host ]; do
-      v=$(awk '/VmHWM/{print $2}' /proc/$host/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$hk" ] && hk=$v
-      for c in $(cat /proc/$host/task/*/children 2>/dev/null); do
-        v=$(awk '/VmHWM/{print $2}' /proc/$c/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$gk" ] && gk=$v
-      done
-      sleep 0.002
-    done
-    echo "$hk $gk"`;
-  const sample = new Deno.Command("bash", {
-    args: ["-c", sampler, "sampler", String(host.pid)],
-    stdout: "piped",
-  }).output();
-  const status = await host.status;
-  const [hostKb, guestKb] = new TextDecoder().decode((await sample).stdout).trim().split(" ").map(
-    Number,
-  );
-  if (!status.success) throw new Error(`svc workflow run exited with status ${status.code}`);
-  if (!hostKb || !guestKb) throw new Error("the memory sampler saw no host or no guest");
-  return { hostKb, guestKb };
+  const { ownKb, childKb } = await peakMemoryOf(host);
+  if (!ownKb || !childKb) throw new Error("the memory sampler saw no host or no guest");
+  return { hostKb: ownKb, guestKb: childKb };
 }
 
-/** Peak resident memory (KiB) of a bare `deno run` of an empty file: the baseline. */
+/** Peak memory (KiB) of a bare `deno run` of an empty file: the baseline. */
 async function peakMemoryBare(emptyScript: string): Promise<number> {
-  const script = `"$@" & p=$!; k=0
-    while [ -d /proc/$p ]; do v=$(awk '/VmHWM/{print $2}' /proc/$p/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$k" ] && k=$v; sleep 0.002; done
-    echo $k`;
-  const output = await new Deno.Command("bash", {
-    args: [
-      "-c",
-      script,
-      "bare",
-      Deno.execPath(),
-      "run",
-      "--no-prompt",
-      "--no-config",
-      "--v8-flags=--stack-size=984",
-      emptyScript,
-    ],
-    stdout: "piped",
-  }).output();
-  return Number(new TextDecoder().decode(output.stdout).trim());
+  const bare = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-prompt", "--no-config", emptyScript],
+    env: { DENO_NO_UPDATE_CHECK: "1" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  return (await peakMemoryOf(bare)).ownKb;
 }
 
 /**
@@ -352,18 +351,7 @@ async function timeBareDeno(emptyScript: string): Promise<number> {
 /** Wall time of a whole `svc workflow run <one-call script> --fake-dispatch` process. */
 async function timeCli(home: string, script: string): Promise<number> {
   const { ms, stdout } = await timeProcess("svc workflow run", Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-run",
-      "--allow-env",
-      "cli/main.ts",
-      "workflow",
-      "run",
-      script,
-      "--fake-dispatch",
-    ],
+    args: cliArgs(script),
     cwd: repoRoot(),
     env: { SVC_HOME: home, SVC_FAKE_LATENCY_MS: "0", DENO_NO_UPDATE_CHECK: "1" },
   });
