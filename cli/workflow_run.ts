@@ -1,7 +1,7 @@
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
-import type { JsonValue } from "../src/schemas/mod.ts";
+import { jsonProblem, type JsonValue } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
 import { createNarrationPrinter } from "./narration.ts";
 
@@ -57,12 +57,16 @@ async function readScript(path: string): Promise<string> {
 
 function parseArgs(raw: string | undefined): JsonValue | undefined {
   if (raw === undefined) return undefined;
+  let value: JsonValue;
   try {
-    return JSON.parse(raw) as JsonValue;
+    value = JSON.parse(raw);
   } catch (error) {
     const reason = error instanceof Error ? error.message : "invalid JSON";
     throw new UsageError(`Cannot parse --args: it must be JSON (${reason})`);
   }
+  const problem = jsonProblem(value);
+  if (problem !== undefined) throw new UsageError(`Cannot use --args: it ${problem}`);
+  return value;
 }
 
 function parseTimeout(raw: string | undefined): number | undefined {

@@ -35,6 +35,26 @@ Deno.test("svc workflow run prints exactly the returned value on stdout and narr
   );
 });
 
+Deno.test("--args nested too deep is a usage error that names the limit", async () => {
+  const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+  const result = await runCli(["workflow", "run", fixture("three_steps.js"), "--args", deep]);
+  assert.equal(result.code, 2, result.stderr);
+  assert.equal(result.stdout, "");
+  assert.equal(
+    result.stderr.trim(),
+    "svc: Cannot use --args: it must be JSON nested at most 64 levels deep",
+  );
+  const ok = await runCli([
+    "workflow",
+    "run",
+    fixture("three_steps.js"),
+    "--fake-dispatch",
+    "--args",
+    `${"[".repeat(63)}${"]".repeat(63)}`,
+  ]);
+  assert.equal(ok.code, 0, ok.stderr);
+});
+
 Deno.test("svc workflow run --json prints the whole status object", async () => {
   const result = await runCli([
     "workflow",

@@ -13,7 +13,7 @@ export {
   type SandboxLevel,
   SandboxLevelSchema,
 } from "./agent_options.ts";
-export type { JsonValue } from "./json.ts";
+export { BoundedJsonSchema, jsonProblem, type JsonValue, MAX_JSON_DEPTH } from "./json.ts";
 export {
   IsolationSchema,
   type IsolationTier,

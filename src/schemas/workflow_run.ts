@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SandboxLevelSchema } from "./agent_options.ts";
+import { BoundedJsonSchema } from "./json.ts";
 
 /** Isolation tiers of the specification. */
 export const IsolationSchema = z.enum(["unsafe-local", "microvm"]);
@@ -13,7 +14,7 @@ export type IsolationTier = z.infer<typeof IsolationSchema>;
 export const WorkflowRunRequestSchema = z.strictObject({
   script: z.string().min(1, "must not be empty"),
   filename: z.string().regex(/^[^\n\r]+$/, "must be one line").optional(),
-  args: z.json().optional(),
+  args: BoundedJsonSchema.optional(),
   sandbox_default: SandboxLevelSchema.default("read-only"),
   isolation: IsolationSchema.default("unsafe-local"),
   workdir: z.string().min(1).optional(),
