@@ -4,6 +4,7 @@ import type { TaskStatus } from "../src/ledger/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { dispatchHistory } from "../src/dispatch/mod.ts";
 import { openHost } from "./host.ts";
+import { printJson, printLine, printOut } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
 import { EXIT, UsageError } from "./workflow_run.ts";
 
@@ -26,7 +27,7 @@ interface DispatchFlags {
 }
 
 function json(value: unknown): Promise<void> {
-  return platform().writeStdout(`${JSON.stringify(value, null, 2)}\n`);
+  return printJson(value, 2);
 }
 
 function fileOf(relative: string): string {
@@ -96,18 +97,16 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
     const task = await host.tasks.enqueue(request);
     const worker = await workerCommand(task.task_id);
     p.spawnDetached(worker.command, { args: worker.args });
-    p.writeStderr(
-      `svc: task ${task.task_id} queued; follow it with: svc task status ${task.task_id}\n`,
-    );
+    printLine(`svc: task ${task.task_id} queued; follow it with: svc task status ${task.task_id}`);
     await json({ task_id: task.task_id, state: task.state });
     return EXIT.ok;
   }
   const started = await host.tasks.start(request);
-  p.writeStderr(`svc: task ${started.task_id} started\n`);
+  printLine(`svc: task ${started.task_id} started`);
   let interrupts = 0;
   const removeInterrupt = p.onInterrupt(() => {
     if (++interrupts > 1) p.exit(130);
-    p.writeStderr("svc: cancelling the task (press Ctrl-C again to quit at once)\n");
+    printLine("svc: cancelling the task (press Ctrl-C again to quit at once)");
     void host.tasks.cancel(started.task_id);
   });
   let task: TaskStatus;
@@ -117,13 +116,13 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
     removeInterrupt();
   }
   const via = task.provider ? ` on ${task.provider}${task.model ? ` (${task.model})` : ""}` : "";
-  if (task.sandbox_clamped) p.writeStderr(`! ${task.sandbox_clamped}\n`);
-  p.writeStderr(
-    `svc: task ${task.task_id} ${task.state}${via}${task.error ? `: ${task.error.message}` : ""}\n`,
+  if (task.sandbox_clamped) printLine(`! ${task.sandbox_clamped}`);
+  printLine(
+    `svc: task ${task.task_id} ${task.state}${via}${task.error ? `: ${task.error.message}` : ""}`,
   );
   if (flags.json) await json(task);
   else if (task.state === "succeeded") {
-    await p.writeStdout(`${JSON.stringify(task.result ?? null)}\n`);
+    await printJson(task.result ?? null);
   }
   return exitOf(task);
 }
@@ -144,7 +143,7 @@ async function taskCancel(taskId: string): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 100));
     task = (await host.tasks.get(taskId)) ?? task;
   }
-  platform().writeStderr(`svc: task ${taskId} ${task.state}\n`);
+  printLine(`svc: task ${taskId} ${task.state}`);
   await json(task);
   return EXIT.ok;
 }
@@ -196,7 +195,6 @@ async function providers(flags: { json?: boolean }): Promise<number> {
     await json({ config: host.configPath, providers: status });
     return EXIT.ok;
   }
-  const p = platform();
   const source = host.configPath ?? "none (embedded default: the fake provider only)";
   const lines = [`configuration: ${source}`, ""];
   for (const s of status) {
@@ -210,7 +208,7 @@ async function providers(flags: { json?: boolean }): Promise<number> {
       } load ${load.padEnd(6)} ${price}  ${s.reason}${s.version ? ` (${s.version})` : ""}`,
     );
   }
-  await p.writeStdout(`${lines.join("\n")}\n`);
+  await printOut(lines);
   return EXIT.ok;
 }
 
@@ -234,7 +232,7 @@ async function worktreeList(): Promise<number> {
 async function worktreeRemove(id: string): Promise<number> {
   await using host = await openHost();
   await host.worktrees.remove(id);
-  platform().writeStderr(`svc: worktree ${id} removed\n`);
+  printLine(`svc: worktree ${id} removed`);
   return EXIT.ok;
 }
 

@@ -6,6 +6,7 @@
  */
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
+import { printLine } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
 
 const SIGNAL_NUMBERS: Record<string, number> = {
@@ -32,7 +33,7 @@ export async function launch(argv: readonly string[]): Promise<number> {
     flags = hostPermissionFlags(await configuredGrants());
   } catch (error) {
     if (!(error instanceof SvcError)) throw error;
-    p.writeStderr(`svc: ${error.message}\n`);
+    printLine(`svc: ${error.message}`);
     return 2;
   }
   const status = await p.run(deno, {

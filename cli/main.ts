@@ -6,20 +6,28 @@
 import { Command, CommanderError, Option } from "commander";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
+import { printLine } from "./terminal.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { EXIT, UsageError, workflowRun } from "./workflow_run.ts";
 
 /** The version svc reports. */
 export const VERSION = "0.1.0";
 
-function buildProgram(exitCode: { value: number }): Command {
+/** What one invocation shares with its commands: the exit status, and output still being written. */
+interface Invocation {
+  exitCode: number;
+  /** Writes commander started (help, version): awaited before the process may exit. */
+  writes: Promise<void>[];
+}
+
+function buildProgram(run: Invocation): Command {
   const p = platform();
   const program = new Command("svc")
     .description("Dispatch tasks to coding agents and orchestrate them with workflow scripts.")
     .version(VERSION)
     .exitOverride()
     .configureOutput({
-      writeOut: (text) => void p.writeStdout(text),
+      writeOut: (text) => void run.writes.push(p.writeStdout(text)),
       writeErr: (text) => p.writeStderr(text),
     })
     .showSuggestionAfterError(true);
@@ -54,26 +62,35 @@ function buildProgram(exitCode: { value: number }): Command {
     .option("--json", "print the whole run status object instead of the returned value")
     .exitOverride()
     .action(async (script: string, flags) => {
-      exitCode.value = await workflowRun(script, flags);
+      run.exitCode = await workflowRun(script, flags);
     });
   addDispatchCommands(program, async (action) => {
-    exitCode.value = await action();
+    run.exitCode = await action();
   });
   return program;
 }
 
 /** Runs the command line with `argv` (arguments after the program name); resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const p = platform();
-  const exitCode = { value: EXIT.ok as number };
-  const program = buildProgram(exitCode);
-  if (argv.length === 0) {
-    program.outputHelp();
-    return EXIT.usage;
+  const run: Invocation = { exitCode: EXIT.ok, writes: [] };
+  const program = buildProgram(run);
+  try {
+    if (argv.length === 0) {
+      program.outputHelp();
+      return EXIT.usage;
+    }
+    return await parse(program, argv, run);
+  } finally {
+    await Promise.allSettled(run.writes);
   }
+}
+
+/** Parses and runs one command; maps what it throws to an exit status and one line on stderr. */
+async function parse(program: Command, argv: string[], run: Invocation): Promise<number> {
+  const p = platform();
   try {
     await program.parseAsync(argv, { from: "user" });
-    return exitCode.value;
+    return run.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version are not errors; everything else commander reports is a usage error.
@@ -83,17 +100,17 @@ export async function main(argv: string[]): Promise<number> {
         : EXIT.usage;
     }
     if (error instanceof UsageError) {
-      p.writeStderr(`svc: ${error.message}\n`);
+      printLine(`svc: ${error.message}`);
       return EXIT.usage;
     }
     if (error instanceof SvcError) {
-      p.writeStderr(`svc: ${error.message}\n`);
+      printLine(`svc: ${error.message}`);
       return error.status === 400 ? EXIT.usage : EXIT.failed;
     }
     // The runtime refused an operation: the host was started without a grant it needs.
     const grant = p.missingGrant(error);
     if (grant !== undefined) {
-      p.writeStderr(`svc: Cannot continue: svc needs ${grant} (see "Permissions" in the README)\n`);
+      printLine(`svc: Cannot continue: svc needs ${grant} (see "Permissions" in the README)`);
       return EXIT.failed;
     }
     p.writeStderr("svc: internal error (this is a bug in svc; please report it)\n");

@@ -2,7 +2,8 @@ import type { CallCounts, RunEvent } from "../src/engine/mod.ts";
 
 /** Options of {@linkcode createNarrationPrinter}. */
 export interface NarrationPrinterOptions {
-  write: (text: string) => void;
+  /** Prints one line (without its newline); the caller makes it safe for a terminal. */
+  line: (text: string) => void;
 }
 
 /** What {@linkcode createNarrationPrinter} returns. */
@@ -18,7 +19,7 @@ export interface NarrationPrinter {
  * Call counts are coalesced: a burst of changes within one task prints one line.
  */
 export function createNarrationPrinter(options: NarrationPrinterOptions): NarrationPrinter {
-  const { write } = options;
+  const { line: write } = options;
   let pending: CallCounts | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let printed = "";
@@ -39,7 +40,7 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
       (details.length > 0 ? ` (${details.join(", ")})` : "");
     if (line === printed) return;
     printed = line;
-    write(`${line}\n`);
+    write(line);
   }
 
   function onEvent(event: RunEvent): void {
@@ -47,14 +48,14 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
     switch (event.type) {
       case "narration": {
         const { entry } = event;
-        if (entry.kind === "phase") write(`== ${entry.text}\n`);
-        else if (entry.kind === "log") write(`${entry.text}\n`);
-        else if (entry.kind === "call") write(`! ${entry.text}\n`);
-        else write(`[script ${entry.stream ?? "output"}] ${entry.text}\n`);
+        if (entry.kind === "phase") write(`== ${entry.text}`);
+        else if (entry.kind === "log") write(entry.text);
+        else if (entry.kind === "call") write(`! ${entry.text}`);
+        else write(`[script ${entry.stream ?? "output"}] ${entry.text}`);
         return;
       }
       case "security":
-        write(`! dropped from the guest (${event.event.kind}): ${event.event.detail}\n`);
+        write(`! dropped from the guest (${event.event.kind}): ${event.event.detail}`);
         return;
       case "calls":
         pending = event.calls;

@@ -4,6 +4,7 @@ import { platform } from "../src/platform/mod.ts";
 import { jsonProblem, type JsonValue } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
 import { createNarrationPrinter } from "./narration.ts";
+import { printJson, printLine } from "./terminal.ts";
 
 /** Options of `svc workflow run`, as commander hands them over. */
 export interface WorkflowRunFlags {
@@ -149,22 +150,22 @@ async function follow(
     throw error;
   }
   const runId = started.run_id;
-  const printer = createNarrationPrinter({ write: (text) => p.writeStderr(text) });
+  const printer = createNarrationPrinter({ line: printLine });
   const unsubscribe = manager.subscribe(runId, printer.onEvent);
-  p.writeStderr(
+  printLine(
     `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""}${
       started.resumed_from ? `, resuming ${started.resumed_from}` : ""
-    })\n`,
+    })`,
   );
 
   let interrupts = 0;
   const removeInterrupt = p.onInterrupt(() => {
     interrupts++;
     if (interrupts === 1) {
-      p.writeStderr("svc: cancelling the run (press Ctrl-C again to quit at once)\n");
+      printLine("svc: cancelling the run (press Ctrl-C again to quit at once)");
       manager.cancel(runId);
     } else {
-      p.writeStderr("svc: quitting\n");
+      printLine("svc: quitting");
       p.exit(130);
     }
   });
@@ -185,18 +186,18 @@ async function follow(
         journal.skipped ? `, ${journal.skipped} skipped` : ""
       })`;
   for (const condition of status.conditions) {
-    p.writeStderr(`! ${condition.type}: ${condition.message}\n`);
+    printLine(`! ${condition.type}: ${condition.message}`);
   }
   if (status.state === "succeeded") {
-    p.writeStderr(`svc: run ${runId} succeeded${calls}\n`);
+    printLine(`svc: run ${runId} succeeded${calls}`);
   } else {
-    p.writeStderr(
-      `svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}\n`,
+    printLine(
+      `svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}`,
     );
   }
-  if (flags.json) await p.writeStdout(`${JSON.stringify(status, null, 2)}\n`);
+  if (flags.json) await printJson(status, 2);
   else if (status.state === "succeeded") {
-    await p.writeStdout(`${JSON.stringify(status.result ?? null)}\n`);
+    await printJson(status.result ?? null);
   }
   return exitStatus(status);
 }
