@@ -14,6 +14,7 @@ interface DispatchFlags {
   profile?: string;
   model?: string;
   sandbox?: string;
+  sandboxMax?: string;
   workdir?: string;
   session?: string;
   tag?: string;
@@ -82,6 +83,7 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
       profile: flags.profile,
       model: flags.model,
       sandbox: flags.sandbox,
+      sandbox_max: flags.sandboxMax,
       workdir: flags.workdir,
       session: flags.session,
       tag: flags.tag,
@@ -252,6 +254,13 @@ export function addDispatchCommands(
     .option("--model <id>", "model id")
     .addOption(
       new Option("--sandbox <level>", "sandbox level").choices(["read-only", "write", "full"]),
+    )
+    .addOption(
+      new Option(
+        "--sandbox-max <level>",
+        "highest sandbox level the call may get (a profile's too)",
+      )
+        .choices(["read-only", "write", "full"]),
     )
     .option("--workdir <dir>", "working directory of the agent")
     .option("--session <id|name>", "continue (or start, by name) a session")

@@ -52,6 +52,12 @@ function buildProgram(run: Invocation): Command {
         .choices(["read-only", "write", "full"])
         .default("read-only"),
     )
+    .addOption(
+      new Option(
+        "--sandbox-max <level>",
+        "highest sandbox level any call may get (default: the --sandbox-default level)",
+      ).choices(["read-only", "write", "full"]),
+    )
     .option("--workdir <dir>", "working directory of the run's calls")
     .option("--budget-tokens <n>", "stop starting calls once this many tokens are committed")
     .option("--budget-usd <n>", "stop starting calls once this much currency is committed")

@@ -13,6 +13,7 @@ export interface WorkflowRunFlags {
   timeout?: string;
   isolation?: string;
   sandboxDefault?: string;
+  sandboxMax?: string;
   workdir?: string;
   budgetTokens?: string;
   budgetUsd?: string;
@@ -123,6 +124,7 @@ export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): 
     timeout: parseTimeout(flags.timeout),
     isolation: flags.isolation,
     sandbox_default: flags.sandboxDefault,
+    sandbox_max: flags.sandboxMax,
     workdir: flags.workdir,
     fake_dispatch: flags.fakeDispatch ?? false,
   };

@@ -226,7 +226,7 @@ Deno.test("a profile fixes provider and model; an explicit model overrides it", 
   );
 });
 
-Deno.test("kernel admission clamps full to write unless the run and the server both allow it", () => {
+Deno.test("kernel admission bounds every call by the ceiling, and full by the server's consent", () => {
   assert.deepEqual(admitSandbox(undefined, { allowFull: true }), {
     level: "read-only",
     clamped: null,
@@ -239,17 +239,66 @@ Deno.test("kernel admission clamps full to write unless the run and the server b
     level: "full",
     clamped: null,
   });
-  assert.match(
-    admitSandbox("full", { sandboxDefault: "full", allowFull: false }).clamped ?? "",
-    /server configuration does not set sandbox\.allow_full/,
+  assert.deepEqual(admitSandbox("write", { sandboxDefault: "read-only", allowFull: true }), {
+    level: "read-only",
+    clamped:
+      "write was clamped to read-only: the ceiling is read-only (the default level; sandbox_max raises it)",
+  });
+  assert.deepEqual(
+    admitSandbox("write", { sandboxDefault: "read-only", sandboxMax: "write", allowFull: false }),
+    { level: "write", clamped: null },
   );
-  assert.match(
-    admitSandbox("full", { sandboxDefault: "write", allowFull: true }).clamped ?? "",
-    /run's sandbox_default is not full/,
+  assert.deepEqual(
+    admitSandbox("full", { sandboxDefault: "read-only", sandboxMax: "write", allowFull: true }),
+    { level: "write", clamped: "full was clamped to write: the ceiling is write (sandbox_max)" },
   );
+  assert.deepEqual(admitSandbox("full", { sandboxDefault: "full", allowFull: false }), {
+    level: "write",
+    clamped: "full was clamped to write: the server configuration does not set sandbox.allow_full",
+  });
   assert.equal(
     admitSandbox("full", { sandboxDefault: "read-only", allowFull: false }).level,
-    "write",
+    "read-only",
+  );
+});
+
+Deno.test("a read-only run hands its write calls read-only agents, and journals the clamp", async () => {
+  const claude = provider("claude");
+  await using t = await testManager({
+    dispatcher: createDispatcher({ providers: [claude], fakeLatencyMs: 0 }),
+  });
+  const run = await t.manager.start({
+    script: `await agent("a", { provider: "claude", sandbox: "write" });
+      await agent("b", { provider: "claude", sandbox: "full" });
+      await agent("c", { provider: "claude" });`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.sandbox_max, "read-only");
+  assert.deepEqual(claude.requests.map((r) => r.sandbox), ["read-only", "read-only", "read-only"]);
+  const journal = await t.manager.journal(run.run_id);
+  assert.deepEqual(journal.map((e) => e.sandbox_clamped), [
+    "write was clamped to read-only: the ceiling is read-only (the default level; sandbox_max raises it)",
+    "full was clamped to read-only: the ceiling is read-only (the default level; sandbox_max raises it)",
+    undefined,
+  ]);
+});
+
+Deno.test("sandbox_max lets an operator allow more than the default, and no more", async () => {
+  const claude = provider("claude");
+  await using t = await testManager({
+    dispatcher: createDispatcher({ providers: [claude], fakeLatencyMs: 0 }),
+  });
+  const run = await t.manager.start({
+    script: `await agent("a", { provider: "claude", sandbox: "write" });
+      await agent("b", { provider: "claude" });
+      await agent("c", { provider: "claude", sandbox: "full" });`,
+    sandbox_max: "write",
+  });
+  await t.manager.wait(run.run_id);
+  assert.deepEqual(claude.requests.map((r) => r.sandbox), ["write", "read-only", "write"]);
+  await assert.rejects(
+    t.manager.start({ script: "return 1", sandbox_default: "write", sandbox_max: "read-only" }),
+    /'sandbox_max' must not be below sandbox_default/,
   );
 });
 
@@ -268,13 +317,34 @@ Deno.test("the admitted sandbox level reaches the provider, and a clamp is journ
   const journal = await t.manager.journal(run.run_id);
   assert.match(
     journal[0]!.sandbox_clamped ?? "",
-    /^full was clamped to write: the run's sandbox_default is not full and the server configuration does not set sandbox\.allow_full$/,
+    /^full was clamped to write: the ceiling is write \(the default level; sandbox_max raises it\)$/,
   );
   assert.equal(journal[1]!.sandbox_clamped, undefined);
   assert.deepEqual(journal.map((e) => [e.sandbox, e.route]), [["write", "asked for by name"], [
     "write",
     "asked for by name",
   ]]);
+});
+
+Deno.test("a direct dispatch gets what it asks for, bounded by its sandbox_max", async () => {
+  const claude = provider("claude");
+  const dispatcher = createDispatcher({
+    providers: [claude],
+    config: config({
+      providers: { claude: { type: "claude" } },
+      profiles: { writer: { provider: "claude", sandbox: "write" } },
+    }),
+  });
+  const asked = await dispatcher.dispatch({ prompt: "x", options: { profile: "writer" }, signal });
+  assert.deepEqual([asked.sandbox, asked.sandbox_clamped], ["write", null]);
+  const bounded = await dispatcher.dispatch(
+    { prompt: "x", options: { profile: "writer" }, signal },
+    { sandboxMax: "read-only" },
+  );
+  assert.deepEqual([bounded.sandbox, bounded.sandbox_clamped], [
+    "read-only",
+    "write was clamped to read-only: the ceiling is read-only (sandbox_max)",
+  ]);
 });
 
 Deno.test("a provider that keeps failing becomes unavailable to auto routing", async () => {

@@ -24,8 +24,13 @@ export interface DispatchInput {
 export interface DispatchContext {
   /** Send the call to the fake provider whatever it asks for (`--fake-dispatch`). */
   fakeOnly?: boolean;
-  /** The run's `sandbox_default`, or a direct dispatch's own sandbox request. */
+  /**
+   * The run's `sandbox_default`. Absent for a direct dispatch, whose own ask (its `sandbox`, else
+   * its profile's) is its default.
+   */
   sandboxDefault?: SandboxLevel;
+  /** The ceiling (`sandbox_max`); the default level when absent (docs/SECURITY.md). */
+  sandboxMax?: SandboxLevel;
 }
 
 /** A dispatch's result with how it was routed and admitted. */
@@ -241,8 +246,10 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
       const profileSandbox = options.profile !== undefined
         ? config.profiles[options.profile]?.sandbox
         : undefined;
-      const admission = admitSandbox(options.sandbox ?? profileSandbox, {
-        sandboxDefault: context.sandboxDefault,
+      const requested = options.sandbox ?? profileSandbox;
+      const admission = admitSandbox(requested, {
+        sandboxDefault: context.sandboxDefault ?? requested,
+        ...(context.sandboxMax !== undefined ? { sandboxMax: context.sandboxMax } : {}),
         allowFull: config.sandbox.allow_full,
       });
       const route: RouteDecision = context.fakeOnly

@@ -1,29 +1,51 @@
-import type { SandboxLevel } from "../schemas/mod.ts";
+import { sandboxAbove, type SandboxLevel } from "../schemas/mod.ts";
 
 /** The sandbox level a call gets, and why it differs from what was asked, if it does. */
 export interface SandboxAdmission {
   level: SandboxLevel;
-  /** Why `full` was clamped to `write`; null when the call got what it asked for. */
+  /** Why the level asked for was lowered; null when the call got what it asked for. */
   clamped: string | null;
+}
+
+/** Who decides a call's sandbox level besides the call itself. */
+export interface SandboxPolicy {
+  /** Level of calls that ask for none: the run's `sandbox_default`, or a dispatch's own request. */
+  sandboxDefault?: SandboxLevel;
+  /** Highest level any call may get (`sandbox_max`); the default level when absent. */
+  sandboxMax?: SandboxLevel;
+  /** The server configuration's `sandbox.allow_full`. */
+  allowFull: boolean;
 }
 
 /**
  * Kernel admission of a sandbox level. A call asks for `options.sandbox`, else the profile's,
- * else the run's `sandbox_default` (`read-only` by default). `full` is granted only when both
- * the run's `sandbox_default` (for a direct dispatch: its own request) and the server's
- * configuration allow it; otherwise it is clamped to `write`, with the reason recorded.
+ * else the default (`read-only` unless the run or dispatch says otherwise). Whatever it asks,
+ * it gets at most the ceiling: `sandbox_max`, which defaults to the default level, so that a
+ * run started `read-only` hands out read-only agents only. `full` needs, on top, the server's
+ * `sandbox.allow_full`; otherwise it becomes `write`. Every lowering is explained.
  */
 export function admitSandbox(
   requested: SandboxLevel | undefined,
-  context: { sandboxDefault?: SandboxLevel; allowFull: boolean },
+  policy: SandboxPolicy,
 ): SandboxAdmission {
-  const level = requested ?? context.sandboxDefault ?? "read-only";
-  if (level !== "full") return { level, clamped: null };
-  const runAllows = context.sandboxDefault === "full";
-  if (runAllows && context.allowFull) return { level, clamped: null };
-  const missing = [
-    runAllows ? "" : "the run's sandbox_default is not full",
-    context.allowFull ? "" : "the server configuration does not set sandbox.allow_full",
-  ].filter(Boolean).join(" and ");
-  return { level: "write", clamped: `full was clamped to write: ${missing}` };
+  const asked = requested ?? policy.sandboxDefault ?? "read-only";
+  const ceiling = policy.sandboxMax ?? policy.sandboxDefault ?? "read-only";
+  if (sandboxAbove(asked, ceiling)) {
+    // Nothing is above full, so the ceiling here is write or read-only: no allow_full question.
+    const source = policy.sandboxMax === undefined
+      ? "the default level; sandbox_max raises it"
+      : "sandbox_max";
+    return {
+      level: ceiling,
+      clamped: `${asked} was clamped to ${ceiling}: the ceiling is ${ceiling} (${source})`,
+    };
+  }
+  if (asked === "full" && !policy.allowFull) {
+    return {
+      level: "write",
+      clamped:
+        "full was clamped to write: the server configuration does not set sandbox.allow_full",
+    };
+  }
+  return { level: asked, clamped: null };
 }

@@ -328,8 +328,11 @@ export class TaskManager {
       signal,
       ...(options.workdir ? { cwd: options.workdir } : {}),
     };
-    // A direct dispatch's own sandbox request is its default: `full` needs only the server's consent.
-    const context = { fakeOnly: status.fake_dispatch, sandboxDefault: options.sandbox };
+    // A direct dispatch's own ask is its default; `sandbox_max` alone can bound it lower.
+    const context = {
+      fakeOnly: status.fake_dispatch,
+      ...(options.sandbox_max !== undefined ? { sandboxMax: options.sandbox_max } : {}),
+    };
     if (options.session === undefined) return this.#options.dispatcher.dispatch(input, context);
     return this.#options.sessions.dispatch(this.#options.dispatcher, input, {
       ...context,

@@ -193,6 +193,7 @@ export async function handleAgentCall(
         const context = {
           fakeOnly: ctx.request.fake_dispatch,
           sandboxDefault: ctx.request.sandbox_default,
+          ...(ctx.request.sandbox_max !== undefined ? { sandboxMax: ctx.request.sandbox_max } : {}),
         };
         last = call.options.session === undefined
           ? await deps.dispatcher.dispatch(input, context)

@@ -133,6 +133,7 @@ export class RunManager {
       filename,
       isolation: request.isolation,
       sandbox_default: request.sandbox_default,
+      sandbox_max: request.sandbox_max ?? request.sandbox_default,
       workdir: request.workdir ?? null,
       fake_dispatch: request.fake_dispatch,
       timeout: request.timeout,

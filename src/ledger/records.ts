@@ -109,6 +109,8 @@ export interface RunStatus {
   filename: string;
   isolation: IsolationTier;
   sandbox_default: SandboxLevel;
+  /** The ceiling of its calls' sandbox levels (`sandbox_max`, else `sandbox_default`). */
+  sandbox_max: SandboxLevel;
   workdir: string | null;
   fake_dispatch: boolean;
   timeout: number;

@@ -5,6 +5,13 @@ export const SandboxLevelSchema = z.enum(["read-only", "write", "full"]);
 /** A sandbox level. */
 export type SandboxLevel = z.infer<typeof SandboxLevelSchema>;
 
+const SANDBOX_RANK: Record<SandboxLevel, number> = { "read-only": 0, write: 1, full: 2 };
+
+/** Whether sandbox level `a` grants more than `b`. */
+export function sandboxAbove(a: SandboxLevel, b: SandboxLevel): boolean {
+  return SANDBOX_RANK[a] > SANDBOX_RANK[b];
+}
+
 const nonEmpty = z.string().min(1, "must not be empty");
 
 /** A per-call cost estimate: a number in the run budget's unit, or explicit tokens and currency. */

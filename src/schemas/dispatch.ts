@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AgentOptionsSchema } from "./agent_options.ts";
+import { AgentOptionsSchema, SandboxLevelSchema } from "./agent_options.ts";
 
 /**
  * A direct dispatch (`svc dispatch`, `POST /api/dispatch`, the tool protocol): one prompt with
@@ -7,6 +7,8 @@ import { AgentOptionsSchema } from "./agent_options.ts";
  */
 export const DispatchRequestSchema = AgentOptionsSchema.safeExtend({
   prompt: z.string().min(1, "must not be empty"),
+  /** Highest sandbox level the call may get; its own ask when absent. */
+  sandbox_max: SandboxLevelSchema.optional(),
   /** Wall-clock limit of the task in seconds. Default 1800. */
   timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(1800),
   /** Send the call to the fake provider (no quota used). */

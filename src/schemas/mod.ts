@@ -10,6 +10,7 @@ export {
   EstimateSchema,
   parseAgentCall,
   type ParsedAgentCall,
+  sandboxAbove,
   type SandboxLevel,
   SandboxLevelSchema,
 } from "./agent_options.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SandboxLevelSchema } from "./agent_options.ts";
+import { sandboxAbove, SandboxLevelSchema } from "./agent_options.ts";
 import { BoundedJsonSchema } from "./json.ts";
 
 /** Isolation tiers of the specification. */
@@ -16,6 +16,8 @@ export const WorkflowRunRequestSchema = z.strictObject({
   filename: z.string().regex(/^[^\n\r]+$/, "must be one line").optional(),
   args: BoundedJsonSchema.optional(),
   sandbox_default: SandboxLevelSchema.default("read-only"),
+  /** The ceiling of every call's sandbox level; `sandbox_default` when absent. */
+  sandbox_max: SandboxLevelSchema.optional(),
   isolation: IsolationSchema.default("unsafe-local"),
   workdir: z.string().min(1).optional(),
   timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(3600),
@@ -25,7 +27,10 @@ export const WorkflowRunRequestSchema = z.strictObject({
   resume_from: z.string().regex(/^run_[0-9a-z]+$/, "must be a run id like run_01abc").optional(),
   /** Attempts of a schema call whose result fails validation (first try included). */
   schema_attempts: z.number().int().min(1).max(10).default(3),
-});
+}).refine(
+  (r) => r.sandbox_max === undefined || !sandboxAbove(r.sandbox_default, r.sandbox_max),
+  { path: ["sandbox_max"], message: "must not be below sandbox_default" },
+);
 
 /** A validated workflow run request. */
 export type WorkflowRunRequest = z.infer<typeof WorkflowRunRequestSchema>;
