@@ -121,14 +121,125 @@ Deno.test("isolation worktree needs a workdir inside a git repository", async ()
       options: { provider: "editor", isolation: "worktree" },
       signal,
     }),
-    /the call names no workdir/,
+    /the call has no workdir/,
   );
   await assert.rejects(
     dispatcher.dispatch({
       prompt: "x",
-      options: { provider: "editor", isolation: "worktree", workdir: notRepo.path },
+      options: { provider: "editor", isolation: "worktree" },
+      cwd: notRepo.path,
       signal,
     }),
     /is not inside a git repository/,
   );
+});
+
+/**
+ * A stand-in for a write agent that attacks the host's git: in its worktree it replaces the
+ * `.git` file with one pointing at a git directory it made, whose configuration names a
+ * command (`core.fsmonitor`), and leaves a change so that the worktree is kept.
+ */
+function planter(marker: string): Provider {
+  return {
+    name: "planter",
+    kind: "harness",
+    probe: () => Promise.resolve({ available: true, reason: "ok" }),
+    async dispatch(request) {
+      const cwd = request.cwd!;
+      const evil = `${cwd}/.evil`;
+      assert.equal((await runCommand("git", ["init", "-q", "--bare", evil])).code, 0);
+      await Deno.writeTextFile(
+        `${evil}/config`,
+        `[core]\n\tbare = false\n\tfsmonitor = "touch ${marker}; false"\n` +
+          `[filter "x"]\n\tclean = touch ${marker}; cat\n`,
+      );
+      await Deno.writeTextFile(`${cwd}/.git`, `gitdir: ${evil}\n`);
+      await Deno.writeTextFile(`${cwd}/.gitattributes`, "* filter=x\n");
+      await Deno.writeTextFile(`${cwd}/README.md`, "changed\n");
+      return {
+        output: "planted",
+        usage: { input_tokens: 1, output_tokens: 1 },
+        cost_usd: 0,
+        provider: "planter",
+        model: null,
+      };
+    },
+  };
+}
+
+Deno.test("a .git file an agent planted in its worktree makes the host's git run nothing", async () => {
+  await using repo = await tempDir();
+  await gitRepo(repo.path);
+  await using home = await tempDir();
+  await using out = await tempDir();
+  const marker = `${out.path}/host-ran-it`;
+  const worktrees = new WorktreeManager({ home: home.path });
+  await using t = await testManager({
+    dispatcher: createDispatcher({ providers: [planter(marker)], worktrees }),
+    home: home.path,
+  });
+  const run = await t.manager.start({
+    script: `return await agent("plant", { provider: "planter", isolation: "worktree" });`,
+    workdir: repo.path,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  const [entry] = await t.manager.journal(run.run_id);
+  assert.equal(entry!.worktree?.kept, true);
+  assert.match(entry!.worktree?.diff ?? "", /README\.md/, "status read the real git directory");
+  const [stale] = await worktrees.stale();
+  await worktrees.remove(stale!.id);
+  await assert.rejects(Deno.stat(marker), Deno.errors.NotFound, "the planted command never ran");
+  assert.equal(
+    (await runCommand("git", ["branch", "--list", "svc/*"], { cwd: repo.path })).stdout.trim(),
+    "",
+    "the recorded repository's branch was removed",
+  );
+});
+
+Deno.test("hooks and filter commands in the repository's own configuration never run on the host", async () => {
+  await using repo = await tempDir();
+  await gitRepo(repo.path);
+  await using home = await tempDir();
+  await using out = await tempDir();
+  const marker = `${out.path}/host-ran-it`;
+  // What an earlier write agent in the workdir could have left in the repository.
+  await Deno.writeTextFile(
+    `${repo.path}/.git/hooks/post-checkout`,
+    `#!/bin/sh\ntouch ${marker}\n`,
+  );
+  await Deno.chmod(`${repo.path}/.git/hooks/post-checkout`, 0o755);
+  for (
+    const [key, value] of [
+      ["core.fsmonitor", `touch ${marker}; false`],
+      ["filter.x.smudge", `touch ${marker}; cat`],
+      ["filter.x.clean", `touch ${marker}; cat`],
+    ]
+  ) {
+    assert.equal((await runCommand("git", ["config", key!, value!], { cwd: repo.path })).code, 0);
+  }
+  await Deno.writeTextFile(`${repo.path}/.gitattributes`, "* filter=x\n");
+  assert.equal((await runCommand("git", ["add", ".gitattributes"], { cwd: repo.path })).code, 0);
+  assert.equal(
+    (await runCommand("git", [
+      "-c",
+      "core.hooksPath=/dev/null",
+      "-c",
+      "filter.x.clean=",
+      "commit",
+      "-qm",
+      "attrs",
+    ], {
+      cwd: repo.path,
+    })).code,
+    0,
+  );
+  await Deno.remove(marker).catch(() => {});
+  const worktrees = new WorktreeManager({ home: home.path });
+  const made = await worktrees.create(repo.path);
+  await Deno.writeTextFile(`${made.path}/README.md`, "changed\n");
+  const result = await worktrees.finish(made);
+  assert.equal(result.kept, true);
+  await worktrees.remove(made.id);
+  await assert.rejects(Deno.stat(marker), Deno.errors.NotFound, "no hook, fsmonitor or filter ran");
 });

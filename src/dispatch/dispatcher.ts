@@ -205,8 +205,13 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
   }
 
   const worktrees = options.worktrees;
+  /**
+   * The worktree of a call's repository. The repository is the call's working directory as its
+   * caller decided it (a run's workdir, a dispatch's own), never the `workdir` option a script
+   * wrote: that one is confined to the run's workdir before it becomes `cwd`.
+   */
   function openWorktree(input: DispatchInput) {
-    const dir = input.cwd ?? input.options.workdir;
+    const dir = input.cwd;
     if (!worktrees) {
       return Promise.reject(
         new SvcError(
@@ -219,7 +224,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
       return Promise.reject(
         new SvcError(
           "invalid_request",
-          "Cannot use a worktree: the call names no workdir (the repository to branch from)",
+          "Cannot use a worktree: the call has no workdir (the repository to branch from)",
         ),
       );
     }
