@@ -243,3 +243,56 @@ Deno.test("hooks and filter commands in the repository's own configuration never
   await worktrees.remove(made.id);
   await assert.rejects(Deno.stat(marker), Deno.errors.NotFound, "no hook, fsmonitor or filter ran");
 });
+
+Deno.test("a script's workdir stays inside the run's workdir, symbolic links resolved", async () => {
+  await using work = await tempDir();
+  await using other = await tempDir();
+  await gitRepo(other.path);
+  await Deno.mkdir(`${work.path}/sub`);
+  await Deno.symlink(other.path, `${work.path}/escape`);
+  const provider = editor();
+  await using t = await testManager({
+    dispatcher: createDispatcher({
+      providers: [provider],
+      worktrees: new WorktreeManager({ home: work.path }),
+    }),
+  });
+  const attempt = async (workdir: string, isolation = "none") => {
+    const run = await t.manager.start({
+      script: `return await agent("look", ${
+        JSON.stringify({ provider: "editor", workdir, isolation })
+      });`,
+      workdir: work.path,
+    });
+    return await t.manager.wait(run.run_id);
+  };
+  const inside = await attempt("sub");
+  assert.equal(inside.state, "succeeded", JSON.stringify(inside.error));
+  assert.equal(provider.dirs.at(-1), await Deno.realPath(`${work.path}/sub`));
+  for (
+    const [workdir, why] of [
+      [other.path, "is outside the run's workdir"],
+      ["..", "is outside the run's workdir"],
+      ["escape", "is outside the run's workdir"],
+      ["missing", "does not exist"],
+    ]
+  ) {
+    const refused = await attempt(workdir!, "worktree");
+    assert.equal(refused.state, "failed", workdir);
+    assert.match(
+      refused.error?.message ?? "",
+      new RegExp(`option 'workdir' cannot be used: .*${why}`),
+    );
+  }
+  assert.equal(provider.dirs.length, 1, "no refused call reached the provider");
+  const branches = await runCommand("git", ["branch", "--list", "svc/*"], { cwd: other.path });
+  assert.equal(branches.stdout.trim(), "", "no worktree of the other repository was made");
+});
+
+Deno.test("a run without a workdir refuses a script's workdir option", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({ script: `return await agent("x", { workdir: "/etc" });` });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "failed");
+  assert.match(status.error?.message ?? "", /the run has no workdir/);
+});

@@ -13,6 +13,7 @@ import type { JournalEntry } from "../ledger/mod.ts";
 import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
 import { type AgentReply, ScriptCallError } from "./guest_session.ts";
+import { callWorkdir } from "./call_workdir.ts";
 import { callHash } from "./journal.ts";
 import { clip, now, type RunContext } from "./run_context.ts";
 
@@ -79,6 +80,7 @@ export async function handleAgentCall(
   const parsed = parseAgentCall(params);
   if (!parsed.ok) throw new ScriptCallError("TypeError", parsed.message);
   const call = parsed.call;
+  const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir);
   const decision = await decide(ctx, deps, call);
   const { calls } = ctx.status;
   const startedAt = now();
@@ -188,7 +190,7 @@ export async function handleAgentCall(
           prompt: call.prompt,
           options,
           signal,
-          ...(ctx.request.workdir ? { cwd: ctx.request.workdir } : {}),
+          ...(cwd !== undefined ? { cwd } : {}),
         };
         const context = {
           fakeOnly: ctx.request.fake_dispatch,

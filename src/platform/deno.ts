@@ -222,6 +222,7 @@ export const denoPlatform: Platform = {
     const info = await Deno.stat(path);
     return { isFile: info.isFile, isDirectory: info.isDirectory, size: info.size };
   },
+  realPath: (path) => Deno.realPath(path),
   mkdir: (path) => Deno.mkdir(path, { recursive: true }),
   makeTempDir: ({ dir, prefix }) => Deno.makeTempDir({ dir, prefix }),
   rename: (from, to) => Deno.rename(from, to),

@@ -224,6 +224,7 @@ export const nodePlatform: Platform = {
       const info = await fs.stat(path);
       return { isFile: info.isFile(), isDirectory: info.isDirectory(), size: info.size };
     }),
+  realPath: (path) => fsCall(() => fs.realpath(path)),
   mkdir: (path) => fsCall(async () => void await fs.mkdir(path, { recursive: true })),
   makeTempDir: ({ dir, prefix }) => fsCall(() => fs.mkdtemp(`${dir}/${prefix}`)),
   rename: (from, to) => fsCall(() => fs.rename(from, to)),

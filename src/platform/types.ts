@@ -129,6 +129,8 @@ export interface Platform {
   readTextFile(path: string): Promise<string>;
   writeTextFile(path: string, text: string): Promise<void>;
   stat(path: string): Promise<FileInfo>;
+  /** The absolute path with every symbolic link resolved; rejects when it does not exist. */
+  realPath(path: string): Promise<string>;
   mkdir(path: string): Promise<void>;
   makeTempDir(options: { dir: string; prefix: string }): Promise<string>;
   /** Moves a file in one step (used to publish a fully written file). */
