@@ -108,9 +108,11 @@ export async function handleAgentCall(
     started_at: startedAt,
   });
   const ended = () => ({ ended_at: now(), duration_ms: Math.round(performance.now() - t0) });
-  const skip = (refusal: Refusal, reason: string): AgentReply => {
+  const skip = async (refusal: Refusal, reason: string): Promise<AgentReply> => {
     calls.skipped++;
-    ctx.refuse(refusal, async () => ({
+    ctx.callsChanged();
+    // Awaited so that the run ends only after the refusal's entry, if it gets one, is written.
+    await ctx.refuse(refusal, async () => ({
       ...base(
         decision.kind === "refused" ? await callHash(call.prompt, call.options) : decision.hash,
       ),
@@ -123,10 +125,9 @@ export async function handleAgentCall(
       attempts: 0,
       reason,
     }));
-    ctx.callsChanged();
     return { value: null, spent: ctx.budget.spent() };
   };
-  const overBudget = (reason: string): AgentReply => {
+  const overBudget = (reason: string): Promise<AgentReply> => {
     ctx.raise({
       type: "BudgetExceeded",
       message: `${reason}; call #${decision.seq} and later calls return null`,
