@@ -294,3 +294,20 @@ Deno.test("--budget-tokens stops starting calls at the cap and reports BudgetExc
     /^svc: Cannot use --budget-tokens 'lots': it must be a whole number above 0$/m,
   );
 });
+
+Deno.test("a run whose call has a 70 KB label is recorded and --json prints its status", async () => {
+  await using dir = await tempDir();
+  const script = `${dir.path}/huge_label.js`;
+  await Deno.writeTextFile(
+    script,
+    `const r = await agent("x", { label: "L".repeat(70000) });\nthrow new Error("E".repeat(70000));\n`,
+  );
+  const result = await runCli(["workflow", "run", script, "--json", "--fake-dispatch"]);
+  assert.equal(result.code, 1, result.stderr);
+  assert.doesNotMatch(result.stderr, /Cannot record/);
+  const status = JSON.parse(result.stdout);
+  assert.equal(status.state, "failed");
+  assert.equal(status.journal.calls, 1);
+  assert.equal(status.journal.live, 1);
+  assert.match(status.error.message, /^Error: E+… \[\d+ more characters\]/);
+});

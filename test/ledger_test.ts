@@ -1,6 +1,21 @@
 import assert from "node:assert/strict";
+import { createDispatcher } from "../src/dispatch/mod.ts";
 import { Ledger, SCHEMA_VERSION } from "../src/ledger/mod.ts";
-import { tempDir, testManager } from "./helpers.ts";
+import { scriptedProvider, tempDir, testManager } from "./helpers.ts";
+
+/** Every value of the KV file, with its size: what the ledger really wrote. */
+async function kvValues(home: string): Promise<Array<{ key: Deno.KvKey; size: number }>> {
+  const kv = await Deno.openKv(`${home}/svc.kv`);
+  try {
+    const out: Array<{ key: Deno.KvKey; size: number }> = [];
+    for await (const entry of kv.list<Uint8Array>({ prefix: [] })) {
+      out.push({ key: entry.key, size: entry.value.length });
+    }
+    return out;
+  } finally {
+    kv.close();
+  }
+}
 
 Deno.test("the ledger keeps values as JSON bytes that any KV reader can decode", async () => {
   await using t = await testManager();
@@ -106,4 +121,97 @@ Deno.test("runs are listed per owner, newest first", async () => {
   ]);
   assert.equal((await t.manager.list()).length, 3);
   await assert.rejects(t.manager.journal(a.run_id, { owner: "bob" }), /no such run/);
+});
+
+Deno.test("a call with a 70 KB label is recorded: the label is clipped, the call stays in the journal", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({
+    script: `return await agent("x", { label: "L".repeat(70_000) });`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded");
+  assert.equal(status.result, "fake response to: x");
+  const journal = await t.manager.journal(run.run_id);
+  assert.equal(journal.length, 1);
+  assert.equal(journal[0]!.result, "fake response to: x");
+  assert.ok(journal[0]!.label!.length < 2000, "clipped");
+  assert.match(journal[0]!.label!, /^L+… \[\d+ more characters\]$/);
+  assert.equal((await t.ledger.getRun(run.run_id))?.state, "succeeded");
+});
+
+Deno.test("a script error with a 70 KB name, message and stack frame still ends the run recorded", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({
+    script:
+      `const f = { ["g".repeat(70_000)]() { const e = new Error("m".repeat(70_000)); e.name = "N".repeat(70_000); throw e; } };
+      f["g".repeat(70_000)]();`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "failed");
+  assert.equal(status.error?.code, "script_error");
+  assert.ok(status.error!.message.length < 10_000, `message of ${status.error!.message.length}`);
+  assert.ok((status.error!.stack ?? "").length <= 4200, "stack clipped");
+  const stored = await t.ledger.getRun(run.run_id);
+  assert.equal(stored?.state, "failed");
+  assert.deepEqual(stored?.error, status.error, "the ledger holds what the status says");
+});
+
+Deno.test("schema failures with huge conditions keep the run status within one KV value", async () => {
+  const provider = scriptedProvider("sloppy", () => ({ output: "x".repeat(30_000) }));
+  await using t = await testManager({ dispatcher: createDispatcher({ providers: [provider] }) });
+  const run = await t.manager.start({
+    script:
+      `const schema = { type: "object", required: ["a"], properties: { a: { type: "string" } } };
+      const r = await parallel(Array.from({ length: 60 }, (_, i) =>
+        () => agent("p" + i, { provider: "sloppy", schema, label: i + "L".repeat(70_000) })));
+      return r.filter((x) => x === null).length;`,
+    schema_attempts: 1,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded");
+  assert.equal(status.result, 60);
+  const failed = status.conditions.filter((c) => c.type === "SchemaValidationFailed");
+  assert.ok(failed.length >= 1);
+  for (const c of status.conditions) {
+    assert.ok(JSON.stringify(c).length <= 8192, `a condition of ${JSON.stringify(c).length}`);
+  }
+  assert.equal((await t.manager.journal(run.run_id)).length, 60);
+  const values = await kvValues(t.home);
+  assert.ok(values.every((v) => v.size <= 60 * 1024), "every value fits");
+  const stored = await t.ledger.getRun(run.run_id);
+  assert.deepEqual(stored?.conditions, status.conditions, "the status as stored is the status");
+});
+
+Deno.test("a huge meta literal is clipped and the run is recorded", async () => {
+  await using t = await testManager();
+  const phases = JSON.stringify(
+    Array.from({ length: 5000 }, (_, i) => `phase ${i} ${"p".repeat(100)}`),
+  );
+  const run = await t.manager.start({
+    script: `export const meta = { name: "${"n".repeat(70_000)}", description: "${
+      "d".repeat(70_000)
+    }", phases: ${phases} };
+      return 1;`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded");
+  assert.ok(
+    JSON.stringify(status.meta).length < 20_000,
+    `meta of ${JSON.stringify(status.meta).length}`,
+  );
+  assert.equal(status.name, status.meta.name);
+  const stored = await t.ledger.getRun(run.run_id);
+  assert.deepEqual(stored?.meta, status.meta);
+});
+
+Deno.test("a record over the KV value limit is clipped by the ledger rather than refused", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({ script: "return 1;" });
+  const status = await t.manager.wait(run.run_id);
+  // Past every bound at the source: the ledger itself still writes it.
+  const huge = { ...status, name: "n".repeat(200_000), meta: { phases: Array(40_000).fill("p") } };
+  await t.ledger.saveRun(huge);
+  const stored = await t.ledger.getRun(run.run_id);
+  assert.equal(stored?.run_id, run.run_id);
+  assert.ok(stored!.name!.length < 70_000);
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { createDispatcher } from "../src/dispatch/mod.ts";
+import { defaultConfig } from "../src/config/mod.ts";
+import { createDispatcher, type Provider, SpentFailure } from "../src/dispatch/mod.ts";
 import { narration, runScript, scriptedProvider, testManager } from "./helpers.ts";
 
 // A 40-character prompt costs 10 input tokens; the fake's answer adds 15 output tokens: 25 a call.
@@ -133,4 +134,268 @@ Deno.test("a failed call is narrated and journaled with its reason", async () =>
     "agent call #1 (lost) failed: Cannot dispatch: unknown provider 'missing' (configured: fake)",
   ]);
   assert.equal(status.journal.failed, 1);
+});
+
+/** Bytes of every value in the run's KV file, and how many values: what the ledger really holds. */
+async function ledgerBytes(home: string): Promise<{ values: number; bytes: number }> {
+  const kv = await Deno.openKv(`${home}/svc.kv`);
+  try {
+    let values = 0;
+    let bytes = 0;
+    for await (const entry of kv.list<Uint8Array>({ prefix: [] })) {
+      values++;
+      bytes += entry.value.length;
+    }
+    return { values, bytes };
+  } finally {
+    kv.close();
+  }
+}
+
+// An invalid schema: compiling it throws a TypeError in the script, so a call over a limit
+// that returns null proves that its schema was never compiled.
+const BAD_SCHEMA = `{ type: "no such type" }`;
+
+Deno.test("5,000 calls refused at the agent limit compile no schema and grow the ledger by a bounded amount", async () => {
+  await using t = await testManager({ maxAgents: 2 });
+  const run = await t.manager.start({
+    script: `await agent("a"); await agent("b");
+      let nulls = 0;
+      for (let i = 0; i < 5000; i++) {
+        if (await agent("over " + i, { schema: ${BAD_SCHEMA}, label: "l".repeat(200) }) === null) nulls++;
+      }
+      return nulls;`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded", status.error?.message);
+  assert.equal(status.result, 5000);
+  assert.equal(status.calls.skipped, 5000);
+  assert.equal(status.calls.total, 5002);
+  assert.deepEqual(
+    [status.journal.calls, status.journal.live, status.journal.skipped, status.journal.omitted],
+    [5002, 2, 5000, 4999],
+  );
+  const journal = await t.manager.journal(run.run_id);
+  assert.deepEqual(journal.map((e) => [e.seq, e.outcome]), [[1, "live"], [2, "live"], [
+    3,
+    "skipped",
+  ]]);
+  const { bytes } = await ledgerBytes(t.home);
+  assert.ok(bytes < 64 * 1024, `the ledger holds ${bytes} bytes after 5,000 refused calls`);
+});
+
+Deno.test("5,000 calls refused by the budget compile no schema and grow the ledger by a bounded amount", async () => {
+  await using t = await testManager({ maxAgents: 10_000 });
+  const run = await t.manager.start({
+    script: `await agent("${PROMPT_40}");
+      let nulls = 0;
+      for (let i = 0; i < 5000; i++) {
+        if (await agent("over " + i, { schema: ${BAD_SCHEMA} }) === null) nulls++;
+      }
+      return nulls;`,
+    budget_tokens: CALL_TOKENS,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded", status.error?.message);
+  assert.equal(status.result, 5000);
+  assert.deepEqual([status.calls.skipped, status.journal.omitted], [5000, 4999]);
+  assert.equal(status.conditions.filter((c) => c.type === "BudgetExceeded").length, 1);
+  assert.equal((await t.manager.journal(run.run_id)).length, 2);
+  const { bytes } = await ledgerBytes(t.home);
+  assert.ok(bytes < 64 * 1024, `the ledger holds ${bytes} bytes after 5,000 refused calls`);
+});
+
+Deno.test("a call under the limits still checks its schema: a bad one is a TypeError", async () => {
+  const status = await runScript(
+    `try { await agent("x", { schema: ${BAD_SCHEMA} }); return "no error"; } catch (e) { return e.name; }`,
+  );
+  assert.equal(status.result, "TypeError");
+  assert.equal(status.calls.total, 0, "a call that threw takes no place in the sequence");
+});
+
+Deno.test("a resumed run replays up to the agent limit and refuses the same calls", async () => {
+  await using t = await testManager({ maxAgents: 3 });
+  const script =
+    `const r = []; for (let i = 0; i < 6; i++) r.push(await agent("c" + i)); return r.map((x) => x !== null);`;
+  const first = await t.manager.wait((await t.manager.start({ script })).run_id);
+  assert.deepEqual(first.result, [true, true, true, false, false, false]);
+  const second = await t.manager.wait(
+    (await t.manager.start({ script, resume_from: first.run_id })).run_id,
+  );
+  assert.deepEqual(second.result, first.result);
+  assert.deepEqual([second.calls.replayed, second.calls.skipped], [3, 3]);
+  assert.deepEqual(
+    (await t.manager.journal(second.run_id)).map((e) => e.outcome),
+    ["replayed", "replayed", "replayed", "skipped"],
+  );
+});
+
+Deno.test("past the run's journal limit a call's result is not recorded and does not reach the script", async () => {
+  await using t = await testManager({ maxJournalBytes: 4000 });
+  const run = await t.manager.start({
+    script: `const r = [];
+      for (let i = 0; i < 6; i++) r.push(await agent(i + "${"j".repeat(1000)}"));
+      return r.map((x) => x === null ? null : x.length);`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  const result = status.result as Array<number | null>;
+  const answered = result.filter((x) => x !== null).length;
+  assert.ok(answered >= 1 && answered < 6, `${answered} answered`);
+  assert.deepEqual(result.slice(answered), Array(6 - answered).fill(null));
+  const condition = status.conditions.find((c) => c.type === "LedgerLimitExceeded");
+  assert.match(condition!.message, /the run's journal reached its limit of 4000 bytes/);
+  assert.equal(condition!.data?.first_refused_call, answered + 1);
+  const journal = await t.manager.journal(run.run_id);
+  assert.equal(journal.length, 6, "the refused calls are journaled, without their results");
+  for (const entry of journal.slice(answered)) {
+    assert.equal(entry.outcome, "failed");
+    assert.equal(entry.result, undefined);
+    assert.equal(entry.usage.input_tokens > 0, true, "what the call spent is recorded");
+  }
+});
+
+Deno.test("past the run's limit on result files a large result is not recorded and does not reach the script", async () => {
+  await using t = await testManager({ maxBlobBytes: 100 * 1024 });
+  const run = await t.manager.start({
+    script: `const r = [];
+      for (let i = 0; i < 3; i++) r.push(await agent(i + "${"b".repeat(60_000)}"));
+      return r.map((x) => x === null ? null : x.length);`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.deepEqual(status.result, [60_019, null, null]);
+  assert.match(
+    status.conditions.find((c) => c.type === "LedgerLimitExceeded")!.message,
+    /the run's result files reached their limit of 102400 bytes/,
+  );
+  assert.equal([...Deno.readDirSync(`${t.home}/runs/${run.run_id}/blobs`)].length, 1);
+});
+
+/** A configuration giving `name` a price table (USD per million tokens). */
+function pricedConfig(name: string, price: { input_per_mtok: number; output_per_mtok: number }) {
+  const config = defaultConfig();
+  config.providers[name] = {
+    type: "openai",
+    model: "m",
+    base_url: "http://127.0.0.1:9/v1",
+    api_key_env: "UNUSED_KEY",
+    price,
+  };
+  return config;
+}
+
+Deno.test("under a currency budget a call to a provider without a price is refused, naming it", async () => {
+  const provider = scriptedProvider("unpriced", () => ({ output: "ok", costUsd: null }));
+  await using t = await testManager({ dispatcher: createDispatcher({ providers: [provider] }) });
+  const run = await t.manager.start({
+    script: `const r = [];
+      for (let i = 0; i < 20; i++) r.push(await agent("c" + i, { provider: "unpriced", estimate: 0.0000001 }));
+      return r.filter((x) => x !== null).length;`,
+    budget_usd: 0.000001,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.result, 0);
+  assert.equal(provider.calls, 0, "nothing was sent");
+  const [condition] = status.conditions.filter((c) => c.type === "UnpricedCall");
+  assert.match(
+    condition!.message,
+    /^Cannot dispatch to unpriced under a currency budget: it has no price; configure providers\.unpriced\.price/,
+  );
+  assert.equal(condition!.data?.provider, "unpriced");
+  assert.deepEqual([status.calls.skipped, status.journal.omitted], [20, 19]);
+  assert.equal(status.budget.usd.committed, 0);
+  assert.equal(status.budget.usd.reserved, 0, "the refused calls' reservations are freed");
+});
+
+Deno.test("under a currency budget a provider's price table prices every call from its usage", async () => {
+  // 10 + 10 tokens a call at $1 and $3 per million: $0.00004 a call.
+  const provider = scriptedProvider("priced", () => ({ output: "ok", costUsd: null }));
+  await using t = await testManager({
+    dispatcher: createDispatcher({
+      providers: [provider],
+      config: pricedConfig("priced", { input_per_mtok: 1, output_per_mtok: 3 }),
+    }),
+  });
+  const run = await t.manager.start({
+    script: `const r = [];
+      for (let i = 0; i < 5; i++) r.push(await agent("c" + i, { provider: "priced" }));
+      return r.map((x) => x !== null);`,
+    budget_usd: 0.0001,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.deepEqual(status.result, [true, true, true, false, false]);
+  assert.equal(provider.calls, 3);
+  assert.equal(status.budget.usd.committed, 0.00012);
+  assert.equal(Math.round(status.journal.usage.cost_usd! * 1e9) / 1e9, 0.00012);
+  assert.deepEqual(
+    (await t.manager.journal(run.run_id)).map((e) => e.cost_usd),
+    [0.00004, 0.00004, 0.00004, 0],
+  );
+  assert.equal(status.conditions.filter((c) => c.type === "BudgetExceeded").length, 1);
+});
+
+Deno.test("fake dispatch under a currency budget is priced by the fake's configured cost", async () => {
+  const status = await runScript(`return await agent("x");`, {
+    budget_usd: 0.000001,
+    fake_dispatch: true,
+  });
+  assert.equal(status.result, "fake response to: x");
+  assert.deepEqual(status.conditions, []);
+});
+
+Deno.test("a failed call that reported its usage counts its tokens and priced cost against the budget", async () => {
+  const failing: Provider = {
+    name: "spender",
+    kind: "api",
+    dispatch() {
+      return Promise.reject(
+        new SpentFailure("provider_failed", "Cannot finish: the model stopped", {
+          usage: { input_tokens: 300, output_tokens: 700 },
+        }),
+      );
+    },
+  };
+  await using t = await testManager({
+    dispatcher: createDispatcher({
+      providers: [failing],
+      config: pricedConfig("spender", { input_per_mtok: 10, output_per_mtok: 10 }),
+    }),
+  });
+  const run = await t.manager.start({
+    script: `const a = await agent("x", { provider: "spender" });
+      const b = await agent("y", { provider: "spender" });
+      return [a, b, budget.spent()];`,
+    budget_tokens: 1000,
+    budget_usd: 1,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.deepEqual(status.result, [null, null, 1000]);
+  assert.equal(status.budget.usd.committed, 0.01);
+  const journal = await t.manager.journal(run.run_id);
+  assert.deepEqual(journal[0]!.usage, { input_tokens: 300, output_tokens: 700 });
+  assert.equal(journal[0]!.cost_usd, 0.01);
+  assert.equal(journal[1]!.outcome, "skipped", "the first failure used up the token budget");
+});
+
+Deno.test("a failed call whose use is unknown counts its estimate against the budget", async () => {
+  const failing: Provider = {
+    name: "silent",
+    kind: "api",
+    dispatch: () => Promise.reject(new Error("boom")),
+  };
+  await using t = await testManager({
+    dispatcher: createDispatcher({
+      providers: [failing],
+      config: pricedConfig("silent", { input_per_mtok: 1, output_per_mtok: 1 }),
+    }),
+  });
+  const run = await t.manager.start({
+    script: `await agent("x", { provider: "silent", estimate: { tokens: 400, usd: 0.5 } });
+      return budget.spent();`,
+    budget_tokens: 1000,
+    budget_usd: 1,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.result, 400);
+  assert.equal(status.budget.usd.committed, 0.5);
+  assert.equal((await t.manager.journal(run.run_id))[0]!.cost_usd, null, "recorded as unknown");
 });

@@ -27,6 +27,7 @@ Deno.test("a run moves queued -> running -> succeeded, with host timestamps and 
     live: 1,
     failed: 0,
     skipped: 0,
+    omitted: 0,
     usage: { input_tokens: 1, output_tokens: 5, cost_usd: 0 },
   });
 });

@@ -7,7 +7,13 @@ import { type AvailabilityOptions, AvailabilityTracker } from "./availability.ts
 import { createFakeProvider } from "./fake.ts";
 import { admitSandbox } from "./kernel.ts";
 import { chooseRoute, type RouteCandidate, type RouteDecision } from "./router.ts";
-import type { ChatMessage, DispatchResult, Provider } from "./types.ts";
+import {
+  type ChatMessage,
+  type DispatchResult,
+  type Provider,
+  SpentFailure,
+  type Usage,
+} from "./types.ts";
 import type { WorktreeManager, WorktreeResult } from "./worktrees.ts";
 
 /** What a caller hands the dispatcher: the call, before routing and admission. */
@@ -31,6 +37,12 @@ export interface DispatchContext {
   sandboxDefault?: SandboxLevel;
   /** The ceiling (`sandbox_max`); the default level when absent (docs/SECURITY.md). */
   sandboxMax?: SandboxLevel;
+  /**
+   * Refuse, after routing and before anything is sent, a call whose provider has no price
+   * (no price table; `fake` is priced by its configured cost): a run under a currency budget
+   * must be able to count what every call costs. The refusal is an {@linkcode UnpricedCallError}.
+   */
+  requirePrice?: boolean;
 }
 
 /** A dispatch's result with how it was routed and admitted. */
@@ -45,13 +57,20 @@ export interface DispatchOutcome extends DispatchResult {
 
 /**
  * A call that reached a provider and failed there: the provider's error, with the route, so
- * that the failure is recorded against the provider that failed.
+ * that the failure is recorded against the provider that failed, and what it consumed when
+ * the provider said (null: unknown), priced from the table when it reported no cost.
  */
 export class ProviderError extends SvcError {
   readonly provider: string;
   readonly route: RouteDecision;
+  readonly usage: Usage | null;
+  readonly cost_usd: number | null;
 
-  constructor(cause: unknown, route: RouteDecision) {
+  constructor(
+    cause: unknown,
+    route: RouteDecision,
+    spent: { usage: Usage; cost_usd: number | null } | null = null,
+  ) {
     const known = cause instanceof SvcError;
     super(
       known ? cause.code : "provider_failed",
@@ -61,7 +80,30 @@ export class ProviderError extends SvcError {
     this.name = "ProviderError";
     this.provider = route.provider;
     this.route = route;
+    this.usage = spent?.usage ?? null;
+    this.cost_usd = spent?.cost_usd ?? null;
   }
+}
+
+/** A call refused because its provider has no price while the run has a currency budget. */
+export class UnpricedCallError extends SvcError {
+  readonly provider: string;
+
+  constructor(provider: string) {
+    super(
+      "invalid_request",
+      `Cannot dispatch to ${provider} under a currency budget: it has no price; configure providers.${provider}.price (USD per million input and output tokens)`,
+    );
+    this.name = "UnpricedCallError";
+    this.provider = provider;
+  }
+}
+
+type Price = { input_per_mtok: number; output_per_mtok: number };
+
+function priced(usage: Usage, price: Price): number {
+  return (usage.input_tokens * price.input_per_mtok + usage.output_tokens * price.output_per_mtok) /
+    1e6;
 }
 
 /** A provider's state, for `svc providers` and `/api/providers`. */
@@ -105,6 +147,16 @@ export interface DispatcherOptions {
   availability?: AvailabilityOptions;
   /** Where `isolation: "worktree"` calls get their worktrees; without it such calls are refused. */
   worktrees?: WorktreeManager;
+}
+
+/** What a failed call consumed, when its provider said so; its cost priced from the table if unreported. */
+function spentBy(
+  error: unknown,
+  price: Price | null,
+): { usage: Usage; cost_usd: number | null } | null {
+  if (!(error instanceof SpentFailure)) return null;
+  const cost = error.cost_usd ?? (price ? priced(error.usage, price) : null);
+  return { usage: error.usage, cost_usd: cost };
 }
 
 function latencyFromEnv(): number {
@@ -189,11 +241,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
       });
       tracker.record(provider.name, true);
       const price = priceOf(provider.name);
-      if (result.cost_usd === null && price) {
-        const { input_tokens, output_tokens } = result.usage;
-        result.cost_usd =
-          (input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok) / 1e6;
-      }
+      if (result.cost_usd === null && price) result.cost_usd = priced(result.usage, price);
       return result;
     } catch (error) {
       if (!input.signal.aborted) tracker.record(provider.name, false);
@@ -265,6 +313,9 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
         }
         : chooseRoute(options, admission.level, await candidates(), config);
       const provider = registry.get(route.provider)!;
+      if (context.requirePrice && provider !== fake && !priceOf(provider.name)) {
+        throw new UnpricedCallError(provider.name);
+      }
       const worktree = options.isolation === "worktree" ? await openWorktree(input) : undefined;
       let result: DispatchResult;
       let kept: WorktreeResult | undefined;
@@ -277,7 +328,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
         );
       } catch (error) {
         if (input.signal.aborted) throw error;
-        throw new ProviderError(error, route);
+        throw new ProviderError(error, route, spentBy(error, priceOf(route.provider)));
       } finally {
         if (worktree) kept = await worktrees!.finish(worktree);
       }

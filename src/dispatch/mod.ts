@@ -4,7 +4,7 @@
  */
 export { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
 export type { AnthropicOptions, ApiClientOptions, OpenAICompatibleOptions } from "./api/mod.ts";
-export { createDispatcher, ProviderError } from "./dispatcher.ts";
+export { createDispatcher, ProviderError, UnpricedCallError } from "./dispatcher.ts";
 export type {
   DispatchContext,
   Dispatcher,
@@ -31,6 +31,7 @@ export {
 } from "./harness/mod.ts";
 export type { HarnessOptions, HarnessTool } from "./harness/mod.ts";
 export { schemaInstance } from "./schema_instance.ts";
+export { SpentFailure } from "./types.ts";
 export type {
   Availability,
   ChatMessage,

@@ -1,3 +1,4 @@
+import { type ErrorCode, SvcError } from "../errors/mod.ts";
 import type { AgentOptions, JsonValue, SandboxLevel } from "../schemas/mod.ts";
 
 /** Token usage of one call. */
@@ -9,6 +10,28 @@ export interface Usage {
 import type { ChatMessage } from "../ledger/mod.ts";
 
 export type { ChatMessage };
+
+/**
+ * A provider's failure after its call had consumed tokens. Providers that know what a failed
+ * call used throw this, so that the failure is paid for: its tokens count against a token
+ * budget and its cost (reported, else priced from the table) against a currency budget.
+ */
+export class SpentFailure extends SvcError {
+  readonly usage: Usage;
+  /** Cost in USD as the provider reported it; null when it did not. */
+  readonly cost_usd: number | null;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    spent: { usage: Usage; cost_usd?: number | null; cause?: unknown },
+  ) {
+    super(code, message, { cause: spent.cause });
+    this.name = "SpentFailure";
+    this.usage = spent.usage;
+    this.cost_usd = spent.cost_usd ?? null;
+  }
+}
 
 /** One dispatch as a provider receives it, after routing and kernel admission. */
 export interface DispatchRequest {

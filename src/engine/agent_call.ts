@@ -1,5 +1,6 @@
 import {
   type CompiledSchema,
+  type DispatchContext,
   type Dispatcher,
   type DispatchOutcome,
   ProviderError,
@@ -7,6 +8,7 @@ import {
   type SchemaRegistry,
   type SessionStore,
   structuredValue,
+  UnpricedCallError,
 } from "../dispatch/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { JournalEntry } from "../ledger/mod.ts";
@@ -27,9 +29,12 @@ export interface AgentCallDeps {
   maxAgents: number;
 }
 
+/** Why a call was refused; the first refused call of each kind is journaled, later ones counted. */
+type Refusal = "limit" | "budget" | "unpriced";
+
 /** What the ordered step decided for one call. */
 type Decision =
-  | { kind: "limit"; seq: number; hash: string }
+  | { kind: "refused"; refusal: "limit" | "budget"; seq: number; reason: string }
   | { kind: "replay"; seq: number; hash: string; entry: JournalEntry }
   | { kind: "live"; seq: number; hash: string; schema: CompiledSchema | undefined };
 
@@ -39,13 +44,27 @@ function budgetData(budget: BudgetGate): Record<string, JsonValue> {
 }
 
 /**
- * The call's place in line: schema, sequence number, agent limit and replay, decided one call
+ * The call's place in line: agent limit, schema, sequence number and replay, decided one call
  * at a time in arrival order, so that sequence numbers are call-start order and replay matching
- * sees the calls as the script made them.
+ * sees the calls as the script made them. A call refused for the agent limit, or one the
+ * budget is certain to refuse, costs nothing: no schema is compiled (nor checked: it returns
+ * null like any refused call), no hash taken, no place in the queue.
  */
 function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<Decision> {
   return ctx.inOrder(async (): Promise<Decision> => {
     const { options } = call;
+    const refuse = (refusal: "limit" | "budget", reason: string): Decision => {
+      ctx.status.calls.total++;
+      return { kind: "refused", refusal, seq: ctx.nextCallSeq(), reason };
+    };
+    if (ctx.callCount >= deps.maxAgents) {
+      return refuse("limit", `over the limit of ${deps.maxAgents} agent() calls per run`);
+    }
+    // While calls still replay, the next one may replay too: replayed calls cost nothing.
+    if (!ctx.replay?.active) {
+      const reason = ctx.budget.certainRefusal(ctx.budget.estimateOf(options));
+      if (reason !== undefined) return refuse("budget", reason);
+    }
     let schema: CompiledSchema | undefined;
     try {
       if (options.schema !== undefined) schema = deps.schemas.compile(options.schema);
@@ -59,7 +78,6 @@ function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<
     const seq = ctx.nextCallSeq();
     ctx.status.calls.total++;
     const hash = await callHash(call.prompt, options);
-    if (seq > deps.maxAgents) return { kind: "limit", seq, hash };
     const entry = ctx.replay?.match(seq, hash);
     return entry ? { kind: "replay", seq, hash, entry } : { kind: "live", seq, hash, schema };
   });
@@ -85,17 +103,21 @@ export async function handleAgentCall(
   const { calls } = ctx.status;
   const startedAt = now();
   const t0 = performance.now();
-  const base = {
+  const base = (hash: string) => ({
     seq: decision.seq,
-    hash: decision.hash,
+    hash,
     label: call.options.label ?? null,
     started_at: startedAt,
-  };
+  });
   const ended = () => ({ ended_at: now(), duration_ms: Math.round(performance.now() - t0) });
-  const skip = (reason: string): AgentReply => {
+  const skip = async (refusal: Refusal, reason: string): Promise<AgentReply> => {
     calls.skipped++;
-    ctx.journal({
-      ...base,
+    ctx.callsChanged();
+    // Awaited so that the run ends only after the refusal's entry, if it gets one, is written.
+    await ctx.refuse(refusal, async () => ({
+      ...base(
+        decision.kind === "refused" ? await callHash(call.prompt, call.options) : decision.hash,
+      ),
       ...ended(),
       outcome: "skipped",
       provider: null,
@@ -104,12 +126,31 @@ export async function handleAgentCall(
       cost_usd: 0,
       attempts: 0,
       reason,
-    });
-    ctx.callsChanged();
+    }));
     return { value: null, spent: ctx.budget.spent() };
   };
+  const overBudget = (reason: string): Promise<AgentReply> => {
+    ctx.raise({
+      type: "BudgetExceeded",
+      message: `${reason}; call #${decision.seq} and later calls return null`,
+      data: { ...budgetData(ctx.budget), first_refused_call: decision.seq },
+    }, { once: true });
+    return skip("budget", reason);
+  };
+  // A result the run's ledger limits cannot take never reaches the script (write-ahead rule).
+  const unrecordable = (value: JsonValue): string | undefined => {
+    const reason = ctx.admitResult(value);
+    if (reason === undefined) return undefined;
+    ctx.raise({
+      type: "LedgerLimitExceeded",
+      message: `${reason}; call #${decision.seq} and later calls with results return null`,
+      data: { ...ctx.recordedFigures(), first_refused_call: decision.seq },
+    }, { once: true });
+    return reason;
+  };
 
-  if (decision.kind === "limit") {
+  if (decision.kind === "refused") {
+    if (decision.refusal === "budget") return overBudget(decision.reason);
     const max = deps.maxAgents;
     ctx.raise({
       type: "AgentLimitExceeded",
@@ -117,13 +158,30 @@ export async function handleAgentCall(
         `the run reached its limit of ${max} agent() calls; call #${decision.seq} and later return null`,
       data: { limit: max, first_refused_call: decision.seq },
     }, { once: true });
-    return skip(`over the limit of ${max} agent() calls per run`);
+    return skip("limit", decision.reason);
   }
   if (decision.kind === "replay") {
     const { entry } = decision;
+    const refused = entry.result === undefined ? undefined : unrecordable(entry.result);
+    if (refused !== undefined) {
+      calls.failed++;
+      await ctx.journal({
+        ...base(decision.hash),
+        ...ended(),
+        outcome: "failed",
+        provider: entry.provider,
+        model: entry.model,
+        usage: { input_tokens: 0, output_tokens: 0 },
+        cost_usd: 0,
+        attempts: 0,
+        reason: refused,
+      });
+      ctx.callsChanged();
+      return { value: null, spent: ctx.budget.spent() };
+    }
     calls.replayed++;
     await ctx.journal({
-      ...base,
+      ...base(decision.hash),
       ...ended(),
       outcome: "replayed",
       result: entry.result,
@@ -148,7 +206,7 @@ export async function handleAgentCall(
     calls.queued--;
     calls.failed++;
     ctx.journal({
-      ...base,
+      ...base(decision.hash),
       ...ended(),
       outcome: "failed",
       provider: null,
@@ -163,19 +221,14 @@ export async function handleAgentCall(
   calls.queued--;
   try {
     const admission = ctx.budget.admit(ctx.budget.estimateOf(call.options));
-    if (!admission.ok) {
-      ctx.raise({
-        type: "BudgetExceeded",
-        message: `${admission.reason}; call #${decision.seq} and later calls return null`,
-        data: { ...budgetData(ctx.budget), first_refused_call: decision.seq },
-      }, { once: true });
-      return skip(admission.reason);
-    }
+    if (!admission.ok) return overBudget(admission.reason);
     calls.running++;
     ctx.callsChanged();
-    const used = { input_tokens: 0, output_tokens: 0, cost: 0 as number | null };
+    // What is known of the call's use; a part not known counts its estimate against the budget.
+    const used = { input_tokens: 0, output_tokens: 0, cost: 0, costKnown: true, usageKnown: true };
     let last: DispatchOutcome | undefined;
     let failedAt: { provider: string; reason: string } | undefined;
+    let unpriced: UnpricedCallError | undefined;
     let attempts = 0;
     let failure: string | undefined;
     let value: JsonValue | undefined;
@@ -192,10 +245,11 @@ export async function handleAgentCall(
           signal,
           ...(cwd !== undefined ? { cwd } : {}),
         };
-        const context = {
+        const context: DispatchContext = {
           fakeOnly: ctx.request.fake_dispatch,
           sandboxDefault: ctx.request.sandbox_default,
           ...(ctx.request.sandbox_max !== undefined ? { sandboxMax: ctx.request.sandbox_max } : {}),
+          requirePrice: ctx.budget.needsPrice,
         };
         last = call.options.session === undefined
           ? await deps.dispatcher.dispatch(input, context)
@@ -206,7 +260,8 @@ export async function handleAgentCall(
           });
         used.input_tokens += last.usage.input_tokens;
         used.output_tokens += last.usage.output_tokens;
-        used.cost = used.cost === null || last.cost_usd === null ? null : used.cost + last.cost_usd;
+        if (last.cost_usd === null) used.costKnown = false;
+        else used.cost += last.cost_usd;
         if (!decision.schema) value = last.output;
         else {
           const candidate = structuredValue(last.output);
@@ -226,12 +281,19 @@ export async function handleAgentCall(
         failure = `no result valid against the schema in ${attempts} attempts`;
       }
     } catch (error) {
-      // A provider that ran and failed cost what it cost: unknown, not zero. A call refused
-      // before any provider ran (unknown, unavailable, bad session) spent nothing.
+      // A provider that ran and failed cost what it said it used, else an unknown amount, not
+      // zero. A call refused before any provider ran (unknown, unavailable, unpriced, bad
+      // session) spent nothing.
       if (error instanceof ProviderError) {
-        used.cost = null;
         failedAt = error.route;
+        if (error.usage) {
+          used.input_tokens += error.usage.input_tokens;
+          used.output_tokens += error.usage.output_tokens;
+        } else used.usageKnown = false;
+        if (error.cost_usd === null) used.costKnown = false;
+        else used.cost += error.cost_usd;
       }
+      if (error instanceof UnpricedCallError) unpriced = error;
       failure = signal.aborted
         ? "the run stopped"
         : error instanceof SvcError
@@ -241,8 +303,25 @@ export async function handleAgentCall(
       ctx.budget.settle(admission.reservation, {
         tokens: used.input_tokens + used.output_tokens,
         usd: used.cost,
+        unknown: { tokens: !used.usageKnown, usd: !used.costKnown },
       });
       calls.running--;
+    }
+    if (unpriced && attempts === 1) {
+      ctx.raise({
+        type: "UnpricedCall",
+        message:
+          `${unpriced.message}; under a currency budget every call must be priced, call #${decision.seq} returns null`,
+        data: { provider: unpriced.provider, first_refused_call: decision.seq },
+      }, { once: true });
+      return skip("unpriced", unpriced.message);
+    }
+    if (value !== undefined) {
+      const refused = unrecordable(value);
+      if (refused !== undefined) {
+        value = undefined;
+        failure = refused;
+      }
     }
     const outcome = value === undefined ? "failed" : "live";
     if (outcome === "live") calls.succeeded++;
@@ -257,14 +336,14 @@ export async function handleAgentCall(
       }
     }
     await ctx.journal({
-      ...base,
+      ...base(decision.hash),
       ...ended(),
       outcome,
       ...(value !== undefined ? { result: value } : {}),
       provider: last?.provider ?? failedAt?.provider ?? null,
       model: last?.model ?? null,
       usage: { input_tokens: used.input_tokens, output_tokens: used.output_tokens },
-      cost_usd: used.cost,
+      cost_usd: used.costKnown ? used.cost : null,
       attempts,
       ...(failure !== undefined && value === undefined ? { reason: failure } : {}),
       ...(last

@@ -11,6 +11,16 @@ export interface Reservation {
 export type Admission = { ok: true; reservation: Reservation } | { ok: false; reason: string };
 
 /**
+ * What a finished call used. An axis marked unknown (a provider that failed without saying
+ * what it consumed, a cost nobody could price) counts at least the call's estimate.
+ */
+export interface Used {
+  tokens: number;
+  usd: number;
+  unknown?: { tokens?: boolean; usd?: boolean };
+}
+
+/**
  * The budget gate of one run. A call is refused when committed plus reserved usage reaches
  * a cap, or would pass it with the call's own estimate. Without estimates the overshoot is
  * bounded by the calls already admitted (at most the concurrency cap times the largest call);
@@ -40,35 +50,56 @@ export class BudgetGate {
     return { tokens: estimate.tokens ?? 0, usd: estimate.usd ?? 0 };
   }
 
+  /** Whether calls must be priced: a currency cap is set. */
+  get needsPrice(): boolean {
+    return this.#caps.usd !== null;
+  }
+
+  /**
+   * Why the call would be refused whatever the running calls end up using, judged on committed
+   * usage alone (which only grows); undefined when it might be admitted. Lets a call be
+   * refused before anything is spent on it (a schema compiled, a place in the queue).
+   */
+  certainRefusal(estimate: Reservation): string | undefined {
+    return this.#refusal(estimate, { reserved: false });
+  }
+
   /** Admits a call and reserves its estimate, or refuses it with the figures. */
   admit(estimate: Reservation): Admission {
-    for (const axis of ["tokens", "usd"] as const) {
-      const cap = this.#caps[axis];
-      if (cap === null) continue;
-      const held = this.#committed[axis] + this.#reserved[axis];
-      if (held >= cap || held + estimate[axis] > cap) {
-        const unit = axis === "tokens" ? "tokens" : "USD";
-        return {
-          ok: false,
-          reason:
-            `the budget of ${cap} ${unit} is reached: ${round(this.#committed[axis])} committed, ` +
-            `${round(this.#reserved[axis])} reserved, this call's estimate ${
-              round(estimate[axis])
-            }`,
-        };
-      }
-    }
+    const reason = this.#refusal(estimate, { reserved: true });
+    if (reason !== undefined) return { ok: false, reason };
     this.#reserved.tokens += estimate.tokens;
     this.#reserved.usd += estimate.usd;
     return { ok: true, reservation: estimate };
   }
 
-  /** Ends a call: frees its reservation and commits what it really used (null cost: unmetered). */
-  settle(reservation: Reservation, used: { tokens: number; usd: number | null }): void {
+  #refusal(estimate: Reservation, options: { reserved: boolean }): string | undefined {
+    for (const axis of ["tokens", "usd"] as const) {
+      const cap = this.#caps[axis];
+      if (cap === null) continue;
+      const held = this.#committed[axis] + (options.reserved ? this.#reserved[axis] : 0);
+      if (held >= cap || held + estimate[axis] > cap) {
+        const unit = axis === "tokens" ? "tokens" : "USD";
+        return `the budget of ${cap} ${unit} is reached: ${
+          round(this.#committed[axis])
+        } committed, ` +
+          `${round(this.#reserved[axis])} reserved, this call's estimate ${round(estimate[axis])}`;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Ends a call: frees its reservation and commits what it used; an axis whose use is unknown
+   * commits at least the reservation, so that a call that hides its use is not free.
+   */
+  settle(reservation: Reservation, used: Used): void {
     this.#reserved.tokens -= reservation.tokens;
     this.#reserved.usd -= reservation.usd;
-    this.#committed.tokens += used.tokens;
-    this.#committed.usd += used.usd ?? 0;
+    this.#committed.tokens += used.unknown?.tokens
+      ? Math.max(used.tokens, reservation.tokens)
+      : used.tokens;
+    this.#committed.usd += used.unknown?.usd ? Math.max(used.usd, reservation.usd) : used.usd;
   }
 
   /** Committed usage in the budget's unit: what `budget.spent()` returns. */

@@ -31,6 +31,11 @@ export class ReplaySource {
     this.#entries = new Map(entries.map((entry) => [entry.seq, entry]));
   }
 
+  /** Whether a later call may still replay: no call has differed yet. */
+  get active(): boolean {
+    return !this.#broken;
+  }
+
   /** The earlier call to replay in place of call `seq`, or undefined to run it live. */
   match(seq: number, hash: string): JournalEntry | undefined {
     if (this.#broken) return undefined;

@@ -1,20 +1,23 @@
 import { Semaphore } from "../concurrency/mod.ts";
-import type {
-  JournalEntry,
-  Ledger,
-  LedgerOp,
-  NarrationEntry,
-  RunCondition,
-  RunEvent,
-  RunState,
-  RunStatus,
-  SecurityEvent,
-  StoredEvent,
+import {
+  clipText,
+  INLINE_LIMIT,
+  type JournalEntry,
+  type Ledger,
+  type LedgerOp,
+  type NarrationEntry,
+  type RunCondition,
+  type RunEvent,
+  type RunState,
+  type RunStatus,
+  type SecurityEvent,
+  type StoredEvent,
 } from "../ledger/mod.ts";
-import type { WorkflowRunRequest } from "../schemas/mod.ts";
+import type { JsonValue, WorkflowRunRequest } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
 import type { AgentReply } from "./guest_session.ts";
 import type { ReplaySource } from "./journal.ts";
+import { boundCondition, boundEntry, RECORD_LIMITS } from "./record_bounds.ts";
 
 /** Hears every event of a run. */
 export type RunListener = (event: RunEvent) => void;
@@ -27,10 +30,14 @@ export interface RunContextOptions {
   replay: ReplaySource | undefined;
   maxNarration: number;
   maxSecurityEvents: number;
+  /** Bytes of journal entries, results kept inline included, one run may record. */
+  maxJournalBytes: number;
+  /** Bytes of results one run may keep in blob files (those over the inline limit). */
+  maxBlobBytes: number;
 }
 
 const TEXT_LIMIT = 8 * 1024;
-const MAX_CONDITIONS = 50;
+const encoder = new TextEncoder();
 
 /** The host's clock, as every record stamps it. */
 export function now(): string {
@@ -39,9 +46,7 @@ export function now(): string {
 
 /** Cuts a text to the size a ledger entry may hold. */
 export function clip(text: string): string {
-  return text.length <= TEXT_LIMIT
-    ? text
-    : `${text.slice(0, TEXT_LIMIT)}… [${text.length - TEXT_LIMIT} more characters]`;
+  return clipText(text, TEXT_LIMIT);
 }
 
 /** A copy of the status for the ledger, without the lists it keeps under their own keys. */
@@ -70,6 +75,10 @@ export class RunContext {
   readonly #options: RunContextOptions;
   readonly #listeners = new Set<RunListener>();
   readonly #raised = new Set<string>();
+  /** Kinds of refusal already journaled: later refusals of a kind are only counted. */
+  readonly #refusals = new Set<string>();
+  /** Bytes this run has recorded so far, against its limits. */
+  readonly #recorded = { journal: 0, blobs: 0, conditions: 0 };
   readonly #seq = { narration: 0, security: 0, event: 1, call: 0 };
   /** Calls pass this chain one at a time, in arrival order. */
   #order: Promise<unknown> = Promise.resolve();
@@ -125,6 +134,11 @@ export class RunContext {
     return result;
   }
 
+  /** How many calls the run has made so far. */
+  get callCount(): number {
+    return this.#seq.call;
+  }
+
   /** The next call sequence number, from 1. */
   nextCallSeq(): number {
     return ++this.#seq.call;
@@ -175,7 +189,12 @@ export class RunContext {
   }
 
   security(kind: string, detail: string): void {
-    const event: SecurityEvent = { at: now(), kind, detail };
+    const { short, text } = RECORD_LIMITS;
+    const event: SecurityEvent = {
+      at: now(),
+      kind: clipText(kind, short),
+      detail: clipText(detail, text),
+    };
     if (this.status.security_events.length < this.#options.maxSecurityEvents) {
       this.status.security_events.push(event);
       this.persist({ kind: "security", seq: this.#seq.security++, event });
@@ -183,12 +202,24 @@ export class RunContext {
     this.emit({ type: "security", run_id: this.runId, at: event.at, event });
   }
 
-  /** Records a condition; with `once`, only the first of its type. */
+  /**
+   * Records a condition; with `once`, only the first of its type. The status keeps a bounded
+   * number of them, of bounded size, so that it always fits in one ledger value; later ones
+   * are counted in `conditions_dropped`.
+   */
   raise(condition: Omit<RunCondition, "at">, options: { once: boolean }): void {
     if (options.once && this.#raised.has(condition.type)) return;
     this.#raised.add(condition.type);
-    if (this.status.conditions.length >= MAX_CONDITIONS) return;
-    const full: RunCondition = { at: now(), ...condition };
+    const full = boundCondition({ at: now(), ...condition });
+    const size = JSON.stringify(full).length;
+    if (
+      this.status.conditions.length >= RECORD_LIMITS.conditions ||
+      this.#recorded.conditions + size > RECORD_LIMITS.conditionBytes
+    ) {
+      this.status.conditions_dropped++;
+      return;
+    }
+    this.#recorded.conditions += size;
     this.status.conditions.push(full);
     this.#saveWithEvent({ type: "condition", run_id: this.runId, at: full.at, condition: full });
   }
@@ -197,8 +228,63 @@ export class RunContext {
     this.emit({ type: "calls", run_id: this.runId, at: now(), calls: { ...this.status.calls } });
   }
 
+  /**
+   * Takes room for a call's result in the run's ledger allowance, or says why there is none.
+   * A result that cannot be recorded must not reach the script: what the script has seen is
+   * in the journal, so that a resume replays it.
+   */
+  admitResult(value: JsonValue): string | undefined {
+    const json = JSON.stringify(value);
+    const bytes = json.length <= INLINE_LIMIT / 4 ? json.length : encoder.encode(json).length;
+    const inline = bytes <= INLINE_LIMIT;
+    const axis = inline ? "journal" : "blobs";
+    const max = inline ? this.#options.maxJournalBytes : this.#options.maxBlobBytes;
+    if (this.#recorded[axis] + bytes > max) {
+      return inline
+        ? `the run's journal reached its limit of ${
+          mib(max)
+        }: ${this.#recorded.journal} bytes recorded, this result takes ${bytes}`
+        : `the run's result files reached their limit of ${
+          mib(max)
+        }: ${this.#recorded.blobs} bytes recorded, this result takes ${bytes}`;
+    }
+    this.#recorded[axis] += bytes;
+    return undefined;
+  }
+
+  /** Bytes recorded so far and the limits, for a condition's data. */
+  recordedFigures(): Record<string, JsonValue> {
+    return {
+      journal_bytes: this.#recorded.journal,
+      max_journal_bytes: this.#options.maxJournalBytes,
+      blob_bytes: this.#recorded.blobs,
+      max_blob_bytes: this.#options.maxBlobBytes,
+    };
+  }
+
+  /**
+   * Records a refused call (agent limit, budget, unpriced): the first of each kind as a journal
+   * entry, later ones only in the counters (`journal.omitted`), so that a script looping over
+   * refused calls grows the ledger by a bounded amount. Nothing a refused call does reaches
+   * the ledger until the next write of the status.
+   */
+  refuse(kind: string, entry: () => Promise<JournalEntry>): Promise<void> {
+    if (!this.#refusals.has(kind)) {
+      this.#refusals.add(kind);
+      return entry().then((full) => this.journal(full));
+    }
+    const { journal } = this.status;
+    journal.calls++;
+    journal.skipped++;
+    journal.omitted++;
+    return Promise.resolve();
+  }
+
   /** Journals a finished call with the counters it changes; resolves once it is committed. */
-  journal(entry: JournalEntry): Promise<void> {
+  journal(full: JournalEntry): Promise<void> {
+    const entry = boundEntry(full);
+    const { result: _result, ...rest } = entry;
+    this.#recorded.journal += JSON.stringify(rest).length;
     const { journal } = this.status;
     journal.calls++;
     journal[entry.outcome]++;
@@ -219,4 +305,8 @@ export class RunContext {
     });
     return committed;
   }
+}
+
+function mib(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }

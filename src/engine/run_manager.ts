@@ -25,6 +25,7 @@ import {
 import { ReplaySource } from "./journal.ts";
 import { now, RunContext, type RunListener } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";
+import { boundError, boundMeta } from "./record_bounds.ts";
 import { scriptRunError } from "./script_error.ts";
 import { resolveWorkflow } from "./sub_workflow.ts";
 
@@ -49,6 +50,13 @@ export interface RunManagerOptions {
   maxNarration?: number;
   /** Most security events kept per run. Default 200. */
   maxSecurityEvents?: number;
+  /**
+   * Bytes of journal one run may record (entries and the results kept inline in them).
+   * A call whose result would pass it fails with `LedgerLimitExceeded`. Default 16 MiB.
+   */
+  maxJournalBytes?: number;
+  /** Bytes of results over 48 KiB (kept in blob files) one run may record. Default 64 MiB. */
+  maxBlobBytes?: number;
   /** Source of bridge nonces (tests pass a known one to prove it never leaks). */
   nonce?: () => string;
 }
@@ -85,6 +93,8 @@ export class RunManager {
       frameLimit: 4 * 1024 * 1024,
       maxNarration: 5000,
       maxSecurityEvents: 200,
+      maxJournalBytes: 16 * 1024 * 1024,
+      maxBlobBytes: 64 * 1024 * 1024,
       projectDir: platform().cwd(),
       ...options,
       sessions: options.sessions ?? new SessionStore(options.ledger),
@@ -119,6 +129,7 @@ export class RunManager {
     const owner = options.owner ?? "local";
     const filename = request.filename ?? "script.js";
     const checked = checkScript(request.script, { filename });
+    const meta = boundMeta(checked.meta);
     const replay = request.resume_from
       ? await this.#replaySource(request.resume_from, owner)
       : undefined;
@@ -128,8 +139,8 @@ export class RunManager {
       run_id: newId("run"),
       state: "queued",
       owner,
-      name: checked.meta.name ?? null,
-      meta: checked.meta,
+      name: meta.name ?? null,
+      meta,
       filename,
       isolation: request.isolation,
       sandbox_default: request.sandbox_default,
@@ -144,6 +155,7 @@ export class RunManager {
       narration: [],
       narration_dropped: 0,
       conditions: [],
+      conditions_dropped: 0,
       security_events: [],
       security_events_dropped: 0,
       budget: budget.figures(),
@@ -154,6 +166,7 @@ export class RunManager {
         live: 0,
         failed: 0,
         skipped: 0,
+        omitted: 0,
         usage: { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
       },
     };
@@ -170,6 +183,8 @@ export class RunManager {
       replay,
       maxNarration: this.#options.maxNarration,
       maxSecurityEvents: this.#options.maxSecurityEvents,
+      maxJournalBytes: this.#options.maxJournalBytes,
+      maxBlobBytes: this.#options.maxBlobBytes,
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);
@@ -397,7 +412,7 @@ export class RunManager {
       await Promise.allSettled([...run.inflight]);
       status.ended_at = now();
       if (end.result !== undefined) status.result = end.result;
-      if (end.error !== undefined) status.error = end.error;
+      if (end.error !== undefined) status.error = boundError(end.error);
       status.calls.queued = 0;
       status.calls.running = 0;
       status.budget = run.budget.figures();

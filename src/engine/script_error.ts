@@ -1,4 +1,4 @@
-import type { RunError } from "../ledger/mod.ts";
+import { clipText, type RunError } from "../ledger/mod.ts";
 import type { ScriptFailure } from "./guest_session.ts";
 
 /** Lines the AsyncFunction constructor puts before the body. */
@@ -8,6 +8,17 @@ const STRICT_PREFIX = '"use strict";'.length;
 /** A frame of a body compiled by the guest: `(<sourceURL>, <anonymous>:line:column)`. */
 const FRAME = /([^\s(),]+), <anonymous>:(\d+):(\d+)/g;
 const TEXT_LIMIT = 4 * 1024;
+/** Longest error name kept: the guest chooses it. */
+const NAME_LIMIT = 256;
+/**
+ * The tail of a stack line that is searched for a position. The line comes from the guest: a
+ * function named with 70 KB would make the frame pattern backtrack for seconds. A position
+ * sits at the end of its line, so the tail holds it.
+ */
+const LINE_TAIL = 512;
+/** Stack lines looked at, and frames kept. */
+const MAX_LINES = 100;
+const MAX_FRAMES = 20;
 
 /**
  * Turns an error thrown by the script (or a sub-workflow) into a run error whose positions
@@ -16,7 +27,8 @@ const TEXT_LIMIT = 4 * 1024;
 export function scriptRunError(failure: ScriptFailure): RunError {
   let where: { file: string; line: number; column: number } | undefined;
   const frames: string[] = [];
-  for (const raw of failure.stack.split("\n")) {
+  for (const line of failure.stack.split("\n", MAX_LINES)) {
+    const raw = line.length > LINE_TAIL ? `…${line.slice(-LINE_TAIL)}` : line;
     const mapped = raw.replace(FRAME, (_all, file: string, l: string, c: string) => {
       const line = Number(l) - HEADER_LINES;
       const column = line === 1 ? Math.max(1, Number(c) - STRICT_PREFIX) : Number(c);
@@ -25,13 +37,13 @@ export function scriptRunError(failure: ScriptFailure): RunError {
     });
     if (mapped !== raw) frames.push(mapped.trim());
   }
-  const label = failure.name === "Thrown" ? "uncaught exception" : failure.name;
-  const message = failure.message.length > TEXT_LIMIT
-    ? `${failure.message.slice(0, TEXT_LIMIT)}…`
-    : failure.message;
+  const label = failure.name === "Thrown"
+    ? "uncaught exception"
+    : clipText(failure.name, NAME_LIMIT);
+  const message = clipText(failure.message, TEXT_LIMIT);
   const at = where ? ` (${where.file}:${where.line}:${where.column})` : "";
   const error: RunError = { code: "script_error", message: `${label}: ${message}${at}` };
   if (where) Object.assign(error, where);
-  if (frames.length > 0) error.stack = frames.slice(0, 20).join("\n");
+  if (frames.length > 0) error.stack = clipText(frames.slice(0, MAX_FRAMES).join("\n"), TEXT_LIMIT);
   return error;
 }

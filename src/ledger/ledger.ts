@@ -1,6 +1,7 @@
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, type KvKey, type KvStore, platform } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
+import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
 import {
@@ -18,7 +19,9 @@ import {
 import type { ChatMessage } from "./chat.ts";
 
 /** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
-const INLINE_LIMIT = 48 * 1024;
+export const INLINE_LIMIT = 48 * 1024;
+/** Room a document keeps beside its record for a blob reference and its own wrapper. */
+const REF_ROOM = 256;
 /**
  * A host whose heartbeat is older than this is taken for dead even if its pid is in use (or
  * when its pid cannot be checked). Hosts beat every {@linkcode HEARTBEAT_MS}.
@@ -150,13 +153,16 @@ export class Ledger {
     return joinPath(this.home, "tasks", taskId);
   }
 
+  /** Keeps `value` inline when it takes at most `room` bytes (and the inline limit), else in a blob. */
   async #store(
     runId: string,
     value: JsonValue,
-    dirOf: (id: string) => string = (id) => this.runDir(id),
+    options: { dirOf?: (id: string) => string; room?: number } = {},
   ): Promise<Stored> {
+    const dirOf = options.dirOf ?? ((id: string) => this.runDir(id));
+    const room = Math.min(INLINE_LIMIT, options.room ?? INLINE_LIMIT);
     const json = JSON.stringify(value);
-    if (json.length <= INLINE_LIMIT / 4 || new TextEncoder().encode(json).length <= INLINE_LIMIT) {
+    if (json.length <= room / 4 || new TextEncoder().encode(json).length <= room) {
       return { value };
     }
     const name = `${await sha256(json)}.json`;
@@ -185,7 +191,7 @@ export class Ledger {
     const { result, ...rest } = task;
     const doc: TaskDoc = { v: 1, task: rest };
     if (result !== undefined) {
-      doc.result = await this.#store(task.task_id, result, (id) => this.taskDir(id));
+      doc.result = await this.#store(task.task_id, result, { dirOf: (id) => this.taskDir(id) });
     }
     return toBytes(doc);
   }
@@ -207,13 +213,13 @@ export class Ledger {
     const p = platform();
     await p.mkdir(this.runDir(status.run_id));
     await p.writeTextFile(joinPath(this.runDir(status.run_id), status.filename), options.script);
-    const doc: RunDoc = { v: 1, status: bareStatus(status) };
+    const doc: RunDoc = { v: 1, status: fitRecord(bareStatus(status), VALUE_LIMIT).value };
     const result = await this.#kv.atomic()
       .check(KEYS.run(status.run_id), null)
       .set(KEYS.run(status.run_id), toBytes(doc))
       .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
       .set(KEYS.active(status.run_id), toBytes({ host_id: options.host.id, pid: options.host.pid }))
-      .set(KEYS.events(status.run_id, 0), toBytes(options.event))
+      .set(KEYS.events(status.run_id, 0), fitRecord(options.event).bytes)
       .commit();
     if (!result.ok) {
       throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
@@ -245,15 +251,21 @@ export class Ledger {
     for (const op of ops) {
       switch (op.kind) {
         case "narration":
-          add({ key: KEYS.narration(runId, op.seq), value: toBytes(op.entry) });
+          add({ key: KEYS.narration(runId, op.seq), value: fitRecord(op.entry).bytes });
           break;
         case "security":
-          add({ key: KEYS.security(runId, op.seq), value: toBytes(op.event) });
+          add({ key: KEYS.security(runId, op.seq), value: fitRecord(op.event).bytes });
           break;
         case "journal": {
           const { result, ...rest } = op.entry;
-          const doc: JournalDoc = { v: 1, entry: rest };
-          if (result !== undefined) doc.result = await this.#store(runId, result);
+          // The entry is fitted first; its result goes inline only in the room left beside it.
+          const entry = fitRecord(rest, VALUE_LIMIT - REF_ROOM);
+          const doc: JournalDoc = { v: 1, entry: entry.value };
+          if (result !== undefined) {
+            doc.result = await this.#store(runId, result, {
+              room: VALUE_LIMIT - REF_ROOM - entry.bytes.length,
+            });
+          }
           add({ key: KEYS.journal(runId, op.entry.seq), value: toBytes(doc) }, op.status);
           const call: CallRecord = {
             at: op.entry.ended_at,
@@ -268,13 +280,13 @@ export class Ledger {
             usage: op.entry.usage,
             cost_usd: op.entry.cost_usd,
           };
-          add({ key: KEYS.call(call.at, runId, call.seq), value: toBytes(call) });
+          add({ key: KEYS.call(call.at, runId, call.seq), value: fitRecord(call).bytes });
           break;
         }
         case "status":
           if (op.event) {
             add(
-              { key: KEYS.events(runId, op.event.seq), value: toBytes(op.event.event) },
+              { key: KEYS.events(runId, op.event.seq), value: fitRecord(op.event.event).bytes },
               op.status,
             );
           } else chunk.status = op.status;
@@ -286,15 +298,18 @@ export class Ledger {
     const last = ops.findLast((op) => op.kind === "status" || op.kind === "journal");
     const latest = last && "status" in last ? last.status : undefined;
     const terminal = latest !== undefined && TERMINAL_STATES.has(latest.state);
-    let stored: Stored | undefined;
-    if (terminal && latest.result !== undefined) stored = await this.#store(runId, latest.result);
     for (const [index, { mutations, status }] of chunks.entries()) {
       if (mutations.length === 0 && !status) continue;
       const atomic = this.#kv.atomic();
       for (const { key, value } of mutations) atomic.set(key, value);
       if (status) {
-        const doc: RunDoc = { v: 1, status: bareStatus(status) };
-        if (index === chunks.length - 1 && stored) doc.result = stored;
+        const fitted = fitRecord(bareStatus(status), VALUE_LIMIT - REF_ROOM);
+        const doc: RunDoc = { v: 1, status: fitted.value };
+        if (index === chunks.length - 1 && terminal && latest.result !== undefined) {
+          doc.result = await this.#store(runId, latest.result, {
+            room: VALUE_LIMIT - REF_ROOM - fitted.bytes.length,
+          });
+        }
         atomic.set(KEYS.run(runId), toBytes(doc));
       }
       if (index === chunks.length - 1 && terminal) atomic.delete(KEYS.active(runId));
@@ -419,6 +434,9 @@ export class Ledger {
         message:
           "the host running this run stopped before it ended; its journal is kept: resume it with resume_from",
       };
+      // The added error must not push a document that was full over the value limit.
+      const beside = doc.result ? toBytes(doc.result).length : 0;
+      doc.status = fitRecord(doc.status, VALUE_LIMIT - REF_ROOM - beside).value;
       const last = await this.#lastEventSeq(runId);
       const event: StoredEvent = { type: "state", run_id: runId, at, state: "interrupted" };
       const result = await this.#kv.atomic()

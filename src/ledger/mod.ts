@@ -2,8 +2,16 @@
  * The ledger: durable runs, narration, conditions and journals under `SVC_HOME`.
  * @module
  */
-export { HEARTBEAT_MS, type HostRef, Ledger, type LedgerOp, type StoredEvent } from "./ledger.ts";
+export {
+  HEARTBEAT_MS,
+  type HostRef,
+  INLINE_LIMIT,
+  Ledger,
+  type LedgerOp,
+  type StoredEvent,
+} from "./ledger.ts";
 export { sha256 } from "./json_bytes.ts";
+export { clipStrings, clipText, fitRecord, VALUE_LIMIT } from "./fit.ts";
 export { SCHEMA_VERSION } from "./keys.ts";
 export {
   type BudgetAxis,

@@ -38,7 +38,12 @@ export interface SecurityEvent {
 /** A condition the run raised, such as `BudgetExceeded`; `data` holds its figures. */
 export interface RunCondition {
   at: string;
-  type: "BudgetExceeded" | "AgentLimitExceeded" | "SchemaValidationFailed";
+  type:
+    | "BudgetExceeded"
+    | "AgentLimitExceeded"
+    | "SchemaValidationFailed"
+    | "UnpricedCall"
+    | "LedgerLimitExceeded";
   message: string;
   data?: Record<string, JsonValue>;
 }
@@ -96,6 +101,11 @@ export interface JournalSummary {
   live: number;
   failed: number;
   skipped: number;
+  /**
+   * Skipped calls counted above but kept as no entry: only the first call refused for each
+   * reason (agent limit, budget, no price) is journaled; later ones are counted.
+   */
+  omitted: number;
   usage: UsageTotals;
 }
 
@@ -125,6 +135,8 @@ export interface RunStatus {
   /** How many narration entries were dropped because the run exceeded its narration cap. */
   narration_dropped: number;
   conditions: RunCondition[];
+  /** How many conditions were dropped because the status holds a bounded number (and size) of them. */
+  conditions_dropped: number;
   security_events: SecurityEvent[];
   security_events_dropped: number;
   budget: BudgetFigures;
