@@ -74,7 +74,7 @@ Deno.test("the run directory holds the script, the result and the final status",
   const run = await t.manager.start({ script, filename: "flow.js" });
   await t.manager.wait(run.run_id);
   const dir = `${t.home}/runs/${run.run_id}`;
-  assert.equal(await Deno.readTextFile(`${dir}/flow.js`), script);
+  assert.equal(await Deno.readTextFile(`${dir}/script.js`), script);
   assert.deepEqual(JSON.parse(await Deno.readTextFile(`${dir}/result.json`)), {
     answer: "fake response to: x",
   });

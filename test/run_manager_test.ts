@@ -71,6 +71,8 @@ Deno.test("start() refuses a malformed request, naming the field, before any pro
       /'budget_tokens' must be a whole number of tokens/,
     ],
     [{ script: "return 1", resume_from: "../etc" }, /'resume_from' must be a run id/],
+    [{ script: "return 1", filename: "../../escape.js" }, /'filename' must be a file name without/],
+    [{ script: "return 1", filename: ".." }, /'filename' must be a file name without/],
     [
       { script: "return 1", args: JSON.parse(`${"[".repeat(20_000)}${"]".repeat(20_000)}`) },
       /^Cannot start the run: 'args' must be JSON nested at most 64 levels deep$/,

@@ -212,7 +212,8 @@ export class Ledger {
   ): Promise<void> {
     const p = platform();
     await p.mkdir(this.runDir(status.run_id));
-    await p.writeTextFile(joinPath(this.runDir(status.run_id), status.filename), options.script);
+    // A fixed name: the caller's filename is for display only and never becomes a path.
+    await p.writeTextFile(joinPath(this.runDir(status.run_id), "script.js"), options.script);
     const doc: RunDoc = { v: 1, status: fitRecord(bareStatus(status), VALUE_LIMIT).value };
     const result = await this.#kv.atomic()
       .check(KEYS.run(status.run_id), null)

@@ -13,7 +13,12 @@ export type IsolationTier = z.infer<typeof IsolationSchema>;
  */
 export const WorkflowRunRequestSchema = z.strictObject({
   script: z.string().min(1, "must not be empty"),
-  filename: z.string().regex(/^[^\n\r]+$/, "must be one line").optional(),
+  /** The script's file name, for messages and stack traces: a base name, never a path. */
+  filename: z.string().max(255, "must be at most 255 characters").regex(
+    // deno-lint-ignore no-control-regex -- refusing control characters is the point
+    /^(?!\.\.?$)[^/\\\x00-\x1f\x7f]+$/,
+    "must be a file name without '/', '\\' or control characters",
+  ).optional(),
   args: BoundedJsonSchema.optional(),
   sandbox_default: SandboxLevelSchema.default("read-only"),
   /** The ceiling of every call's sandbox level; `sandbox_default` when absent. */
