@@ -110,6 +110,20 @@ Deno.test("narration beyond the cap is counted, not kept", async () => {
   assert.equal(status.narration_dropped, 15);
 });
 
+Deno.test("narration is bounded in bytes too: long lines past the cap are counted, not kept", async () => {
+  await using t = await testManager();
+  const status = await t.manager.wait(
+    (await t.manager.start({
+      script: `const line = "x".repeat(8000); for (let i = 0; i < 1000; i++) log(line);`,
+    })).run_id,
+  );
+  assert.equal(status.state, "succeeded");
+  assert.equal(status.narration.length, 262, "2 MiB of 8,000-byte lines");
+  assert.equal(status.narration_dropped, 1000 - 262);
+  const stored = await t.ledger.getRun(status.run_id);
+  assert.equal(stored?.narration.length, 262, "the ledger holds what the status says");
+});
+
 Deno.test("close() cancels runs that are still going", async () => {
   const t = await testManager({ fakeLatencyMs: 10_000 });
   const started = await t.manager.start({ script: `await agent("slow");` });

@@ -29,6 +29,8 @@ export interface RunContextOptions {
   budget: BudgetGate;
   replay: ReplaySource | undefined;
   maxNarration: number;
+  /** Bytes of narration text one run may record; later entries are counted, not kept. */
+  maxNarrationBytes: number;
   maxSecurityEvents: number;
   /** Bytes of journal entries, results kept inline included, one run may record. */
   maxJournalBytes: number;
@@ -80,6 +82,7 @@ export class RunContext {
   /** Bytes this run has recorded so far, against its limits. */
   readonly #recorded = { journal: 0, blobs: 0, conditions: 0 };
   readonly #seq = { narration: 0, security: 0, event: 1, call: 0 };
+  #narrationBytes = 0;
   /** Calls pass this chain one at a time, in arrival order. */
   #order: Promise<unknown> = Promise.resolve();
   #pending: LedgerOp[] = [];
@@ -181,7 +184,12 @@ export class RunContext {
 
   narrate(entry: Omit<NarrationEntry, "at">): void {
     const full: NarrationEntry = { at: now(), ...entry, text: clip(entry.text) };
-    if (this.status.narration.length < this.#options.maxNarration) {
+    const bytes = encoder.encode(full.text).length;
+    if (
+      this.status.narration.length < this.#options.maxNarration &&
+      this.#narrationBytes + bytes <= this.#options.maxNarrationBytes
+    ) {
+      this.#narrationBytes += bytes;
       this.status.narration.push(full);
       this.persist({ kind: "narration", seq: this.#seq.narration++, entry: full });
     } else this.status.narration_dropped++;

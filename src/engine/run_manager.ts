@@ -48,6 +48,8 @@ export interface RunManagerOptions {
   frameLimit?: number;
   /** Most narration entries kept per run; later ones are counted, not kept. Default 5000. */
   maxNarration?: number;
+  /** Bytes of narration text kept per run; later entries are counted, not kept. Default 2 MiB. */
+  maxNarrationBytes?: number;
   /** Most security events kept per run. Default 200. */
   maxSecurityEvents?: number;
   /**
@@ -92,6 +94,7 @@ export class RunManager {
       heapMb: 512,
       frameLimit: 4 * 1024 * 1024,
       maxNarration: 5000,
+      maxNarrationBytes: 2 * 1024 * 1024,
       maxSecurityEvents: 200,
       maxJournalBytes: 16 * 1024 * 1024,
       maxBlobBytes: 64 * 1024 * 1024,
@@ -182,6 +185,7 @@ export class RunManager {
       budget,
       replay,
       maxNarration: this.#options.maxNarration,
+      maxNarrationBytes: this.#options.maxNarrationBytes,
       maxSecurityEvents: this.#options.maxSecurityEvents,
       maxJournalBytes: this.#options.maxJournalBytes,
       maxBlobBytes: this.#options.maxBlobBytes,
