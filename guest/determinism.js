@@ -7,7 +7,6 @@ import {
   ObjectGetOwnPropertyDescriptor,
   ObjectGetOwnPropertyNames,
   ObjectGetPrototypeOf,
-  ReflectApply,
   ReflectConstruct,
 } from "./primordials.js";
 
@@ -79,42 +78,12 @@ function lockMethods(object, proto, names, owner) {
   }
 }
 
-function lockProcess(process) {
+/** Locks the clocks of Node's `process` object, on its first use (see process_hook.js). */
+export function lockProcessDeterminism(process) {
   const hrtime = lockedFunction("process.hrtime()", "hrtime");
   pin(hrtime, "bigint", lockedFunction("process.hrtime.bigint()", "bigint"));
   pin(process, "hrtime", hrtime);
   pin(process, "uptime", lockedFunction("process.uptime()", "uptime"));
-}
-
-/**
- * `globalThis.process` boots Deno's Node compatibility layer on first access (about 25 ms),
- * so the lock wraps its getter and applies itself on first use instead of touching it now.
- */
-function lockProcessLazily(global) {
-  const descriptor = ObjectGetOwnPropertyDescriptor(global, "process");
-  if (!descriptor) return;
-  if (!descriptor.get) {
-    if (descriptor.value) lockProcess(descriptor.value);
-    return;
-  }
-  const getter = descriptor.get;
-  let locked;
-  try {
-    ObjectDefineProperty(global, "process", {
-      get() {
-        if (locked === undefined) {
-          locked = ReflectApply(getter, global, []);
-          lockProcess(locked);
-        }
-        return locked;
-      },
-      set: descriptor.set,
-      enumerable: descriptor.enumerable,
-      configurable: false,
-    });
-  } catch {
-    lockProcess(global.process);
-  }
 }
 
 /** Installs the lock on the guest's global object. Runs once, before the user's code. */
@@ -140,8 +109,6 @@ export function lockDeterminism(global) {
     }
     pin(temporal, "Now", ObjectFreeze(now));
   }
-
-  lockProcessLazily(global);
 
   // A fresh realm would bring an unlocked clock.
   function Worker() {
