@@ -37,9 +37,13 @@ export const ReflectConstruct = Reflect.construct;
 export const StringCtor = String;
 export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
 export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
+export const StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCase);
 export const SymbolFor = Symbol.for;
 export const TypeErrorCtor = TypeError;
 export const Uint8ArrayCtor = Uint8Array;
+export const WeakMapCtor = WeakMap;
+export const WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
+export const WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
 export const ArrayBufferCtor = ArrayBuffer;
 export const TypedArrayPrototypeGetBuffer = uncurryThis(
   Object.getOwnPropertyDescriptor(TypedArrayPrototype, "buffer").get,

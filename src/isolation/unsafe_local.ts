@@ -174,7 +174,9 @@ async function spawnGuest(
         DENO_NO_UPDATE_CHECK: "1",
         NO_COLOR: "1",
       },
-      cwd: scratch,
+      // The same working directory for every guest: Deno.cwd() needs no permission, and a
+      // value that differs between two runs of a script would break their replay.
+      cwd: "/",
       newProcessGroup: true,
     });
   } catch (error) {
