@@ -1,5 +1,6 @@
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
+import { makeScratchDir } from "../scratch/mod.ts";
 import { guestImportMap } from "./guest_imports.ts";
 import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 
@@ -132,8 +133,7 @@ async function spawnGuest(
 ): Promise<GuestHandle> {
   const p = platform();
   const deno = await guestDeno();
-  await p.mkdir(request.scratchRoot);
-  const scratch = await p.makeTempDir({ dir: request.scratchRoot, prefix: "guest-" });
+  const scratch = await makeScratchDir(request.scratchRoot, { prefix: "guest-" });
   // DENO_DIR names an empty file: whatever Deno would keep there (the Cache API, localStorage,
   // code caches) fails with "not a directory", even for root. The guest needs none of it.
   const denoDir = joinPath(scratch, "deno_dir");
