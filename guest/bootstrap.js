@@ -2,9 +2,11 @@
 // static imports (all trusted); the user's script arrives inside the init frame and is compiled
 // with the AsyncFunction constructor after the nonce has been consumed, so every import it
 // attempts goes through the permission checks of a process that has no permissions.
-import { openChannel, readFirstLine } from "./channel.js";
-import { lockDeterminism } from "./determinism.js";
+import { openChannel, readInit } from "./channel.js";
+import { confineGlobal, confineProcess } from "./confinement.js";
+import { lockDeterminism, lockProcessDeterminism } from "./determinism.js";
 import { createPrimitives, PARAMETERS } from "./primitives.js";
+import { whenProcess } from "./process_hook.js";
 import {
   addEventListener,
   encodeUtf8,
@@ -46,9 +48,8 @@ function redirectConsole(console) {
 }
 
 async function main() {
-  const { line, rest } = await readFirstLine();
-  const init = JSONParse(line).params;
-  const channel = openChannel(init.nonce, init.frameLimit, rest);
+  const { init, prefix, rest } = await readInit();
+  const channel = openChannel(prefix, init.frameLimit, rest);
   let finished = false;
 
   function finish(report) {
@@ -109,6 +110,11 @@ async function main() {
   });
   redirectConsole(globalThis.console);
   lockDeterminism(globalThis);
+  confineGlobal(globalThis);
+  whenProcess(globalThis, (process) => {
+    lockProcessDeterminism(process);
+    confineProcess(process);
+  });
   channel.pump();
 
   let body;

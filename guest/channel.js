@@ -1,9 +1,12 @@
 // The guest's end of the bridge: newline-framed JSON-RPC 2.0 over stdin/stdout.
-// The nonce lives only in this module's closures. Frames are built by string concatenation,
-// never as objects, so no user getter, toJSON or thenable ever sees it.
+// The nonce is never a string: the bootstrap takes it out of the init frame's raw bytes before
+// they are decoded, and keeps it only as the bytes of the frame prefix, in this module's
+// closures. A heap snapshot lists strings, not the contents of byte buffers. Frames are built
+// by concatenation, never as objects, so no user getter, toJSON or thenable ever sees them.
 import {
   ArrayBufferCtor,
   decodeUtf8,
+  decodeUtf8Whole,
   encodeUtf8,
   ErrorCtor,
   exitProcess,
@@ -20,53 +23,115 @@ import {
   stdoutWriteSync,
   StringPrototypeIndexOf,
   StringPrototypeSlice,
+  TypedArrayPrototypeFill,
+  TypedArrayPrototypeGetBuffer,
   TypedArrayPrototypeGetLength,
+  TypedArrayPrototypeSet,
+  TypedArrayPrototypeSubarray,
   TypeErrorCtor,
   Uint8ArrayCtor,
   writeAll,
 } from "./primordials.js";
 
 const CHUNK = 65536;
+const NEWLINE = 10;
+const QUOTE = 34;
+const BACKSLASH = 92;
+const ZERO = 48;
 
-/** Reads stdin up to the first newline and returns that line and whatever followed it. */
-export async function readFirstLine() {
-  const buffer = new ArrayBufferCtor(CHUNK);
-  const view = new Uint8ArrayCtor(buffer);
-  let text = "";
-  while (true) {
-    const n = await stdinRead(view);
-    if (n === null) {
-      throw new ErrorCtor("Cannot start the guest: the host closed stdin before the init frame");
-    }
-    text += decodeUtf8(buffer, n);
-    const newline = StringPrototypeIndexOf(text, "\n");
-    if (newline !== -1) {
-      return {
-        line: StringPrototypeSlice(text, 0, newline),
-        rest: StringPrototypeSlice(text, newline + 1),
-      };
-    }
-  }
+/** How the host's init frame begins: the nonce is the first parameter (src/engine/guest_session.ts). */
+const INIT_HEAD = encodeUtf8('{"jsonrpc":"2.0","method":"init","params":{"nonce":"');
+const FRAME_HEAD = encodeUtf8('\n{"jsonrpc":"2.0","nonce":"');
+const FRAME_NONCE_END = encodeUtf8('",');
+
+function malformedInit() {
+  return new ErrorCtor("Cannot start the guest: the init frame does not begin with the nonce");
 }
 
 /**
- * Opens the channel. `nonce` is kept in this closure; the returned functions never return it.
- * `onHostClosed` runs when the host closes stdin (it is going away).
+ * Copies the nonce out of the init frame's bytes into the prefix of every guest frame, and
+ * overwrites it in place with zeros, so that decoding the frame makes no string that holds it.
  */
-export function openChannel(nonce, frameLimit, rest) {
+function takeNonce(bytes, lineEnd) {
+  const head = TypedArrayPrototypeGetLength(INIT_HEAD);
+  if (lineEnd < head) throw malformedInit();
+  for (let i = 0; i < head; i++) if (bytes[i] !== INIT_HEAD[i]) throw malformedInit();
+  let end = head;
+  while (end < lineEnd && bytes[end] !== QUOTE) {
+    if (bytes[end] === BACKSLASH) throw malformedInit();
+    end++;
+  }
+  if (end === lineEnd || end === head) throw malformedInit();
+  const nonce = TypedArrayPrototypeSubarray(bytes, head, end);
+  const size = TypedArrayPrototypeGetLength(nonce);
+  const frameHead = TypedArrayPrototypeGetLength(FRAME_HEAD);
+  const prefix = new Uint8ArrayCtor(
+    frameHead + size + TypedArrayPrototypeGetLength(FRAME_NONCE_END),
+  );
+  TypedArrayPrototypeSet(prefix, FRAME_HEAD, 0);
+  TypedArrayPrototypeSet(prefix, nonce, frameHead);
+  TypedArrayPrototypeSet(prefix, FRAME_NONCE_END, frameHead + size);
+  TypedArrayPrototypeFill(nonce, ZERO);
+  return prefix;
+}
+
+/**
+ * Reads the init frame, the first line on stdin. Returns its params (whose nonce reads as
+ * zeros), the frame prefix that carries the real nonce as bytes, and the text that followed the
+ * frame. Runs before the user's code exists.
+ */
+export async function readInit() {
+  let bytes = new Uint8ArrayCtor(CHUNK);
+  let length = 0;
+  let lineEnd = -1;
+  while (lineEnd === -1) {
+    const capacity = TypedArrayPrototypeGetLength(bytes);
+    if (length === capacity) {
+      const larger = new Uint8ArrayCtor(capacity * 2);
+      TypedArrayPrototypeSet(larger, bytes, 0);
+      TypedArrayPrototypeFill(bytes, 0);
+      bytes = larger;
+    }
+    const n = await stdinRead(TypedArrayPrototypeSubarray(bytes, length));
+    if (n === null) {
+      throw new ErrorCtor("Cannot start the guest: the host closed stdin before the init frame");
+    }
+    for (let i = length; i < length + n; i++) {
+      if (bytes[i] === NEWLINE) {
+        lineEnd = i;
+        break;
+      }
+    }
+    length += n;
+  }
+  const prefix = takeNonce(bytes, lineEnd);
+  const init = JSONParse(decodeUtf8Whole(TypedArrayPrototypeSubarray(bytes, 0, lineEnd))).params;
+  const rest = decodeUtf8(TypedArrayPrototypeGetBuffer(bytes), length - lineEnd - 1, lineEnd + 1);
+  TypedArrayPrototypeFill(bytes, 0);
+  return { init, prefix, rest };
+}
+
+/**
+ * Opens the channel. `prefix` (from {@linkcode readInit}) is kept in this closure; the returned
+ * functions never return it.
+ */
+export function openChannel(prefix, frameLimit, rest) {
   const pending = new MapCtor();
   let nextId = 1;
-  const prefix = '\n{"jsonrpc":"2.0","nonce":"' + nonce + '",';
+  const prefixSize = TypedArrayPrototypeGetLength(prefix);
 
   function write(body) {
-    const bytes = encodeUtf8(prefix + body + "}\n");
-    const size = TypedArrayPrototypeGetLength(bytes);
+    const tail = encodeUtf8(body + "}\n");
+    const size = prefixSize + TypedArrayPrototypeGetLength(tail);
     if (size > frameLimit) {
       throw new RangeErrorCtor(
         `the message is ${size} bytes, over the bridge limit of ${frameLimit} bytes`,
       );
     }
-    writeAll(stdoutWriteSync, bytes);
+    const frame = new Uint8ArrayCtor(size);
+    TypedArrayPrototypeSet(frame, prefix, 0);
+    TypedArrayPrototypeSet(frame, tail, prefixSize);
+    writeAll(stdoutWriteSync, frame);
   }
 
   function notify(method, paramsJson) {

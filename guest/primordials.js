@@ -37,13 +37,20 @@ export const ReflectConstruct = Reflect.construct;
 export const StringCtor = String;
 export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
 export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
+export const StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCase);
 export const SymbolFor = Symbol.for;
 export const TypeErrorCtor = TypeError;
 export const Uint8ArrayCtor = Uint8Array;
+export const WeakMapCtor = WeakMap;
+export const WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
+export const WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
 export const ArrayBufferCtor = ArrayBuffer;
 export const TypedArrayPrototypeGetBuffer = uncurryThis(
   Object.getOwnPropertyDescriptor(TypedArrayPrototype, "buffer").get,
 );
+export const TypedArrayPrototypeFill = uncurryThis(TypedArrayPrototype.fill);
+export const TypedArrayPrototypeSet = uncurryThis(TypedArrayPrototype.set);
+export const TypedArrayPrototypeSubarray = uncurryThis(TypedArrayPrototype.subarray);
 export const TypedArrayPrototypeGetLength = uncurryThis(
   Object.getOwnPropertyDescriptor(TypedArrayPrototype, "length").get,
 );
@@ -58,11 +65,20 @@ export function encodeUtf8(text) {
   return encode(encoder, text);
 }
 
-/** A stream-safe UTF-8 decode of `length` bytes at the start of `buffer` (an ArrayBuffer). */
-export function decodeUtf8(buffer, length) {
-  return decode(decoder, new Uint8ArrayCtor(buffer, 0, length), STREAM);
+/**
+ * A stream-safe UTF-8 decode of `length` bytes at `offset` of `buffer` (an ArrayBuffer): a
+ * character split across two reads comes out whole with the second.
+ */
+export function decodeUtf8(buffer, length, offset = 0) {
+  return decode(decoder, new Uint8ArrayCtor(buffer, offset, length), STREAM);
 }
 const STREAM = ObjectFreeze({ __proto__: null, stream: true });
+
+const wholeDecoder = new TextDecoder();
+/** UTF-8 text of a complete byte sequence, outside the stream of {@link decodeUtf8}. */
+export function decodeUtf8Whole(bytes) {
+  return decode(wholeDecoder, bytes);
+}
 
 // Deno's own methods use internal primordials; binding them here keeps them out of the user's reach.
 export const stdinRead = Deno.stdin.read.bind(Deno.stdin);

@@ -75,13 +75,145 @@ Deno.test("the lock survives prototype walks, Function and eval, Reflect and sub
 });
 
 Deno.test("guests run with a fixed --seed, so a path around the lock stays reproducible", async () => {
-  // node:vm makes a fresh realm whose Math.random is not locked; its seed comes from --seed.
+  // A multipart body's boundary comes from the runtime's own Math.random, which the lock does
+  // not reach; its seed comes from --seed.
   const script = `
-    const vm = await Function("s", "return import(s)")("node:vm");
-    return vm.runInNewContext("[Math.random(), Math.random()]");
+    const form = new FormData();
+    form.set("a", "b");
+    return new Response(form).headers.get("content-type");
   `;
   const first = await runScript(script);
   const second = await runScript(script);
   assert.equal(first.state, "succeeded", JSON.stringify(first.error));
   assert.deepEqual(first.result, second.result);
+});
+
+/** Runs `script` in two separate runs and returns both products. */
+async function twice(script: string, args?: unknown): Promise<[unknown, unknown]> {
+  const request = args === undefined ? {} : { args };
+  const first = await runScript(script, request);
+  const second = await runScript(script, request);
+  assert.equal(first.state, "succeeded", JSON.stringify(first.error));
+  assert.equal(second.state, "succeeded", JSON.stringify(second.error));
+  return [first.result, second.result];
+}
+
+Deno.test("the process's ids and working directory read the same in every run", async () => {
+  const [first, second] = await twice(
+    `return [Deno.pid, Deno.ppid, process.pid, process.ppid, Deno.cwd(), process.cwd()];`,
+  );
+  assert.deepEqual(first, [1, 0, 1, 0, "/", "/"]);
+  assert.deepEqual(second, first);
+});
+
+const MEASUREMENTS = [
+  ["return process.cpuUsage()", "process.cpuUsage()"],
+  ["return process.threadCpuUsage()", "process.threadCpuUsage()"],
+  ["return process.resourceUsage()", "process.resourceUsage()"],
+  ["return process.memoryUsage()", "process.memoryUsage()"],
+  ["return process.memoryUsage.rss()", "process.memoryUsage.rss()"],
+  ["return Deno.memoryUsage()", "Deno.memoryUsage()"],
+  ["return Deno.cpuUsage()", "Deno.cpuUsage()"],
+  ["return URL.createObjectURL(new Blob(['x']))", "URL.createObjectURL()"],
+  ["return new PerformanceMark('m').startTime", "new PerformanceMark() without a startTime"],
+  [
+    "return new Intl.DateTimeFormat('en', { timeStyle: 'full' }).format()",
+    "Intl.DateTimeFormat.prototype.format() without a date",
+  ],
+  [
+    "const format = new Intl.DateTimeFormat('en').format; return format()",
+    "Intl.DateTimeFormat.prototype.format() without a date",
+  ],
+  [
+    "return new Intl.DateTimeFormat('en').formatToParts()",
+    "Intl.DateTimeFormat.prototype.formatToParts() without a date",
+  ],
+] as const;
+
+Deno.test("measurements of the process, blob URLs, marks and Intl's current time throw", async () => {
+  const seen = await attempts(MEASUREMENTS.map(([source]) => source));
+  MEASUREMENTS.forEach(([, call], i) => {
+    assert.ok(seen[i]!.startsWith(`${call} is not available in workflow scripts`), seen[i]);
+  });
+});
+
+Deno.test("what reads no clock keeps working: marks with a startTime, Intl with a date", async () => {
+  const seen = await attempts([
+    "return new PerformanceMark('m', { startTime: 5 }).startTime",
+    "return new Intl.DateTimeFormat('en', { timeZone: 'UTC' }).format(new Date(0))",
+    "return new Intl.DateTimeFormat('en', { timeZone: 'UTC' }).formatToParts(0).length",
+    "const f = new Intl.DateTimeFormat('en'); return f.format === f.format",
+  ]);
+  assert.deepEqual(seen, ["ok: 5", "ok: 1/1/1970", "ok: 5", "ok: true"]);
+});
+
+Deno.test("Web Crypto's random paths throw, and its deterministic ones give the same bytes in every run", async () => {
+  const pair = await crypto.subtle.generateKey(
+    {
+      name: "RSA-OAEP",
+      modulusLength: 1024,
+      publicExponent: new Uint8Array([1, 0, 1]),
+      hash: "SHA-256",
+    },
+    true,
+    ["encrypt", "decrypt"],
+  );
+  const { alg: _alg, key_ops: _ops, ...privateJwk } = await crypto.subtle.exportKey(
+    "jwk",
+    pair.privateKey,
+  );
+  const { alg: _alg2, key_ops: _ops2, ...publicJwk } = await crypto.subtle.exportKey(
+    "jwk",
+    pair.publicKey,
+  );
+  const script = `
+    const { publicJwk, privateJwk } = args;
+    const subtle = crypto.subtle;
+    const hex = (b) => Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, "0")).join("");
+    const data = new Uint8Array([1, 2, 3]);
+    const out = {};
+    const attempt = async (what, run) => {
+      try { out[what] = "ok: " + await run(); } catch (e) { out[what] = e.message; }
+    };
+    const oaep = await subtle.importKey("jwk", publicJwk, { name: "RSA-OAEP", hash: "SHA-256" }, false, ["encrypt", "wrapKey"]);
+    const pss = await subtle.importKey("jwk", privateJwk, { name: "RSA-PSS", hash: "SHA-256" }, false, ["sign"]);
+    const pkcs = await subtle.importKey("jwk", privateJwk, { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, false, ["sign"]);
+    const hmac = await subtle.importKey("raw", data, { name: "HMAC", hash: "SHA-256" }, true, ["sign"]);
+    await attempt("generateKey", () => subtle.generateKey({ name: "AES-GCM", length: 128 }, true, ["encrypt"]));
+    await attempt("encrypt RSA-OAEP", async () => hex(await subtle.encrypt({ name: "RSA-OAEP" }, oaep, data)));
+    await attempt("encrypt rsa-oaep", async () => hex(await subtle.encrypt("rsa-oaep", oaep, data)));
+    await attempt("wrapKey RSA-OAEP", async () => hex(await subtle.wrapKey("raw", hmac, oaep, { name: "RSA-OAEP" })));
+    await attempt("sign RSA-PSS", async () => hex(await subtle.sign({ name: "RSA-PSS", saltLength: 32 }, pss, data)));
+    let reads = 0;
+    const twoFaced = { get name() { return reads++ === 0 ? "RSASSA-PKCS1-v1_5" : "RSA-PSS"; }, saltLength: 32 };
+    await attempt("sign two-faced", async () => hex(await subtle.sign(twoFaced, pss, data)));
+    await attempt("sign RSASSA-PKCS1-v1_5", async () => hex(await subtle.sign("RSASSA-PKCS1-v1_5", pkcs, data)));
+    await attempt("sign HMAC", async () => hex(await subtle.sign({ name: "HMAC" }, hmac, data)));
+    await attempt("digest", async () => hex(await subtle.digest("SHA-256", data)));
+    return out;
+  `;
+  const [first, second] = await twice(script, { publicJwk, privateJwk });
+  const out = first as Record<string, string>;
+  assert.match(
+    out.generateKey!,
+    /^crypto\.subtle\.generateKey\(\) is not available in workflow scripts/,
+  );
+  assert.match(
+    out["encrypt RSA-OAEP"]!,
+    /^crypto\.subtle\.encrypt\(\) with RSA-OAEP is not available/,
+  );
+  assert.match(
+    out["encrypt rsa-oaep"]!,
+    /^crypto\.subtle\.encrypt\(\) with RSA-OAEP is not available/,
+  );
+  assert.match(
+    out["wrapKey RSA-OAEP"]!,
+    /^crypto\.subtle\.wrapKey\(\) with RSA-OAEP is not available/,
+  );
+  assert.match(out["sign RSA-PSS"]!, /^crypto\.subtle\.sign\(\) with RSA-PSS is not available/);
+  for (const what of ["sign RSASSA-PKCS1-v1_5", "sign HMAC", "digest"]) {
+    assert.match(out[what]!, /^ok: [0-9a-f]+$/, `${what}: ${out[what]}`);
+  }
+  assert.ok(!out["sign two-faced"]!.startsWith("ok: "), out["sign two-faced"]);
+  assert.deepEqual(second, first);
 });

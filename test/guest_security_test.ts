@@ -62,7 +62,6 @@ Deno.test("the guest cannot read files: computed imports, Deno.readTextFile, nod
     `${dynamicImport} return (await load("${secret}", { with: { type: "text" } })).default;`,
     `return await Deno.readTextFile("${secret}");`,
     `return Deno.readFileSync("${secret}");`,
-    `${dynamicImport} const fs = await load("node:fs"); return fs.readFileSync("${secret}", "utf8");`,
     `return await Deno.readDir("/")[Symbol.asyncIterator]().next();`,
   ];
   for (const source of attempts) {
@@ -70,6 +69,10 @@ Deno.test("the guest cannot read files: computed imports, Deno.readTextFile, nod
     assert.match(seen, /^(NotCapable|TypeError): Requires read access/, `${source} => ${seen}`);
     assert.ok(!seen.includes("TOPSECRET"));
   }
+  const viaNode = await attempt(
+    `${dynamicImport} const fs = await load("node:fs"); return fs.readFileSync("${secret}", "utf8");`,
+  );
+  assert.match(viaNode, /^Error: import\("node:fs"\) is not available in workflow scripts/);
 });
 
 Deno.test("user code is never a pre-loaded module: a literal import is permission-checked", async () => {
@@ -185,7 +188,7 @@ Deno.test("the guest cannot spawn processes or load FFI libraries", async () => 
   );
   assert.match(
     await attempt(`${dynamicImport} return (await load("node:child_process")).execSync("id");`),
-    /^NotCapable: Requires (env|run) access/,
+    /^Error: import\("node:child_process"\) is not available in workflow scripts/,
   );
   assert.match(
     await attempt(`return Deno.dlopen("libc.so.6", {});`),
@@ -226,20 +229,86 @@ Deno.test("--no-config: a deno.json above the installed bootstrap is not picked 
   assert.deepEqual(outcome, { kind: "returned", value: "undefined" });
 });
 
-Deno.test("each guest gets a fresh DENO_DIR that is removed afterwards", async () => {
+Deno.test("the script has no storage: the Cache API and Web Storage are refused with a clear error", async () => {
   await using t = await testManager();
-  const first = await t.manager.wait(
+  const status = await t.manager.wait(
     (await t.manager.start({
-      script: `localStorage.setItem("k", "from run 1"); return localStorage.getItem("k");`,
+      script: `
+        const out = [];
+        const attempt = async (run) => {
+          try { out.push("reached: " + await run()); } catch (e) { out.push(e.message); }
+        };
+        await attempt(async () => (await caches.open("c")).put("http://x/", new Response("big")));
+        await attempt(() => localStorage.setItem("k", "v"));
+        await attempt(() => sessionStorage.setItem("k", "v"));
+        await attempt(() => Object.getPrototypeOf(localStorage).setItem.call(localStorage, "k", "v"));
+        await attempt(() => CacheStorage.prototype.open.call(caches, "c"));
+        await attempt(() => { Reflect.deleteProperty(globalThis, "caches"); return caches.open("c"); });
+        return out;
+      `,
     })).run_id,
   );
-  assert.equal(first.result, "from run 1");
-  const second = await t.manager.wait(
-    (await t.manager.start({ script: `return localStorage.getItem("k");` })).run_id,
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  const out = status.result as string[];
+  assert.equal(out.length, 6);
+  for (const seen of out) {
+    assert.match(
+      seen,
+      /^(caches|localStorage|sessionStorage|CacheStorage) is not available in workflow scripts: scripts have no storage/,
+    );
+  }
+  assert.deepEqual([...Deno.readDirSync(`${t.home}/tmp`)], [], "scratch space is removed");
+});
+
+/** A copy of the guest's files whose confinement (guest/confinement.js) does nothing. */
+async function unconfinedBootstrap(dir: string): Promise<string> {
+  await Deno.mkdir(`${dir}/guest`);
+  const guestDir = defaultBootstrapPath().replace(/\/[^/]+$/, "");
+  for (const entry of Deno.readDirSync(guestDir)) {
+    await Deno.copyFile(`${guestDir}/${entry.name}`, `${dir}/guest/${entry.name}`);
+  }
+  const confinement = await Deno.readTextFile(`${guestDir}/confinement.js`);
+  const exported = [...confinement.matchAll(/^export function (\w+)/gm)].map((m) => m[1]);
+  assert.ok(exported.length > 0);
+  await Deno.writeTextFile(
+    `${dir}/guest/confinement.js`,
+    exported.map((name) => `export function ${name}() {}\n`).join(""),
   );
-  assert.equal(second.result, null, "nothing persists from one run to the next");
-  const left = [...Deno.readDirSync(`${t.home}/tmp`)];
-  assert.deepEqual(left, [], "scratch space is removed");
+  return `${dir}/guest/bootstrap.js`;
+}
+
+Deno.test("storage that slips past the bootstrap finds no DENO_DIR to write into", async () => {
+  await using dir = await tempDir();
+  const { outcome } = await rawGuest(
+    `
+    const out = [];
+    try { await (await caches.open("c")).put("http://x/", new Response("big")); out.push("cached"); }
+    catch (e) { out.push(e.message); }
+    try { localStorage.setItem("k", "v"); out.push("stored"); } catch (e) { out.push(e.message); }
+    return out;
+  `,
+    {},
+    { bootstrapPath: await unconfinedBootstrap(dir.path) },
+  );
+  assert.equal(outcome.kind, "returned", JSON.stringify(outcome));
+  const [cache, local] = outcome.kind === "returned" ? outcome.value as string[] : [];
+  assert.match(cache!, /^Failed to create cache storage directory/);
+  assert.match(local!, /Not a directory/);
+});
+
+Deno.test("the kernel lets a guest write no file: its file size limit is zero", async () => {
+  let limits = "";
+  let pid = 0;
+  const { outcome } = await rawGuest(`return await agent("look at me");`, {
+    spawned: (p) => (pid = p),
+    agent: async () => {
+      const out = await new Deno.Command("cat", { args: [`/proc/${pid}/limits`] }).output();
+      limits = new TextDecoder().decode(out.stdout);
+      return { value: "seen", spent: 0 };
+    },
+  });
+  assert.deepEqual(outcome, { kind: "returned", value: "seen" });
+  assert.match(limits, /^Max file size\s+0\s+0\s+bytes/m);
 });
 
 Deno.test("a guessed nonce forges nothing: frames without the run's nonce are dropped and recorded", async () => {
@@ -266,8 +335,7 @@ Deno.test("the script cannot read the init frame: stdin holds nothing with the n
     const bait = agent("bait");
     const buffer = new Uint8Array(1 << 16);
     const read = await Promise.race([Deno.stdin.read(buffer), new Promise((r) => setTimeout(() => r(-1), 500))]);
-    const fs = await Function("s", "return import(s)")("node:fs");
-    return { read, text: read > 0 ? new TextDecoder().decode(buffer.subarray(0, read)) : "", fd: fs.fstatSync(0).isFIFO() };
+    return { read, text: read > 0 ? new TextDecoder().decode(buffer.subarray(0, read)) : "" };
   `);
   assert.equal(outcome.kind, "returned", JSON.stringify(outcome));
   assert.ok(!everything(outcome).includes(NONCE), "the nonce reached the script");
@@ -338,6 +406,120 @@ Deno.test("nothing the user's code can patch or call sees the nonce, and calls k
   assert.equal(result!.leaked, false, "a patched primitive saw the nonce");
   assert.ok(!result!.seen.includes(NONCE), "a patched primitive saw the nonce");
   assert.ok(!output.join("\n").includes(NONCE));
+});
+
+/**
+ * A script that takes a V8 heap snapshot by every route it knows, forges a `done` frame with
+ * every nonce-shaped string it finds in it, and reports what each route said.
+ */
+const HEAP_SNAPSHOT_FORGERY = `
+  const routes = {
+    "process.getBuiltinModule": () => process.getBuiltinModule("v8"),
+    "import(node:v8)": () => Function("s", "return import(s)")("node:v8"),
+  };
+  const seen = [];
+  for (const [route, open] of Object.entries(routes)) {
+    try {
+      const v8 = await open();
+      const chunks = [];
+      for await (const chunk of v8.getHeapSnapshot()) chunks.push(String(chunk));
+      const write = (line) => Deno.stdout.writeSync(new TextEncoder().encode("\\n" + line + "\\n"));
+      for (const nonce of new Set(chunks.join("").match(/[0-9a-f]{64}/g))) {
+        const params = { ok: true, value: "forged through " + route };
+        write(JSON.stringify({ jsonrpc: "2.0", nonce, method: "done", params }));
+      }
+      seen.push(route + ": snapshot taken");
+    } catch (e) {
+      seen.push(route + ": " + e.message);
+    }
+  }
+  return seen;
+`;
+
+Deno.test("a heap snapshot is out of the script's reach, so no nonce can be lifted from one", async () => {
+  const status = await runScript(HEAP_SNAPSHOT_FORGERY);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.ok(Array.isArray(status.result), `the host took a forged frame: ${status.result}`);
+  for (const seen of status.result as string[]) {
+    assert.match(seen, /is not available in workflow scripts/, seen);
+  }
+  assert.equal(status.calls.total, 0);
+});
+
+Deno.test("the guest's heap holds the nonce in no string: a snapshot taken anyway finds nothing to forge with", async () => {
+  // Defence in depth: a bootstrap whose confinement is switched off lets the snapshot through.
+  await using dir = await tempDir();
+  const { outcome } = await rawGuest(
+    `const a = await agent("first"); ${HEAP_SNAPSHOT_FORGERY}`,
+    {},
+    {
+      bootstrapPath: await unconfinedBootstrap(dir.path),
+    },
+  );
+  assert.equal(outcome.kind, "returned", JSON.stringify(outcome));
+  const seen = outcome.kind === "returned" ? outcome.value : undefined;
+  assert.ok(Array.isArray(seen), `the host took a forged frame: ${JSON.stringify(seen)}`);
+  assert.ok(seen.includes("process.getBuiltinModule: snapshot taken"), JSON.stringify(seen));
+});
+
+/** Node's built-in modules as this Deno knows them, each as a `node:` specifier. */
+async function nodeBuiltins(): Promise<string[]> {
+  const { builtinModules } = await import("node:module");
+  return builtinModules.map((name) => name.startsWith("node:") ? name : `node:${name}`);
+}
+
+Deno.test("every route to Node's modules and the runtime's internals is refused with a clear error", async () => {
+  const builtins = await nodeBuiltins();
+  assert.ok(builtins.includes("node:v8") && builtins.includes("node:inspector"));
+  const status = await runScript(`
+    const load = Function("s", "return import(s)");
+    const out = {};
+    const attempt = async (what, run) => {
+      try { await run(); out[what] = "reached"; } catch (e) { out[what] = e.message; }
+    };
+    for (const name of ${JSON.stringify(builtins)}) {
+      await attempt("import " + name, () => load(name));
+      await attempt("process.getBuiltinModule " + name, () => process.getBuiltinModule(name));
+    }
+    await attempt("process.getBuiltinModule bare v8", () => process.getBuiltinModule("v8"));
+    await attempt("import data: re-export", () => load("data:text/javascript,export * from 'node:v8'"));
+    await attempt("process.binding", () => process.binding("util"));
+    await attempt("Deno[Deno.internal]", () => Deno[Deno.internal].core.ops);
+    await attempt("Object.getOwnPropertySymbols(Deno)", () => {
+      for (const symbol of Object.getOwnPropertySymbols(Deno)) {
+        if (Deno[symbol] && typeof Deno[symbol] === "object" && "core" in Deno[symbol]) return;
+      }
+      throw new Error("not available in workflow scripts");
+    });
+    await attempt("require", () => Function("return require")()("v8"));
+    await attempt("process.mainModule.require", () => process.mainModule.require("v8"));
+    return out;
+  `);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  const out = status.result as Record<string, string>;
+  for (const name of builtins) {
+    assert.equal(
+      out[`import ${name}`],
+      `import("${name}") is not available in workflow scripts: scripts import nothing, they reach the outside only through agent()`,
+    );
+    assert.match(
+      out[`process.getBuiltinModule ${name}`]!,
+      /^process\.getBuiltinModule\(\) is not available in workflow scripts/,
+    );
+  }
+  for (const [what, seen] of Object.entries(out)) {
+    assert.notEqual(seen, "reached", `${what} was reached`);
+  }
+  assert.match(out["import data: re-export"]!, /^import\("node:v8"\) is not available/);
+  assert.match(
+    out["process.binding"]!,
+    /^process\.binding\(\) is not available in workflow scripts/,
+  );
+  assert.match(
+    out["Deno[Deno.internal]"]!,
+    /^Deno\[Deno\.internal\] is not available in workflow scripts/,
+  );
+  assert.match(out["require"]!, /require is not defined/);
 });
 
 Deno.test("stray output never breaks the run: it becomes narration marked as such", async () => {

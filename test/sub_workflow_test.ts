@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { testManager } from "./helpers.ts";
+import { tempDir, testManager } from "./helpers.ts";
 
 async function write(path: string, text: string): Promise<void> {
   await Deno.mkdir(path.replace(/\/[^/]+$/, ""), { recursive: true });
@@ -109,6 +109,66 @@ Deno.test("an unknown name, a bad ref or a syntax error fails that call with a c
   assert.match(
     seen[6]!,
     /^TypeError: workflow\(\): the name or ref must be a non-empty string, got string$/,
+  );
+});
+
+Deno.test("a symbolic link cannot hand workflow() a file from outside the project or its workflows folder", async () => {
+  await using outside = await tempDir();
+  await write(`${outside.path}/secret.js`, `return "SECRET";`);
+  await using t = await testManager({ projectDir: undefined });
+  const project = `${t.home}/project`;
+  await write(`${project}/lib/real.js`, `return "inside";`);
+  await Deno.symlink(`${outside.path}/secret.js`, `${project}/lib/link.js`);
+  await Deno.symlink(outside.path, `${project}/linked`);
+  await Deno.symlink("./real.js", `${project}/lib/inside.js`);
+  await Deno.mkdir(`${project}/workflows`);
+  await Deno.symlink(`${outside.path}/secret.js`, `${project}/workflows/escape.js`);
+  await Deno.symlink("../lib/real.js", `${project}/workflows/sideways.js`);
+  await Deno.mkdir(`${t.home}/workflows`);
+  await Deno.symlink(`${outside.path}/secret.js`, `${t.home}/workflows/home_escape.js`);
+  const refs = [
+    "./lib/link.js",
+    "./linked/secret.js",
+    "escape",
+    "sideways",
+    "home_escape",
+    "./lib/inside.js",
+  ];
+  const run = await t.manager.start({
+    script: `const seen = [];
+      for (const ref of ${JSON.stringify(refs)}) {
+        try { seen.push("ran: " + await workflow(ref)); } catch (e) { seen.push(e.message); }
+      }
+      return seen;`,
+    workdir: project,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.deepEqual(status.result, [
+    "workflow(): './lib/link.js' leads outside the project directory through a symbolic link",
+    "workflow(): './linked/secret.js' leads outside the project directory through a symbolic link",
+    "workflow(): 'escape' leads outside the project's workflows folder through a symbolic link",
+    "workflow(): 'sideways' leads outside the project's workflows folder through a symbolic link",
+    "workflow(): 'home_escape' leads outside SVC_HOME's workflows folder through a symbolic link",
+    "ran: inside",
+  ]);
+});
+
+Deno.test("a project whose workflows folder is a link to elsewhere gives workflow(name) nothing from there", async () => {
+  await using outside = await tempDir();
+  await write(`${outside.path}/secret.js`, `return "SECRET";`);
+  await using t = await testManager({ projectDir: undefined });
+  const project = `${t.home}/project`;
+  await Deno.mkdir(project);
+  await Deno.symlink(outside.path, `${project}/workflows`);
+  const run = await t.manager.start({
+    script: `try { return await workflow("secret"); } catch (e) { return e.message; }`,
+    workdir: project,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(
+    status.result,
+    "workflow(): 'secret' leads outside the project's workflows folder through a symbolic link",
   );
 });
 

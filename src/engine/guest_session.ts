@@ -242,6 +242,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
       jsonrpc: "2.0",
       method: "init",
       params: {
+        // First, so that the guest can take it out of the frame's bytes (guest/channel.js).
         nonce,
         body: options.body,
         filename: options.filename,

@@ -14,6 +14,7 @@ import {
 } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import { describeIssue, type JsonValue, WorkflowRunRequestSchema } from "../schemas/mod.ts";
+import { sweepScratch } from "../scratch/mod.ts";
 import { handleAgentCall } from "./agent_call.ts";
 import { BudgetGate } from "./budget.ts";
 import {
@@ -107,12 +108,19 @@ export class RunManager {
 
   /**
    * Creates the manager over an open ledger. Runs left `queued` or `running` by a host that
-   * has died are marked `interrupted` first.
+   * has died are marked `interrupted` first, and the scratch directories of dead hosts are
+   * removed.
    */
   static async create(options: RunManagerOptions): Promise<RunManager> {
     const manager = new RunManager(options);
     await options.ledger.recoverInterrupted(manager.#host);
+    await sweepScratch(manager.#scratchRoot);
     return manager;
+  }
+
+  /** Where guests (and calls) make their scratch directories. */
+  get #scratchRoot(): string {
+    return joinPath(this.#ledger.home, "tmp");
   }
 
   get #ledger(): Ledger {
@@ -329,7 +337,7 @@ export class RunManager {
     try {
       outcome = await runGuest({
         backend: this.#options.isolation[request.isolation],
-        scratchRoot: joinPath(this.#ledger.home, "tmp"),
+        scratchRoot: this.#scratchRoot,
         body,
         filename: status.filename,
         args: { given: request.args !== undefined, value: request.args as JsonValue },

@@ -1,5 +1,7 @@
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
+import { makeScratchDir } from "../scratch/mod.ts";
+import { guestImportMap } from "./guest_imports.ts";
 import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 
 /**
@@ -14,6 +16,13 @@ export const GUEST_RUNTIME_FLAGS: readonly string[] = [
   "--no-npm",
   "--cached-only",
 ];
+
+/**
+ * Largest file a guest may write, in bytes (`prlimit --fsize`): none. With DENO_DIR unusable a
+ * guest writes no file at all, so a route to storage that slips past the bootstrap is stopped
+ * by the kernel (SIGXFSZ) at its first byte.
+ */
+const GUEST_FILE_SIZE_LIMIT = 0;
 
 /** Address space beyond the V8 heap that a Deno process needs (code range, ArrayBuffers of the bridge). */
 const DATA_HEADROOM_MB = 768;
@@ -124,12 +133,15 @@ async function spawnGuest(
 ): Promise<GuestHandle> {
   const p = platform();
   const deno = await guestDeno();
-  await p.mkdir(request.scratchRoot);
-  const scratch = await p.makeTempDir({ dir: request.scratchRoot, prefix: "guest-" });
+  const scratch = await makeScratchDir(request.scratchRoot, { prefix: "guest-" });
+  // DENO_DIR names an empty file: whatever Deno would keep there (the Cache API, localStorage,
+  // code caches) fails with "not a directory", even for root. The guest needs none of it.
   const denoDir = joinPath(scratch, "deno_dir");
+  const importMap = joinPath(scratch, "import_map.json");
   let main: string;
   try {
-    await p.mkdir(denoDir);
+    await p.writeTextFile(denoDir, "");
+    await p.writeTextFile(importMap, guestImportMap());
     main = await runnableBootstrap(bootstrap, scratch);
   } catch (error) {
     await p.remove(scratch).catch(() => {});
@@ -140,10 +152,11 @@ async function spawnGuest(
     ...GUEST_RUNTIME_FLAGS,
     `--seed=${request.seed}`,
     `--v8-flags=--max-old-space-size=${request.heapMb}`,
+    `--import-map=${importMap}`,
     main,
   ];
   const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
-  const limits = [`--data=${dataBytes}`];
+  const limits = [`--data=${dataBytes}`, `--fsize=${GUEST_FILE_SIZE_LIMIT}`];
   if (request.cpuSeconds !== undefined) {
     // SIGXCPU at the soft limit names the cause; SIGKILL a second later makes sure.
     const soft = Math.ceil(request.cpuSeconds);
@@ -161,7 +174,9 @@ async function spawnGuest(
         DENO_NO_UPDATE_CHECK: "1",
         NO_COLOR: "1",
       },
-      cwd: scratch,
+      // The same working directory for every guest: Deno.cwd() needs no permission, and a
+      // value that differs between two runs of a script would break their replay.
+      cwd: "/",
       newProcessGroup: true,
     });
   } catch (error) {

@@ -220,7 +220,12 @@ export const denoPlatform: Platform = {
   writeTextFile: (path, text) => Deno.writeTextFile(path, text),
   async stat(path): Promise<FileInfo> {
     const info = await Deno.stat(path);
-    return { isFile: info.isFile, isDirectory: info.isDirectory, size: info.size };
+    return {
+      isFile: info.isFile,
+      isDirectory: info.isDirectory,
+      size: info.size,
+      mtimeMs: info.mtime?.getTime() ?? null,
+    };
   },
   realPath: (path) => Deno.realPath(path),
   mkdir: (path) => Deno.mkdir(path, { recursive: true }),

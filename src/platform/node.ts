@@ -222,7 +222,12 @@ export const nodePlatform: Platform = {
   stat: (path) =>
     fsCall(async (): Promise<FileInfo> => {
       const info = await fs.stat(path);
-      return { isFile: info.isFile(), isDirectory: info.isDirectory(), size: info.size };
+      return {
+        isFile: info.isFile(),
+        isDirectory: info.isDirectory(),
+        size: info.size,
+        mtimeMs: info.mtimeMs,
+      };
     }),
   realPath: (path) => fsCall(() => fs.realpath(path)),
   mkdir: (path) => fsCall(async () => void await fs.mkdir(path, { recursive: true })),

@@ -52,6 +52,8 @@ export interface FileInfo {
   isFile: boolean;
   isDirectory: boolean;
   size: number;
+  /** Last modification, in milliseconds since the epoch; null where the file system keeps none. */
+  mtimeMs: number | null;
 }
 
 /** A part of a KV key. */
@@ -129,7 +131,10 @@ export interface Platform {
   readTextFile(path: string): Promise<string>;
   writeTextFile(path: string, text: string): Promise<void>;
   stat(path: string): Promise<FileInfo>;
-  /** The absolute path with every symbolic link resolved; rejects when it does not exist. */
+  /**
+   * The absolute path of `path` with every symbolic link and `.`/`..` resolved, as the kernel
+   * opens it. Fails with `NotFound` when it does not exist.
+   */
   realPath(path: string): Promise<string>;
   mkdir(path: string): Promise<void>;
   makeTempDir(options: { dir: string; prefix: string }): Promise<string>;
