@@ -13,6 +13,8 @@ export const REDACTED = "[redacted]";
 
 /** Secrets shorter than this are left alone: too many false hits, too little to hide. */
 const MIN_SECRET_LENGTH = 8;
+/** Shorter secrets are matched only as they are, never in another spelling. */
+const MIN_LITERAL_LENGTH = 4;
 /** Encodings shorter than this (a short secret's aligned base64) are not matched. */
 const MIN_VARIANT_LENGTH = 8;
 
@@ -65,17 +67,17 @@ function base64(bytes: Uint8Array): string {
  * alignments, the characters that depend on the secret's bytes only.
  */
 function base64Variants(bytes: Uint8Array): string[] {
-  const out: string[] = [];
+  // The secret encoded on its own, padding and all: the tail characters are known too.
+  const whole = base64(bytes);
+  const out: string[] = [whole, whole.replace(/=+$/, "")];
   for (const [pad, skip] of [[0, 0], [1, 2], [2, 3]] as const) {
     const padded = new Uint8Array(pad + bytes.length);
     padded.set(bytes, pad);
     const full = Math.floor(padded.length / 3) * 4;
     const text = base64(padded).slice(skip, full);
-    if (text.length >= MIN_VARIANT_LENGTH) {
-      out.push(text, text.replaceAll("+", "-").replaceAll("/", "_"));
-    }
+    if (text.length >= MIN_VARIANT_LENGTH) out.push(text);
   }
-  return out;
+  return out.flatMap((text) => [text, text.replaceAll("+", "-").replaceAll("/", "_")]);
 }
 
 /**
@@ -94,7 +96,11 @@ function spacedPattern(secret: string): string {
 function secretPattern(secrets: readonly string[]): RegExp | undefined {
   const alternatives = new Set<string>();
   for (const secret of secrets) {
-    if (secret.length < MIN_SECRET_LENGTH) continue;
+    if (secret.length < MIN_SECRET_LENGTH) {
+      // Too short for its spellings to be told from ordinary text: only the value as it is.
+      if (secret.length >= MIN_LITERAL_LENGTH) alternatives.add(escapeRegExp(secret));
+      continue;
+    }
     const bytes = new TextEncoder().encode(secret);
     alternatives.add(spacedPattern(secret));
     for (const variant of base64Variants(bytes)) alternatives.add(escapeRegExp(variant));
