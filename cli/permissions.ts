@@ -4,6 +4,7 @@
  * @module
  */
 import { loadConfig, svcHome } from "../src/config/mod.ts";
+import { HARNESS_BASE_ENV, HARNESS_KEY_ENV } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 
@@ -24,14 +25,26 @@ export const HOST_ENV_VARS: readonly string[] = [
 ];
 
 /**
+ * The variables the host reads to build a harness's environment: the base set every tool gets
+ * (PATH, HOME, locale, terminal, proxies) and the key variables of each tool, which a
+ * configuration's `pass_env` replaces.
+ */
+export function harnessEnvGrants(pass?: readonly string[]): string[] {
+  const keys = pass ?? Object.values(HARNESS_KEY_ENV).flat();
+  return [...new Set([...HARNESS_BASE_ENV, ...keys])];
+}
+
+/**
  * Grants baked into the compiled binary. Flags are fixed when it is compiled, while `SVC_HOME`
- * and the guests' Deno are chosen when it runs: write and run cannot be scoped there.
+ * and the guests' Deno are chosen when it runs: write and run cannot be scoped there. Env
+ * covers the harnesses' base set and every tool's default key variables; a `pass_env` naming
+ * others fails its calls with the grant they need.
  */
 export const COMPILED_PERMISSION_FLAGS: readonly string[] = [
   "--allow-read",
   "--allow-write",
   "--allow-run",
-  `--allow-env=${HOST_ENV_VARS.join(",")}`,
+  `--allow-env=${[...new Set([...HOST_ENV_VARS, ...harnessEnvGrants()])].join(",")}`,
 ];
 
 /** What the host's grants are computed from. */
@@ -42,7 +55,10 @@ export interface HostGrants {
   boardDir?: string;
   /** Executables the host spawns: the guests' Deno, prlimit, harness CLIs. */
   executables: readonly string[];
-  /** Environment variables beyond {@linkcode HOST_ENV_VARS}: the configured API key variables. */
+  /**
+   * Environment variables beyond {@linkcode HOST_ENV_VARS}: the configured API key variables,
+   * and what the configured harnesses' environments are built from.
+   */
   env?: readonly string[];
   /** Hosts (`host:port`) of the configured model APIs. */
   net?: readonly string[];
@@ -85,6 +101,7 @@ export async function configuredGrants(): Promise<HostGrants> {
     } else if (settings.type !== "fake") {
       const command = settings.command ?? settings.type;
       executables.push(command.includes("/") ? command : p.which(command));
+      env.push(...harnessEnvGrants(settings.pass_env ?? HARNESS_KEY_ENV[settings.type]));
     }
   }
   return {

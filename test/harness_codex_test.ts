@@ -24,12 +24,11 @@ Deno.test("codex: a call returns the last agent message, the turn's usage, no co
     "exec",
     "--json",
     "--skip-git-repo-check",
-    "--model",
-    "gpt-5-codex",
+    "--model=gpt-5-codex",
     "--sandbox",
     "read-only",
     "--",
-    "List the risky areas",
+    "-",
   ]);
 });
 
@@ -72,7 +71,7 @@ Deno.test("codex: resuming runs `codex exec resume <thread>` with the sandbox as
     'sandbox_mode="workspace-write"',
     "--",
     thread,
-    "Fix it",
+    "-",
   ]);
 });
 

@@ -25,8 +25,7 @@ Deno.test("opencode: a call returns the last step's text, summed cost and tokens
     "run",
     "--format",
     "json",
-    "--model",
-    "anthropic/claude-sonnet-4-5",
+    "--model=anthropic/claude-sonnet-4-5",
   ]);
 });
 
@@ -55,7 +54,7 @@ Deno.test("opencode: each sandbox level becomes OPENCODE_PERMISSION", async () =
   }
 });
 
-Deno.test("opencode: resuming passes --session <id> and keeps that session", async () => {
+Deno.test("opencode: resuming passes --session=<id> and keeps that session", async () => {
   await using dir = await callDir();
   const result = await opencodeProvider({ command: stub("opencode") }).dispatch(
     harnessRequest("Go on", { cwd: dir.path, resumeSession: "ses_earlier0001" }),
@@ -66,7 +65,6 @@ Deno.test("opencode: resuming passes --session <id> and keeps that session", asy
     "run",
     "--format",
     "json",
-    "--session",
-    "ses_earlier0001",
+    "--session=ses_earlier0001",
   ]);
 });

@@ -24,7 +24,7 @@ import {
   stub,
   type StubTool,
 } from "./harness_helpers.ts";
-import { testManager } from "./helpers.ts";
+import { tempDir, testManager } from "./helpers.ts";
 
 const FACTORIES: Record<StubTool, (options: HarnessOptions) => Provider> = {
   claude: claudeProvider,
@@ -265,8 +265,11 @@ Deno.test("an aborted signal stops the call before any process starts", async ()
 });
 
 Deno.test("a workflow's agent() calls go to the claude harness; the journal shows its provider, usage and cost", async () => {
+  await using scratch = await tempDir("svc-scratch-");
   await using t = await testManager({
-    dispatcher: createDispatcher({ providers: [claudeProvider({ command: stub("claude") })] }),
+    dispatcher: createDispatcher({
+      providers: [claudeProvider({ command: stub("claude"), scratchRoot: scratch.path })],
+    }),
   });
   const started = await t.manager.start({
     script: [
@@ -304,8 +307,11 @@ Deno.test("a workflow's agent() calls go to the claude harness; the journal show
 });
 
 Deno.test("a harness failure inside a workflow fails the call with the provider's message", async () => {
+  await using scratch = await tempDir("svc-scratch-");
   await using t = await testManager({
-    dispatcher: createDispatcher({ providers: [codexProvider({ command: stub("codex") })] }),
+    dispatcher: createDispatcher({
+      providers: [codexProvider({ command: stub("codex"), scratchRoot: scratch.path })],
+    }),
   });
   const started = await t.manager.start({
     script: `return await agent("STUB_AUTH", { provider: "codex" });`,

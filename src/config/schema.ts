@@ -21,11 +21,24 @@ const common = {
   timeout_ms: z.number().int().positive().optional(),
 };
 
+const envName = z.string().regex(
+  /^[A-Za-z_][A-Za-z0-9_]*$/,
+  "must be the NAME of an environment variable",
+);
+
 const harness = {
   ...common,
   /** The tool's binary: a name on PATH or an absolute path. */
   command: z.string().min(1).optional(),
   extra_args: z.array(z.string()).optional(),
+  /**
+   * Host variables the tool gets beside PATH, HOME, locale, terminal and proxies: its key
+   * variables. Replaces the tool's default list (docs/PROVIDERS.md).
+   */
+  pass_env: z.array(envName).optional(),
+  /** Fixed variables set for the tool. */
+  env: z.record(envName, z.string().refine((v) => !v.includes("\0"), "must not contain NUL"))
+    .optional(),
 };
 
 /** One provider of the configuration file; `type` says which kind. */

@@ -1,12 +1,20 @@
-import type { Config, ProviderConfig } from "../config/mod.ts";
+import { type Config, type ProviderConfig, svcHome } from "../config/mod.ts";
+import { joinPath } from "../platform/mod.ts";
 import { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import { claudeProvider, codexProvider, geminiProvider, opencodeProvider } from "./harness/mod.ts";
 import type { Provider } from "./types.ts";
 import type { WorktreeManager } from "./worktrees.ts";
 
-/** Builds the provider a configuration entry describes; `fake` is always registered anyway. */
-export function providerFromConfig(name: string, settings: ProviderConfig): Provider | undefined {
+/**
+ * Builds the provider a configuration entry describes; `fake` is always registered anyway.
+ * Harness calls without a working directory get scratch directories under `scratchRoot`.
+ */
+export function providerFromConfig(
+  name: string,
+  settings: ProviderConfig,
+  options: { scratchRoot?: string } = {},
+): Provider | undefined {
   switch (settings.type) {
     case "fake":
       return undefined;
@@ -39,6 +47,9 @@ export function providerFromConfig(name: string, settings: ProviderConfig): Prov
         model: settings.model,
         timeoutMs: settings.timeout_ms,
         extraArgs: settings.extra_args,
+        passEnv: settings.pass_env,
+        env: settings.env,
+        scratchRoot: options.scratchRoot,
       });
   }
 }
@@ -49,6 +60,9 @@ type HarnessFactory = (options: {
   model?: string;
   timeoutMs?: number;
   extraArgs?: string[];
+  passEnv?: readonly string[];
+  env?: Readonly<Record<string, string>>;
+  scratchRoot?: string;
 }) => Provider;
 
 const HARNESSES: Record<"claude" | "codex" | "gemini" | "opencode", HarnessFactory> = {
@@ -58,13 +72,20 @@ const HARNESSES: Record<"claude" | "codex" | "gemini" | "opencode", HarnessFacto
   opencode: opencodeProvider,
 };
 
-/** The dispatcher of a configuration: its providers, profiles, routing, prices and limits. */
+/**
+ * The dispatcher of a configuration: its providers, profiles, routing, prices and limits.
+ * Harness scratch directories go under `scratchRoot`, `$SVC_HOME/tmp` by default.
+ */
 export function dispatcherFromConfig(
   config: Config,
-  options: { worktrees?: WorktreeManager } = {},
+  options: { worktrees?: WorktreeManager; scratchRoot?: string } = {},
 ): Dispatcher {
+  const { scratchRoot, ...rest } = options;
+  const hasHarness = Object.values(config.providers)
+    .some((settings) => !["fake", "openai", "anthropic"].includes(settings.type));
+  const root = scratchRoot ?? (hasHarness ? joinPath(svcHome(), "tmp") : undefined);
   const providers = Object.entries(config.providers)
-    .map(([name, settings]) => providerFromConfig(name, settings))
+    .map(([name, settings]) => providerFromConfig(name, settings, { scratchRoot: root }))
     .filter((provider): provider is Provider => provider !== undefined);
-  return createDispatcher({ config, providers, ...options });
+  return createDispatcher({ config, providers, ...rest });
 }

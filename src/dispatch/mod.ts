@@ -27,6 +27,8 @@ export {
   createHarnessProvider,
   DEFAULT_HARNESS_TIMEOUT_MS,
   geminiProvider,
+  HARNESS_BASE_ENV,
+  HARNESS_KEY_ENV,
   opencodeProvider,
 } from "./harness/mod.ts";
 export type { HarnessOptions, HarnessTool } from "./harness/mod.ts";

@@ -8,6 +8,7 @@ import { abortableSleep } from "../../concurrency/mod.ts";
 import { z } from "zod";
 import { SvcError } from "../../errors/mod.ts";
 import { platform } from "../../platform/mod.ts";
+import { redactSecrets } from "../redaction.ts";
 import type { Availability, ChatMessage, DispatchRequest } from "../types.ts";
 import { SseFramingError } from "./sse.ts";
 
@@ -97,9 +98,12 @@ export function apiKey(provider: string, keyEnv: string | null): string | undefi
   return value;
 }
 
-/** Makes text from an API safe to show: the key blanked out, whitespace folded, length bounded. */
+/**
+ * Makes text from an API safe to show: the key blanked out in every spelling, other
+ * credentials too (the shared {@linkcode redactSecrets}), whitespace folded, length bounded.
+ */
 export function redact(text: string, key: string | undefined): string {
-  let safe = key ? text.split(key).join("[redacted]") : text;
+  let safe = redactSecrets(text, { secrets: key ? [key] : [] });
   safe = safe.replace(/\s+/g, " ").trim();
   return safe.length > 500 ? `${safe.slice(0, 500)}…` : safe;
 }

@@ -21,6 +21,7 @@ import {
   type HarnessTool,
   type OutputReader,
 } from "./run_harness.ts";
+import { HARNESS_KEY_ENV } from "./harness_env.ts";
 
 /** Tools a read-only call may not use: everything that writes files or runs commands. */
 export const CLAUDE_READ_ONLY_DENIED = "Bash,Edit,Write,NotebookEdit";
@@ -41,18 +42,22 @@ function sandboxArgs(level: SandboxLevel): string[] {
   }
 }
 
+/**
+ * Values from the call are glued to their option (`--resume=<id>`): `--resume` takes an
+ * optional value, and commander takes the next argument for it only when it does not look like
+ * an option. The prompt is not an argument: without one, `claude -p` reads it from standard
+ * input, where its length has no limit.
+ */
 function claudeArgs(call: HarnessCall): string[] {
   return [
     "-p",
     "--output-format",
     "stream-json",
     "--verbose",
-    ...(call.model !== undefined ? ["--model", call.model] : []),
-    ...(call.resumeSession !== undefined ? ["--resume", call.resumeSession] : []),
+    ...(call.model !== undefined ? [`--model=${call.model}`] : []),
+    ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
     ...sandboxArgs(call.sandbox),
     ...call.extraArgs,
-    "--",
-    call.prompt,
   ];
 }
 
@@ -124,8 +129,10 @@ function claudeReader(call: HarnessCall): OutputReader {
   };
 }
 
-const CLAUDE: HarnessTool = {
+/** How svc drives Claude Code (exported for the command-line tests). */
+export const CLAUDE: HarnessTool = {
   tool: "claude",
+  keyEnv: HARNESS_KEY_ENV.claude,
   authHint: "run `claude` and /login, or set ANTHROPIC_API_KEY",
   authPattern:
     /not logged in|invalid api key|please run \/login|oauth token has expired|authentication_failed|authentication_error|invalid x-api-key/i,
@@ -136,7 +143,7 @@ const CLAUDE: HarnessTool = {
 /**
  * The Claude Code provider. Sandbox levels map to `--permission-mode default` with the writing
  * tools denied (read-only), `--permission-mode acceptEdits` (write) and
- * `--dangerously-skip-permissions` (full); `resumeSession` becomes `--resume <id>`, and the
+ * `--dangerously-skip-permissions` (full); `resumeSession` becomes `--resume=<id>`, and the
  * session id of the result (which may be a new one) is returned.
  */
 export function claudeProvider(options: HarnessOptions = {}): Provider {

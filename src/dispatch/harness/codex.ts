@@ -13,6 +13,7 @@ import {
   type HarnessTool,
   type OutputReader,
 } from "./run_harness.ts";
+import { HARNESS_KEY_ENV } from "./harness_env.ts";
 
 /** Codex's sandbox mode of each svc sandbox level. */
 export const CODEX_SANDBOX: Record<SandboxLevel, string> = {
@@ -22,7 +23,10 @@ export const CODEX_SANDBOX: Record<SandboxLevel, string> = {
 };
 
 /**
- * A new session passes `--sandbox <mode>`; `codex exec resume` refuses `--sandbox` (and would
+ * The prompt is `-`, which makes `codex exec` read it from standard input (one argument is
+ * limited to 128 KiB); the model is glued to its option (`--model=<name>`), and the thread id
+ * comes after `--`, so that no value from the call can be read as an option. A new session
+ * passes `--sandbox <mode>`; `codex exec resume` refuses `--sandbox` (and would
  * otherwise keep the mode the session was recorded with), so a resumed one sets the same mode
  * as a configuration override, `-c sandbox_mode="<mode>"`. `--skip-git-repo-check` because calls
  * may run in a scratch directory that is not a repository. Extra arguments go right after
@@ -33,7 +37,7 @@ function codexArgs(call: HarnessCall): string[] {
   const common = [
     "--json",
     "--skip-git-repo-check",
-    ...(call.model !== undefined ? ["--model", call.model] : []),
+    ...(call.model !== undefined ? [`--model=${call.model}`] : []),
   ];
   if (call.resumeSession !== undefined) {
     return [
@@ -45,10 +49,10 @@ function codexArgs(call: HarnessCall): string[] {
       `sandbox_mode="${mode}"`,
       "--",
       call.resumeSession,
-      call.prompt,
+      "-",
     ];
   }
-  return ["exec", ...call.extraArgs, ...common, "--sandbox", mode, "--", call.prompt];
+  return ["exec", ...call.extraArgs, ...common, "--sandbox", mode, "--", "-"];
 }
 
 function codexReader(call: HarnessCall): OutputReader {
@@ -116,8 +120,10 @@ function codexReader(call: HarnessCall): OutputReader {
   };
 }
 
-const CODEX: HarnessTool = {
+/** How svc drives Codex (exported for the command-line tests). */
+export const CODEX: HarnessTool = {
   tool: "codex",
+  keyEnv: HARNESS_KEY_ENV.codex,
   authHint: "run `codex login`, or set CODEX_API_KEY",
   authPattern:
     /401 Unauthorized|not logged in|codex login|missing bearer|invalid api key|incorrect api key|invalid_api_key/i,

@@ -1,5 +1,5 @@
 /**
- * Gemini CLI: `gemini --prompt=<text> -o json` prints one JSON document (pretty-printed over
+ * Gemini CLI: `gemini -o json` with the prompt on standard input prints one JSON document (pretty-printed over
  * many lines) with `session_id`, `response` and `stats.models.<model>.tokens`; a failure prints
  * `{"error": {type, message, code}}` on standard error and exits with the code.
  * @module
@@ -15,6 +15,7 @@ import {
   type OutputReader,
   STDOUT_LINE_LIMIT,
 } from "./run_harness.ts";
+import { HARNESS_KEY_ENV } from "./harness_env.ts";
 
 /**
  * Gemini's approval mode of each svc sandbox level. In headless mode whatever would ask for
@@ -29,19 +30,20 @@ export const GEMINI_APPROVAL: Record<SandboxLevel, string> = {
 };
 
 /**
- * The prompt is passed as `--prompt=<text>` (the same option as `-p <text>`), so that a prompt
- * starting with `-` is not taken for an option.
+ * The prompt goes to standard input: with standard input not a terminal Gemini runs headless
+ * and takes what it reads as the prompt (one argument is limited to 128 KiB). Values from the
+ * call are glued to their option (`--resume=<id>`): `--resume` is a string option without
+ * `nargs`, for which yargs takes the next argument only when it does not look like an option.
  */
 function geminiArgs(call: HarnessCall): string[] {
   return [
     "--output-format",
     "json",
-    ...(call.model !== undefined ? ["--model", call.model] : []),
+    ...(call.model !== undefined ? [`--model=${call.model}`] : []),
     "--approval-mode",
     GEMINI_APPROVAL[call.sandbox],
-    ...(call.resumeSession !== undefined ? ["--resume", call.resumeSession] : []),
+    ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
     ...call.extraArgs,
-    `--prompt=${call.prompt}`,
   ];
 }
 
@@ -126,8 +128,10 @@ function geminiReader(call: HarnessCall): OutputReader {
   };
 }
 
-const GEMINI: HarnessTool = {
+/** How svc drives the Gemini CLI (exported for the command-line tests). */
+export const GEMINI: HarnessTool = {
   tool: "gemini",
+  keyEnv: HARNESS_KEY_ENV.gemini,
   authHint: "set GEMINI_API_KEY, or run `gemini` once and choose how to log in",
   authPattern:
     /auth method|API key not valid|API_KEY_INVALID|UNAUTHENTICATED|FatalAuthenticationError|failed to login|error authenticating/i,
@@ -139,7 +143,7 @@ const GEMINI: HarnessTool = {
 
 /**
  * The Gemini CLI provider. Sandbox levels map to `--approval-mode default`, `auto_edit` and
- * `yolo`; `resumeSession` becomes `--resume <session id>` (Gemini keeps sessions per project
+ * `yolo`; `resumeSession` becomes `--resume=<session id>` (Gemini keeps sessions per project
  * directory, so a resumed call must run in the same directory). Gemini reports no cost.
  */
 export function geminiProvider(options: HarnessOptions = {}): Provider {

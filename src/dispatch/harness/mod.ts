@@ -3,10 +3,15 @@
  * structured output (docs/PROVIDERS.md).
  * @module
  */
-export { claudeProvider } from "./claude.ts";
-export { codexProvider } from "./codex.ts";
-export { geminiProvider } from "./gemini.ts";
-export { opencodeProvider } from "./opencode.ts";
+export { CLAUDE, claudeProvider } from "./claude.ts";
+export { CODEX, codexProvider } from "./codex.ts";
+export { GEMINI, geminiProvider } from "./gemini.ts";
+export { OPENCODE, opencodeProvider } from "./opencode.ts";
+export { ARG_VALUE_LIMIT, checkArgValue } from "./arg_values.ts";
+export { HARNESS_BASE_ENV, HARNESS_KEY_ENV, harnessEnv, LOCALE_ENV } from "./harness_env.ts";
+export type { HarnessEnv } from "./harness_env.ts";
+export { CALL_DIR_PREFIX, workingDir } from "./scratch.ts";
+export type { WorkingDir } from "./scratch.ts";
 export { createHarnessProvider, DEFAULT_HARNESS_TIMEOUT_MS, redact } from "./run_harness.ts";
 export type {
   HarnessAnswer,

@@ -14,6 +14,7 @@ import {
   type HarnessTool,
   type OutputReader,
 } from "./run_harness.ts";
+import { HARNESS_KEY_ENV } from "./harness_env.ts";
 
 /**
  * opencode has no sandbox flag: its permissions come from configuration, and the variable
@@ -30,14 +31,17 @@ export const OPENCODE_PERMISSION: Record<SandboxLevel, Record<string, "allow" | 
  * The prompt goes on standard input, not on the command line: `opencode run` wraps a message
  * argument that contains a space in double quotes (escaping the quotes inside), and a message
  * that looks like a number makes it crash, while piped input reaches the model unchanged.
+ * Values from the call are glued to their option (`--model=<name>`): yargs takes the next
+ * argument for a string option only when it does not look like an option, so `--model --dir=/x`
+ * would run opencode in another directory.
  */
 function opencodeArgs(call: HarnessCall): string[] {
   return [
     "run",
     "--format",
     "json",
-    ...(call.model !== undefined ? ["--model", call.model] : []),
-    ...(call.resumeSession !== undefined ? ["--session", call.resumeSession] : []),
+    ...(call.model !== undefined ? [`--model=${call.model}`] : []),
+    ...(call.resumeSession !== undefined ? [`--session=${call.resumeSession}`] : []),
     ...call.extraArgs,
   ];
 }
@@ -114,19 +118,20 @@ function opencodeReader(call: HarnessCall): OutputReader {
   };
 }
 
-const OPENCODE: HarnessTool = {
+/** How svc drives opencode (exported for the command-line tests). */
+export const OPENCODE: HarnessTool = {
   tool: "opencode",
+  keyEnv: HARNESS_KEY_ENV.opencode,
   authHint: "run `opencode auth login` for the model's provider",
   authPattern: /ProviderAuthError|HTTP 40[13]\b|api key|unauthori[sz]ed|authentication/i,
   args: opencodeArgs,
   env: (call) => ({ OPENCODE_PERMISSION: JSON.stringify(OPENCODE_PERMISSION[call.sandbox]) }),
-  stdin: (call) => call.prompt,
   reader: opencodeReader,
 };
 
 /**
  * The opencode provider. Sandbox levels become `OPENCODE_PERMISSION` (see
- * {@linkcode OPENCODE_PERMISSION}); `resumeSession` becomes `--session <id>`; the model is
+ * {@linkcode OPENCODE_PERMISSION}); `resumeSession` becomes `--session=<id>`; the model is
  * `provider/model`. The answer is the text of the last step; cost and usage are the sums of
  * the `step_finish` parts.
  */

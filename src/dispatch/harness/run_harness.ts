@@ -1,16 +1,23 @@
 /**
- * The shared runner of the harness providers: it starts a coding agent's command line in a
- * process group of its own with standard input closed, reads its output through a bounded line
- * reader, enforces the call's abort signal and a timeout (both kill the whole group), and turns
- * every way a run can end into a result or an `SvcError` that names the provider and holds no
- * secrets. Each tool only says how to build its command line and how to read its output.
+ * The shared runner of the harness providers: it checks every script-derived value that reaches
+ * a command line, starts a coding agent's command line in a process group of its own, with an
+ * allow-listed environment, in the call's directory or a fresh scratch one, writes the prompt to
+ * its standard input and closes it, reads its output through a bounded line reader, enforces the
+ * call's abort signal and a timeout (both kill the whole group), and turns every way a run can
+ * end into a result or an `SvcError` that names the provider and holds no secrets. Each tool
+ * only says how to build its command line and how to read its output.
  * @module
  */
+import { svcHome } from "../../config/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
-import { type ChildProcess, type ExitStatus, platform } from "../../platform/mod.ts";
+import { type ChildProcess, type ExitStatus, joinPath, platform } from "../../platform/mod.ts";
 import type { SandboxLevel } from "../../schemas/mod.ts";
 import { readLines } from "../../streams/mod.ts";
+import { redactSecrets } from "../redaction.ts";
 import type { Availability, DispatchRequest, DispatchResult, Provider, Usage } from "../types.ts";
+import { checkArgValue } from "./arg_values.ts";
+import { harnessEnv } from "./harness_env.ts";
+import { workingDir } from "./scratch.ts";
 
 /** Options of every harness provider factory. */
 export interface HarnessOptions {
@@ -22,8 +29,20 @@ export interface HarnessOptions {
   model?: string;
   /** Longest a call may run before its whole process group is killed; 30 minutes by default. */
   timeoutMs?: number;
-  /** Arguments added to every call's command line, after svc's own flags, before the prompt. */
+  /** Arguments added to every call's command line, after svc's own flags. */
   extraArgs?: string[];
+  /**
+   * Host variables passed to the tool beside the base set (PATH, HOME, locale, terminal,
+   * proxies): the tool's own key variables by default ({@linkcode HARNESS_KEY_ENV}).
+   */
+  passEnv?: readonly string[];
+  /** Fixed variables set for the tool (they win over passed ones). */
+  env?: Readonly<Record<string, string>>;
+  /**
+   * Where calls without a working directory get a fresh `call-*` directory (removed after the
+   * call); `$SVC_HOME/tmp` by default.
+   */
+  scratchRoot?: string;
 }
 
 /** One call as a tool's command line sees it, defaults applied. */
@@ -78,15 +97,15 @@ export interface HarnessTool {
   authPattern: RegExp;
   /** Exit codes by which the tool reports an authentication failure. */
   authExitCodes?: readonly number[];
-  /** The arguments of one call. */
-  args(call: HarnessCall): string[];
-  /** Variables added to the inherited environment for one call. */
-  env?(call: HarnessCall): Record<string, string> | undefined;
+  /** The tool's own key variables, passed from the host unless the options name others. */
+  keyEnv: readonly string[];
   /**
-   * Text written to the tool's standard input before it is closed, for a tool that cannot take
-   * the prompt on its command line unchanged. Without it, standard input is closed at once.
+   * The arguments of one call. The prompt is never among them: it goes to standard input (one
+   * argument is limited to 128 KiB). Script-derived values are passed as `--option=value`.
    */
-  stdin?(call: HarnessCall): string | undefined;
+  args(call: HarnessCall): string[];
+  /** Variables the tool gets for one call (its sandbox settings); they win over every other. */
+  env?(call: HarnessCall): Record<string, string> | undefined;
   /** A fresh reader of one call's standard output. */
   reader(call: HarnessCall): OutputReader;
 }
@@ -102,25 +121,12 @@ const STDERR_TAIL = 40;
 const DRAIN_GRACE_MS = 2_000;
 const DETAIL_LIMIT = 600;
 
-const SECRET_PATTERNS: RegExp[] = [
-  /\bsk-[A-Za-z0-9_-]{16,}/g,
-  /\bAIza[0-9A-Za-z_-]{30,}/g,
-  /\bgh[pousr]_[A-Za-z0-9]{20,}/g,
-  /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
-];
-const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi;
-const NAMED_SECRET =
-  /\b(api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password)(["']?\s*[:=]\s*["']?)[^\s"',;]{8,}/gi;
-
 /**
- * Removes what looks like a credential (API keys, bearer tokens, `key=value` secrets) from a
- * tool's output before it goes into an error message.
+ * Removes what looks like a credential (the provider's key values in any spelling, API keys,
+ * bearer tokens, `NAME=value` secrets) from a tool's output before it goes into an error.
  */
-export function redact(text: string): string {
-  let out = text;
-  for (const pattern of SECRET_PATTERNS) out = out.replace(pattern, "[redacted]");
-  out = out.replace(BEARER, (_all, scheme: string) => `${scheme} [redacted]`);
-  return out.replace(NAMED_SECRET, (_all, name: string, sep: string) => `${name}${sep}[redacted]`);
+export function redact(text: string, secrets: readonly string[] = []): string {
+  return redactSecrets(text, { secrets });
 }
 
 function clip(text: string, limit = DETAIL_LIMIT): string {
@@ -189,7 +195,8 @@ interface ProcessRun {
   path: string;
   args: readonly string[];
   cwd?: string;
-  env?: Record<string, string>;
+  /** The whole environment of the process: nothing is inherited from the host. */
+  env: Record<string, string>;
   /** Written to standard input, which is then closed; nothing by default. */
   input?: string;
   signal?: AbortSignal;
@@ -216,6 +223,7 @@ function start(run: ProcessRun): ChildProcess {
     args: run.args,
     cwd: run.cwd,
     env: run.env,
+    clearEnv: true,
     newProcessGroup: true,
   });
 }
@@ -290,10 +298,11 @@ function howItEnded(status: ExitStatus): string {
 function conclude(
   tool: HarnessTool,
   call: HarnessCall,
-  status: ExitStatus,
-  stderrTail: readonly string[],
+  end: { status: ExitStatus; stderrTail: readonly string[]; secrets: readonly string[] },
   report: HarnessReport,
 ): DispatchResult {
+  const { status, stderrTail } = end;
+  const hide = (text: string) => redact(text, end.secrets);
   const exitedOk = status.code === 0 && status.signal === null;
   const name = call.provider;
   if (!exitedOk || report.failed) {
@@ -310,14 +319,14 @@ function conclude(
   if (report.failed) {
     throw failure(
       name,
-      `${tool.tool} reported an error${reported ? `: ${clip(redact(reported))}` : ""}${
+      `${tool.tool} reported an error${reported ? `: ${clip(hide(reported))}` : ""}${
         exitedOk ? "" : ` (it ${howItEnded(status)})`
       }`,
     );
   }
   if (!exitedOk) {
-    const tail = lastLines(stderrTail.map(redact));
-    const detail = reported ? clip(redact(reported)) : tail;
+    const tail = lastLines(stderrTail.map(hide));
+    const detail = reported ? clip(hide(reported)) : tail;
     throw failure(
       name,
       `${tool.tool} ${howItEnded(status)}${
@@ -347,8 +356,8 @@ function spawnFailure(provider: string, path: string, error: unknown): SvcError 
   return failure(provider, `${path} could not be started`, error);
 }
 
-/** Checks that the binary exists and answers `--version` in time. */
-async function probeTool(command: string): Promise<Availability> {
+/** Checks that the binary exists and answers `--version` in time (with the base environment). */
+async function probeTool(command: string, env: Record<string, string>): Promise<Availability> {
   const found = await locate(command);
   if (!found.ok) return { available: false, reason: found.reason };
   const lines: string[] = [];
@@ -357,6 +366,7 @@ async function probeTool(command: string): Promise<Availability> {
     end = await runProcess({
       path: found.path,
       args: ["--version"],
+      env,
       timeoutMs: PROBE_TIMEOUT_MS,
       onLine: (line) => {
         if (lines.length < 20) lines.push(line);
@@ -386,20 +396,28 @@ async function probeTool(command: string): Promise<Availability> {
 
 /**
  * Builds a provider that drives `tool`'s command line: one process per call, in its own process
- * group, with the host's environment (the tool needs HOME, PATH and its own credentials).
+ * group, with an allow-listed environment (never the host's whole one), in the call's working
+ * directory or a fresh scratch directory, the prompt on standard input.
  */
 export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions = {}): Provider {
   const name = options.name ?? tool.tool;
   const command = options.command ?? tool.tool;
   const timeoutMs = options.timeoutMs ?? DEFAULT_HARNESS_TIMEOUT_MS;
   const extraArgs = [...(options.extraArgs ?? [])];
+  const pass = [...(options.passEnv ?? tool.keyEnv)];
+  const fixed = { ...options.env };
   return {
     name,
     kind: "harness",
-    probe: () => probeTool(command),
+    probe: () => probeTool(command, harnessEnv(name, { pass: [] }).env),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
       request.signal.throwIfAborted();
       const model = request.model ?? request.options.model ?? options.model;
+      // Every value that reaches the command line from the request, checked in one place.
+      if (model !== undefined) checkArgValue(name, "model", model);
+      if (request.resumeSession !== undefined) {
+        checkArgValue(name, "session id", request.resumeSession);
+      }
       const call: HarnessCall = {
         provider: name,
         prompt: harnessPrompt(request),
@@ -410,43 +428,54 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
       };
       const found = await locate(command);
       if (!found.ok) throw failure(name, found.reason);
-      const reader = tool.reader(call);
-      // Lines over the limit, and lines the reader choked on: malformed either way.
-      let oversize = 0;
-      let end: ProcessEnd;
+      const { env, secrets } = harnessEnv(name, { pass, fixed });
+      Object.assign(env, tool.env?.(call));
+      const dir = await workingDir(name, {
+        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+        ...(request.options.session !== undefined ? { session: request.options.session } : {}),
+        root: options.scratchRoot ?? joinPath(svcHome(), "tmp"),
+      });
       try {
-        end = await runProcess({
-          path: found.path,
-          args: tool.args(call),
-          ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
-          env: tool.env?.(call),
-          input: tool.stdin?.(call),
-          signal: request.signal,
-          timeoutMs,
-          onLine: (line) => {
-            try {
-              reader.line(line);
-            } catch {
-              oversize++;
-            }
-          },
-          onOversize: () => oversize++,
-        });
-      } catch (error) {
-        throw spawnFailure(name, found.path, error);
+        const reader = tool.reader(call);
+        // Lines over the limit, and lines the reader choked on: malformed either way.
+        let oversize = 0;
+        let end: ProcessEnd;
+        try {
+          end = await runProcess({
+            path: found.path,
+            args: tool.args(call),
+            cwd: dir.path,
+            env,
+            input: call.prompt,
+            signal: request.signal,
+            timeoutMs,
+            onLine: (line) => {
+              try {
+                reader.line(line);
+              } catch {
+                oversize++;
+              }
+            },
+            onOversize: () => oversize++,
+          });
+        } catch (error) {
+          throw spawnFailure(name, found.path, error);
+        }
+        if (end.kind === "aborted") throw end.reason;
+        if (end.kind === "timeout") {
+          throw new SvcError(
+            "provider_timeout",
+            `Cannot dispatch to ${name}: ${tool.tool} gave no answer within ${
+              formatDuration(timeoutMs)
+            } (its processes were killed)`,
+          );
+        }
+        const report = reader.finish(end.stderrTail);
+        report.malformed += oversize;
+        return conclude(tool, call, { ...end, secrets }, report);
+      } finally {
+        await dir.release();
       }
-      if (end.kind === "aborted") throw end.reason;
-      if (end.kind === "timeout") {
-        throw new SvcError(
-          "provider_timeout",
-          `Cannot dispatch to ${name}: ${tool.tool} gave no answer within ${
-            formatDuration(timeoutMs)
-          } (its processes were killed)`,
-        );
-      }
-      const report = reader.finish(end.stderrTail);
-      report.malformed += oversize;
-      return conclude(tool, call, end.status, end.stderrTail, report);
     },
   };
 }
