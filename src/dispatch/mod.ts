@@ -48,5 +48,12 @@ export { dispatchHistory, summarizeCalls } from "./history.ts";
 export type { ProviderStats, UsageSummary } from "./history.ts";
 export { WorktreeManager } from "./worktrees.ts";
 export type { StaleWorktree, Worktree, WorktreeResult } from "./worktrees.ts";
-export { SchemaError, SchemaRegistry, structuredValue } from "./structured_output.ts";
+export {
+  PATTERN_LIMITS,
+  SCHEMA_LIMITS,
+  SchemaError,
+  SchemaRegistry,
+  structuredValue,
+  VALIDATION_LIMITS,
+} from "./structured_output.ts";
 export type { CompiledSchema } from "./structured_output.ts";
