@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { createDispatcher, SchemaRegistry, structuredValue } from "../src/dispatch/mod.ts";
-import { countingDispatcher, runScript, scriptedProvider, testManager } from "./helpers.ts";
+import {
+  countingDispatcher,
+  narration,
+  runScript,
+  scriptedProvider,
+  testManager,
+} from "./helpers.ts";
 
 const VERDICT = {
   type: "object",
@@ -202,4 +208,37 @@ Deno.test("a fenced answer is found by scanning: a long run of newlines after a 
   // The former regex backtracked quadratically here: hours for four million characters.
   const text = `\`\`\`${"\n".repeat(4_000_000)}x`;
   assert.equal(structuredValue(text), text);
+});
+
+Deno.test("the fake provider refuses a schema that asks for more than its limits: the call fails with a provider error", async () => {
+  // Each level holds eight of the one below: 8^7, two million leaves.
+  const defs: Record<string, unknown> = { l0: { type: "string" } };
+  const names = ["a", "b", "c", "d", "e", "f", "g", "h"];
+  for (let i = 1; i <= 7; i++) {
+    defs[`l${i}`] = {
+      type: "object",
+      properties: Object.fromEntries(names.map((n) => [n, { $ref: `#/$defs/l${i - 1}` }])),
+      required: names,
+    };
+  }
+  const schemas = [
+    { type: "string", minLength: 2_000_000 },
+    { type: "array", minItems: 200_000 },
+    { $defs: defs, $ref: "#/$defs/l7" },
+  ];
+  const status = await runScript(
+    `const out = [];
+     for (const schema of ${JSON.stringify(schemas)}) out.push(await agent("x", { schema }));
+     return out;`,
+    { fake_dispatch: true, schema_attempts: 1 },
+  );
+  assert.equal(status.state, "succeeded");
+  assert.deepEqual(status.result, [null, null, null]);
+  const failures = narration(status, "call");
+  assert.match(
+    failures[0]!,
+    /Cannot answer with the fake provider: the schema asks for a string of at least 2000000 characters, over its limit of 100000/,
+  );
+  assert.match(failures[1]!, /an array of at least 200000 items, over its limit of 10000/);
+  assert.match(failures[2]!, /an answer of more than a million characters and values/);
 });
