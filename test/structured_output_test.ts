@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { createDispatcher, SchemaRegistry, structuredValue } from "../src/dispatch/mod.ts";
+import { Ajv } from "ajv";
+import {
+  createDispatcher,
+  SchemaRegistry,
+  structuredValue,
+  SUBSCHEMA_KEYWORDS,
+} from "../src/dispatch/mod.ts";
 import {
   countingDispatcher,
   narration,
@@ -241,4 +247,28 @@ Deno.test("the fake provider refuses a schema that asks for more than its limits
   );
   assert.match(failures[1]!, /an array of at least 200000 items, over its limit of 10000/);
   assert.match(failures[2]!, /an answer of more than a million characters and values/);
+});
+
+Deno.test("every keyword ajv applies to subschemas is metered: the schema walk knows them all", () => {
+  const ajv = new Ajv({ strict: false });
+  const all = (ajv as unknown as { RULES: { all: Record<string, unknown> } }).RULES.all;
+  for (const keyword of Object.keys(all)) {
+    const definition = ajv.getKeyword(keyword);
+    const types = typeof definition === "object" ? [definition.schemaType ?? []].flat() : [];
+    if (types.includes("object")) {
+      assert.ok(SUBSCHEMA_KEYWORDS.has(keyword), `${keyword} holds subschemas but is not walked`);
+    }
+  }
+  for (const keyword of ["allOf", "anyOf", "oneOf", "$defs", "definitions"]) {
+    assert.ok(SUBSCHEMA_KEYWORDS.has(keyword), keyword);
+  }
+});
+
+Deno.test("a pattern's size is its compiled re2 program: a counted repeat over the limit is refused", () => {
+  const registry = new SchemaRegistry([]);
+  assert.throws(
+    () => registry.compile({ pattern: "x{1000}".repeat(11) }),
+    /pattern "x\{1000\}x\{1000\}.*" that compiles to 1100\d instructions, over the limit of 10000/,
+  );
+  assert.equal(registry.compile({ pattern: "^x{1000}$" }).check("x".repeat(1000)), null);
 });

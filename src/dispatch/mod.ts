@@ -30,7 +30,7 @@ export {
   opencodeProvider,
 } from "./harness/mod.ts";
 export type { HarnessOptions, HarnessTool } from "./harness/mod.ts";
-export { schemaInstance } from "./schema_instance.ts";
+export { INSTANCE_LIMITS, schemaInstance } from "./schema_instance.ts";
 export type {
   Availability,
   ChatMessage,
@@ -56,4 +56,5 @@ export {
   structuredValue,
   VALIDATION_LIMITS,
 } from "./structured_output.ts";
+export { SUBSCHEMA_KEYWORDS } from "./schema_limits.ts";
 export type { CompiledSchema } from "./structured_output.ts";
