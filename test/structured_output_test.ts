@@ -272,3 +272,13 @@ Deno.test("a pattern's size is its compiled re2 program: a counted repeat over t
   );
   assert.equal(registry.compile({ pattern: "^x{1000}$" }).check("x".repeat(1000)), null);
 });
+
+Deno.test("the fake provider fills a property whose name is empty: its seed is not repeated for ever", async () => {
+  const schema = {
+    type: "object",
+    properties: { "": { type: "string", minLength: 3 } },
+    required: [""],
+  };
+  const status = await runScript(`return await agent("x", { schema: ${JSON.stringify(schema)} });`);
+  assert.deepEqual(status.result, { "": "xxx" });
+});
