@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runCli, tempDir } from "./helpers.ts";
+import { fixture, runCli, tempDir } from "./helpers.ts";
 
 Deno.test("svc dispatch --wait prints the answer; without --wait it returns a task_id and a worker finishes it", async () => {
   await using home = await tempDir();
@@ -51,8 +51,14 @@ Deno.test("svc task cancel stops a task running in a worker process, and again c
   assert.equal(JSON.parse(again.stdout).state, "cancelled");
 });
 
-Deno.test("svc session new, list and show; a dispatch continues the session", async () => {
+Deno.test("svc session new, list and show; a dispatch continues the session, a fake one leaves it alone", async () => {
   await using home = await tempDir();
+  await Deno.writeTextFile(
+    `${home.path}/config.json`,
+    JSON.stringify({
+      providers: { claude: { type: "claude", command: fixture("harness/claude") } },
+    }),
+  );
   const created = await runCli(["session", "new", "--name", "pair"], { home: home.path });
   assert.equal(created.code, 0, created.stderr);
   const session = JSON.parse(created.stdout);
@@ -63,19 +69,30 @@ Deno.test("svc session new, list and show; a dispatch continues the session", as
       prompt,
       "--session",
       "pair",
+      "--provider",
+      "claude",
       "--wait",
-      "--fake-dispatch",
     ], { home: home.path });
     assert.equal(turn.code, 0, turn.stderr);
   }
+  const fake = await runCli(
+    ["dispatch", "third", "--session", "pair", "--wait", "--fake-dispatch"],
+    { home: home.path },
+  );
+  assert.equal(fake.code, 0, fake.stderr);
   const shown = JSON.parse((await runCli(["session", "show", "pair"], { home: home.path })).stdout);
   assert.equal(shown.turns, 2);
-  assert.deepEqual(shown.messages.map((m: { content: string }) => m.content), [
-    "first",
-    "fake response to: first",
-    "second",
-    "fake response to: second",
-  ]);
+  assert.equal(shown.provider, "claude");
+  assert.equal(shown.harness_session_id, "22222222-2222-4222-8222-222222222222");
+  const contents = shown.messages.map((m: { content: string }) => m.content);
+  assert.equal(contents.length, 4);
+  assert.equal(contents[0], "first");
+  assert.match(contents[1], /^claude-stub answer to: first \[.*resumed=none/);
+  assert.equal(contents[2], "second");
+  assert.match(
+    contents[3],
+    /^claude-stub answer to: second \[.*resumed=11111111-1111-4111-8111-111111111111/,
+  );
   const listed = JSON.parse((await runCli(["session", "list"], { home: home.path })).stdout);
   assert.deepEqual(listed.map((s: { name: string }) => s.name), ["pair"]);
   const missing = await runCli(["session", "show", "nope"], { home: home.path });
@@ -126,7 +143,6 @@ Deno.test("svc providers lists the configured providers with their availability"
 Deno.test("svc history shows the calls of runs and tasks with their statistics", async () => {
   await using home = await tempDir();
   await runCli(["dispatch", "one", "--wait", "--fake-dispatch"], { home: home.path });
-  const { fixture } = await import("./helpers.ts");
   await runCli(["workflow", "run", fixture("narrating.js"), "--args", '{"count": 2}'], {
     home: home.path,
   });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type Config, ConfigSchema, loadConfig } from "../src/config/mod.ts";
 import {
   admitSandbox,
+  AvailabilityTracker,
   createDispatcher,
   type DispatchRequest,
   type Provider,
@@ -369,6 +370,58 @@ Deno.test("a provider that keeps failing becomes unavailable to auto routing", a
   assert.equal(status.find((s) => s.name === "flaky")?.available, false);
 });
 
+Deno.test("a failing provider is tried again after a cool-down, and one success clears its failures", async () => {
+  let clock = 1_000_000;
+  const flakyOptions = { fail: true };
+  const dispatcher = createDispatcher({
+    providers: [provider("flaky", "harness", flakyOptions), provider("steady")],
+    config: config({
+      providers: { flaky: { type: "claude" }, steady: { type: "codex" } },
+      routing: { prefer: ["flaky", "steady"] },
+    }),
+    availability: { window: 4, failureRate: 0.75, cooldownMs: 30_000, now: () => clock },
+    fakeLatencyMs: 0,
+  });
+  for (let i = 0; i < 4; i++) {
+    await dispatcher.dispatch({ prompt: "p", options: { provider: "flaky" }, signal }).catch(
+      () => {},
+    );
+  }
+  clock += 29_999;
+  const during = await dispatcher.dispatch({ prompt: "p", options: {}, signal });
+  assert.equal(during.provider, "steady");
+  assert.match(during.route.reason, /failing: 4 of its last 4 calls failed; tried again in 1 s/);
+  // The provider has recovered; after the cool-down the next call finds out.
+  flakyOptions.fail = false;
+  clock += 1;
+  assert.equal((await dispatcher.dispatch({ prompt: "p", options: {}, signal })).provider, "flaky");
+  // Its failures are cleared: one more failure does not make it failing again.
+  flakyOptions.fail = true;
+  await dispatcher.dispatch({ prompt: "p", options: { provider: "flaky" }, signal }).catch(
+    () => {},
+  );
+  const status = await dispatcher.status();
+  assert.deepEqual(status.find((s) => s.name === "flaky")?.available, true);
+});
+
+Deno.test("call outcomes older than the outcome window no longer count against a provider", async () => {
+  let clock = 0;
+  const tracker = new AvailabilityTracker({
+    window: 10,
+    outcomeTtlMs: 5 * 60_000,
+    cooldownMs: Number.POSITIVE_INFINITY,
+    now: () => clock,
+  });
+  const target = provider("target");
+  for (let i = 0; i < 9; i++) tracker.record("target", false);
+  clock = 5 * 60_000 + 1;
+  tracker.record("target", false);
+  assert.deepEqual(await tracker.check(target), { available: true, reason: "ok", version: "1.0" });
+  for (let i = 0; i < 9; i++) tracker.record("target", false);
+  const failing = await tracker.check(target);
+  assert.equal(failing.available, false);
+  assert.match(failing.reason, /^failing: 10 of its last 10 calls failed/);
+});
 Deno.test("a call without a reported cost is priced from the table, else unmetered", async () => {
   const dispatcher = createDispatcher({
     providers: [

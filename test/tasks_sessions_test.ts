@@ -262,6 +262,45 @@ Deno.test("agent() calls of a workflow continue a session across calls", async (
   }
 });
 
+Deno.test("a fake-dispatch run or task never changes a real session: provider, harness session id and history stay", async () => {
+  const claude = conversational("claude", "harness");
+  await using t = await setup([claude]);
+  await t.sessions.create({ name: "pairing", provider: "claude" }, "local");
+  await t.tasks.wait((await t.tasks.start({ prompt: "real turn", session: "pairing" })).task_id);
+  const before = await t.sessions.get("pairing", "local");
+  assert.equal(before.harness_session_id, "claude-session-1");
+
+  const { RunManager } = await import("../src/engine/mod.ts");
+  const manager = await RunManager.create({
+    dispatcher: createDispatcher({ providers: [claude], fakeLatencyMs: 0 }),
+    ledger: t.ledger,
+    sessions: t.sessions,
+  });
+  try {
+    const run = await manager.start({
+      script:
+        `return [await agent("fake turn", { session: "pairing" }), await agent("new", { session: "scratch" })];`,
+      fake_dispatch: true,
+    });
+    const status = await manager.wait(run.run_id);
+    assert.deepEqual(status.result, ["fake response to: fake turn", "fake response to: new"]);
+  } finally {
+    await manager.close();
+  }
+  const task = await t.tasks.start({
+    prompt: "fake task",
+    session: "pairing",
+    fake_dispatch: true,
+  });
+  assert.equal((await t.tasks.wait(task.task_id)).state, "succeeded");
+
+  assert.deepEqual(await t.sessions.get("pairing", "local"), before);
+  assert.deepEqual((await t.sessions.list("local")).map((s) => s.name), ["pairing"]);
+  // The user's next real turn continues the real conversation.
+  await t.tasks.wait((await t.tasks.start({ prompt: "real again", session: "pairing" })).task_id);
+  assert.deepEqual(claude.requests.map((r) => r.resumeSession), [undefined, "claude-session-1"]);
+});
+
 Deno.test("a task whose worker process is killed is marked interrupted by the next host", async () => {
   const { ROOT } = await import("./helpers.ts");
   await using home = await tempDir();

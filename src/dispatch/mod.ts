@@ -32,7 +32,7 @@ export {
   opencodeProvider,
 } from "./harness/mod.ts";
 export type { HarnessOptions, HarnessTool } from "./harness/mod.ts";
-export { schemaInstance } from "./schema_instance.ts";
+export { INSTANCE_LIMITS, schemaInstance } from "./schema_instance.ts";
 export { SpentFailure } from "./types.ts";
 export type {
   Availability,
@@ -51,5 +51,13 @@ export { dispatchHistory, summarizeCalls } from "./history.ts";
 export type { ProviderStats, UsageSummary } from "./history.ts";
 export { WorktreeManager } from "./worktrees.ts";
 export type { StaleWorktree, Worktree, WorktreeResult } from "./worktrees.ts";
-export { SchemaError, SchemaRegistry, structuredValue } from "./structured_output.ts";
+export {
+  PATTERN_LIMITS,
+  SCHEMA_LIMITS,
+  SchemaError,
+  SchemaRegistry,
+  structuredValue,
+  VALIDATION_LIMITS,
+} from "./structured_output.ts";
+export { SUBSCHEMA_KEYWORDS } from "./schema_limits.ts";
 export type { CompiledSchema } from "./structured_output.ts";

@@ -72,6 +72,9 @@ export class SessionStore {
   /**
    * Dispatches one turn of a session: `ref` is a session id, or a name, which starts a new
    * session on first use. The call goes to the session's provider and continues its history.
+   * Under fake dispatch (`fakeOnly`) the turn is a shadow: the session is looked up (so that a
+   * bad reference fails as it would for real) but neither created nor changed, and its history
+   * and harness session id are not sent; a fake run never rebinds a real session to `fake`.
    */
   dispatch(
     dispatcher: Dispatcher,
@@ -80,10 +83,45 @@ export class SessionStore {
   ): Promise<DispatchOutcome> {
     const key = `${context.owner}\u0000${context.ref}`;
     const turn = (this.#locks.get(key) ?? Promise.resolve()).then(() =>
-      this.#turn(dispatcher, input, context)
+      context.fakeOnly
+        ? this.#shadowTurn(dispatcher, input, context)
+        : this.#turn(dispatcher, input, context)
     );
     this.#locks.set(key, turn.catch(() => {}));
     return turn;
+  }
+
+  async #shadowTurn(
+    dispatcher: Dispatcher,
+    input: DispatchInput,
+    context: DispatchContext & { owner: string; ref: string },
+  ): Promise<DispatchOutcome> {
+    const session = await this.#find(context.ref, context.owner);
+    if (!session && context.ref.startsWith("ses_")) {
+      throw new SvcError("not_found", `Cannot continue session '${context.ref}': no such session`);
+    }
+    const options = session ? this.#bind(session, input, context.ref) : input.options;
+    const { history: _history, resumeSession: _resume, ...call } = input;
+    return await dispatcher.dispatch({ ...call, options }, context);
+  }
+
+  /** The call's options bound to the session's provider (or profile); refuses another provider. */
+  #bind(session: SessionRecord, input: DispatchInput, ref: string): DispatchInput["options"] {
+    const options = { ...input.options };
+    if (session.provider !== null) {
+      if (
+        options.provider !== undefined && options.provider !== "auto" &&
+        options.provider !== session.provider
+      ) {
+        throw new SvcError(
+          "invalid_request",
+          `Cannot continue session '${ref}': it talks to ${session.provider}, not ${options.provider}`,
+        );
+      }
+      options.provider = session.provider;
+      delete options.profile;
+    } else if (session.profile !== null) options.profile ??= session.profile;
+    return options;
   }
 
   async #turn(
@@ -106,20 +144,7 @@ export class SessionStore {
         return found;
       });
     }
-    const options = { ...input.options };
-    if (session.provider !== null) {
-      if (
-        options.provider !== undefined && options.provider !== "auto" &&
-        options.provider !== session.provider
-      ) {
-        throw new SvcError(
-          "invalid_request",
-          `Cannot continue session '${context.ref}': it talks to ${session.provider}, not ${options.provider}`,
-        );
-      }
-      options.provider = session.provider;
-      delete options.profile;
-    } else if (session.profile !== null) options.profile ??= session.profile;
+    const options = this.#bind(session, input, context.ref);
     const history = await this.#ledger.getSessionMessages(session.session_id);
     const outcome = await dispatcher.dispatch({
       ...input,

@@ -1,6 +1,13 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import { joinPath, platform } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
+import { compilingSchema, PATTERN_LIMITS, safeRegExp } from "./safe_regexp.ts";
+import { SchemaError } from "./schema_error.ts";
+import { METER_KEYWORD, prepareSchema, SCHEMA_LIMITS } from "./schema_limits.ts";
+import { allUnique } from "./unique_items.ts";
+import { charge, directSize, metered, WorkLimitExceeded } from "./validation_meter.ts";
+
+export { PATTERN_LIMITS, SCHEMA_LIMITS, SchemaError };
 
 /** A compiled schema, ready to check a call's result. */
 export interface CompiledSchema {
@@ -10,10 +17,71 @@ export interface CompiledSchema {
   check(value: JsonValue): string[] | null;
 }
 
-/** Why a schema could not be used: a bug in the script, surfaced as a TypeError. */
-export class SchemaError extends Error {}
+/** Limits of validation, beside the schema's own ({@linkcode SCHEMA_LIMITS}). */
+export const VALIDATION_LIMITS = {
+  /**
+   * Work units one validation may spend, a unit being about a microsecond: a schema node
+   * evaluated once costs one unit and one per 64 bytes of it, plus the value's keys, items
+   * or 16 characters; a pattern test costs the text's length times the pattern's size over
+   * 64. It also bounds the errors collected, at most a few per unit.
+   */
+  maxWork: 1_000_000,
+  /** Compiled schemas a registry keeps (one run's or one task's); the oldest go first. */
+  cacheSize: 64,
+  /** Validation errors reported for one answer. */
+  maxErrors: 20,
+  /** Characters of one reported validation error. */
+  maxErrorChars: 300,
+} as const;
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/**
+ * The validator every registry uses. Nothing a script's schema holds runs unbounded on the
+ * host: patterns go to re2js, references are never inlined (a `$ref` used a thousand times is
+ * compiled once), `uniqueItems` is linear, and every schema node charges the work meter.
+ */
+function createAjv(): Ajv {
+  const regExp = Object.assign(
+    (pattern: string, flags: string) => safeRegExp(pattern, flags),
+    { code: "safeRegExp" },
+  );
+  const ajv = new Ajv({
+    strict: false,
+    // With allErrors: false ajv nests every next check inside the previous one: compiling
+    // costs quadratic time in a node's subschemas, and a thousand overflow V8's parser.
+    allErrors: true,
+    inlineRefs: false,
+    // Unknown formats would be logged with the script's text; they are ignored either way.
+    logger: false,
+    code: { regExp },
+  });
+  ajv.addKeyword({
+    keyword: METER_KEYWORD,
+    schemaType: "number",
+    errors: false,
+    // First in the group every schema runs, so that a node is paid for before it does anything.
+    before: "$comment",
+    validate(weight: number, data: unknown) {
+      charge(weight + directSize(data));
+      return true;
+    },
+  });
+  ajv.removeKeyword("uniqueItems");
+  ajv.addKeyword({
+    keyword: "uniqueItems",
+    type: "array",
+    schemaType: "boolean",
+    error: { message: "must NOT have duplicate items" },
+    validate: (unique: boolean, data: JsonValue[]) => !unique || allUnique(data),
+  });
+  return ajv;
+}
+
+function clipError(text: string): string {
+  const max = VALIDATION_LIMITS.maxErrorChars;
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
 
 /**
  * Resolves `schema` and `schema_id` options to compiled validators. Registered schemas are
@@ -21,38 +89,63 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
  */
 export class SchemaRegistry {
   readonly #folders: string[];
-  readonly #ajv = new Ajv({ allErrors: true, strict: false });
+  readonly #ajv = createAjv();
   readonly #cache = new Map<string, CompiledSchema>();
 
   constructor(folders: string[]) {
     this.#folders = folders;
   }
 
-  /** Compiles an inline schema. Throws SchemaError when ajv cannot compile it. */
+  /**
+   * Compiles an inline schema. Throws SchemaError when it is over the limits
+   * ({@linkcode SCHEMA_LIMITS}, the pattern limits) or ajv cannot compile it.
+   */
   compile(schema: Record<string, unknown> | boolean): CompiledSchema {
-    const key = JSON.stringify(schema);
-    const cached = this.#cache.get(key);
-    if (cached) return cached;
+    const prepared = prepareSchema(schema);
+    const cached = this.#cache.get(prepared.text);
+    if (cached) {
+      // Most recently used last: the map's order is the eviction order.
+      this.#cache.delete(prepared.text);
+      this.#cache.set(prepared.text, cached);
+      return cached;
+    }
     let validate: ValidateFunction;
     try {
-      validate = this.#ajv.compile(schema);
+      validate = compilingSchema(() => this.#ajv.compile(prepared.metered));
     } catch (error) {
+      if (error instanceof SchemaError) throw error;
       throw new SchemaError(
         `agent(): option 'schema' cannot be compiled: ${
-          error instanceof Error ? error.message : "invalid schema"
+          clipError(error instanceof Error ? error.message : "invalid schema")
         }`,
       );
+    } finally {
+      // The validator keeps what it needs; ajv's own cache would grow with every schema.
+      this.#ajv.removeSchema(prepared.metered);
     }
     const compiled: CompiledSchema = {
       schema,
       check(value) {
-        if (validate(value)) return null;
-        return (validate.errors ?? []).map((e) =>
-          `${e.instancePath || "(root)"} ${e.message ?? "is invalid"}`
+        try {
+          if (metered(VALIDATION_LIMITS.maxWork, () => validate(value))) return null;
+        } catch (error) {
+          if (error instanceof WorkLimitExceeded) {
+            return [
+              `(root) cannot be validated: checking it against the schema takes more than ${VALIDATION_LIMITS.maxWork} work units`,
+            ];
+          }
+          if (error instanceof RangeError) return ["(root) is nested too deeply to validate"];
+          throw error;
+        }
+        return (validate.errors ?? []).slice(0, VALIDATION_LIMITS.maxErrors).map((e) =>
+          clipError(`${e.instancePath || "(root)"} ${e.message ?? "is invalid"}`)
         );
       },
     };
-    this.#cache.set(key, compiled);
+    this.#cache.set(prepared.text, compiled);
+    if (this.#cache.size > VALIDATION_LIMITS.cacheSize) {
+      this.#cache.delete(this.#cache.keys().next().value!);
+    }
     return compiled;
   }
 
@@ -91,13 +184,33 @@ export class SchemaRegistry {
 }
 
 /**
+ * The text of the first ```json fence of `output` (the fence line may say `json` or nothing,
+ * followed by a newline), or undefined. Found by scanning, not by a backtracking regex: the
+ * text is a provider's answer of any length.
+ */
+function fencedText(output: string): string | undefined {
+  for (let at = output.indexOf("```"); at >= 0; at = output.indexOf("```", at + 1)) {
+    let i = at + 3;
+    if (output.startsWith("json", i)) i += 4;
+    let newline = -1;
+    while (i < output.length && /\s/.test(output[i]!)) {
+      if (output[i] === "\n") newline = i;
+      i++;
+    }
+    if (newline < 0) continue;
+    const close = output.indexOf("```", newline + 1);
+    return close < 0 ? undefined : output.slice(newline + 1, close);
+  }
+  return undefined;
+}
+
+/**
  * A provider's answer to a schema call as a JSON value: objects as they are, text parsed as
  * JSON (also inside a ```json fence), anything else unchanged for the validator to reject.
  */
 export function structuredValue(output: JsonValue): JsonValue {
   if (typeof output !== "string") return output;
-  const fenced = /```(?:json)?\s*\n([\s\S]*?)\n?```/.exec(output);
-  const text = (fenced ? fenced[1]! : output).trim();
+  const text = (fencedText(output) ?? output).trim();
   try {
     return JSON.parse(text) as JsonValue;
   } catch {

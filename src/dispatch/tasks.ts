@@ -339,8 +339,11 @@ export class TaskManager {
       owner: status.owner,
       ref: options.session,
     }).then(async (outcome) => {
-      const session = await this.#options.sessions.get(options.session!, status.owner);
-      status.session_id = session.session_id;
+      // A fake-dispatch turn leaves the session alone, and may not have one at all.
+      if (!status.fake_dispatch) {
+        const session = await this.#options.sessions.get(options.session!, status.owner);
+        status.session_id = session.session_id;
+      }
       return outcome;
     });
   }
