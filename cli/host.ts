@@ -8,6 +8,8 @@ import {
 } from "../src/dispatch/mod.ts";
 import { RunManager } from "../src/engine/mod.ts";
 import { Ledger } from "../src/ledger/mod.ts";
+import { joinPath } from "../src/platform/mod.ts";
+import { sweepScratch } from "../src/scratch/mod.ts";
 
 /** The services one command-line invocation works with. */
 export interface Host extends AsyncDisposable {
@@ -34,6 +36,9 @@ export async function openHost(): Promise<Host> {
   const sessions = new SessionStore(ledger);
   const tasks = new TaskManager({ dispatcher, ledger, sessions });
   await tasks.recover();
+  // Scratch directories of harness calls and guests whose host died (the run manager sweeps
+  // too, but a task worker never makes one).
+  await sweepScratch(joinPath(home, "tmp"));
   let runs: RunManager | undefined;
   return {
     home,

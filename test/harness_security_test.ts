@@ -5,6 +5,7 @@
  * a working directory run in a fresh scratch directory, and secrets are redacted from errors.
  */
 import assert from "node:assert/strict";
+import { scratchOwner } from "../src/scratch/mod.ts";
 import {
   CLAUDE,
   claudeProvider,
@@ -213,6 +214,11 @@ for (const name of NAMES) {
     const result = await provider.dispatch(harnessRequest("STUB_LS"));
     const ran = new RegExp(`cwd=(${root.path}/call-[^\\]]+)\\]`).exec(String(result.output));
     assert.ok(ran, `ran in ${String(result.output).slice(-200)}`);
+    assert.equal(
+      scratchOwner(ran[1]!.slice(root.path.length + 1))?.pid,
+      Deno.pid,
+      "named after its host, so that the next host removes it should this one die",
+    );
     assert.match(String(result.output), / ls=\[\]$/, "the directory was empty");
     assert.deepEqual([...Deno.readDirSync(root.path)], [], "and is gone");
   });
@@ -220,7 +226,11 @@ for (const name of NAMES) {
 
 Deno.test("the turns of a session without a working directory share one kept directory", async () => {
   await using root = await tempDir("svc-scratch-");
-  const provider = claudeProvider({ command: stub("claude"), scratchRoot: root.path });
+  const provider = claudeProvider({
+    command: stub("claude"),
+    scratchRoot: `${root.path}/tmp`,
+    sessionRoot: root.path,
+  });
   const first = await provider.dispatch(harnessRequest("hi", { options: { session: "review" } }));
   const second = await provider.dispatch(
     harnessRequest("again", { options: { session: "review" } }),

@@ -13,7 +13,7 @@ import type { WorktreeManager } from "./worktrees.ts";
 export function providerFromConfig(
   name: string,
   settings: ProviderConfig,
-  options: { scratchRoot?: string } = {},
+  options: { scratchRoot?: string; sessionRoot?: string } = {},
 ): Provider | undefined {
   switch (settings.type) {
     case "fake":
@@ -50,6 +50,7 @@ export function providerFromConfig(
         passEnv: settings.pass_env,
         env: settings.env,
         scratchRoot: options.scratchRoot,
+        sessionRoot: options.sessionRoot,
       });
   }
 }
@@ -63,6 +64,7 @@ type HarnessFactory = (options: {
   passEnv?: readonly string[];
   env?: Readonly<Record<string, string>>;
   scratchRoot?: string;
+  sessionRoot?: string;
 }) => Provider;
 
 const HARNESSES: Record<"claude" | "codex" | "gemini" | "opencode", HarnessFactory> = {

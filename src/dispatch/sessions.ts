@@ -148,7 +148,9 @@ export class SessionStore {
     const history = await this.#ledger.getSessionMessages(session.session_id);
     const outcome = await dispatcher.dispatch({
       ...input,
-      options,
+      // The session's own id from here on: a name is per owner, and the harness keys its
+      // session directory on this value.
+      options: { ...options, session: session.session_id },
       history,
       ...(session.harness_session_id !== null ? { resumeSession: session.harness_session_id } : {}),
     }, context);

@@ -43,6 +43,11 @@ export interface HarnessOptions {
    * call); `$SVC_HOME/tmp` by default.
    */
   scratchRoot?: string;
+  /**
+   * Where the turns of a session without a working directory share a kept directory (a tool
+   * finds its session by the directory it ran in); `$SVC_HOME/session_dirs` by default.
+   */
+  sessionRoot?: string;
 }
 
 /** One call as a tool's command line sees it, defaults applied. */
@@ -434,6 +439,7 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...(request.options.session !== undefined ? { session: request.options.session } : {}),
         root: options.scratchRoot ?? joinPath(svcHome(), "tmp"),
+        sessionRoot: options.sessionRoot ?? joinPath(svcHome(), "session_dirs"),
       });
       try {
         const reader = tool.reader(call);
