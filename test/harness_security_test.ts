@@ -19,7 +19,7 @@ import {
   OPENCODE,
   opencodeProvider,
 } from "../src/dispatch/harness/mod.ts";
-import type { Provider } from "../src/dispatch/mod.ts";
+import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { callDir, harnessRequest, stub, type StubTool } from "./harness_helpers.ts";
 import { runCli, tempDir } from "./helpers.ts";
@@ -275,4 +275,25 @@ Deno.test("deno task svc grants the harness environment: the tool gets its key, 
     new RegExp(`^${home.path}/tmp/call-`),
     "the call ran under $SVC_HOME/tmp",
   );
+});
+
+Deno.test("calls a harness refuses for what the script asked never make the provider look failing", async () => {
+  const dispatcher = createDispatcher({
+    providers: [claudeProvider({ command: stub("claude") })],
+    availability: { window: 4, failureRate: 0.5 },
+  });
+  const signal = new AbortController().signal;
+  for (let i = 0; i < 10; i++) {
+    await assert.rejects(
+      dispatcher.dispatch({
+        prompt: "x",
+        options: { provider: "claude", model: "--dir=/" },
+        signal,
+      }),
+      (error: unknown) => error instanceof SvcError && error.code === "invalid_request",
+    );
+  }
+  const [, claude] = await dispatcher.status();
+  assert.equal(claude?.name, "claude");
+  assert.equal(claude?.available, true, claude?.reason);
 });

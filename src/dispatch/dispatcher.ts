@@ -159,6 +159,16 @@ function spentBy(
   return { usage: error.usage, cost_usd: cost };
 }
 
+/**
+ * Whether a provider refused the call for what the caller asked (a model value it will not pass
+ * on, a schema the fake cannot satisfy): not a sign that the provider is failing, and not
+ * something a script may use to make a provider look unavailable to every other run.
+ */
+function callersFault(error: unknown): boolean {
+  return error instanceof SvcError &&
+    (error.code === "invalid_request" || error.code === "invalid_argument");
+}
+
 function latencyFromEnv(): number {
   const raw = platform().env("SVC_FAKE_LATENCY_MS");
   if (raw === undefined || raw === "") return 0;
@@ -244,7 +254,9 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
       if (result.cost_usd === null && price) result.cost_usd = priced(result.usage, price);
       return result;
     } catch (error) {
-      if (!input.signal.aborted) tracker.record(provider.name, false);
+      if (!input.signal.aborted && !callersFault(error)) {
+        tracker.record(provider.name, false);
+      }
       throw error;
     } finally {
       running.set(provider.name, (running.get(provider.name) ?? 1) - 1);
