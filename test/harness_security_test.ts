@@ -22,7 +22,7 @@ import {
 import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { callDir, harnessRequest, stub, type StubTool } from "./harness_helpers.ts";
-import { runCli, tempDir } from "./helpers.ts";
+import { runCli, tempDir, testManager } from "./helpers.ts";
 
 const TOOLS: Record<StubTool, { tool: HarnessTool; factory: (o: HarnessOptions) => Provider }> = {
   claude: { tool: CLAUDE, factory: claudeProvider },
@@ -296,4 +296,28 @@ Deno.test("calls a harness refuses for what the script asked never make the prov
   const [, claude] = await dispatcher.status();
   assert.equal(claude?.name, "claude");
   assert.equal(claude?.available, true, claude?.reason);
+});
+
+Deno.test("a harness call that fails after spending tokens is paid for: its usage counts against the budget", async () => {
+  await using root = await tempDir("svc-scratch-");
+  await using t = await testManager({
+    dispatcher: createDispatcher({
+      providers: [claudeProvider({ command: stub("claude"), scratchRoot: root.path })],
+    }),
+  });
+  const run = await t.manager.start({
+    script: `const a = await agent("STUB_MAX_TURNS", { provider: "claude" });
+      const b = await agent("never sent", { provider: "claude" });
+      return [a, b];`,
+    budget_tokens: 300,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.deepEqual(status.result, [null, null]);
+  const [failed] = await t.manager.journal(run.run_id);
+  assert.equal(failed?.outcome, "failed");
+  assert.deepEqual(failed?.usage, { input_tokens: 312, output_tokens: 34 });
+  assert.equal(failed?.cost_usd, 0.0456);
+  assert.equal(status.budget.spent, 346, "the failed call's tokens count");
+  assert.ok(status.conditions.some((c) => c.type === "BudgetExceeded"), "so the next is refused");
 });

@@ -99,25 +99,29 @@ function claudeReader(call: HarnessCall): OutputReader {
       if (!result) return { failed: false, errors, malformed };
       const subtype = text(result, "subtype");
       const answer = text(result, "result");
+      const usage = field(result, "usage");
+      const used = {
+        input_tokens: tokens(usage, "input_tokens") + tokens(usage, "cache_read_input_tokens") +
+          tokens(usage, "cache_creation_input_tokens"),
+        output_tokens: tokens(usage, "output_tokens"),
+      };
+      const cost = count(result, "total_cost_usd") ?? count(result, "cost_usd") ?? null;
       if (result.is_error === true || (subtype !== undefined && subtype !== "success")) {
         const what = [answer, subtype !== "success" ? subtype : undefined].filter(Boolean);
         return {
           failed: true,
           errors: [...errors, what.join(" ") || "an error result"],
           malformed,
+          // An error result (max turns, an API error mid-way) still reports what the turn used.
+          ...(usage !== undefined ? { spent: { usage: used, cost_usd: cost } } : {}),
         };
       }
-      const usage = field(result, "usage");
       const modelUsage = field(result, "modelUsage");
       return {
         answer: {
           output: answer ?? "",
-          usage: {
-            input_tokens: tokens(usage, "input_tokens") + tokens(usage, "cache_read_input_tokens") +
-              tokens(usage, "cache_creation_input_tokens"),
-            output_tokens: tokens(usage, "output_tokens"),
-          },
-          cost_usd: count(result, "total_cost_usd") ?? count(result, "cost_usd") ?? null,
+          usage: used,
+          cost_usd: cost,
           model: model ?? Object.keys(modelUsage ?? {})[0] ?? call.model ?? null,
           session_id: text(result, "session_id") ?? sessionId ?? null,
         },

@@ -101,7 +101,13 @@ function opencodeReader(call: HarnessCall): OutputReader {
       }
     },
     finish() {
-      if (failed || steps === 0) return { failed, errors, malformed };
+      if (failed || steps === 0) {
+        // Steps that finished before the error were paid for.
+        const spent = steps > 0
+          ? { usage: { ...usage }, cost_usd: cost === null ? null : Math.round(cost * 1e9) / 1e9 }
+          : undefined;
+        return { failed, errors, malformed, ...(spent ? { spent } : {}) };
+      }
       return {
         answer: {
           output: answer ?? step.join("\n"),

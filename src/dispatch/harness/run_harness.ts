@@ -14,7 +14,14 @@ import { type ChildProcess, type ExitStatus, joinPath, platform } from "../../pl
 import type { SandboxLevel } from "../../schemas/mod.ts";
 import { readLines } from "../../streams/mod.ts";
 import { redactSecrets } from "../redaction.ts";
-import type { Availability, DispatchRequest, DispatchResult, Provider, Usage } from "../types.ts";
+import {
+  type Availability,
+  type DispatchRequest,
+  type DispatchResult,
+  type Provider,
+  SpentFailure,
+  type Usage,
+} from "../types.ts";
 import { checkArgValue } from "./arg_values.ts";
 import { harnessEnv } from "./harness_env.ts";
 import { workingDir } from "./scratch.ts";
@@ -82,6 +89,8 @@ export interface HarnessReport {
   errors: string[];
   /** Lines that could not be read: not JSON, or over the line limit. */
   malformed: number;
+  /** What a failed run is known to have used (tokens and any reported cost), to be paid for. */
+  spent?: { usage: Usage; cost_usd: number | null };
 }
 
 /** Reads one run's standard output. */
@@ -301,6 +310,24 @@ function howItEnded(status: ExitStatus): string {
 }
 
 function conclude(
+  tool: HarnessTool,
+  call: HarnessCall,
+  end: { status: ExitStatus; stderrTail: readonly string[]; secrets: readonly string[] },
+  report: HarnessReport,
+): DispatchResult {
+  try {
+    return answerOf(tool, call, end, report);
+  } catch (error) {
+    // A failure after tokens were spent is still paid for (budgets count it).
+    if (error instanceof SvcError && report.spent && !report.answer) {
+      throw new SpentFailure(error.code, error.message, { ...report.spent, cause: error });
+    }
+    throw error;
+  }
+}
+
+/** The answer of a finished run, or the error that says why there is none. */
+function answerOf(
   tool: HarnessTool,
   call: HarnessCall,
   end: { status: ExitStatus; stderrTail: readonly string[]; secrets: readonly string[] },
