@@ -23,6 +23,15 @@ function fileOf(relative: string): string {
   return decodeURIComponent(new URL(relative, import.meta.url).pathname);
 }
 
+/** The directory `deno task` was started in (`INIT_CWD`), when it is one. */
+async function userDir(): Promise<{ cwd: string } | undefined> {
+  const p = platform();
+  const dir = p.env("INIT_CWD");
+  if (!dir) return undefined;
+  const info = await p.stat(dir).catch(() => undefined);
+  return info?.isDirectory ? { cwd: dir } : undefined;
+}
+
 /** Runs the host with `argv`; resolves to its exit status (128 + n when signal n ended it). */
 export async function launch(argv: readonly string[]): Promise<number> {
   const p = platform();
@@ -38,6 +47,8 @@ export async function launch(argv: readonly string[]): Promise<number> {
   }
   const status = await p.run(deno, {
     args: ["run", ...flags, "--config", fileOf("../deno.json"), fileOf("./main.ts"), ...argv],
+    // `deno task` runs in the checkout; the user's paths are relative to where they typed.
+    ...(await userDir() ?? {}),
   });
   if (status.signal !== null) return 128 + (SIGNAL_NUMBERS[status.signal] ?? 0);
   return status.code;

@@ -1,10 +1,11 @@
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
-import { jsonProblem, type JsonValue } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
-import { createNarrationPrinter } from "./narration.ts";
-import { printJson, printLine } from "./terminal.ts";
+import { createNarrationPrinter, type NarrationPrinter } from "./narration.ts";
+import { resumeCommand } from "./resume_hint.ts";
+import { printJson, printLine, visible } from "./terminal.ts";
+import { parseArgsOption, readScriptSource, UsageError, workdirOption } from "./workflow_input.ts";
 
 /** Options of `svc workflow run`, as commander hands them over. */
 export interface WorkflowRunFlags {
@@ -21,55 +22,10 @@ export interface WorkflowRunFlags {
   json?: boolean;
 }
 
-/** Exit statuses of the command line (docs/CLI.md). */
+/** Exit statuses of the command line (README, "svc workflow run"). */
 export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 124 } as const;
 
-/** A problem with what the user typed: printed as is, exit status 2. */
-export class UsageError extends Error {}
-
-/** The reason a script file cannot be read, for people. */
-function unreadable(path: string, error: unknown): UsageError {
-  const grant = platform().missingGrant(error);
-  const name = error instanceof Error ? error.name : "";
-  const reason = grant !== undefined
-    ? `svc may not read it (it needs ${grant})`
-    : name === "NotFound"
-    ? "no such file"
-    : name === "PermissionDenied"
-    ? "permission denied"
-    : "it cannot be read";
-  return new UsageError(`Cannot read script '${path}': ${reason}`);
-}
-
-async function readScript(path: string): Promise<string> {
-  const p = platform();
-  let info;
-  try {
-    info = await p.stat(path);
-  } catch (error) {
-    throw unreadable(path, error);
-  }
-  if (info.isDirectory) throw new UsageError(`Cannot read script '${path}': it is a directory`);
-  try {
-    return await p.readTextFile(path);
-  } catch (error) {
-    throw unreadable(path, error);
-  }
-}
-
-function parseArgs(raw: string | undefined): JsonValue | undefined {
-  if (raw === undefined) return undefined;
-  let value: JsonValue;
-  try {
-    value = JSON.parse(raw);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : "invalid JSON";
-    throw new UsageError(`Cannot parse --args: it must be JSON (${reason})`);
-  }
-  const problem = jsonProblem(value);
-  if (problem !== undefined) throw new UsageError(`Cannot use --args: it ${problem}`);
-  return value;
-}
+export { UsageError };
 
 function parseTimeout(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -96,10 +52,6 @@ function parseNumber(flag: string, raw: string | undefined, whole: boolean): num
   return value;
 }
 
-function basename(path: string): string {
-  return path.split("/").filter(Boolean).at(-1) ?? path;
-}
-
 function exitStatus(status: RunStatus): number {
   switch (status.state) {
     case "succeeded":
@@ -115,31 +67,68 @@ function exitStatus(status: RunStatus): number {
  * `svc workflow run <script>`: runs the script to its end, narrates on standard error and
  * prints the product (or with --json the status object) on standard output.
  */
-export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): Promise<number> {
-  const script = await readScript(scriptPath);
+export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): Promise<number> {
+  const source = await readScriptSource(scriptRef);
+  const args = await parseArgsOption(flags.args);
   const request: Record<string, unknown> = {
-    script,
-    filename: basename(scriptPath),
-    args: parseArgs(flags.args),
+    script: source.script,
+    filename: source.filename,
+    args: args.value,
     timeout: parseTimeout(flags.timeout),
     isolation: flags.isolation,
     sandbox_default: flags.sandboxDefault,
     sandbox_max: flags.sandboxMax,
-    workdir: flags.workdir,
+    workdir: await workdirOption(flags.workdir),
     fake_dispatch: flags.fakeDispatch ?? false,
   };
   request.budget_tokens = parseNumber("--budget-tokens", flags.budgetTokens, true);
   request.budget_usd = parseNumber("--budget-usd", flags.budgetUsd, false);
   request.resume_from = flags.resumeFrom;
+  if (args.asString) {
+    printLine("svc: --args is not JSON: the script gets it as a string");
+  }
   await using host = await openHost();
-  return await follow(await host.runs(), request, flags);
+  const manager = await host.runs();
+  await reportInterrupted(manager, host.home);
+  return await follow(manager, request, { flags, ref: source.ref, home: host.home });
+}
+
+/** Says which runs the start-up found left behind by a host that died, and how to resume them. */
+async function reportInterrupted(manager: RunManager, home: string): Promise<void> {
+  for (const runId of manager.recovered) {
+    const status = await manager.get(runId, { owner: "local" });
+    if (!status) continue;
+    printLine(
+      `svc: run ${runId} (${status.filename}) was interrupted: its host stopped before it ended`,
+    );
+    printLine(`svc: resume it with: ${resumeCommand(status, { home })}`);
+  }
+}
+
+/** How the narration printer draws: a status line on a terminal, counts lines elsewhere. */
+function printerFor(): NarrationPrinter {
+  const p = platform();
+  const columns = p.stderrColumns();
+  return createNarrationPrinter({
+    line: printLine,
+    visible,
+    ...(columns !== undefined
+      ? {
+        terminal: {
+          write: (raw: string) => p.writeStderr(raw),
+          columns: () => p.stderrColumns() ?? columns,
+        },
+      }
+      : {}),
+  });
 }
 
 async function follow(
   manager: RunManager,
   request: Record<string, unknown>,
-  flags: WorkflowRunFlags,
+  options: { flags: WorkflowRunFlags; ref: string; home: string },
 ): Promise<number> {
+  const { flags } = options;
   const p = platform();
   let started: RunStatus;
   try {
@@ -152,7 +141,7 @@ async function follow(
     throw error;
   }
   const runId = started.run_id;
-  const printer = createNarrationPrinter({ line: printLine });
+  const printer = printerFor();
   const unsubscribe = manager.subscribe(runId, printer.onEvent);
   printLine(
     `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""}${
@@ -196,6 +185,7 @@ async function follow(
     printLine(
       `svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}`,
     );
+    printLine(`svc: resume it with: ${resumeCommand(status, options)}`);
   }
   if (flags.json) await printJson(status, 2);
   else if (status.state === "succeeded") {

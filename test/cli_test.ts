@@ -14,7 +14,7 @@ Deno.test("svc workflow run prints exactly the returned value on stdout and narr
     '{"count": 12}',
     "--fake-dispatch",
   ], {
-    env: { SVC_FAKE_LATENCY_MS: "30" },
+    env: { SVC_FAKE_LATENCY_MS: "300" },
   });
   assert.equal(result.code, 0, result.stderr);
   assert.deepEqual(JSON.parse(result.stdout), { answered: 12 });
@@ -126,8 +126,8 @@ Deno.test("bad input gets a clear message and exit status 2, never a stack trace
     ],
     [["workflow", "run", "test"], /^svc: Cannot read script 'test': it is a directory$/m],
     [
-      ["workflow", "run", fixture("narrating.js"), "--args", "{nope"],
-      /^svc: Cannot parse --args: it must be JSON \(/m,
+      ["workflow", "run", fixture("narrating.js"), "--args", "@does/not/exist.json"],
+      /^svc: Cannot read --args file 'does\/not\/exist\.json': no such file$/m,
     ],
     [["workflow", "run", fixture("narrating.js"), "--frobnicate"], /unknown option '--frobnicate'/],
     [

@@ -81,20 +81,26 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs a command to its end with no stdin, and returns its exit status and output. */
+/** Runs a command to its end (stdin: `input`, else nothing), and returns its exit status and output. */
 export async function runCommand(
   command: string,
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string; input?: string } = {},
 ): Promise<CliResult> {
-  const output = await new Deno.Command(command, {
+  const child = new Deno.Command(command, {
     args,
     env: options.env,
     cwd: options.cwd ?? ROOT,
-    stdin: "null",
+    stdin: options.input === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).spawn();
+  if (options.input !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(options.input)).catch(() => {});
+    await writer.close().catch(() => {});
+  }
+  const output = await child.output();
   const decoder = new TextDecoder();
   return {
     code: output.code,
@@ -120,13 +126,14 @@ export async function svcTaskCommand(): Promise<{ command: string; args: string[
 /** Runs `svc` from the checkout, exactly as `deno task svc` does, in a fresh SVC_HOME. */
 export async function runCli(
   args: string[],
-  options: { env?: Record<string, string>; home?: string; cwd?: string } = {},
+  options: { env?: Record<string, string>; home?: string; cwd?: string; input?: string } = {},
 ): Promise<CliResult> {
   await using home = await tempDir("svc-home-");
   const task = await svcTaskCommand();
   return await runCommand(task.command, [...task.args, ...args], {
     env: { SVC_HOME: options.home ?? home.path, NO_COLOR: "1", ...options.env },
     cwd: options.cwd,
+    ...(options.input !== undefined ? { input: options.input } : {}),
   });
 }
 

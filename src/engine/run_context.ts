@@ -233,7 +233,13 @@ export class RunContext {
   }
 
   callsChanged(): void {
-    this.emit({ type: "calls", run_id: this.runId, at: now(), calls: { ...this.status.calls } });
+    this.emit({
+      type: "calls",
+      run_id: this.runId,
+      at: now(),
+      calls: { ...this.status.calls },
+      usage: { ...this.status.journal.usage },
+    });
   }
 
   /**

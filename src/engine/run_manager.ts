@@ -86,6 +86,7 @@ export class RunManager {
   readonly #host: HostRef;
   readonly #startedAt = now();
   #heartbeat: ReturnType<typeof setInterval> | undefined;
+  #recovered: readonly string[] = [];
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
@@ -113,9 +114,14 @@ export class RunManager {
    */
   static async create(options: RunManagerOptions): Promise<RunManager> {
     const manager = new RunManager(options);
-    await options.ledger.recoverInterrupted(manager.#host);
+    manager.#recovered = await options.ledger.recoverInterrupted(manager.#host);
     await sweepScratch(manager.#scratchRoot);
     return manager;
+  }
+
+  /** Runs this manager found left `running` by a host that died, and marked `interrupted`. */
+  get recovered(): readonly string[] {
+    return this.#recovered;
   }
 
   /** Where guests (and calls) make their scratch directories. */

@@ -184,7 +184,14 @@ export interface JournalEntry {
 export type RunEvent =
   | { type: "state"; run_id: string; at: string; state: RunState }
   | { type: "narration"; run_id: string; at: string; entry: NarrationEntry }
-  | { type: "calls"; run_id: string; at: string; calls: CallCounts }
+  | {
+    type: "calls";
+    run_id: string;
+    at: string;
+    calls: CallCounts;
+    /** Usage of the calls journaled so far, for progress displays. */
+    usage: UsageTotals;
+  }
   | {
     type: "call";
     run_id: string;

@@ -1,4 +1,5 @@
 import { wrapKv } from "./kv.ts";
+import { readBounded } from "./read_bounded.ts";
 import type {
   ChildProcess,
   ExitStatus,
@@ -81,10 +82,11 @@ const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM"] as const;
 
 async function runAttached(
   command: string,
-  options: { args: readonly string[] },
+  options: { args: readonly string[]; cwd?: string },
 ): Promise<ExitStatus> {
   const child = new Deno.Command(command, {
     args: [...options.args],
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     // Its own group: a Ctrl-C at the terminal reaches it once, through us, not twice.
     detached: true,
     stdin: "inherit",
@@ -240,6 +242,15 @@ export const denoPlatform: Platform = {
     for await (const entry of Deno.readDir(path)) names.push(entry.name);
     return names;
   },
+  stderrColumns() {
+    if (!Deno.stderr.isTerminal()) return undefined;
+    try {
+      // A pseudo-terminal nobody sized says 0.
+      return Deno.consoleSize().columns || 80;
+    } catch {
+      return 80;
+    }
+  },
   writeStderr(text) {
     const bytes = encoder.encode(text);
     let written = 0;
@@ -255,6 +266,7 @@ export const denoPlatform: Platform = {
     return () => Deno.removeSignalListener("SIGINT", handler);
   },
   args: () => [...Deno.args],
+  readStdin: (maxBytes) => readBounded(Deno.stdin.readable, maxBytes),
   exit: (code) => Deno.exit(code),
   serve,
   missingGrant,

@@ -15,6 +15,7 @@ import { homedir } from "node:os";
 import process from "node:process";
 import { Readable, Writable } from "node:stream";
 import { wrapKv } from "./kv.ts";
+import { readBounded } from "./read_bounded.ts";
 import type {
   ChildProcess,
   ExitStatus,
@@ -95,9 +96,16 @@ function spawnNode(command: string, options: SpawnOptions): ChildProcess {
 
 const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM"] as const;
 
-function runAttached(command: string, options: { args: readonly string[] }): Promise<ExitStatus> {
+function runAttached(
+  command: string,
+  options: { args: readonly string[]; cwd?: string },
+): Promise<ExitStatus> {
   // Its own group: a Ctrl-C at the terminal reaches it once, through us, not twice.
-  const child = spawnChild(command, [...options.args], { stdio: "inherit", detached: true });
+  const child = spawnChild(command, [...options.args], {
+    stdio: "inherit",
+    detached: true,
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+  });
   const forward = (signal: NodeJS.Signals) => {
     try {
       child.kill(signal);
@@ -238,6 +246,9 @@ export const nodePlatform: Platform = {
   pid: () => process.pid,
   remove: (path) => fsCall(() => fs.rm(path, { recursive: true })),
   readDir: (path) => fsCall(() => fs.readdir(path)),
+  stderrColumns() {
+    return process.stderr.isTTY ? (process.stderr.columns || 80) : undefined;
+  },
   writeStderr(text) {
     // Synchronous for files, pipes and terminals on POSIX, so narration keeps its order.
     process.stderr.write(text);
@@ -252,6 +263,8 @@ export const nodePlatform: Platform = {
     return () => void process.off("SIGINT", handler);
   },
   args: () => process.argv.slice(2),
+  readStdin: (maxBytes) =>
+    readBounded(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, maxBytes),
   exit: (code) => process.exit(code),
   serve,
   // Node has no permission grants (its --permission model is not used): nothing to name.

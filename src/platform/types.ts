@@ -114,7 +114,7 @@ export interface Platform {
    * Runs a command on the host's own standard streams, in a process group of its own, and
    * forwards SIGINT and SIGTERM to it (once each time they arrive). Resolves when it ends.
    */
-  run(command: string, options: { args: readonly string[] }): Promise<ExitStatus>;
+  run(command: string, options: { args: readonly string[]; cwd?: string }): Promise<ExitStatus>;
   /**
    * Starts a process that outlives this one: its own session, no standard streams. Returns
    * its pid. Used for `svc dispatch` workers.
@@ -155,10 +155,17 @@ export interface Platform {
   /** Writes text to the host's standard error, synchronously so narration keeps its order. */
   writeStderr(text: string): void;
   writeStdout(text: string): Promise<void>;
+  /** The width of the terminal on standard error, or undefined when stderr is not a terminal. */
+  stderrColumns(): number | undefined;
   /** Registers a handler for SIGINT; returns a function that removes it. */
   onInterrupt(handler: () => void): () => void;
   /** Command-line arguments after the program name. */
   args(): string[];
+  /**
+   * Reads the host's standard input to its end, at most `maxBytes` of it; rejects with a
+   * `RangeError` when there is more.
+   */
+  readStdin(maxBytes: number): Promise<Uint8Array>;
   exit(code: number): never;
   /** Serves HTTP with `handler` until closed. Resolves once the server listens. */
   serve(
