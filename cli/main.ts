@@ -62,6 +62,14 @@ function buildProgram(run: Invocation): Command {
     .option("--budget-tokens <n>", "stop starting calls once this many tokens are committed")
     .option("--budget-usd <n>", "stop starting calls once this much currency is committed")
     .option(
+      "--max-agents <n>",
+      "agent() calls the run may make; later ones return null (default 200, at most 1000)",
+    )
+    .option(
+      "--concurrency <n>",
+      "agent() calls of the run that may run at once; more queue (default 8, at most 64)",
+    )
+    .option(
       "--resume-from <run_id>",
       "replay the unchanged leading calls of an earlier run from its journal",
     )

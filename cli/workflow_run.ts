@@ -1,6 +1,7 @@
-import { RunManager, type RunStatus } from "../src/engine/mod.ts";
+import { describeItemError, RunManager, type RunStatus } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
+import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
 import { createNarrationPrinter, type NarrationPrinter } from "./narration.ts";
 import { resumeCommand } from "./resume_hint.ts";
@@ -19,6 +20,8 @@ export interface WorkflowRunFlags {
   budgetTokens?: string;
   budgetUsd?: string;
   resumeFrom?: string;
+  maxAgents?: string;
+  concurrency?: string;
   json?: boolean;
 }
 
@@ -48,6 +51,15 @@ function parseNumber(flag: string, raw: string | undefined, whole: boolean): num
     throw new UsageError(
       `Cannot use ${flag} '${raw}': it must be a ${whole ? "whole number" : "number"} above 0`,
     );
+  }
+  return value;
+}
+
+/** A whole-number limit flag, from 1 to `max`. */
+function parseLimit(flag: string, raw: string | undefined, max: number): number | undefined {
+  const value = parseNumber(flag, raw, true);
+  if (value !== undefined && value > max) {
+    throw new UsageError(`Cannot use ${flag} '${raw}': it must be a whole number from 1 to ${max}`);
   }
   return value;
 }
@@ -84,6 +96,8 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
   request.budget_tokens = parseNumber("--budget-tokens", flags.budgetTokens, true);
   request.budget_usd = parseNumber("--budget-usd", flags.budgetUsd, false);
   request.resume_from = flags.resumeFrom;
+  request.max_agents = parseLimit("--max-agents", flags.maxAgents, MAX_AGENTS_LIMIT);
+  request.concurrency = parseLimit("--concurrency", flags.concurrency, CONCURRENCY_LIMIT);
   if (args.asString) {
     printLine("svc: --args is not JSON: the script gets it as a string");
   }
@@ -148,6 +162,13 @@ async function follow(
       started.resumed_from ? `, resuming ${started.resumed_from}` : ""
     })`,
   );
+  if (started.fake_provider_only) {
+    printLine(
+      "svc: warning: no provider is configured, so every agent() call goes to the fake provider " +
+        "and gets a made-up answer (configure providers in $SVC_HOME/config.json, or pass " +
+        "--fake-dispatch to say that this is what you want)",
+    );
+  }
 
   let interrupts = 0;
   const removeInterrupt = p.onInterrupt(() => {
@@ -187,9 +208,42 @@ async function follow(
     );
     printLine(`svc: resume it with: ${resumeCommand(status, options)}`);
   }
+  for (const line of failureLines(status)) printLine(line);
   if (flags.json) await printJson(status, 2);
   else if (status.state === "succeeded") {
     await printJson(status.result ?? null);
   }
   return exitStatus(status);
+}
+
+const REFUSALS = new Set(["agent_limit", "budget", "unpriced"]);
+
+/**
+ * What went wrong without failing the run, below its end line: calls that failed and calls
+ * that were refused, by cause, and items of parallel()/pipeline() that threw. Nothing when
+ * nothing did.
+ */
+function failureLines(status: RunStatus): string[] {
+  const lines: string[] = [];
+  const entries = Object.entries(status.failures).filter(([, n]) => n !== undefined && n > 0)
+    .sort(([a, x], [b, y]) => y! - x! || a.localeCompare(b));
+  for (const [refused, verb] of [[false, "failed"], [true, "were refused"]] as const) {
+    const causes = entries.filter(([cause]) => REFUSALS.has(cause) === refused);
+    const total = causes.reduce((sum, [, n]) => sum + n!, 0);
+    if (total === 0) continue;
+    lines.push(
+      `svc: ${total} agent() ${total === 1 ? "call" : "calls"} ${verb}: ${
+        causes.map(([cause, n]) => `${cause} ${n}`).join(", ")
+      }`,
+    );
+  }
+  const thrown = status.script_errors.length + status.script_errors_dropped;
+  const first = status.script_errors[0];
+  if (thrown > 0) {
+    lines.push(
+      `svc: ${thrown} ${thrown === 1 ? "item" : "items"} of parallel()/pipeline() threw ` +
+        `and became null${first ? `; the first: ${describeItemError(first)}` : ""}`,
+    );
+  }
+  return lines;
 }

@@ -3,6 +3,7 @@
 // with the AsyncFunction constructor after the nonce has been consumed, so every import it
 // attempts goes through the permission checks of a process that has no permissions.
 import { openChannel, readInit } from "./channel.js";
+import { describeError } from "./describe_error.js";
 import { confineGlobal, confineProcess } from "./confinement.js";
 import { lockDeterminism, lockProcessDeterminism } from "./determinism.js";
 import { createPrimitives, PARAMETERS } from "./primitives.js";
@@ -17,27 +18,8 @@ import {
   ReflectApply,
   ReflectConstruct,
   stderrWriteSync,
-  StringCtor,
   writeAll,
 } from "./primordials.js";
-
-function describeError(error) {
-  const report = { name: "Error", message: "", stack: "" };
-  try {
-    if (error !== null && (typeof error === "object" || typeof error === "function")) {
-      const { name, message, stack } = error;
-      report.name = typeof name === "string" ? name : "Error";
-      report.message = typeof message === "string" ? message : StringCtor(message);
-      report.stack = typeof stack === "string" ? stack : "";
-    } else {
-      report.name = "Thrown";
-      report.message = StringCtor(error);
-    }
-  } catch {
-    report.message = "a value that cannot be described was thrown";
-  }
-  return report;
-}
 
 function redirectConsole(console) {
   // Stdout belongs to the bridge; script output goes to stderr, where the host turns it into narration.

@@ -19,7 +19,19 @@ import {
   StringPrototypeIndexOf,
   StringPrototypeSlice,
   TypeErrorCtor,
+  WeakMapCtor,
+  WeakMapPrototypeGet,
+  WeakMapPrototypeSet,
 } from "./primordials.js";
+import { describeError } from "./describe_error.js";
+
+/** Longest text of a thrown item's report: the host clips again, this keeps the frame small. */
+const REPORT_TEXT = 4096;
+const REPORT_STACK = 16384;
+
+function clipped(text, max) {
+  return text.length > max ? StringPrototypeSlice(text, 0, max) : text;
+}
 
 function describe(value) {
   if (value === null) return "null";
@@ -45,18 +57,27 @@ function withCallSite(error, site) {
   return error;
 }
 
-function settleAll(count, start) {
-  // A hand-rolled Promise.all over captured primitives: never rejects, keeps positions.
+/**
+ * A hand-rolled Promise.all over captured primitives: never rejects, keeps positions. A start
+ * that throws or rejects gives null at its position, and `failed(i, error)` hears why.
+ */
+function settleAll(count, start, failed) {
   return new PromiseCtor((resolve) => {
     const results = new ArrayCtor(count);
     let left = count;
     if (left === 0) resolve(results);
+    const fail = (i, error) => {
+      results[i] = null;
+      failed(i, error);
+      if (--left === 0) resolve(results);
+    };
     for (let i = 0; i < count; i++) {
       let promise;
       try {
         promise = start(i);
-      } catch {
-        promise = null;
+      } catch (error) {
+        fail(i, error);
+        continue;
       }
       PromisePrototypeThen(
         PromiseResolve(promise),
@@ -64,10 +85,7 @@ function settleAll(count, start) {
           results[i] = value;
           if (--left === 0) resolve(results);
         },
-        () => {
-          results[i] = null;
-          if (--left === 0) resolve(results);
-        },
+        (error) => fail(i, error),
       );
     }
   });
@@ -93,6 +111,46 @@ export function createPrimitives(channel, init, compile) {
   const maxItems = init.maxItems;
   let spent = 0;
   const total = init.budget.total;
+  // The label of the agent() call each rejection came from, for the report of a thrown item.
+  const callLabels = new WeakMapCtor();
+
+  function rememberLabel(error, params) {
+    try {
+      const label = JSONParse(params).options.label;
+      if (typeof label === "string") WeakMapPrototypeSet(callLabels, error, label);
+    } catch {
+      // No label to remember.
+    }
+    return error;
+  }
+
+  /**
+   * Tells the host that an item of parallel() or pipeline() threw: its result is null, and the
+   * run records why. The report is built from plain strings, never from the script's objects.
+   */
+  function reportThrown(fn, index, stage, error) {
+    const described = describeError(error);
+    const label = error !== null && typeof error === "object"
+      ? WeakMapPrototypeGet(callLabels, error)
+      : undefined;
+    try {
+      channel.notify(
+        "item_error",
+        JSONStringify({
+          __proto__: null,
+          fn,
+          index,
+          stage,
+          label: label ?? null,
+          name: clipped(described.name, REPORT_TEXT),
+          message: clipped(described.message, REPORT_TEXT),
+          stack: clipped(described.stack, REPORT_STACK),
+        }),
+      );
+    } catch {
+      // The item's null stands; only its report is lost.
+    }
+  }
 
   function agent(prompt, options) {
     if (typeof prompt !== "string") {
@@ -125,7 +183,7 @@ export function createPrimitives(channel, init, compile) {
         return reply.value;
       },
       (error) => {
-        throw withCallSite(error, site);
+        throw rememberLabel(withCallSite(error, site), params);
       },
     );
   }
@@ -147,7 +205,11 @@ export function createPrimitives(channel, init, compile) {
     }
     const own = new ArrayCtor(count);
     for (let i = 0; i < count; i++) own[i] = thunks[i];
-    return settleAll(count, (i) => ReflectApply(own[i], undefined, []));
+    return settleAll(
+      count,
+      (i) => ReflectApply(own[i], undefined, []),
+      (i, error) => reportThrown("parallel", i, null, error),
+    );
   }
 
   function pipeline(items, ...stages) {
@@ -167,15 +229,24 @@ export function createPrimitives(channel, init, compile) {
     }
     const ownItems = new ArrayCtor(count);
     for (let i = 0; i < count; i++) ownItems[i] = items[i];
+    const ownStages = new ArrayCtor(stages.length);
+    for (let s = 0; s < stages.length; s++) ownStages[s] = stages[s];
+    // The stage each item is in, for the report of one that throws.
+    const at = new ArrayCtor(count);
     // Each item walks the stages on its own promise chain: no barrier between stages.
-    return settleAll(count, async (i) => {
-      const item = ownItems[i];
-      let previous = item;
-      for (let s = 0; s < stages.length; s++) {
-        previous = await ReflectApply(stages[s], undefined, [previous, item, i]);
-      }
-      return previous;
-    });
+    return settleAll(
+      count,
+      async (i) => {
+        const item = ownItems[i];
+        let previous = item;
+        for (let s = 0; s < ownStages.length; s++) {
+          at[i] = s;
+          previous = await ReflectApply(ownStages[s], undefined, [previous, item, i]);
+        }
+        return previous;
+      },
+      (i, error) => reportThrown("pipeline", i, at[i] ?? 0, error),
+    );
   }
 
   function text(value) {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { classifyLine, timingSafeEqual } from "../src/engine/frames.ts";
+import { parseItemError } from "../src/engine/guest_session.ts";
 import { readLines } from "../src/streams/mod.ts";
 import { Semaphore } from "../src/engine/mod.ts";
 
@@ -70,6 +71,48 @@ Deno.test("classifyLine() accepts only frames with the nonce and a known method"
   assert.equal(dropped(frame({ id: "1", method: "agent" })), "malformed_frame");
   assert.equal(dropped(frame({ method: "exec" })), "malformed_frame");
   assert.equal(dropped(frame({})), "malformed_frame");
+});
+
+Deno.test("an item_error report is a message only with every field of the right type and range", () => {
+  const nonce = "n".repeat(64);
+  const line = JSON.stringify({ jsonrpc: "2.0", nonce, method: "item_error", params: {} });
+  assert.equal(classifyLine(line, nonce).type, "message");
+  const good = {
+    fn: "pipeline",
+    index: 3,
+    stage: 1,
+    label: null,
+    name: "Error",
+    message: "m",
+    stack: "",
+  };
+  assert.deepEqual(parseItemError(good, 4096), {
+    fn: "pipeline",
+    index: 3,
+    stage: 1,
+    label: null,
+    error: { name: "Error", message: "m", stack: "" },
+  });
+  const bad = [
+    null,
+    [good],
+    { ...good, fn: "agent" },
+    { ...good, index: -1 },
+    { ...good, index: 4096 },
+    { ...good, index: 1.5 },
+    { ...good, index: "3" },
+    { ...good, stage: null },
+    { ...good, stage: -1 },
+    { ...good, fn: "parallel" },
+    { ...good, label: 7 },
+    { ...good, name: undefined },
+    { ...good, message: { toString: "x" } },
+    { ...good, stack: null },
+  ];
+  for (const params of bad) {
+    assert.equal(parseItemError(params, 4096), undefined, JSON.stringify(params));
+  }
+  assert.notEqual(parseItemError({ ...good, fn: "parallel", stage: null }, 4096), undefined);
 });
 
 Deno.test("timingSafeEqual() compares whole strings", () => {

@@ -311,3 +311,106 @@ Deno.test("a run whose call has a 70 KB label is recorded and --json prints its 
   assert.equal(status.journal.live, 1);
   assert.match(status.error.message, /^Error: E+… \[\d+ more characters\]/);
 });
+
+Deno.test("without a configured provider and without --fake-dispatch the run warns at its start", async () => {
+  const unconfigured = await runCli(["workflow", "run", fixture("three_steps.js")]);
+  assert.equal(unconfigured.code, 0, unconfigured.stderr);
+  const lines = unconfigured.stderr.trim().split("\n");
+  assert.match(lines[0]!, /^svc: run run_[0-9a-z]+ started/);
+  assert.match(
+    lines[1]!,
+    /^svc: warning: no provider is configured, so every agent\(\) call goes to the fake provider and gets a made-up answer/,
+  );
+  const asked = await runCli(["workflow", "run", fixture("three_steps.js"), "--fake-dispatch"]);
+  assert.equal(asked.code, 0, asked.stderr);
+  assert.doesNotMatch(asked.stderr, /warning/);
+  assert.match(
+    asked.stderr.trim().split("\n").at(-1)!,
+    /^svc: run run_[0-9a-z]+ succeeded \(3 calls: 3 live, 0 replayed\)$/,
+    "nothing below the end line when nothing went wrong",
+  );
+});
+
+Deno.test("below its end line a run says how many calls failed or were refused, by cause, and which items threw", async () => {
+  const result = await runCli([
+    "workflow",
+    "run",
+    fixture("fan_out_failures.js"),
+    "--max-agents",
+    "3",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(JSON.parse(result.stdout), {
+    reviews: ["fake response to: review one", null, null],
+    lost: null,
+    extra: ["fake response to: extra 0", null, null],
+  });
+  assert.match(
+    result.stderr,
+    /^! parallel\(\) item 1 threw Error: no reviewer \(fan_out_failures\.js:7:11\); its result is null$/m,
+  );
+  assert.match(
+    result.stderr,
+    /^! parallel\(\) item 2 \(two\) threw TypeError: agent\(\): unknown option 'colour' \(fan_out_failures\.js:9:9\); its result is null$/m,
+  );
+  const end = result.stderr.trim().split("\n").slice(-4);
+  assert.match(
+    end[0]!,
+    /^svc: run run_[0-9a-z]+ succeeded \(5 calls: 2 live, 0 replayed, 1 failed, 2 skipped\)$/,
+  );
+  assert.deepEqual(end.slice(1), [
+    "svc: 1 agent() call failed: not_found 1",
+    "svc: 2 agent() calls were refused: agent_limit 2",
+    "svc: 2 items of parallel()/pipeline() threw and became null; the first: parallel() item 1 threw Error: no reviewer (fan_out_failures.js:7:11)",
+  ]);
+});
+
+Deno.test("a script that loops over refused calls past --max-agents ends failed, with the reason", async () => {
+  const result = await runCli([
+    "workflow",
+    "run",
+    fixture("refused_loop.js"),
+    "--fake-dispatch",
+    "--max-agents",
+    "5",
+    "--concurrency",
+    "2",
+    "--json",
+  ]);
+  assert.equal(result.code, 1, result.stderr);
+  const status = JSON.parse(result.stdout);
+  assert.equal(status.state, "failed");
+  assert.equal(status.error.code, "agent_limit_exceeded");
+  assert.deepEqual(status.limits, { max_agents: 5, concurrency: 2 });
+  assert.match(
+    result.stderr,
+    /^svc: run run_[0-9a-z]+ failed: AgentLimitExceeded: the script kept calling agent\(\) after its calls were refused: 1001 refused calls/m,
+  );
+  assert.match(result.stderr, /^svc: 1001 agent\(\) calls were refused: agent_limit 1001$/m);
+});
+
+Deno.test("--max-agents and --concurrency outside their ranges are usage errors naming the range", async () => {
+  const cases: Array<[string, string, string]> = [
+    [
+      "--max-agents",
+      "1001",
+      "svc: Cannot use --max-agents '1001': it must be a whole number from 1 to 1000",
+    ],
+    ["--max-agents", "0", "svc: Cannot use --max-agents '0': it must be a whole number above 0"],
+    [
+      "--concurrency",
+      "65",
+      "svc: Cannot use --concurrency '65': it must be a whole number from 1 to 64",
+    ],
+    [
+      "--concurrency",
+      "1.5",
+      "svc: Cannot use --concurrency '1.5': it must be a whole number above 0",
+    ],
+  ];
+  for (const [flag, value, message] of cases) {
+    const result = await runCli(["workflow", "run", fixture("three_steps.js"), flag, value]);
+    assert.equal(result.code, 2, result.stderr);
+    assert.equal(result.stderr.trim(), message);
+  }
+});

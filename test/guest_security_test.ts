@@ -33,6 +33,7 @@ async function rawGuest(
       workflow: () => Promise.reject(new Error("no sub-workflows here")),
       phase: () => {},
       log: (text) => output.push(text),
+      itemError: () => {},
       output: (text) => output.push(text),
       security: () => {},
       ...handlers,

@@ -157,7 +157,8 @@ async function ledgerBytes(home: string): Promise<{ values: number; bytes: numbe
 const BAD_SCHEMA = `{ type: "no such type" }`;
 
 Deno.test("5,000 calls refused at the agent limit compile no schema and grow the ledger by a bounded amount", async () => {
-  await using t = await testManager({ maxAgents: 2 });
+  // Past the default of 1000 refused calls the run would stop: here the ledger's bound is tested.
+  await using t = await testManager({ maxAgents: 2, maxRefusedCalls: 10_000 });
   const run = await t.manager.start({
     script: `await agent("a"); await agent("b");
       let nulls = 0;
@@ -185,7 +186,7 @@ Deno.test("5,000 calls refused at the agent limit compile no schema and grow the
 });
 
 Deno.test("5,000 calls refused by the budget compile no schema and grow the ledger by a bounded amount", async () => {
-  await using t = await testManager({ maxAgents: 10_000 });
+  await using t = await testManager({ maxAgents: 10_000, maxRefusedCalls: 10_000 });
   const run = await t.manager.start({
     script: `await agent("${PROMPT_40}");
       let nulls = 0;
@@ -398,4 +399,87 @@ Deno.test("a failed call whose use is unknown counts its estimate against the bu
   assert.equal(status.result, 400);
   assert.equal(status.budget.usd.committed, 0.5);
   assert.equal((await t.manager.journal(run.run_id))[0]!.cost_usd, null, "recorded as unknown");
+});
+
+Deno.test("a run's max_agents and concurrency bound that run, and the manager's defaults the others", async () => {
+  const provider = scriptedProvider("slow", () => ({ output: "ok", delayMs: 20 }));
+  await using t = await testManager({ dispatcher: createDispatcher({ providers: [provider] }) });
+  const script =
+    `const r = await parallel(Array.from({ length: 12 }, (_, i) => () => agent("c" + i, { provider: "slow" })));
+    return r.filter((x) => x !== null).length;`;
+  const bounded = await t.manager.wait(
+    (await t.manager.start({ script, max_agents: 5, concurrency: 2 })).run_id,
+  );
+  assert.equal(bounded.result, 5);
+  assert.equal(provider.maxActive, 2, "never more than the run's 2 calls at once");
+  assert.deepEqual(bounded.limits, { max_agents: 5, concurrency: 2 });
+  assert.equal(bounded.calls.skipped, 7);
+  assert.match(bounded.conditions[0]!.message, /limit of 5 agent\(\) calls; call #6/);
+  provider.maxActive = 0;
+  const defaults = await t.manager.wait((await t.manager.start({ script })).run_id);
+  assert.equal(defaults.result, 12);
+  assert.equal(provider.maxActive, 8);
+  assert.deepEqual(defaults.limits, { max_agents: 200, concurrency: 8 });
+});
+
+Deno.test("max_agents above 1000 and concurrency above 64 or below 1 are refused before the run starts", async () => {
+  await using t = await testManager();
+  const refusal = async (request: Record<string, unknown>) => {
+    try {
+      await t.manager.start({ script: `return 1;`, ...request });
+      return "started";
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  assert.match(await refusal({ max_agents: 1001 }), /^Cannot start the run: .*max_agents/);
+  assert.match(await refusal({ max_agents: 0 }), /^Cannot start the run: .*max_agents/);
+  assert.match(await refusal({ concurrency: 65 }), /^Cannot start the run: .*concurrency/);
+  assert.match(await refusal({ concurrency: 2.5 }), /^Cannot start the run: .*concurrency/);
+  assert.equal(await refusal({ max_agents: 1000, concurrency: 64 }), "started");
+});
+
+Deno.test("a script that keeps calling agent() past the agent limit fails with agent_limit_exceeded, not by its timeout", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({
+    script: `while (true) await agent("x");`,
+    max_agents: 5,
+    timeout: 3600,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "failed");
+  assert.equal(status.error?.code, "agent_limit_exceeded");
+  assert.equal(
+    status.error?.message,
+    "AgentLimitExceeded: the script kept calling agent() after its calls were refused: 1001 refused calls, over the limit of 1000 a run (the last: over the limit of 5 agent() calls per run)",
+  );
+  assert.deepEqual([status.calls.succeeded, status.calls.skipped], [5, 1001]);
+  assert.deepEqual(status.failures, { agent_limit: 1001 });
+});
+
+Deno.test("catching errors does not keep a loop over refused calls alive, and budget refusals count too", async () => {
+  await using t = await testManager({ maxRefusedCalls: 50 });
+  const run = await t.manager.start({
+    script: `while (true) { try { await agent("${PROMPT_40}"); } catch {} }`,
+    budget_tokens: CALL_TOKENS,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "failed");
+  assert.equal(status.error?.code, "agent_limit_exceeded");
+  assert.match(
+    status.error!.message,
+    /51 refused calls, over the limit of 50 a run \(the last: the budget of 25 tokens is reached/,
+  );
+  assert.deepEqual(status.failures, { budget: 51 });
+});
+
+Deno.test("a fan-out of refused calls below the bound still succeeds with nulls", async () => {
+  const status = await runScript(
+    `const r = await parallel(Array.from({ length: 300 }, (_, i) => () => agent("c" + i)));
+     return r.filter((x) => x === null).length;`,
+    { max_agents: 10 },
+  );
+  assert.equal(status.state, "succeeded", status.error?.message);
+  assert.equal(status.result, 290);
+  assert.deepEqual(status.failures, { agent_limit: 290 });
 });

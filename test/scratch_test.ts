@@ -121,6 +121,7 @@ Deno.test("a guest's scratch directory is named after its host", async () => {
       workflow: () => Promise.reject(new Error("none")),
       phase: () => {},
       log: () => {},
+      itemError: () => {},
       output: () => {},
       security: () => {},
     },

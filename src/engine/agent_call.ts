@@ -11,7 +11,7 @@ import {
   UnpricedCallError,
 } from "../dispatch/mod.ts";
 import { SvcError } from "../errors/mod.ts";
-import type { JournalEntry } from "../ledger/mod.ts";
+import type { FailureCause, JournalEntry } from "../ledger/mod.ts";
 import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
 import { type AgentReply, ScriptCallError } from "./guest_session.ts";
@@ -30,13 +30,21 @@ export interface AgentCallDeps {
 }
 
 /** Why a call was refused; the first refused call of each kind is journaled, later ones counted. */
-type Refusal = "limit" | "budget" | "unpriced";
+type Refusal = "agent_limit" | "budget" | "unpriced";
 
 /** What the ordered step decided for one call. */
 type Decision =
-  | { kind: "refused"; refusal: "limit" | "budget"; seq: number; reason: string }
+  | { kind: "refused"; refusal: "agent_limit" | "budget"; seq: number; reason: string }
   | { kind: "replay"; seq: number; hash: string; entry: JournalEntry }
   | { kind: "live"; seq: number; hash: string; schema: CompiledSchema | undefined };
+
+/** ` (label, phase P)`: how a failure's narration names the call, from its own options. */
+function callTags(call: AgentCall): string {
+  const { label, phase } = call.options;
+  const tags = [label, phase === undefined ? undefined : `phase ${phase}`]
+    .filter((tag) => tag !== undefined && tag !== "");
+  return tags.length === 0 ? "" : ` (${tags.join(", ")})`;
+}
 
 /** The budget figures as plain JSON, for a condition's data. */
 function budgetData(budget: BudgetGate): Record<string, JsonValue> {
@@ -53,12 +61,12 @@ function budgetData(budget: BudgetGate): Record<string, JsonValue> {
 function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<Decision> {
   return ctx.inOrder(async (): Promise<Decision> => {
     const { options } = call;
-    const refuse = (refusal: "limit" | "budget", reason: string): Decision => {
+    const refuse = (refusal: "agent_limit" | "budget", reason: string): Decision => {
       ctx.status.calls.total++;
       return { kind: "refused", refusal, seq: ctx.nextCallSeq(), reason };
     };
     if (ctx.callCount >= deps.maxAgents) {
-      return refuse("limit", `over the limit of ${deps.maxAgents} agent() calls per run`);
+      return refuse("agent_limit", `over the limit of ${deps.maxAgents} agent() calls per run`);
     }
     // While calls still replay, the next one may replay too: replayed calls cost nothing.
     if (!ctx.replay?.active) {
@@ -107,6 +115,7 @@ export async function handleAgentCall(
     seq: decision.seq,
     hash,
     label: call.options.label ?? null,
+    ...(call.options.phase !== undefined ? { phase: call.options.phase } : {}),
     started_at: startedAt,
   });
   const ended = () => ({ ended_at: now(), duration_ms: Math.round(performance.now() - t0) });
@@ -114,7 +123,7 @@ export async function handleAgentCall(
     calls.skipped++;
     ctx.callsChanged();
     // Awaited so that the run ends only after the refusal's entry, if it gets one, is written.
-    await ctx.refuse(refusal, async () => ({
+    await ctx.refuse(refusal, reason, async () => ({
       ...base(
         decision.kind === "refused" ? await callHash(call.prompt, call.options) : decision.hash,
       ),
@@ -158,13 +167,14 @@ export async function handleAgentCall(
         `the run reached its limit of ${max} agent() calls; call #${decision.seq} and later return null`,
       data: { limit: max, first_refused_call: decision.seq },
     }, { once: true });
-    return skip("limit", decision.reason);
+    return skip("agent_limit", decision.reason);
   }
   if (decision.kind === "replay") {
     const { entry } = decision;
     const refused = entry.result === undefined ? undefined : unrecordable(entry.result);
     if (refused !== undefined) {
       calls.failed++;
+      ctx.countFailure("ledger_limit");
       await ctx.journal({
         ...base(decision.hash),
         ...ended(),
@@ -205,6 +215,7 @@ export async function handleAgentCall(
   } catch {
     calls.queued--;
     calls.failed++;
+    ctx.countFailure("stopped");
     ctx.journal({
       ...base(decision.hash),
       ...ended(),
@@ -231,6 +242,7 @@ export async function handleAgentCall(
     let unpriced: UnpricedCallError | undefined;
     let attempts = 0;
     let failure: string | undefined;
+    let cause: FailureCause | undefined;
     let value: JsonValue | undefined;
     try {
       const options = decision.schema
@@ -279,6 +291,7 @@ export async function handleAgentCall(
           data: { call: decision.seq, attempts, errors: clip(failure ?? "") },
         }, { once: false });
         failure = `no result valid against the schema in ${attempts} attempts`;
+        cause = "schema_validation";
       }
     } catch (error) {
       // A provider that ran and failed cost what it said it used, else an unknown amount, not
@@ -299,6 +312,11 @@ export async function handleAgentCall(
         : error instanceof SvcError
         ? error.message
         : "the provider failed";
+      cause = signal.aborted
+        ? "stopped"
+        : error instanceof SvcError
+        ? error.code
+        : "provider_failed";
     } finally {
       ctx.budget.settle(admission.reservation, {
         tokens: used.input_tokens + used.output_tokens,
@@ -321,17 +339,18 @@ export async function handleAgentCall(
       if (refused !== undefined) {
         value = undefined;
         failure = refused;
+        cause = "ledger_limit";
       }
     }
     const outcome = value === undefined ? "failed" : "live";
     if (outcome === "live") calls.succeeded++;
     else {
       calls.failed++;
+      ctx.countFailure(cause ?? "provider_failed");
       if (!signal.aborted) {
-        const label = call.options.label ? ` (${call.options.label})` : "";
         ctx.narrate({
           kind: "call",
-          text: `agent call #${decision.seq}${label} failed: ${failure}`,
+          text: `agent call #${decision.seq}${callTags(call)} failed: ${failure}`,
         });
       }
     }

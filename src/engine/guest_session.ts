@@ -11,6 +11,19 @@ export interface ScriptFailure {
   stack: string;
 }
 
+/**
+ * An item of `parallel()` or `pipeline()` that threw, as the guest reports it: where (the
+ * item's index, and for a pipeline the stage, both from 0), the label of the `agent()` call the
+ * error came from if it had one, and the error. Untrusted: checked by {@linkcode parseItemError}.
+ */
+export interface ItemError {
+  fn: "parallel" | "pipeline";
+  index: number;
+  stage: number | null;
+  label: string | null;
+  error: ScriptFailure;
+}
+
 /** How a guest session ended. */
 export type GuestOutcome =
   | { kind: "returned"; value: JsonValue }
@@ -47,6 +60,8 @@ export interface GuestHandlers {
   workflow(params: unknown): Promise<WorkflowReply>;
   phase(title: string): void;
   log(message: string): void;
+  /** An item of `parallel()` or `pipeline()` threw: its result is null. */
+  itemError(report: ItemError): void;
   /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
   output(text: string, stream: "stdout" | "stderr"): void;
   security(kind: SecurityEventKind, detail: string): void;
@@ -88,6 +103,39 @@ function stringParam(params: unknown, key: string): string {
     ? (params as Record<string, unknown>)[key]
     : undefined;
   return typeof value === "string" ? value : "";
+}
+
+/** Most stages a pipeline report may name: far past any script's, below any overflow. */
+const MAX_STAGE = 1_000_000;
+
+/**
+ * Checks an `item_error` notification: every field of the right type and range, else
+ * undefined (a malformed frame). Texts are kept whole here; the run clips what it records.
+ */
+export function parseItemError(params: unknown, maxItems: number): ItemError | undefined {
+  if (params === null || typeof params !== "object" || Array.isArray(params)) return undefined;
+  const p = params as Record<string, unknown>;
+  const index = p.index;
+  const stage = p.stage;
+  if (p.fn !== "parallel" && p.fn !== "pipeline") return undefined;
+  if (typeof index !== "number" || !Number.isSafeInteger(index)) return undefined;
+  if (index < 0 || index >= maxItems) return undefined;
+  if (p.fn === "parallel" ? stage !== null : !isStage(stage)) return undefined;
+  if (p.label !== null && typeof p.label !== "string") return undefined;
+  if (typeof p.name !== "string" || typeof p.message !== "string") return undefined;
+  if (typeof p.stack !== "string") return undefined;
+  return {
+    fn: p.fn,
+    index,
+    stage: stage as number | null,
+    label: p.label,
+    error: { name: p.name, message: p.message, stack: p.stack },
+  };
+}
+
+function isStage(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 &&
+    value < MAX_STAGE;
 }
 
 function parseDone(params: unknown): GuestOutcome | undefined {
@@ -146,6 +194,7 @@ function crashOutcome(status: ExitStatus, stderr: string[], heapMb: number): Gue
 export async function runGuest(options: GuestSessionOptions): Promise<GuestOutcome> {
   const heapMb = options.heapMb ?? 512;
   const frameLimit = options.frameLimit ?? 4 * 1024 * 1024;
+  const maxItems = options.maxItems ?? 4096;
   const nonce = (options.nonce ?? randomNonce)();
   const { handlers, signal } = options;
   if (signal.aborted) return { kind: "aborted", reason: signal.reason };
@@ -176,7 +225,11 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
     if (message.kind === "notification") {
       if (message.method === "phase") handlers.phase(stringParam(message.params, "title"));
       else if (message.method === "log") handlers.log(stringParam(message.params, "message"));
-      else if (message.method === "done") {
+      else if (message.method === "item_error") {
+        const report = parseItemError(message.params, maxItems);
+        if (report) handlers.itemError(report);
+        else handlers.security("malformed_frame", "item_error frame without a valid report");
+      } else if (message.method === "done") {
         const outcome = parseDone(message.params);
         if (outcome) settle(outcome);
         else handlers.security("malformed_frame", "done frame without a valid outcome");
@@ -250,7 +303,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
         args: options.args.given ? options.args.value : null,
         budget: options.budget,
         frameLimit,
-        maxItems: options.maxItems ?? 4096,
+        maxItems,
       },
     });
     return await finished;

@@ -4,6 +4,7 @@
  */
 export { RunManager } from "./run_manager.ts";
 export type { RunManagerOptions, StartOptions } from "./run_manager.ts";
+export { describeItemError } from "./run_context.ts";
 export { checkScript, ScriptMetaSchema } from "./script_check.ts";
 export type { CheckedScript, ScriptMeta } from "./script_check.ts";
 export { runGuest, ScriptCallError } from "./guest_session.ts";
@@ -20,6 +21,8 @@ export { callHash, canonicalJson } from "./journal.ts";
 export { Semaphore } from "../concurrency/mod.ts";
 export {
   type CallCounts,
+  type FailureCause,
+  type FailureCounts,
   type JournalEntry,
   type NarrationEntry,
   type RunCondition,
@@ -27,6 +30,7 @@ export {
   type RunEvent,
   type RunState,
   type RunStatus,
+  type ScriptErrorRecord,
   type SecurityEvent,
   TERMINAL_STATES,
   type UsageTotals,

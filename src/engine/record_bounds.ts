@@ -5,6 +5,7 @@ import {
   type RunCondition,
   type RunError,
   type RunStatus,
+  type ScriptErrorRecord,
 } from "../ledger/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 
@@ -28,6 +29,9 @@ export const RECORD_LIMITS = {
   metaName: 256,
   metaDescription: 4 * 1024,
   metaPhases: 50,
+  /** Thrown items of `parallel()`/`pipeline()` the status keeps, and their total size as JSON. */
+  scriptErrors: 20,
+  scriptErrorBytes: 16 * 1024,
 };
 
 /** A journal entry with its texts clipped; its result is left alone (blobs take large ones). */
@@ -36,6 +40,7 @@ export function boundEntry(entry: JournalEntry): JournalEntry {
   const out: JournalEntry = {
     ...entry,
     label: entry.label === null ? null : clipText(entry.label, short),
+    ...(entry.phase !== undefined ? { phase: clipText(entry.phase, short) } : {}),
     provider: entry.provider === null ? null : clipText(entry.provider, short),
     model: entry.model === null ? null : clipText(entry.model, short),
   };
@@ -91,5 +96,18 @@ export function boundError(error: RunError): RunError {
   };
   if (error.file !== undefined) out.file = clipText(error.file, short);
   if (error.stack !== undefined) out.stack = clipText(error.stack, text);
+  return out;
+}
+
+/** A thrown item's record with its texts clipped: name, message, label and file come from the guest. */
+export function boundScriptError(record: ScriptErrorRecord): ScriptErrorRecord {
+  const { short, metaName } = RECORD_LIMITS;
+  const out: ScriptErrorRecord = {
+    ...record,
+    label: record.label === null ? null : clipText(record.label, short),
+    name: clipText(record.name, metaName),
+    message: clipText(record.message, short),
+  };
+  if (record.file !== undefined) out.file = clipText(record.file, short);
   return out;
 }

@@ -1,6 +1,7 @@
 import { Semaphore } from "../concurrency/mod.ts";
 import {
   clipText,
+  type FailureCause,
   INLINE_LIMIT,
   type JournalEntry,
   type Ledger,
@@ -10,14 +11,17 @@ import {
   type RunEvent,
   type RunState,
   type RunStatus,
+  type ScriptErrorRecord,
   type SecurityEvent,
   type StoredEvent,
 } from "../ledger/mod.ts";
 import type { JsonValue, WorkflowRunRequest } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
-import type { AgentReply } from "./guest_session.ts";
+import type { AgentReply, ItemError } from "./guest_session.ts";
 import type { ReplaySource } from "./journal.ts";
-import { boundCondition, boundEntry, RECORD_LIMITS } from "./record_bounds.ts";
+import { boundCondition, boundEntry, boundScriptError, RECORD_LIMITS } from "./record_bounds.ts";
+import { RunStop } from "./run_stop.ts";
+import { scriptRunError } from "./script_error.ts";
 
 /** Hears every event of a run. */
 export type RunListener = (event: RunEvent) => void;
@@ -36,6 +40,12 @@ export interface RunContextOptions {
   maxJournalBytes: number;
   /** Bytes of results one run may keep in blob files (those over the inline limit). */
   maxBlobBytes: number;
+  /**
+   * Refused `agent()` calls (agent limit, budget, no price) after which the run fails with
+   * `agent_limit_exceeded`: a script that keeps calling after refusals must not spin until its
+   * timeout.
+   */
+  maxRefusedCalls: number;
 }
 
 const TEXT_LIMIT = 8 * 1024;
@@ -80,7 +90,9 @@ export class RunContext {
   /** Kinds of refusal already journaled: later refusals of a kind are only counted. */
   readonly #refusals = new Set<string>();
   /** Bytes this run has recorded so far, against its limits. */
-  readonly #recorded = { journal: 0, blobs: 0, conditions: 0 };
+  readonly #recorded = { journal: 0, blobs: 0, conditions: 0, scriptErrors: 0 };
+  /** Refused calls so far, against `maxRefusedCalls`. */
+  #refused = 0;
   readonly #seq = { narration: 0, security: 0, event: 1, call: 0 };
   #narrationBytes = 0;
   /** Calls pass this chain one at a time, in arrival order. */
@@ -280,9 +292,16 @@ export class RunContext {
    * Records a refused call (agent limit, budget, unpriced): the first of each kind as a journal
    * entry, later ones only in the counters (`journal.omitted`), so that a script looping over
    * refused calls grows the ledger by a bounded amount. Nothing a refused call does reaches
-   * the ledger until the next write of the status.
+   * the ledger until the next write of the status. Past `maxRefusedCalls` refusals the script
+   * is taken to be looping and the run stops, failed.
    */
-  refuse(kind: string, entry: () => Promise<JournalEntry>): Promise<void> {
+  refuse(
+    kind: "agent_limit" | "budget" | "unpriced",
+    reason: string,
+    entry: () => Promise<JournalEntry>,
+  ): Promise<void> {
+    this.countFailure(kind);
+    if (++this.#refused > this.#options.maxRefusedCalls) this.#stopRefused(reason);
     if (!this.#refusals.has(kind)) {
       this.#refusals.add(kind);
       return entry().then((full) => this.journal(full));
@@ -292,6 +311,60 @@ export class RunContext {
     journal.skipped++;
     journal.omitted++;
     return Promise.resolve();
+  }
+
+  #stopRefused(reason: string): void {
+    if (this.controller.signal.aborted) return;
+    const max = this.#options.maxRefusedCalls;
+    this.controller.abort(
+      new RunStop(
+        "failed",
+        `AgentLimitExceeded: the script kept calling agent() after its calls were refused: ` +
+          `${this.#refused} refused calls, over the limit of ${max} a run (the last: ${
+            clipText(reason, RECORD_LIMITS.short)
+          })`,
+        "agent_limit_exceeded",
+      ),
+    );
+  }
+
+  /** Counts one call that returned null, under its cause. */
+  countFailure(cause: FailureCause): void {
+    const { failures } = this.status;
+    failures[cause] = (failures[cause] ?? 0) + 1;
+  }
+
+  /**
+   * Records an item of `parallel()`/`pipeline()` that threw: narrated (each one, within the
+   * narration's caps) and kept in `script_errors` (a bounded number, of bounded size; later
+   * ones are counted in `script_errors_dropped`).
+   */
+  itemError(report: ItemError): void {
+    const mapped = scriptRunError(report.error);
+    const record = boundScriptError({
+      at: now(),
+      fn: report.fn,
+      index: report.index,
+      stage: report.stage,
+      label: report.label,
+      name: report.error.name,
+      message: report.error.message,
+      ...(mapped.file !== undefined
+        ? { file: mapped.file, line: mapped.line, column: mapped.column }
+        : {}),
+    });
+    this.narrate({ kind: "call", text: `${describeItemError(record)}; its result is null` });
+    const size = JSON.stringify(record).length;
+    if (
+      this.status.script_errors.length >= RECORD_LIMITS.scriptErrors ||
+      this.#recorded.scriptErrors + size > RECORD_LIMITS.scriptErrorBytes
+    ) {
+      this.status.script_errors_dropped++;
+      return;
+    }
+    this.#recorded.scriptErrors += size;
+    this.status.script_errors.push(record);
+    this.persist({ kind: "status", status: recordOf(this.status) });
   }
 
   /** Journals a finished call with the counters it changes; resolves once it is committed. */
@@ -319,6 +392,19 @@ export class RunContext {
     });
     return committed;
   }
+}
+
+/** How a thrown item reads: `pipeline() item 3, stage 1 (review) threw TypeError: x (review.js:12:7)`. */
+export function describeItemError(record: ScriptErrorRecord): string {
+  const where = record.stage === null
+    ? `${record.fn}() item ${record.index}`
+    : `${record.fn}() item ${record.index}, stage ${record.stage}`;
+  const label = record.label === null ? "" : ` (${record.label})`;
+  const what = record.name === "Thrown"
+    ? `threw a value that is not an Error: ${record.message}`
+    : `threw ${record.name}: ${record.message}`;
+  const at = record.file === undefined ? "" : ` (${record.file}:${record.line}:${record.column})`;
+  return `${where}${label} ${what}${at}`;
 }
 
 function mib(bytes: number): string {

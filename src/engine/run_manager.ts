@@ -28,6 +28,7 @@ import { now, RunContext, type RunListener } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";
 import { boundError, boundMeta } from "./record_bounds.ts";
 import { scriptRunError } from "./script_error.ts";
+import { RunStop } from "./run_stop.ts";
 import { resolveWorkflow } from "./sub_workflow.ts";
 
 /** Options of {@linkcode RunManager.create}. */
@@ -43,6 +44,11 @@ export interface RunManagerOptions {
   concurrency?: number;
   /** `agent()` calls one run may make; later ones return null. Default 200. */
   maxAgents?: number;
+  /**
+   * Refused `agent()` calls after which a run fails with `agent_limit_exceeded` (a script
+   * looping over refused calls). Default 1000.
+   */
+  maxRefusedCalls?: number;
   /** V8 heap cap of each guest in MiB. Default 512. */
   heapMb?: number;
   /** Largest frame a guest may send, in bytes. Default 4 MiB. */
@@ -93,6 +99,7 @@ export class RunManager {
       isolation: defaultIsolationBackends(),
       concurrency: 8,
       maxAgents: 200,
+      maxRefusedCalls: 1000,
       heapMb: 512,
       frameLimit: 4 * 1024 * 1024,
       maxNarration: 5000,
@@ -151,6 +158,14 @@ export class RunManager {
       ? await this.#replaySource(request.resume_from, owner)
       : undefined;
     const budget = new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd });
+    const limits = {
+      max_agents: request.max_agents ?? this.#options.maxAgents,
+      concurrency: request.concurrency ?? this.#options.concurrency,
+    };
+    // With nothing configured, the fake is the only provider: calls "succeed" with fake
+    // answers, which the user must hear about unless they asked for exactly that.
+    const fakeProviderOnly = !request.fake_dispatch &&
+      this.#options.dispatcher.providers().every((name) => name === "fake");
     const createdAt = now();
     const status: RunStatus = {
       run_id: newId("run"),
@@ -175,6 +190,11 @@ export class RunManager {
       conditions_dropped: 0,
       security_events: [],
       security_events_dropped: 0,
+      script_errors: [],
+      script_errors_dropped: 0,
+      failures: {},
+      fake_provider_only: fakeProviderOnly,
+      limits,
       budget: budget.figures(),
       calls: { total: 0, queued: 0, running: 0, succeeded: 0, failed: 0, replayed: 0, skipped: 0 },
       journal: {
@@ -195,7 +215,7 @@ export class RunManager {
     });
     const run = new RunContext(status, request, {
       ledger: this.#ledger,
-      concurrency: this.#options.concurrency,
+      concurrency: limits.concurrency,
       budget,
       replay,
       maxNarration: this.#options.maxNarration,
@@ -203,6 +223,7 @@ export class RunManager {
       maxSecurityEvents: this.#options.maxSecurityEvents,
       maxJournalBytes: this.#options.maxJournalBytes,
       maxBlobBytes: this.#options.maxBlobBytes,
+      maxRefusedCalls: this.#options.maxRefusedCalls,
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);
@@ -362,7 +383,7 @@ export class RunManager {
                 dispatcher: this.#options.dispatcher,
                 sessions: this.#options.sessions,
                 schemas,
-                maxAgents: this.#options.maxAgents,
+                maxAgents: status.limits.max_agents,
               },
               params,
               signal,
@@ -374,6 +395,7 @@ export class RunManager {
           workflow: (params) => this.#workflow(projectDir, params),
           phase: (title) => run.narrate({ kind: "phase", text: title }),
           log: (message) => run.narrate({ kind: "log", text: message }),
+          itemError: (report) => run.itemError(report),
           output: (text, stream) => run.narrate({ kind: "output", text, stream }),
           security: (kind, detail) => run.security(kind, detail),
         },
@@ -412,7 +434,7 @@ export class RunManager {
           ? outcome.reason
           : new RunStop("cancelled", "the run was stopped");
         return this.#finish(run, stop.state, {
-          error: { code: stop.state, message: stop.message },
+          error: { code: stop.code, message: stop.message },
         });
       }
     }
@@ -465,14 +487,5 @@ export class RunManager {
       if (error instanceof SvcError) throw new ScriptCallError("Error", error.message);
       throw error;
     }
-  }
-}
-
-/** Why a run was stopped from outside: its timeout, or a cancel. */
-class RunStop extends Error {
-  readonly state: "timeout" | "cancelled";
-  constructor(state: "timeout" | "cancelled", message: string) {
-    super(message);
-    this.state = state;
   }
 }

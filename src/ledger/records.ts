@@ -1,3 +1,4 @@
+import type { ErrorCode } from "../errors/mod.ts";
 import type { IsolationTier, JsonValue, SandboxLevel } from "../schemas/mod.ts";
 
 /** States of a run. `interrupted` is set by the next host when one died while the run ran. */
@@ -22,7 +23,10 @@ export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
 /** One line of narration, stamped by the host when it arrived. */
 export interface NarrationEntry {
   at: string;
-  /** `phase` and `log` come from the script; `output` is stray output; `call` reports a failed call. */
+  /**
+   * `phase` and `log` come from the script; `output` is stray output; `call` reports a failure:
+   * an `agent()` call that failed, or an item of `parallel()`/`pipeline()` that threw.
+   */
   kind: "phase" | "log" | "output" | "call";
   text: string;
   stream?: "stdout" | "stderr";
@@ -47,6 +51,44 @@ export interface RunCondition {
   message: string;
   data?: Record<string, JsonValue>;
 }
+
+/**
+ * An item of `parallel()` or `pipeline()` that threw (its result became null): where, the label
+ * of the `agent()` call the error came from if it had one, and the error with its position in
+ * the script.
+ */
+export interface ScriptErrorRecord {
+  at: string;
+  fn: "parallel" | "pipeline";
+  /** The item's index in the array, from 0. */
+  index: number;
+  /** For a pipeline, the stage that threw, from 0; null for parallel(). */
+  stage: number | null;
+  label: string | null;
+  name: string;
+  message: string;
+  file?: string;
+  line?: number;
+  column?: number;
+}
+
+/**
+ * Why `agent()` calls returned null: refusals before dispatch (`agent_limit`, `budget`,
+ * `unpriced`), results that failed their schema or could not be recorded, calls stopped with
+ * the run, and dispatch failures by their error code (`provider_failed`, `provider_timeout`,
+ * `invalid_request` for an unknown provider, ...).
+ */
+export type FailureCause =
+  | "agent_limit"
+  | "budget"
+  | "unpriced"
+  | "schema_validation"
+  | "ledger_limit"
+  | "stopped"
+  | ErrorCode;
+
+/** How many calls returned null for each cause; causes with none are absent. */
+export type FailureCounts = Partial<Record<FailureCause, number>>;
 
 /** Why a run did not succeed. */
 export interface RunError {
@@ -139,6 +181,19 @@ export interface RunStatus {
   conditions_dropped: number;
   security_events: SecurityEvent[];
   security_events_dropped: number;
+  /** Items of `parallel()`/`pipeline()` that threw, first ones first (a bounded number of them). */
+  script_errors: ScriptErrorRecord[];
+  /** How many more threw than `script_errors` keeps. */
+  script_errors_dropped: number;
+  /** Calls that returned null (failed or refused), by cause. */
+  failures: FailureCounts;
+  /**
+   * The run was not under fake dispatch, yet the only provider was the fake one (no provider
+   * configured): every call got a fake answer.
+   */
+  fake_provider_only: boolean;
+  /** The run's own limits: `agent()` calls in all, and calls at once. */
+  limits: { max_agents: number; concurrency: number };
   budget: BudgetFigures;
   calls: CallCounts;
   journal: JournalSummary;
@@ -154,6 +209,8 @@ export interface JournalEntry {
   /** SHA-256 of the prompt and the canonicalised options: what resume matches on. */
   hash: string;
   label: string | null;
+  /** The call's `phase` option, when it had one. */
+  phase?: string;
   outcome: CallOutcome;
   /** The call's value (text or object); absent for failed and skipped calls. */
   result?: JsonValue;

@@ -16,8 +16,10 @@ export {
 } from "./agent_options.ts";
 export { BoundedJsonSchema, jsonProblem, type JsonValue, MAX_JSON_DEPTH } from "./json.ts";
 export {
+  CONCURRENCY_LIMIT,
   IsolationSchema,
   type IsolationTier,
+  MAX_AGENTS_LIMIT,
   type WorkflowRunRequest,
   WorkflowRunRequestSchema,
 } from "./workflow_run.ts";

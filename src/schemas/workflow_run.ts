@@ -7,6 +7,14 @@ export const IsolationSchema = z.enum(["unsafe-local", "microvm"]);
 /** An isolation tier. */
 export type IsolationTier = z.infer<typeof IsolationSchema>;
 
+/** The most `agent()` calls a run may be allowed (`max_agents`). */
+export const MAX_AGENTS_LIMIT = 1000;
+/**
+ * The most simultaneous calls a run may be allowed (`concurrency`). Each running harness call
+ * is a process tree on the host; per-provider caps still apply on top.
+ */
+export const CONCURRENCY_LIMIT = 64;
+
 /**
  * Parameters of a workflow run, the same from the command line, HTTP and the tool protocol.
  * `args` is passed to the script unchanged; absent means the script sees `undefined`.
@@ -30,6 +38,10 @@ export const WorkflowRunRequestSchema = z.strictObject({
   budget_tokens: z.number().int("must be a whole number of tokens").positive().optional(),
   budget_usd: z.number().positive().optional(),
   resume_from: z.string().regex(/^run_[0-9a-z]+$/, "must be a run id like run_01abc").optional(),
+  /** `agent()` calls the run may make, sub-workflows included; later ones return null. Default 200. */
+  max_agents: z.number().int("must be a whole number").min(1).max(MAX_AGENTS_LIMIT).optional(),
+  /** `agent()` calls of the run that may run at once; more queue. Default 8. */
+  concurrency: z.number().int("must be a whole number").min(1).max(CONCURRENCY_LIMIT).optional(),
   /** Attempts of a schema call whose result fails validation (first try included). */
   schema_attempts: z.number().int().min(1).max(10).default(3),
 }).refine(
