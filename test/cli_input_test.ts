@@ -65,11 +65,17 @@ Deno.test("from a checkout, relative paths resolve against the directory the com
   await Deno.writeTextFile(`${dir.path}/args.json`, `"from a file"`);
   const deno = Deno.execPath();
   const task = ["task", "-q", "--config", `${ROOT}/deno.json`, "svc", "workflow", "run"];
-  const env = { SVC_HOME: home.path, NO_COLOR: "1" };
+  // A clean environment: `deno task` keeps an INIT_CWD it inherits (this test runs under one).
+  const env = {
+    SVC_HOME: home.path,
+    NO_COLOR: "1",
+    PATH: Deno.env.get("PATH") ?? "",
+    HOME: home.path,
+  };
   const result = await runCommand(
     deno,
     [...task, "flow.js", "--fake-dispatch", "--workdir", "work", "--args", "@args.json", "--json"],
-    { cwd: dir.path, env },
+    { cwd: dir.path, env, clearEnv: true },
   );
   assert.equal(result.code, 0, result.stderr);
   const status = JSON.parse(result.stdout);
@@ -77,6 +83,7 @@ Deno.test("from a checkout, relative paths resolve against the directory the com
   const missing = await runCommand(deno, [...task, "flow.js", "--workdir", "nowhere"], {
     cwd: dir.path,
     env,
+    clearEnv: true,
   });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /^svc: Cannot use --workdir 'nowhere': no such directory$/m);

@@ -85,11 +85,12 @@ export interface CliResult {
 export async function runCommand(
   command: string,
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string; input?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string; input?: string; clearEnv?: boolean } = {},
 ): Promise<CliResult> {
   const child = new Deno.Command(command, {
     args,
     env: options.env,
+    clearEnv: options.clearEnv ?? false,
     cwd: options.cwd ?? ROOT,
     stdin: options.input === undefined ? "null" : "piped",
     stdout: "piped",
