@@ -51,6 +51,7 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
         if (entry.kind === "phase") write(`== ${entry.text}`);
         else if (entry.kind === "log") write(entry.text);
         else if (entry.kind === "call") write(`! ${entry.text}`);
+        else if (entry.kind === "warning") write(`warning: ${entry.text}`);
         else write(`[script ${entry.stream ?? "output"}] ${entry.text}`);
         return;
       }

@@ -4,7 +4,7 @@
  */
 export { RunManager } from "./run_manager.ts";
 export type { RunManagerOptions, StartOptions } from "./run_manager.ts";
-export { checkScript, ScriptMetaSchema } from "./script_check.ts";
+export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";
 export type { CheckedScript, ScriptMeta } from "./script_check.ts";
 export { runGuest, ScriptCallError } from "./guest_session.ts";
 export type {

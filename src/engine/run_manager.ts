@@ -200,7 +200,7 @@ export class RunManager {
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);
-    run.done = this.#execute(run, checked.body);
+    run.done = this.#execute(run, checked.body, checked.warnings);
     return snapshot;
   }
 
@@ -309,9 +309,10 @@ export class RunManager {
     this.#heartbeat = undefined;
   }
 
-  async #execute(run: RunContext, body: string): Promise<RunStatus> {
+  async #execute(run: RunContext, body: string, warnings: string[]): Promise<RunStatus> {
     // Start on a later task, so that whoever awaited start() can subscribe before anything happens.
     await new Promise((resolve) => setTimeout(resolve, 0));
+    for (const text of warnings) run.narrate({ kind: "warning", text });
     const { status, controller, request } = run;
     if (controller.signal.aborted) {
       return await this.#finishFromOutcome(run, {

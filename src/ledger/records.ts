@@ -22,8 +22,11 @@ export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
 /** One line of narration, stamped by the host when it arrived. */
 export interface NarrationEntry {
   at: string;
-  /** `phase` and `log` come from the script; `output` is stray output; `call` reports a failed call. */
-  kind: "phase" | "log" | "output" | "call";
+  /**
+   * `phase` and `log` come from the script; `output` is stray output; `call` reports a failed
+   * call; `warning` is something the host accepted but a person should know (an unknown meta field).
+   */
+  kind: "phase" | "log" | "output" | "call" | "warning";
   text: string;
   stream?: "stdout" | "stderr";
 }
@@ -115,7 +118,8 @@ export interface RunStatus {
   state: RunState;
   owner: string;
   name: string | null;
-  meta: { name?: string; description?: string; phases?: string[] };
+  /** The script's meta: name, description, `whenToUse` and the phase titles. */
+  meta: { name?: string; description?: string; whenToUse?: string; phases?: string[] };
   filename: string;
   isolation: IsolationTier;
   sandbox_default: SandboxLevel;
