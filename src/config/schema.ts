@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EffortSchema } from "../schemas/mod.ts";
 
 const name = z.string().regex(
   /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
@@ -63,6 +64,8 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
       "must be the NAME of an environment variable",
     ),
     stream: z.boolean().optional(),
+    /** Send `effort` as `reasoning_effort` (default true; false for models without reasoning). */
+    reasoning_effort: z.boolean().optional(),
   }),
   z.strictObject({
     type: z.literal("anthropic"),
@@ -75,6 +78,8 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
     ).optional(),
     stream: z.boolean().optional(),
     max_tokens: z.number().int().positive().optional(),
+    /** Turn `effort` into an extended-thinking budget (default true). */
+    thinking: z.boolean().optional(),
   }),
 ]);
 
@@ -101,7 +106,7 @@ export const ConfigSchema = z.strictObject({
     /** Per tag: the providers to route it to, in order. */
     tags: z.record(z.string(), z.array(name)).default({}),
     /** Per effort: the providers to route it to, in order. */
-    effort: z.partialRecord(z.enum(["low", "medium", "high"]), z.array(name)).default({}),
+    effort: z.partialRecord(EffortSchema, z.array(name)).default({}),
   }).default({ prefer: [], tags: {}, effort: {} }),
   sandbox: z.strictObject({
     /** Whether `full` may be granted at all; otherwise it is clamped to `write`. */

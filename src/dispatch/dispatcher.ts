@@ -20,6 +20,8 @@ import type { WorktreeManager, WorktreeResult } from "./worktrees.ts";
 export interface DispatchInput {
   prompt: string;
   options: AgentOptions;
+  /** The agent's system prompt (an `agentType`'s body), for the provider to apply. */
+  system?: string;
   signal: AbortSignal;
   cwd?: string;
   resumeSession?: string;

@@ -26,6 +26,9 @@ export function providerFromConfig(
         model: settings.model,
         stream: settings.stream,
         timeoutMs: settings.timeout_ms,
+        ...(settings.reasoning_effort !== undefined
+          ? { reasoningEffort: settings.reasoning_effort }
+          : {}),
       });
     case "anthropic":
       return anthropicProvider({
@@ -36,6 +39,7 @@ export function providerFromConfig(
         stream: settings.stream,
         maxTokens: settings.max_tokens,
         timeoutMs: settings.timeout_ms,
+        ...(settings.thinking !== undefined ? { thinking: settings.thinking } : {}),
       });
     case "claude":
     case "codex":

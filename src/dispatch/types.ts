@@ -37,6 +37,11 @@ export class SpentFailure extends SvcError {
 export interface DispatchRequest {
   prompt: string;
   options: AgentOptions;
+  /**
+   * The agent's system prompt (an `agentType`'s body): Claude Code takes it as its system
+   * prompt, the model APIs as their system message, other harnesses before the prompt.
+   */
+  system?: string;
   /** Aborting stops the call: a harness's whole process group is killed. */
   signal: AbortSignal;
   /** The sandbox level the kernel admitted (after clamping); `read-only` when absent. */

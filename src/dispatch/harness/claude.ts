@@ -55,6 +55,10 @@ function claudeArgs(call: HarnessCall): string[] {
     "stream-json",
     "--verbose",
     ...(call.model !== undefined ? [`--model=${call.model}`] : []),
+    // Claude Code's own five levels, passed as they are.
+    ...(call.effort !== undefined ? [`--effort=${call.effort}`] : []),
+    // An agent type's body replaces the system prompt, as in Claude Code's own subagents.
+    ...(call.system !== undefined ? [`--system-prompt=${call.system}`] : []),
     ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
     ...sandboxArgs(call.sandbox),
     ...call.extraArgs,
@@ -140,6 +144,7 @@ export const CLAUDE: HarnessTool = {
   authHint: "run `claude` and /login, or set ANTHROPIC_API_KEY",
   authPattern:
     /not logged in|invalid api key|please run \/login|oauth token has expired|authentication_failed|authentication_error|invalid x-api-key/i,
+  systemPrompt: "native",
   args: claudeArgs,
   reader: claudeReader,
 };

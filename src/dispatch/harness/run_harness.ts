@@ -11,7 +11,7 @@
 import { svcHome } from "../../config/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
 import { type ChildProcess, type ExitStatus, joinPath, platform } from "../../platform/mod.ts";
-import type { SandboxLevel } from "../../schemas/mod.ts";
+import type { Effort, SandboxLevel } from "../../schemas/mod.ts";
 import { readLines } from "../../streams/mod.ts";
 import { redactSecrets } from "../redaction.ts";
 import {
@@ -22,7 +22,7 @@ import {
   SpentFailure,
   type Usage,
 } from "../types.ts";
-import { checkArgValue } from "./arg_values.ts";
+import { checkArgText, checkArgValue } from "./arg_values.ts";
 import { harnessEnv } from "./harness_env.ts";
 import { workingDir } from "./scratch.ts";
 
@@ -61,9 +61,16 @@ export interface HarnessOptions {
 export interface HarnessCall {
   /** The name the provider is registered under, for messages. */
   provider: string;
-  /** The prompt, with the JSON instruction appended for schema calls. */
+  /**
+   * The prompt, with the JSON instruction appended for schema calls, and the system prompt
+   * before it for a tool that takes none of its own.
+   */
   prompt: string;
+  /** The system prompt, for a tool that takes it natively ({@linkcode HarnessTool.systemPrompt}). */
+  system?: string;
   model?: string;
+  /** The call's effort; each tool maps it onto its own setting (or ignores it). */
+  effort?: Effort;
   sandbox: SandboxLevel;
   /** The tool's own session id to continue. */
   resumeSession?: string;
@@ -118,6 +125,11 @@ export interface HarnessTool {
    * argument is limited to 128 KiB). Script-derived values are passed as `--option=value`.
    */
   args(call: HarnessCall): string[];
+  /**
+   * Whether the tool takes a system prompt of its own (`args` then passes `call.system`); the
+   * others get it in front of the prompt.
+   */
+  systemPrompt?: "native";
   /** Variables the tool gets for one call (its sandbox settings); they win over every other. */
   env?(call: HarnessCall): Record<string, string> | undefined;
   /** A fresh reader of one call's standard output. */
@@ -450,10 +462,15 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
       if (request.resumeSession !== undefined) {
         checkArgValue(name, "session id", request.resumeSession);
       }
+      const native = tool.systemPrompt === "native" && request.system !== undefined;
+      if (native) checkArgText(name, "system prompt", request.system!);
+      const prompt = harnessPrompt(request);
       const call: HarnessCall = {
         provider: name,
-        prompt: harnessPrompt(request),
+        prompt: request.system !== undefined && !native ? `${request.system}\n\n${prompt}` : prompt,
+        ...(native ? { system: request.system } : {}),
         ...(model !== undefined ? { model } : {}),
+        ...(request.options.effort !== undefined ? { effort: request.options.effort } : {}),
         sandbox: request.sandbox ?? "read-only",
         ...(request.resumeSession !== undefined ? { resumeSession: request.resumeSession } : {}),
         extraArgs,
