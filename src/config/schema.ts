@@ -20,6 +20,15 @@ const common = {
   price: PriceSchema.optional(),
   model: z.string().min(1).optional(),
   timeout_ms: z.number().int().positive().optional(),
+  /**
+   * The model this provider gets for Claude Code's aliases `haiku`, `sonnet` and `opus`; naming
+   * one says the provider serves Claude models. Claude Code and the Anthropic API have defaults.
+   */
+  model_aliases: z.strictObject({
+    haiku: z.string().min(1).optional(),
+    sonnet: z.string().min(1).optional(),
+    opus: z.string().min(1).optional(),
+  }).optional(),
 };
 
 const envName = z.string().regex(

@@ -228,6 +228,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
         },
         tags: config.providers[provider.name]?.tags ?? [],
         price: price ? price.input_per_mtok + price.output_per_mtok : null,
+        ...(provider.modelAliases ? { modelAliases: provider.modelAliases } : {}),
       };
     }));
   }

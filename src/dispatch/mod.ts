@@ -20,6 +20,14 @@ export type { SandboxAdmission } from "./kernel.ts";
 export { chooseRoute } from "./router.ts";
 export type { RouteCandidate, RouteDecision } from "./router.ts";
 export { createFakeProvider } from "./fake.ts";
+export {
+  ANTHROPIC_MODEL_ALIASES,
+  CLAUDE_MODEL_ALIASES,
+  type ClaudeModelAlias,
+  isClaudeAlias,
+  type ModelAliases,
+  NATIVE_CLAUDE_ALIASES,
+} from "./model_aliases.ts";
 export type { FakeProviderOptions } from "./fake.ts";
 export {
   claudeProvider,

@@ -1,5 +1,6 @@
 import { type ErrorCode, SvcError } from "../errors/mod.ts";
 import type { AgentOptions, JsonValue, SandboxLevel } from "../schemas/mod.ts";
+import type { ModelAliases } from "./model_aliases.ts";
 
 /** Token usage of one call. */
 export interface Usage {
@@ -83,6 +84,11 @@ export interface Provider {
   /** `harness` drives a coding-agent command line; `api` calls a model API over HTTP. */
   readonly kind: "fake" | "harness" | "api";
   dispatch(request: DispatchRequest): Promise<DispatchResult>;
+  /**
+   * Claude Code's model aliases (`haiku`, `sonnet`, `opus`) this provider serves, with the model
+   * name it passes for each. A provider without them never gets a call that names an alias.
+   */
+  readonly modelAliases?: ModelAliases;
   /** Checks that the provider can answer (binary answers its version flag, API key present). */
   probe?(): Promise<Availability>;
 }

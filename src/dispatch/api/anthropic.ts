@@ -20,6 +20,7 @@ import {
 } from "./http.ts";
 import { readSse } from "./sse.ts";
 import { ANTHROPIC_THINKING_BUDGET } from "../effort.ts";
+import { ANTHROPIC_MODEL_ALIASES, type ModelAliases } from "../model_aliases.ts";
 
 /** Options of {@linkcode anthropicProvider}. */
 export interface AnthropicOptions extends ApiClientOptions {
@@ -44,6 +45,11 @@ export interface AnthropicOptions extends ApiClientOptions {
    * default true. Models without extended thinking refuse it: set false for them.
    */
   thinking?: boolean;
+  /**
+   * The model ids of Claude Code's aliases (`haiku`, `sonnet`, `opus`), over the defaults
+   * ({@linkcode ANTHROPIC_MODEL_ALIASES}).
+   */
+  modelAliases?: ModelAliases;
 }
 
 const UsageSchema = z.object({
@@ -235,6 +241,7 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
   return {
     name,
     kind: "api",
+    modelAliases: { ...ANTHROPIC_MODEL_ALIASES, ...options.modelAliases },
     dispatch,
     probe: () => Promise.resolve(probeKey(keyEnv)),
   };

@@ -22,6 +22,7 @@ import {
 } from "./http.ts";
 import { readSse } from "./sse.ts";
 import { OPENAI_REASONING_EFFORT } from "../effort.ts";
+import type { ModelAliases } from "../model_aliases.ts";
 
 /** Options of {@linkcode openaiCompatibleProvider}. */
 export interface OpenAICompatibleOptions extends ApiClientOptions {
@@ -45,6 +46,8 @@ export interface OpenAICompatibleOptions extends ApiClientOptions {
    * true. Models without reasoning refuse the field: set false for them.
    */
   reasoningEffort?: boolean;
+  /** Claude Code's aliases this endpoint serves (a gateway to Claude models), as its model ids. */
+  modelAliases?: ModelAliases;
 }
 
 const UsageSchema = z.object({
@@ -188,6 +191,7 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
   return {
     name,
     kind: "api",
+    ...(options.modelAliases ? { modelAliases: options.modelAliases } : {}),
     dispatch,
     probe: () => Promise.resolve(probeKey(keyEnv)),
   };

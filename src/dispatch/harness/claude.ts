@@ -22,6 +22,7 @@ import {
   type OutputReader,
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
+import { NATIVE_CLAUDE_ALIASES } from "../model_aliases.ts";
 
 /** Tools a read-only call may not use: everything that writes files or runs commands. */
 export const CLAUDE_READ_ONLY_DENIED = "Bash,Edit,Write,NotebookEdit";
@@ -145,6 +146,7 @@ export const CLAUDE: HarnessTool = {
   authPattern:
     /not logged in|invalid api key|please run \/login|oauth token has expired|authentication_failed|authentication_error|invalid x-api-key/i,
   systemPrompt: "native",
+  modelAliases: NATIVE_CLAUDE_ALIASES,
   args: claudeArgs,
   reader: claudeReader,
 };

@@ -25,6 +25,7 @@ import {
 import { checkArgText, checkArgValue } from "./arg_values.ts";
 import { harnessEnv } from "./harness_env.ts";
 import { workingDir } from "./scratch.ts";
+import type { ModelAliases } from "../model_aliases.ts";
 
 /** Options of every harness provider factory. */
 export interface HarnessOptions {
@@ -45,6 +46,11 @@ export interface HarnessOptions {
   passEnv?: readonly string[];
   /** Fixed variables set for the tool (they win over passed ones). */
   env?: Readonly<Record<string, string>>;
+  /**
+   * Claude model aliases the tool serves, as the model names it passes (opencode:
+   * `anthropic/claude-sonnet-4-5`); they add to, or replace, the tool's own.
+   */
+  modelAliases?: ModelAliases;
   /**
    * Where calls without a working directory get a fresh `call-*` directory (removed after the
    * call); `$SVC_HOME/tmp` by default.
@@ -120,6 +126,8 @@ export interface HarnessTool {
   authExitCodes?: readonly number[];
   /** The tool's own key variables, passed from the host unless the options name others. */
   keyEnv: readonly string[];
+  /** Claude model aliases the tool understands itself (Claude Code: all three, unchanged). */
+  modelAliases?: ModelAliases;
   /**
    * The arguments of one call. The prompt is never among them: it goes to standard input (one
    * argument is limited to 128 KiB). Script-derived values are passed as `--option=value`.
@@ -450,9 +458,11 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
   const extraArgs = [...(options.extraArgs ?? [])];
   const pass = [...(options.passEnv ?? tool.keyEnv)];
   const fixed = { ...options.env };
+  const aliases = { ...tool.modelAliases, ...options.modelAliases };
   return {
     name,
     kind: "harness",
+    ...(Object.keys(aliases).length > 0 ? { modelAliases: aliases } : {}),
     probe: () => probeTool(command, harnessEnv(name, { pass: [] }).env),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
       request.signal.throwIfAborted();
