@@ -21,6 +21,17 @@ export { chooseRoute } from "./router.ts";
 export type { RouteCandidate, RouteDecision } from "./router.ts";
 export { createFakeProvider } from "./fake.ts";
 export {
+  AGENT_TYPE_LIMITS,
+  type AgentDefinition,
+  type AgentFolder,
+  agentFolders,
+  AgentTypeRegistry,
+  applyAgentType,
+  BUILT_IN_AGENT_TYPES,
+  parseAgentFile,
+  WRITING_TOOLS,
+} from "./agent_types.ts";
+export {
   ANTHROPIC_MODEL_ALIASES,
   CLAUDE_MODEL_ALIASES,
   type ClaudeModelAlias,

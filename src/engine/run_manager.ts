@@ -1,4 +1,10 @@
-import { type Dispatcher, SchemaRegistry, SessionStore } from "../dispatch/mod.ts";
+import {
+  agentFolders,
+  AgentTypeRegistry,
+  type Dispatcher,
+  SchemaRegistry,
+  SessionStore,
+} from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
 import {
@@ -38,6 +44,8 @@ export interface RunManagerOptions {
   sessions?: SessionStore;
   /** The project: its `schemas/` and `workflows/` folders come before those of `SVC_HOME`. Default: the current directory. */
   projectDir?: string;
+  /** The user's home, whose `.claude/agents/` and `.claude/workflows/` come after the project's. Default: `HOME`. */
+  userHome?: string;
   isolation?: IsolationBackends;
   /** Simultaneous `agent()` calls of one run; more queue. Default 8. */
   concurrency?: number;
@@ -77,11 +85,14 @@ export interface StartOptions {
  * goes through the dispatcher and into the journal.
  */
 export class RunManager {
-  readonly #options: Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions">> & {
-    sessions: SessionStore;
-    nonce?: () => string;
-    projectDir: string;
-  };
+  readonly #options:
+    & Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions" | "userHome">>
+    & {
+      sessions: SessionStore;
+      nonce?: () => string;
+      projectDir: string;
+      userHome?: string;
+    };
   readonly #runs = new Map<string, RunContext>();
   readonly #host: HostRef;
   readonly #startedAt = now();
@@ -100,6 +111,7 @@ export class RunManager {
       maxJournalBytes: 16 * 1024 * 1024,
       maxBlobBytes: 64 * 1024 * 1024,
       projectDir: platform().cwd(),
+      userHome: platform().homeDir(),
       ...options,
       sessions: options.sessions ?? new SessionStore(options.ledger),
     };
@@ -334,6 +346,9 @@ export class RunManager {
       joinPath(projectDir, "schemas"),
       joinPath(this.#ledger.home, "schemas"),
     ]);
+    const agentTypes = new AgentTypeRegistry(
+      agentFolders({ projectDir, userHome: this.#options.userHome }),
+    );
     let outcome: GuestOutcome;
     try {
       outcome = await runGuest({
@@ -357,6 +372,7 @@ export class RunManager {
                 dispatcher: this.#options.dispatcher,
                 sessions: this.#options.sessions,
                 schemas,
+                agentTypes,
                 maxAgents: this.#options.maxAgents,
               },
               params,

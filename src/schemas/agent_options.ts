@@ -50,6 +50,8 @@ export const AgentOptionsSchema = z.strictObject({
   session: nonEmpty.optional(),
   tag: nonEmpty.optional(),
   estimate: EstimateSchema.optional(),
+  /** A subagent definition (`.claude/agents/<name>.md`, or a built-in type), as in Claude Code. */
+  agentType: nonEmpty.optional(),
 }).refine((o) => !(o.schema !== undefined && o.schema_id !== undefined), {
   message: "'schema' and 'schema_id' are mutually exclusive: pass one of them",
 });
