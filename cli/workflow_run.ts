@@ -117,9 +117,12 @@ function exitStatus(status: RunStatus): number {
  */
 export async function workflowRun(scriptPath: string, flags: WorkflowRunFlags): Promise<number> {
   const script = await readScript(scriptPath);
+  // The real folder of the script: the relative refs of its workflow() calls start there.
+  const real = await platform().realPath(scriptPath);
   const request: Record<string, unknown> = {
     script,
     filename: basename(scriptPath),
+    script_dir: real.slice(0, real.lastIndexOf("/")) || "/",
     args: parseArgs(flags.args),
     timeout: parseTimeout(flags.timeout),
     isolation: flags.isolation,

@@ -182,3 +182,27 @@ Deno.test("a script's model: 'haiku' runs on the Claude Code stand-in as --model
   assert.match(a!, /^claude-stub answer to: cheap \[model=haiku .* effort=low\]$/);
   assert.match(b!, /^codex-stub answer to: plain /);
 });
+
+// ---------------------------------------------------------------------------------------------
+// workflow() from a script file
+
+Deno.test("svc workflow run: the script's workflow({scriptPath}) starts from the script file's own folder", async () => {
+  await using project = await tempDir("svc-project-");
+  const folder = `${project.path}/.claude/workflows`;
+  await Deno.mkdir(`${folder}/helpers`, { recursive: true });
+  await Deno.writeTextFile(`${folder}/helpers/greet.js`, `return "hello " + args;`);
+  await Deno.writeTextFile(
+    `${folder}/main.js`,
+    `export const meta = { name: "main", description: "calls a helper next to it" }\nreturn await workflow({ scriptPath: "helpers/greet.js" }, "world")`,
+  );
+  const result = await runCli([
+    "workflow",
+    "run",
+    `${folder}/main.js`,
+    "--workdir",
+    project.path,
+    "--fake-dispatch",
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(result.stdout.trim(), `"hello world"`);
+});

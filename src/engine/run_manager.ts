@@ -152,6 +152,9 @@ export class RunManager {
     const owner = options.owner ?? "local";
     const filename = request.filename ?? "script.js";
     const checked = checkScript(request.script, { filename });
+    const scriptDir = request.script_dir === undefined
+      ? undefined
+      : await existingDir(request.script_dir);
     const meta = boundMeta(checked.meta);
     const replay = request.resume_from
       ? await this.#replaySource(request.resume_from, owner)
@@ -212,7 +215,7 @@ export class RunManager {
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);
-    run.done = this.#execute(run, checked.body, checked.warnings);
+    run.done = this.#execute(run, { body: checked.body, warnings: checked.warnings, scriptDir });
     return snapshot;
   }
 
@@ -321,7 +324,11 @@ export class RunManager {
     this.#heartbeat = undefined;
   }
 
-  async #execute(run: RunContext, body: string, warnings: string[]): Promise<RunStatus> {
+  async #execute(
+    run: RunContext,
+    script: { body: string; warnings: string[]; scriptDir: string | undefined },
+  ): Promise<RunStatus> {
+    const { body, warnings } = script;
     // Start on a later task, so that whoever awaited start() can subscribe before anything happens.
     await new Promise((resolve) => setTimeout(resolve, 0));
     for (const text of warnings) run.narrate({ kind: "warning", text });
@@ -382,7 +389,8 @@ export class RunManager {
             reply.finally(() => run.inflight.delete(reply)).catch(() => {});
             return reply;
           },
-          workflow: (params) => this.#workflow(projectDir, params),
+          workflow: (params) =>
+            this.#workflow(run, { projectDir, scriptDir: script.scriptDir }, params),
           phase: (title) => run.narrate({ kind: "phase", text: title }),
           log: (message) => run.narrate({ kind: "log", text: message }),
           output: (text, stream) => run.narrate({ kind: "output", text, stream }),
@@ -460,23 +468,56 @@ export class RunManager {
     return status;
   }
 
-  async #workflow(projectDir: string, params: unknown): Promise<WorkflowReply> {
-    const ref = params !== null && typeof params === "object"
-      ? (params as { ref?: unknown }).ref
+  async #workflow(
+    run: RunContext,
+    places: { projectDir: string; scriptDir: string | undefined },
+    params: unknown,
+  ): Promise<WorkflowReply> {
+    const given = params !== null && typeof params === "object"
+      ? params as { ref?: unknown; scriptPath?: unknown }
+      : {};
+    const ref = typeof given.ref === "string" && given.ref !== ""
+      ? given.ref
+      : typeof given.scriptPath === "string" && given.scriptPath !== ""
+      ? { scriptPath: given.scriptPath }
       : undefined;
-    if (typeof ref !== "string" || ref === "") {
+    if (ref === undefined) {
       throw new ScriptCallError(
         "TypeError",
-        "workflow(): the name or ref must be a non-empty string",
+        "workflow(): the name or ref must be a non-empty string, or {scriptPath}",
       );
     }
     try {
-      return await resolveWorkflow(ref, { projectDir, home: this.#ledger.home });
+      const resolved = await resolveWorkflow(ref, {
+        projectDir: places.projectDir,
+        home: this.#ledger.home,
+        ...(this.#options.userHome !== undefined ? { userHome: this.#options.userHome } : {}),
+        ...(places.scriptDir !== undefined ? { scriptDir: places.scriptDir } : {}),
+      });
+      for (const text of resolved.warnings) run.narrate({ kind: "warning", text });
+      return { body: resolved.body, filename: resolved.filename };
     } catch (error) {
       if (error instanceof SvcError) throw new ScriptCallError("Error", error.message);
       throw error;
     }
   }
+}
+
+/** The real path of `dir`, which must be an existing directory; a refusal otherwise. */
+async function existingDir(dir: string): Promise<string> {
+  const p = platform();
+  try {
+    const real = await p.realPath(dir);
+    if ((await p.stat(real)).isDirectory) return real;
+  } catch {
+    // Refused below.
+  }
+  throw new SvcError(
+    "invalid_request",
+    `Cannot start the run: 'script_dir' ${
+      JSON.stringify(dir.slice(0, 200))
+    } is not an existing directory`,
+  );
 }
 
 /** Why a run was stopped from outside: its timeout, or a cancel. */
