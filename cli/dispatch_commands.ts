@@ -3,6 +3,7 @@ import { Option } from "commander";
 import type { TaskStatus } from "../src/ledger/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { dispatchHistory } from "../src/dispatch/mod.ts";
+import { EffortSchema } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
@@ -266,7 +267,8 @@ export function addDispatchCommands(
     .option("--session <id|name>", "continue (or start, by name) a session")
     .option("--tag <tag>", "routing tag")
     .addOption(
-      new Option("--effort <level>", "effort, for routing").choices(["low", "medium", "high"]),
+      new Option("--effort <level>", "reasoning effort (the provider's setting; routing)")
+        .choices(EffortSchema.options),
     )
     .addOption(
       new Option("--isolation <mode>", "run in a fresh git worktree").choices(["worktree"]),

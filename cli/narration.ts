@@ -154,6 +154,7 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
           printAbove(`== ${entry.text}`);
         } else if (entry.kind === "log") printAbove(entry.text);
         else if (entry.kind === "call") printAbove(`! ${entry.text}`);
+        else if (entry.kind === "warning") printAbove(`warning: ${entry.text}`);
         else printAbove(`[script ${entry.stream ?? "output"}] ${entry.text}`);
         return;
       }

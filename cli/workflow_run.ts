@@ -1,4 +1,5 @@
-import { describeItemError, RunManager, type RunStatus } from "../src/engine/mod.ts";
+import { svcHome } from "../src/config/mod.ts";
+import { describeItemError, findWorkflow, RunManager, type RunStatus } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
@@ -80,17 +81,20 @@ function exitStatus(status: RunStatus): number {
  * prints the product (or with --json the status object) on standard output.
  */
 export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): Promise<number> {
-  const source = await readScriptSource(scriptRef);
+  const workdir = await workdirOption(flags.workdir);
+  const source = await readScriptSource(await scriptPathOf(scriptRef, workdir));
   const args = await parseArgsOption(flags.args);
   const request: Record<string, unknown> = {
     script: source.script,
     filename: source.filename,
+    // The real folder of the script: the relative refs of its workflow() calls start there.
+    ...(source.dir !== undefined ? { script_dir: source.dir } : {}),
     args: args.value,
     timeout: parseTimeout(flags.timeout),
     isolation: flags.isolation,
     sandbox_default: flags.sandboxDefault,
     sandbox_max: flags.sandboxMax,
-    workdir: await workdirOption(flags.workdir),
+    workdir,
     fake_dispatch: flags.fakeDispatch ?? false,
   };
   request.budget_tokens = parseNumber("--budget-tokens", flags.budgetTokens, true);
@@ -105,6 +109,29 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
   const manager = await host.runs();
   await reportInterrupted(manager, host.home);
   return await follow(manager, request, { flags, ref: source.ref, home: host.home });
+}
+
+/**
+ * The file a script reference names: a path (or `-`) as it is; a bare name that is no file is
+ * a saved workflow, looked up as `workflow(name)` looks it up (docs/SCRIPTS.md).
+ */
+async function scriptPathOf(ref: string, workdir: string | undefined): Promise<string> {
+  const p = platform();
+  if (ref === "-" || ref.includes("/") || ref.endsWith(".js")) return ref;
+  if (await p.stat(ref).then(() => true, () => false)) return ref;
+  const userHome = p.homeDir();
+  try {
+    return await findWorkflow(ref, {
+      projectDir: workdir ?? p.cwd(),
+      home: svcHome(),
+      ...(userHome !== undefined ? { userHome } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof SvcError)) throw error;
+    throw new UsageError(
+      `Cannot read script '${ref}': no such file, and no saved workflow of that name (${error.message})`,
+    );
+  }
 }
 
 /** Says which runs the start-up found left behind by a host that died, and how to resume them. */

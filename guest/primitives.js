@@ -284,10 +284,27 @@ export function createPrimitives(channel, init, compile) {
   }
 
   function workflow(nameOrRef, subArgs) {
-    if (typeof nameOrRef !== "string" || nameOrRef === "") {
+    // A name or ref, or Claude Code's `{scriptPath}`.
+    let target;
+    if (typeof nameOrRef === "string" && nameOrRef !== "") target = { ref: nameOrRef };
+    else if (
+      nameOrRef !== null && typeof nameOrRef === "object" && !ArrayIsArray(nameOrRef)
+    ) {
+      const scriptPath = nameOrRef.scriptPath;
+      if (typeof scriptPath !== "string" || scriptPath === "") {
+        return PromiseReject(
+          new TypeErrorCtor(
+            `workflow(): scriptPath must be a non-empty string, got ${describe(scriptPath)}`,
+          ),
+        );
+      }
+      target = { scriptPath };
+    } else {
       return PromiseReject(
         new TypeErrorCtor(
-          `workflow(): the name or ref must be a non-empty string, got ${describe(nameOrRef)}`,
+          `workflow(): the name or ref must be a non-empty string or {scriptPath}, got ${
+            describe(nameOrRef)
+          }`,
         ),
       );
     }
@@ -296,7 +313,8 @@ export function createPrimitives(channel, init, compile) {
     try {
       const json = subArgs === undefined ? undefined : JSONStringify(subArgs);
       given = json === undefined ? undefined : JSONParse(json);
-      params = JSONStringify({ ref: nameOrRef, hasArgs: given !== undefined });
+      target.hasArgs = given !== undefined;
+      params = JSONStringify(target);
     } catch (error) {
       return PromiseReject(
         new TypeErrorCtor(`workflow(): args must be JSON values (${error.message})`),

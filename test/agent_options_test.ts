@@ -33,6 +33,13 @@ Deno.test("agent() options accept every name of the specification's table", () =
   );
 });
 
+Deno.test("agent() options take Claude Code's five effort levels and no other", () => {
+  for (const effort of ["low", "medium", "high", "xhigh", "max"]) {
+    assert.equal(parseAgentCall({ prompt: "p", options: { effort } }).ok, true, effort);
+  }
+  assert.match(message({ effort: "ultra" }), /^agent\(\): option 'effort' invalid option/);
+});
+
 Deno.test("agent() options name an unknown option", () => {
   assert.equal(message({ labl: "x" }), "agent(): unknown option 'labl'");
 });

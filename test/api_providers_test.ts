@@ -966,3 +966,86 @@ Deno.test("a workflow's agent() calls with provider 'openai' reach the API; the 
   assert.equal(api.seen.length, 2);
   assert.ok(api.seen.every((s) => s.body.model === "m"));
 });
+
+// ---------------------------------------------------------------------------------------------
+// The dialect of workflow scripts (issue 10): effort and an agent type's system prompt
+
+Deno.test("openai: effort is sent as reasoning_effort (xhigh and max as high) unless the provider turns it off", async () => {
+  using _key = withEnv(OPENAI_ENV, KEY);
+  await using api = await localApi(() => openaiCompletion("ok"));
+  const provider = openaiCompatibleProvider({
+    baseUrl: api.url,
+    apiKeyEnv: OPENAI_ENV,
+    model: "m",
+  });
+  const expected = { low: "low", medium: "medium", high: "high", xhigh: "high", max: "high" };
+  for (const effort of Object.keys(expected) as Array<keyof typeof expected>) {
+    await provider.dispatch(request("p", { options: { effort } }));
+    assert.equal(api.seen.at(-1)!.body.reasoning_effort, expected[effort], effort);
+  }
+  await provider.dispatch(request("p"));
+  assert.ok(!("reasoning_effort" in api.seen.at(-1)!.body), "no effort, no field");
+  const plain = openaiCompatibleProvider({
+    baseUrl: api.url,
+    apiKeyEnv: OPENAI_ENV,
+    model: "m",
+    reasoningEffort: false,
+  });
+  await plain.dispatch(request("p", { options: { effort: "high" } }));
+  assert.ok(!("reasoning_effort" in api.seen.at(-1)!.body), "turned off for a model without it");
+});
+
+Deno.test("openai: an agent's system prompt is the first message, before the history", async () => {
+  using _key = withEnv(OPENAI_ENV, KEY);
+  await using api = await localApi(() => openaiCompletion("ok"));
+  const provider = openaiCompatibleProvider({
+    baseUrl: api.url,
+    apiKeyEnv: OPENAI_ENV,
+    model: "m",
+  });
+  await provider.dispatch(request("Now", { history: HISTORY, system: "You review code." }));
+  assert.deepEqual(api.seen[0]!.body.messages, [
+    { role: "system", content: "You review code." },
+    ...HISTORY,
+    { role: "user", content: "Now" },
+  ]);
+});
+
+Deno.test("anthropic: effort becomes an extended-thinking budget added to max_tokens; low asks for none", async () => {
+  using _key = withEnv(ANTHROPIC_ENV, KEY);
+  await using api = await localApi(() =>
+    anthropicMessage([{ type: "thinking", text: "hmm" }, { type: "text", text: "ok" }])
+  );
+  const provider = anthropicProvider({ baseUrl: api.url, apiKeyEnv: ANTHROPIC_ENV, model: "c" });
+  const budgets = { medium: 2048, high: 8192, xhigh: 16384, max: 32768 };
+  for (const [effort, budget] of Object.entries(budgets)) {
+    const result = await provider.dispatch(request("p", { options: { effort: effort as "max" } }));
+    assert.equal(result.output, "ok", "thinking blocks are not the answer");
+    const body = api.seen.at(-1)!.body;
+    assert.deepEqual(body.thinking, { type: "enabled", budget_tokens: budget }, effort);
+    assert.equal(body.max_tokens, 4096 + budget, effort);
+  }
+  await provider.dispatch(request("p", { options: { effort: "low" } }));
+  assert.ok(!("thinking" in api.seen.at(-1)!.body));
+  assert.equal(api.seen.at(-1)!.body.max_tokens, 4096);
+  const plain = anthropicProvider({
+    baseUrl: api.url,
+    apiKeyEnv: ANTHROPIC_ENV,
+    model: "c",
+    thinking: false,
+  });
+  await plain.dispatch(request("p", { options: { effort: "max" } }));
+  assert.ok(!("thinking" in api.seen.at(-1)!.body), "turned off for a model without it");
+});
+
+Deno.test("anthropic: an agent's system prompt is the system field, with a schema's instruction after it", async () => {
+  using _key = withEnv(ANTHROPIC_ENV, KEY);
+  await using api = await localApi(() => anthropicMessage([{ type: "text", text: '{"ok":true}' }]));
+  const provider = anthropicProvider({ baseUrl: api.url, apiKeyEnv: ANTHROPIC_ENV, model: "c" });
+  await provider.dispatch(request("Check", { system: "You review code." }));
+  assert.equal(api.seen[0]!.body.system, "You review code.");
+  const schema = { type: "object" };
+  await provider.dispatch(request("Check", { system: "You review code.", options: { schema } }));
+  const system = String(api.seen[1]!.body.system);
+  assert.ok(system.startsWith("You review code.\n\nAnswer with a single JSON value"), system);
+});

@@ -5,6 +5,7 @@ import {
   AvailabilityTracker,
   createDispatcher,
   type DispatchRequest,
+  NATIVE_CLAUDE_ALIASES,
   type Provider,
 } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
@@ -204,7 +205,8 @@ Deno.test("auto routing prefers the less loaded provider", async () => {
 });
 
 Deno.test("a profile fixes provider and model; an explicit model overrides it", async () => {
-  const claude = provider("claude");
+  // Claude Code takes the aliases `opus` and `haiku` itself.
+  const claude = { ...provider("claude"), modelAliases: NATIVE_CLAUDE_ALIASES };
   const dispatcher = createDispatcher({
     providers: [claude],
     config: config({

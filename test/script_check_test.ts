@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkScript } from "../src/engine/mod.ts";
+import { checkScript, phaseTitles } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 
 function refusal(source: string): string {
@@ -19,6 +19,7 @@ Deno.test("checkScript() reads a pure-literal meta and blanks its export keyword
     `export const meta = { name: "n", description: \`d\`, phases: ["a", "b"] };\nreturn 1;`;
   const checked = checkScript(source);
   assert.deepEqual(checked.meta, { name: "n", description: "d", phases: ["a", "b"] });
+  assert.deepEqual(checked.warnings, []);
   assert.equal(checked.body.length, source.length, "offsets are preserved");
   assert.ok(checked.body.startsWith("       const meta"));
 });
@@ -52,13 +53,71 @@ Deno.test("checkScript() refuses a meta that is not a pure literal, naming line 
   assert.match(refusal("export const meta = 5;"), /w\.js:1:21: meta must be an object literal/);
 });
 
-Deno.test("checkScript() refuses meta fields of the wrong type or unknown name", () => {
-  assert.match(refusal(`export const meta = { name: 3 };`), /^w\.js:1:21: meta\.name: /);
-  assert.match(refusal(`export const meta = { phases: ["a", 2] };`), /meta\.phases\.1: /);
+Deno.test("checkScript() refuses a meta field of the wrong type at the field's own line and column", () => {
+  assert.match(refusal(`export const meta = { name: 3 };`), /^w\.js:1:23: meta\.name: /);
   assert.match(
-    refusal(`export const meta = { nmae: "x" };`),
-    /unknown field 'nmae' \(allowed: name, description, phases\)/,
+    refusal(`export const meta = { phases: ["a", 2] };`),
+    /^w\.js:1:37: meta\.phases\.1: /,
   );
+  assert.match(
+    refusal(
+      `export const meta = {\n  name: "n",\n  phases: [\n    { title: "A" },\n    { title: 7 },\n  ],\n};`,
+    ),
+    /^w\.js:5:5: meta\.phases\.1: must be a title, or an object \{ title, detail\?, model\? \}/,
+  );
+  assert.match(
+    refusal(`export const meta = {\n  description: "d",\n  whenToUse: ["x"],\n};`),
+    /^w\.js:3:3: meta\.whenToUse: /,
+  );
+});
+
+Deno.test("checkScript() reads Claude Code's meta: phase objects and whenToUse", () => {
+  const checked = checkScript(
+    `export const meta = {
+  name: 'review',
+  description: 'd',
+  whenToUse: 'before a PR',
+  phases: [{ title: 'Review', detail: 'one per dimension' }, { title: 'Verify', model: 'haiku' }, 'Plain'],
+}
+return 1`,
+    { filename: "w.js" },
+  );
+  assert.deepEqual(checked.meta, {
+    name: "review",
+    description: "d",
+    whenToUse: "before a PR",
+    phases: [
+      { title: "Review", detail: "one per dimension" },
+      { title: "Verify", model: "haiku" },
+      "Plain",
+    ],
+  });
+  assert.deepEqual(phaseTitles(checked.meta), ["Review", "Verify", "Plain"]);
+  assert.deepEqual(checked.warnings, []);
+});
+
+Deno.test("checkScript() keeps unknown meta fields and warns about each at its position, on one line", () => {
+  const checked = checkScript(
+    `export const meta = {\n  name: "n",\n  nmae: "x",\n  "bad\\nkey": 1,\n  phases: [{ title: "A", colour: "red" }],\n};\nreturn 1`,
+    { filename: "w.js" },
+  );
+  assert.equal(checked.meta.nmae, "x", "the field is kept");
+  assert.deepEqual(checked.warnings, [
+    `w.js:3:3: meta field "nmae" is not known to svc: kept, not used`,
+    `w.js:4:3: meta field "bad\\nkey" is not known to svc: kept, not used`,
+    `w.js:5:26: meta field phases[0]."colour" is not known to svc: kept, not used`,
+  ]);
+  for (const warning of checked.warnings) assert.ok(!/[\n\r]/.test(warning), "one line each");
+});
+
+Deno.test("checkScript() bounds its warnings: ten lines and a count, names clipped", () => {
+  const fields = Array.from({ length: 25 }, (_, i) => `  f${i}${"x".repeat(100)}: ${i},`).join(
+    "\n",
+  );
+  const checked = checkScript(`export const meta = {\n${fields}\n};`, { filename: "w.js" });
+  assert.equal(checked.warnings.length, 11);
+  assert.equal(checked.warnings[10], "w.js: 15 more unknown meta fields");
+  assert.ok(checked.warnings.every((w) => w.length < 160), "each name is clipped");
 });
 
 Deno.test("checkScript() requires meta to be the first statement and the only export", () => {

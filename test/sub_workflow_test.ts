@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { tempDir, testManager } from "./helpers.ts";
+import { findWorkflow } from "../src/engine/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { narration, tempDir, testManager } from "./helpers.ts";
 
 async function write(path: string, text: string): Promise<void> {
   await Deno.mkdir(path.replace(/\/[^/]+$/, ""), { recursive: true });
@@ -108,7 +110,7 @@ Deno.test("an unknown name, a bad ref or a syntax error fails that call with a c
   assert.match(seen[5]!, /must be a relative path to a \.js file/);
   assert.match(
     seen[6]!,
-    /^TypeError: workflow\(\): the name or ref must be a non-empty string, got string$/,
+    /^TypeError: workflow\(\): the name or ref must be a non-empty string or \{scriptPath\}, got string$/,
   );
 });
 
@@ -183,4 +185,153 @@ Deno.test("an error thrown inside a sub-workflow points at the sub-workflow's fi
     /^TypeError: Cannot read properties of null \(reading 'boom'\)/,
   );
   assert.match(status.error?.stack ?? "", /fails\.js:2:6/);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Claude Code's workflow() (issue 10): .claude/workflows, {scriptPath}, refs from the script's folder
+
+Deno.test("workflow(name) looks in the project's .claude/workflows and workflows, then ~/.claude/workflows, then SVC_HOME", async () => {
+  await using user = await tempDir("svc-user-");
+  await using t = await testManager({ projectDir: undefined, userHome: user.path });
+  const project = `${t.home}/project`;
+  await write(`${project}/.claude/workflows/a.js`, `return "project .claude";`);
+  await write(`${project}/workflows/a.js`, `return "project workflows";`);
+  await write(`${project}/workflows/b.js`, `return "project workflows";`);
+  await write(`${user.path}/.claude/workflows/b.js`, `return "user .claude";`);
+  await write(`${user.path}/.claude/workflows/c.js`, `return "user .claude";`);
+  await write(`${t.home}/workflows/c.js`, `return "SVC_HOME";`);
+  await write(`${t.home}/workflows/d.js`, `return "SVC_HOME";`);
+  const run = await t.manager.start({
+    script:
+      `return [await workflow("a"), await workflow("b"), await workflow("c"), await workflow("d")];`,
+    workdir: project,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.deepEqual(status.result, [
+    "project .claude",
+    "project workflows",
+    "user .claude",
+    "SVC_HOME",
+  ]);
+});
+
+Deno.test("findWorkflow() gives the real path of a saved workflow, or names every place it looked", async () => {
+  await using t = await tempDir();
+  const places = {
+    projectDir: `${t.path}/project`,
+    home: `${t.path}/svc`,
+    userHome: `${t.path}/user`,
+  };
+  await write(`${t.path}/user/.claude/workflows/review.js`, `return 1;`);
+  assert.equal(
+    await findWorkflow("review", places),
+    await Deno.realPath(`${t.path}/user/.claude/workflows/review.js`),
+  );
+  await assert.rejects(
+    findWorkflow("nothing", places),
+    (error: unknown) =>
+      error instanceof SvcError && error.code === "not_found" &&
+      error.message ===
+        `Cannot find workflow 'nothing': looked for ${t.path}/project/.claude/workflows/nothing.js, ${t.path}/project/workflows/nothing.js, ${t.path}/user/.claude/workflows/nothing.js, ${t.path}/svc/workflows/nothing.js`,
+  );
+  await assert.rejects(findWorkflow("../x", places), /a name is letters, digits/);
+});
+
+Deno.test("workflow({scriptPath}) and ./refs start from the calling script's folder and stay inside the project", async () => {
+  await using user = await tempDir("svc-user-");
+  await using t = await testManager({ projectDir: undefined, userHome: user.path });
+  const project = `${t.home}/project`;
+  await write(`${project}/.claude/workflows/helpers/double.js`, `return args * 2;`);
+  await write(`${project}/lib/triple.js`, `return args * 3;`);
+  await write(`${project}/.claude/workflows/main.js`, "// the main script's own file");
+  const run = await t.manager.start({
+    script: `const seen = [];
+      for (const ref of [{ scriptPath: "helpers/double.js" }, "./helpers/double.js", { scriptPath: "../../lib/triple.js" }, { scriptPath: "../../../outside.js" }, { scriptPath: "/etc/passwd.js" }]) {
+        try { seen.push(await workflow(ref, 7)); } catch (e) { seen.push(e.message); }
+      }
+      return seen;`,
+    workdir: project,
+    script_dir: `${project}/.claude/workflows`,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.deepEqual(status.result, [
+    14,
+    14,
+    21,
+    "workflow(): '../../../outside.js' must be a relative path to a .js file inside the project directory",
+    "workflow(): '/etc/passwd.js' must be a relative path to a .js file inside the project directory",
+  ]);
+});
+
+Deno.test("a script from a workflows folder outside the project reaches its neighbours there and nothing else", async () => {
+  await using user = await tempDir("svc-user-");
+  await using t = await testManager({ projectDir: undefined, userHome: user.path });
+  const project = `${t.home}/project`;
+  await Deno.mkdir(project, { recursive: true });
+  const folder = `${user.path}/.claude/workflows`;
+  await write(`${folder}/lib/step.js`, `return "neighbour";`);
+  await write(`${user.path}/secret.js`, `return "SECRET";`);
+  await Deno.symlink(`${user.path}/secret.js`, `${folder}/lib/link.js`);
+  const run = await t.manager.start({
+    script: `const seen = [];
+      for (const ref of ["./lib/step.js", "../secret.js", "./lib/link.js"]) {
+        try { seen.push(await workflow(ref)); } catch (e) { seen.push(e.message); }
+      }
+      return seen;`,
+    workdir: project,
+    script_dir: folder,
+  });
+  const status = await t.manager.wait(run.run_id);
+  assert.deepEqual(status.result, [
+    "neighbour",
+    "workflow(): '../secret.js' must be a relative path to a .js file inside the calling script's folder",
+    "workflow(): './lib/link.js' leads outside the calling script's folder through a symbolic link",
+  ]);
+});
+
+Deno.test("a run refuses a script_dir that is not an existing absolute directory", async () => {
+  await using t = await testManager();
+  await write(`${t.home}/file.js`, "return 1;");
+  for (
+    const [dir, pattern] of [
+      ["relative/dir", /script_dir.*must be an absolute path/],
+      [`${t.home}/missing`, /'script_dir' ".*\/missing" is not an existing directory/],
+      [`${t.home}/file.js`, /is not an existing directory/],
+    ] as const
+  ) {
+    await assert.rejects(
+      t.manager.start({ script: "return 1", script_dir: dir }),
+      (error: unknown) =>
+        error instanceof SvcError && error.code === "invalid_request" &&
+        pattern.test(error.message),
+      dir,
+    );
+  }
+});
+
+Deno.test("a sub-workflow's unknown meta fields are narrated as warnings", async () => {
+  await using t = await testManager();
+  await write(
+    `${t.home}/workflows/odd.js`,
+    `export const meta = { name: "odd", tint: "blue" };\nreturn 1;`,
+  );
+  const run = await t.manager.start({ script: `return await workflow("odd");` });
+  const status = await t.manager.wait(run.run_id);
+  assert.equal(status.result, 1);
+  assert.deepEqual(narration(status, "warning"), [
+    `odd.js:1:36: meta field "tint" is not known to svc: kept, not used`,
+  ]);
+});
+
+Deno.test("workflow({scriptPath}) with a scriptPath that is not a string throws a TypeError in the script", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({
+    script:
+      `try { await workflow({ scriptPath: 3 }) } catch (e) { return e.name + ": " + e.message }`,
+  });
+  assert.equal(
+    (await t.manager.wait(run.run_id)).result,
+    "TypeError: workflow(): scriptPath must be a non-empty string, got number",
+  );
 });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EffortSchema } from "../schemas/mod.ts";
 
 const name = z.string().regex(
   /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
@@ -19,6 +20,15 @@ const common = {
   price: PriceSchema.optional(),
   model: z.string().min(1).optional(),
   timeout_ms: z.number().int().positive().optional(),
+  /**
+   * The model this provider gets for Claude Code's aliases `haiku`, `sonnet` and `opus`; naming
+   * one says the provider serves Claude models. Claude Code and the Anthropic API have defaults.
+   */
+  model_aliases: z.strictObject({
+    haiku: z.string().min(1).optional(),
+    sonnet: z.string().min(1).optional(),
+    opus: z.string().min(1).optional(),
+  }).optional(),
 };
 
 const envName = z.string().regex(
@@ -63,6 +73,8 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
       "must be the NAME of an environment variable",
     ),
     stream: z.boolean().optional(),
+    /** Send `effort` as `reasoning_effort` (default true; false for models without reasoning). */
+    reasoning_effort: z.boolean().optional(),
   }),
   z.strictObject({
     type: z.literal("anthropic"),
@@ -75,6 +87,8 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
     ).optional(),
     stream: z.boolean().optional(),
     max_tokens: z.number().int().positive().optional(),
+    /** Turn `effort` into an extended-thinking budget (default true). */
+    thinking: z.boolean().optional(),
   }),
 ]);
 
@@ -101,7 +115,7 @@ export const ConfigSchema = z.strictObject({
     /** Per tag: the providers to route it to, in order. */
     tags: z.record(z.string(), z.array(name)).default({}),
     /** Per effort: the providers to route it to, in order. */
-    effort: z.partialRecord(z.enum(["low", "medium", "high"]), z.array(name)).default({}),
+    effort: z.partialRecord(EffortSchema, z.array(name)).default({}),
   }).default({ prefer: [], tags: {}, effort: {} }),
   sandbox: z.strictObject({
     /** Whether `full` may be granted at all; otherwise it is clamped to `write`. */

@@ -20,6 +20,8 @@ import type { WorktreeManager, WorktreeResult } from "./worktrees.ts";
 export interface DispatchInput {
   prompt: string;
   options: AgentOptions;
+  /** The agent's system prompt (an `agentType`'s body), for the provider to apply. */
+  system?: string;
   signal: AbortSignal;
   cwd?: string;
   resumeSession?: string;
@@ -226,6 +228,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
         },
         tags: config.providers[provider.name]?.tags ?? [],
         price: price ? price.input_per_mtok + price.output_per_mtok : null,
+        ...(provider.modelAliases ? { modelAliases: provider.modelAliases } : {}),
       };
     }));
   }

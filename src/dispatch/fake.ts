@@ -1,6 +1,7 @@
 import { abortableSleep } from "../concurrency/mod.ts";
 import type { DispatchRequest, DispatchResult, Provider } from "./types.ts";
 import { schemaInstance } from "./schema_instance.ts";
+import { NATIVE_CLAUDE_ALIASES } from "./model_aliases.ts";
 
 function tokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
@@ -24,6 +25,8 @@ export function createFakeProvider(options: FakeProviderOptions = {}): Provider 
   return {
     name: "fake",
     kind: "fake",
+    // It answers for any model: a script's Claude aliases run under fake dispatch as they are.
+    modelAliases: NATIVE_CLAUDE_ALIASES,
     probe: () => Promise.resolve({ available: true, reason: "always registered" }),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
       await abortableSleep(latencyMs, request.signal);

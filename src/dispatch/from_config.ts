@@ -4,6 +4,7 @@ import { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import { claudeProvider, codexProvider, geminiProvider, opencodeProvider } from "./harness/mod.ts";
 import type { Provider } from "./types.ts";
+import type { ModelAliases } from "./model_aliases.ts";
 import type { WorktreeManager } from "./worktrees.ts";
 
 /**
@@ -26,6 +27,10 @@ export function providerFromConfig(
         model: settings.model,
         stream: settings.stream,
         timeoutMs: settings.timeout_ms,
+        ...(settings.reasoning_effort !== undefined
+          ? { reasoningEffort: settings.reasoning_effort }
+          : {}),
+        ...(settings.model_aliases ? { modelAliases: settings.model_aliases } : {}),
       });
     case "anthropic":
       return anthropicProvider({
@@ -36,6 +41,8 @@ export function providerFromConfig(
         stream: settings.stream,
         maxTokens: settings.max_tokens,
         timeoutMs: settings.timeout_ms,
+        ...(settings.thinking !== undefined ? { thinking: settings.thinking } : {}),
+        ...(settings.model_aliases ? { modelAliases: settings.model_aliases } : {}),
       });
     case "claude":
     case "codex":
@@ -51,6 +58,7 @@ export function providerFromConfig(
         env: settings.env,
         scratchRoot: options.scratchRoot,
         sessionRoot: options.sessionRoot,
+        ...(settings.model_aliases ? { modelAliases: settings.model_aliases } : {}),
       });
   }
 }
@@ -65,6 +73,7 @@ type HarnessFactory = (options: {
   env?: Readonly<Record<string, string>>;
   scratchRoot?: string;
   sessionRoot?: string;
+  modelAliases?: ModelAliases;
 }) => Provider;
 
 const HARNESSES: Record<"claude" | "codex" | "gemini" | "opencode", HarnessFactory> = {

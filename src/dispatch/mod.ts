@@ -20,6 +20,25 @@ export type { SandboxAdmission } from "./kernel.ts";
 export { chooseRoute } from "./router.ts";
 export type { RouteCandidate, RouteDecision } from "./router.ts";
 export { createFakeProvider } from "./fake.ts";
+export {
+  AGENT_TYPE_LIMITS,
+  type AgentDefinition,
+  type AgentFolder,
+  agentFolders,
+  AgentTypeRegistry,
+  applyAgentType,
+  BUILT_IN_AGENT_TYPES,
+  parseAgentFile,
+  WRITING_TOOLS,
+} from "./agent_types.ts";
+export {
+  ANTHROPIC_MODEL_ALIASES,
+  CLAUDE_MODEL_ALIASES,
+  type ClaudeModelAlias,
+  isClaudeAlias,
+  type ModelAliases,
+  NATIVE_CLAUDE_ALIASES,
+} from "./model_aliases.ts";
 export type { FakeProviderOptions } from "./fake.ts";
 export {
   claudeProvider,

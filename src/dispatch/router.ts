@@ -2,6 +2,7 @@ import type { Config } from "../config/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
 import type { Availability } from "./types.ts";
+import { isClaudeAlias, type ModelAliases } from "./model_aliases.ts";
 
 /** A provider as the router sees it. */
 export interface RouteCandidate {
@@ -13,6 +14,8 @@ export interface RouteCandidate {
   tags: readonly string[];
   /** USD per million input plus output tokens, when priced. */
   price: number | null;
+  /** The Claude model aliases it serves, and as what (`Provider.modelAliases`). */
+  modelAliases?: ModelAliases;
 }
 
 /** Where a call goes, with which model, and why: recorded with the call. */
@@ -34,8 +37,10 @@ function loadRatio(candidate: RouteCandidate): number {
  * Chooses the provider of one call. `profile` fixes provider and model; `provider` names one
  * (refused with the reason when it is unknown or unavailable); `auto` (the default) takes the
  * available providers, keeps those that can work at the admitted sandbox level (model APIs
- * cannot act on files), and orders them by tag, effort, configured preference, current load
- * and price.
+ * cannot act on files) and, for a model named by a Claude alias (`haiku`, `sonnet`, `opus`),
+ * that serve Claude models; it orders them by tag, effort, configured preference, current load
+ * and price. An alias reaches the chosen provider as that provider names it; a provider named
+ * for a call with an alias it does not serve is refused.
  */
 export function chooseRoute(
   options: AgentOptions,
@@ -62,6 +67,12 @@ export function chooseRoute(
     profileSandbox = profile.sandbox;
   }
 
+  const alias = isClaudeAlias(model) ? model : undefined;
+  const serving = (c: RouteCandidate) =>
+    alias === undefined || c.modelAliases?.[alias] !== undefined;
+  /** The model the chosen provider gets: an alias as that provider names it. */
+  const modelFor = (c: RouteCandidate) => alias === undefined ? model : c.modelAliases![alias]!;
+
   if (wanted !== "auto") {
     const candidate = candidates.find((c) => c.name === wanted);
     if (!candidate) {
@@ -77,7 +88,21 @@ export function chooseRoute(
         `Cannot dispatch to ${wanted}: it is unavailable (${candidate.availability.reason})`,
       );
     }
-    return { provider: wanted, model, reason: via, ...(profileSandbox ? { profileSandbox } : {}) };
+    if (!serving(candidate)) {
+      const others = candidates.filter((c) => c.kind !== "fake" && serving(c)).map((c) => c.name);
+      throw new SvcError(
+        "invalid_request",
+        `Cannot dispatch to ${wanted}: the model '${alias}' names a Claude model, which ${wanted} does not serve (providers that do: ${
+          others.join(", ") || "none configured"
+        })`,
+      );
+    }
+    return {
+      provider: wanted,
+      model: modelFor(candidate),
+      reason: via,
+      ...(profileSandbox ? { profileSandbox } : {}),
+    };
   }
 
   const notes: string[] = [];
@@ -86,6 +111,13 @@ export function chooseRoute(
   const unavailable = pool.filter((c) => !c.availability.available);
   for (const c of unavailable) notes.push(`${c.name} unavailable: ${c.availability.reason}`);
   pool = pool.filter((c) => c.availability.available);
+  if (alias !== undefined) {
+    const other = pool.filter((c) => !serving(c));
+    if (other.length > 0) {
+      notes.push(`${other.map((c) => c.name).join(", ")} serve no Claude models ('${alias}')`);
+    }
+    pool = pool.filter(serving);
+  }
   if (sandbox !== "read-only") {
     const apis = pool.filter((c) => c.kind === "api");
     if (apis.length > 0) {
@@ -144,7 +176,7 @@ export function chooseRoute(
   ].filter(Boolean).join("; ");
   return {
     provider: chosen.name,
-    model,
+    model: modelFor(chosen),
     reason: `auto: ${chosen.name} of ${ordered.map((c) => c.name).join(", ")} (${why})`,
     ...(profileSandbox ? { profileSandbox } : {}),
   };

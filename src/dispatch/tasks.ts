@@ -18,6 +18,12 @@ import {
 import { type Dispatcher, type DispatchOutcome, ProviderError } from "./dispatcher.ts";
 import type { SessionStore } from "./sessions.ts";
 import {
+  type AgentDefinition,
+  agentFolders,
+  AgentTypeRegistry,
+  applyAgentType,
+} from "./agent_types.ts";
+import {
   type CompiledSchema,
   SchemaError,
   SchemaRegistry,
@@ -275,8 +281,11 @@ export class TaskManager {
    * to `schema_attempts` times; every attempt's usage counts.
    */
   async #dispatch(status: TaskStatus, signal: AbortSignal): Promise<DispatchOutcome> {
-    const options = status.options as DispatchTaskRequest;
-    const workdir = options.workdir ?? platform().cwd();
+    const asked = status.options as DispatchTaskRequest;
+    const workdir = asked.workdir ?? platform().cwd();
+    const agent = await taskAgentType(asked.agentType, workdir);
+    const options = agent ? { ...asked, ...applyAgentType(asked, agent) } : asked;
+    const system = agent?.system;
     const registry = new SchemaRegistry([
       joinPath(workdir, "schemas"),
       joinPath(this.#options.ledger.home, "schemas"),
@@ -294,12 +303,17 @@ export class TaskManager {
       }
       throw error;
     }
-    if (!schema) return await this.#once(status, options, signal);
+    if (!schema) return await this.#once(status, options, signal, system);
     const usage = { input_tokens: 0, output_tokens: 0 };
     let cost: number | null = 0;
     let errors: string[] = [];
     for (let attempt = 1; attempt <= status.schema_attempts; attempt++) {
-      const outcome = await this.#once(status, { ...options, schema: schema.schema }, signal);
+      const outcome = await this.#once(
+        status,
+        { ...options, schema: schema.schema },
+        signal,
+        system,
+      );
       usage.input_tokens += outcome.usage.input_tokens;
       usage.output_tokens += outcome.usage.output_tokens;
       cost = cost === null || outcome.cost_usd === null ? null : cost + outcome.cost_usd;
@@ -321,10 +335,12 @@ export class TaskManager {
     status: TaskStatus,
     options: DispatchTaskRequest,
     signal: AbortSignal,
+    system: string | undefined,
   ): Promise<DispatchOutcome> {
     const input = {
       prompt: status.prompt,
       options,
+      ...(system !== undefined ? { system } : {}),
       signal,
       ...(options.workdir ? { cwd: options.workdir } : {}),
     };
@@ -434,5 +450,25 @@ export class TaskManager {
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
     await this.#options.ledger.removeHost(this.#host).catch(() => {});
+  }
+}
+
+/**
+ * A task's agent type, from `.claude/agents/` of its workdir (else the current directory), then
+ * of the user's home, then the built-in types; an unknown one is refused.
+ */
+async function taskAgentType(
+  name: string | undefined,
+  workdir: string,
+): Promise<AgentDefinition | undefined> {
+  if (name === undefined) return undefined;
+  const registry = new AgentTypeRegistry(
+    agentFolders({ projectDir: workdir, userHome: platform().homeDir() }),
+  );
+  try {
+    return await registry.resolve(name);
+  } catch (error) {
+    if (!(error instanceof SvcError)) throw error;
+    throw new SvcError(error.code, error.message.replace(/^agent\(\): /, "Cannot dispatch: "));
   }
 }

@@ -1,5 +1,6 @@
 import { type ErrorCode, SvcError } from "../errors/mod.ts";
 import type { AgentOptions, JsonValue, SandboxLevel } from "../schemas/mod.ts";
+import type { ModelAliases } from "./model_aliases.ts";
 
 /** Token usage of one call. */
 export interface Usage {
@@ -37,6 +38,11 @@ export class SpentFailure extends SvcError {
 export interface DispatchRequest {
   prompt: string;
   options: AgentOptions;
+  /**
+   * The agent's system prompt (an `agentType`'s body): Claude Code takes it as its system
+   * prompt, the model APIs as their system message, other harnesses before the prompt.
+   */
+  system?: string;
   /** Aborting stops the call: a harness's whole process group is killed. */
   signal: AbortSignal;
   /** The sandbox level the kernel admitted (after clamping); `read-only` when absent. */
@@ -78,6 +84,11 @@ export interface Provider {
   /** `harness` drives a coding-agent command line; `api` calls a model API over HTTP. */
   readonly kind: "fake" | "harness" | "api";
   dispatch(request: DispatchRequest): Promise<DispatchResult>;
+  /**
+   * Claude Code's model aliases (`haiku`, `sonnet`, `opus`) this provider serves, with the model
+   * name it passes for each. A provider without them never gets a call that names an alias.
+   */
+  readonly modelAliases?: ModelAliases;
   /** Checks that the provider can answer (binary answers its version flag, API key present). */
   probe?(): Promise<Availability>;
 }

@@ -1,4 +1,7 @@
 import {
+  type AgentDefinition,
+  type AgentTypeRegistry,
+  applyAgentType,
   type CompiledSchema,
   type DispatchContext,
   type Dispatcher,
@@ -25,6 +28,8 @@ export interface AgentCallDeps {
   /** Continues `agent(..., {session})` conversations. */
   sessions: SessionStore;
   schemas: SchemaRegistry;
+  /** The run's agent types (`agentType`). */
+  agentTypes: AgentTypeRegistry;
   /** `agent()` calls one run may make; later ones return null. */
   maxAgents: number;
 }
@@ -91,6 +96,20 @@ function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<
   });
 }
 
+/** The call's agent type; an unknown or unreadable one is a script error that `agent()` throws. */
+async function agentType(
+  deps: AgentCallDeps,
+  name: string | undefined,
+): Promise<AgentDefinition | undefined> {
+  if (name === undefined) return undefined;
+  try {
+    return await deps.agentTypes.resolve(name);
+  } catch (error) {
+    if (error instanceof SvcError) throw new ScriptCallError("Error", error.message);
+    throw error;
+  }
+}
+
 /**
  * One `agent()` call from validation to journal: the agent limit, replay, the run's
  * concurrency cap, the budget gate, dispatch (with schema validation and retries), and a
@@ -107,6 +126,7 @@ export async function handleAgentCall(
   if (!parsed.ok) throw new ScriptCallError("TypeError", parsed.message);
   const call = parsed.call;
   const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir);
+  const agent = await agentType(deps, call.options.agentType);
   const decision = await decide(ctx, deps, call);
   const { calls } = ctx.status;
   const startedAt = now();
@@ -245,15 +265,15 @@ export async function handleAgentCall(
     let cause: FailureCause | undefined;
     let value: JsonValue | undefined;
     try {
-      const options = decision.schema
-        ? { ...call.options, schema: decision.schema.schema }
-        : call.options;
+      const typed = agent ? applyAgentType(call.options, agent) : call.options;
+      const options = decision.schema ? { ...typed, schema: decision.schema.schema } : typed;
       const maxAttempts = decision.schema ? ctx.request.schema_attempts : 1;
       while (attempts < maxAttempts && value === undefined) {
         attempts++;
         const input = {
           prompt: call.prompt,
           options,
+          ...(agent?.system !== undefined ? { system: agent.system } : {}),
           signal,
           ...(cwd !== undefined ? { cwd } : {}),
         };

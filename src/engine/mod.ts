@@ -5,8 +5,10 @@
 export { RunManager } from "./run_manager.ts";
 export type { RunManagerOptions, StartOptions } from "./run_manager.ts";
 export { describeItemError } from "./run_context.ts";
-export { checkScript, ScriptMetaSchema } from "./script_check.ts";
+export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";
 export type { CheckedScript, ScriptMeta } from "./script_check.ts";
+export { findWorkflow, resolveWorkflow } from "./sub_workflow.ts";
+export type { ResolvedWorkflow, WorkflowPlaces, WorkflowRef } from "./sub_workflow.ts";
 export { runGuest, ScriptCallError } from "./guest_session.ts";
 export type {
   AgentReply,

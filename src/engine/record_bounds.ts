@@ -8,6 +8,7 @@ import {
   type ScriptErrorRecord,
 } from "../ledger/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
+import { phaseTitles, type ScriptMeta } from "./script_check.ts";
 
 /**
  * Sizes of what a run records from its script, chosen so that the run's status (meta, error,
@@ -72,16 +73,21 @@ export function boundCondition(condition: RunCondition): RunCondition {
   return out;
 }
 
-/** The script's meta as the status keeps it: name, description and phase titles clipped. */
-export function boundMeta(meta: RunStatus["meta"]): RunStatus["meta"] {
+/**
+ * The script's meta as the status keeps it: name, description, `whenToUse` and phase titles,
+ * clipped. Other fields (phase details, unknown fields) stay with the script.
+ */
+export function boundMeta(meta: ScriptMeta): RunStatus["meta"] {
   const { metaName, metaDescription, metaPhases, short } = RECORD_LIMITS;
   const out: RunStatus["meta"] = {};
   if (meta.name !== undefined) out.name = clipText(meta.name, metaName);
   if (meta.description !== undefined) {
     out.description = clipText(meta.description, metaDescription);
   }
-  if (meta.phases !== undefined) {
-    out.phases = meta.phases.slice(0, metaPhases).map((phase) => clipText(phase, short));
+  if (meta.whenToUse !== undefined) out.whenToUse = clipText(meta.whenToUse, metaDescription);
+  const titles = phaseTitles(meta);
+  if (titles !== undefined) {
+    out.phases = titles.slice(0, metaPhases).map((phase) => clipText(phase, short));
   }
   return out;
 }

@@ -1,4 +1,10 @@
-import { type Dispatcher, SchemaRegistry, SessionStore } from "../dispatch/mod.ts";
+import {
+  agentFolders,
+  AgentTypeRegistry,
+  type Dispatcher,
+  SchemaRegistry,
+  SessionStore,
+} from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
 import {
@@ -39,6 +45,8 @@ export interface RunManagerOptions {
   sessions?: SessionStore;
   /** The project: its `schemas/` and `workflows/` folders come before those of `SVC_HOME`. Default: the current directory. */
   projectDir?: string;
+  /** The user's home, whose `.claude/agents/` and `.claude/workflows/` come after the project's. Default: `HOME`. */
+  userHome?: string;
   isolation?: IsolationBackends;
   /** Simultaneous `agent()` calls of one run; more queue. Default 8. */
   concurrency?: number;
@@ -83,11 +91,14 @@ export interface StartOptions {
  * goes through the dispatcher and into the journal.
  */
 export class RunManager {
-  readonly #options: Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions">> & {
-    sessions: SessionStore;
-    nonce?: () => string;
-    projectDir: string;
-  };
+  readonly #options:
+    & Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions" | "userHome">>
+    & {
+      sessions: SessionStore;
+      nonce?: () => string;
+      projectDir: string;
+      userHome?: string;
+    };
   readonly #runs = new Map<string, RunContext>();
   readonly #host: HostRef;
   readonly #startedAt = now();
@@ -108,6 +119,7 @@ export class RunManager {
       maxJournalBytes: 16 * 1024 * 1024,
       maxBlobBytes: 64 * 1024 * 1024,
       projectDir: platform().cwd(),
+      userHome: platform().homeDir(),
       ...options,
       sessions: options.sessions ?? new SessionStore(options.ledger),
     };
@@ -153,6 +165,9 @@ export class RunManager {
     const owner = options.owner ?? "local";
     const filename = request.filename ?? "script.js";
     const checked = checkScript(request.script, { filename });
+    const scriptDir = request.script_dir === undefined
+      ? undefined
+      : await existingDir(request.script_dir);
     const meta = boundMeta(checked.meta);
     const replay = request.resume_from
       ? await this.#replaySource(request.resume_from, owner)
@@ -227,7 +242,7 @@ export class RunManager {
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);
-    run.done = this.#execute(run, checked.body);
+    run.done = this.#execute(run, { body: checked.body, warnings: checked.warnings, scriptDir });
     return snapshot;
   }
 
@@ -336,9 +351,14 @@ export class RunManager {
     this.#heartbeat = undefined;
   }
 
-  async #execute(run: RunContext, body: string): Promise<RunStatus> {
+  async #execute(
+    run: RunContext,
+    script: { body: string; warnings: string[]; scriptDir: string | undefined },
+  ): Promise<RunStatus> {
+    const { body, warnings } = script;
     // Start on a later task, so that whoever awaited start() can subscribe before anything happens.
     await new Promise((resolve) => setTimeout(resolve, 0));
+    for (const text of warnings) run.narrate({ kind: "warning", text });
     const { status, controller, request } = run;
     if (controller.signal.aborted) {
       return await this.#finishFromOutcome(run, {
@@ -360,6 +380,9 @@ export class RunManager {
       joinPath(projectDir, "schemas"),
       joinPath(this.#ledger.home, "schemas"),
     ]);
+    const agentTypes = new AgentTypeRegistry(
+      agentFolders({ projectDir, userHome: this.#options.userHome }),
+    );
     let outcome: GuestOutcome;
     try {
       outcome = await runGuest({
@@ -383,6 +406,7 @@ export class RunManager {
                 dispatcher: this.#options.dispatcher,
                 sessions: this.#options.sessions,
                 schemas,
+                agentTypes,
                 maxAgents: status.limits.max_agents,
               },
               params,
@@ -392,7 +416,8 @@ export class RunManager {
             reply.finally(() => run.inflight.delete(reply)).catch(() => {});
             return reply;
           },
-          workflow: (params) => this.#workflow(projectDir, params),
+          workflow: (params) =>
+            this.#workflow(run, { projectDir, scriptDir: script.scriptDir }, params),
           phase: (title) => run.narrate({ kind: "phase", text: title }),
           log: (message) => run.narrate({ kind: "log", text: message }),
           itemError: (report) => run.itemError(report),
@@ -471,21 +496,54 @@ export class RunManager {
     return status;
   }
 
-  async #workflow(projectDir: string, params: unknown): Promise<WorkflowReply> {
-    const ref = params !== null && typeof params === "object"
-      ? (params as { ref?: unknown }).ref
+  async #workflow(
+    run: RunContext,
+    places: { projectDir: string; scriptDir: string | undefined },
+    params: unknown,
+  ): Promise<WorkflowReply> {
+    const given = params !== null && typeof params === "object"
+      ? params as { ref?: unknown; scriptPath?: unknown }
+      : {};
+    const ref = typeof given.ref === "string" && given.ref !== ""
+      ? given.ref
+      : typeof given.scriptPath === "string" && given.scriptPath !== ""
+      ? { scriptPath: given.scriptPath }
       : undefined;
-    if (typeof ref !== "string" || ref === "") {
+    if (ref === undefined) {
       throw new ScriptCallError(
         "TypeError",
-        "workflow(): the name or ref must be a non-empty string",
+        "workflow(): the name or ref must be a non-empty string, or {scriptPath}",
       );
     }
     try {
-      return await resolveWorkflow(ref, { projectDir, home: this.#ledger.home });
+      const resolved = await resolveWorkflow(ref, {
+        projectDir: places.projectDir,
+        home: this.#ledger.home,
+        ...(this.#options.userHome !== undefined ? { userHome: this.#options.userHome } : {}),
+        ...(places.scriptDir !== undefined ? { scriptDir: places.scriptDir } : {}),
+      });
+      for (const text of resolved.warnings) run.narrate({ kind: "warning", text });
+      return { body: resolved.body, filename: resolved.filename };
     } catch (error) {
       if (error instanceof SvcError) throw new ScriptCallError("Error", error.message);
       throw error;
     }
   }
+}
+
+/** The real path of `dir`, which must be an existing directory; a refusal otherwise. */
+async function existingDir(dir: string): Promise<string> {
+  const p = platform();
+  try {
+    const real = await p.realPath(dir);
+    if ((await p.stat(real)).isDirectory) return real;
+  } catch {
+    // Refused below.
+  }
+  throw new SvcError(
+    "invalid_request",
+    `Cannot start the run: 'script_dir' ${
+      JSON.stringify(dir.slice(0, 200))
+    } is not an existing directory`,
+  );
 }

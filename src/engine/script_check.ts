@@ -4,36 +4,83 @@ import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 
-/** The script's `export const meta = {...}`. */
-export const ScriptMetaSchema = z.strictObject({
+/** A phase of `meta.phases`: a title, or Claude Code's `{ title, detail?, model? }`. */
+export const MetaPhaseSchema = z.union([
+  z.string(),
+  z.looseObject({
+    title: z.string(),
+    detail: z.string().optional(),
+    model: z.string().optional(),
+  }),
+]);
+
+/**
+ * The script's `export const meta = {...}`: the fields of Claude Code's workflow scripts.
+ * Fields svc does not know are kept (and warned about by {@linkcode checkScript}), never refused:
+ * a script written for a newer Claude Code still runs.
+ */
+export const ScriptMetaSchema = z.looseObject({
   name: z.string().min(1).optional(),
   description: z.string().optional(),
-  phases: z.array(z.string()).optional(),
+  whenToUse: z.string().optional(),
+  phases: z.array(MetaPhaseSchema).optional(),
 });
 
-/** Validated script metadata. */
+/** Validated script metadata (unknown fields included, as written). */
 export type ScriptMeta = z.infer<typeof ScriptMetaSchema>;
+
+/** The fields of meta, and of a phase object, that svc knows. */
+const META_FIELDS = ["name", "description", "whenToUse", "phases"];
+const PHASE_FIELDS = ["title", "detail", "model"];
+/** Warnings kept per script; the rest are counted in the last one. */
+const MAX_WARNINGS = 10;
 
 /** A script that passed the host-side check, ready to hand to a guest. */
 export interface CheckedScript {
   meta: ScriptMeta;
   /** The body to evaluate: the source with `export` of meta blanked out, offsets unchanged. */
   body: string;
+  /**
+   * What the check accepted but a person should know (unknown meta fields): one line each,
+   * `file:line:col: ...`, with names quoted and clipped, at most ten and a count.
+   */
+  warnings: string[];
+}
+
+/** The titles of `meta.phases`, whichever form each entry has. */
+export function phaseTitles(meta: ScriptMeta): string[] | undefined {
+  return meta.phases?.map((phase) => typeof phase === "string" ? phase : phase.title);
 }
 
 type AnyNode = Node & Record<string, unknown>;
+type Loc = { loc?: { start: { line: number; column: number } } | null };
+
+/** Where each field of the meta literal was written, by its path (`phases.1.title`). */
+type Positions = Map<string, Loc>;
+
+function at(node: Loc): string {
+  return node.loc ? `${node.loc.start.line}:${node.loc.start.column + 1}` : "1:1";
+}
+
+/** A field name for a message: JSON-quoted (control characters show escaped) and clipped. */
+function fieldName(name: string): string {
+  return JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name);
+}
 
 function fail(
   filename: string,
   node: { loc?: { start: { line: number; column: number } } | null },
   message: string,
 ): never {
-  const at = node.loc ? `${node.loc.start.line}:${node.loc.start.column + 1}` : "1:1";
-  throw new SvcError("invalid_script", `${filename}:${at}: ${message}`);
+  throw new SvcError("invalid_script", `${filename}:${at(node)}: ${message}`);
 }
 
 /** Turns the meta literal into a JSON value, refusing anything that is not a pure literal. */
-function literalValue(node: AnyNode, filename: string): JsonValue {
+function literalValue(
+  node: AnyNode,
+  filename: string,
+  where: { positions: Positions; path: string[] },
+): JsonValue {
   switch (node.type) {
     case "Literal": {
       if ("regex" in node && node.regex) {
@@ -70,14 +117,16 @@ function literalValue(node: AnyNode, filename: string): JsonValue {
       );
     }
     case "ArrayExpression": {
-      return (node.elements as Array<AnyNode | null>).map((element) => {
+      return (node.elements as Array<AnyNode | null>).map((element, index) => {
         if (element === null) {
           fail(filename, node, "meta must be a pure literal: array holes are not allowed");
         }
         if (element.type === "SpreadElement") {
           fail(filename, element, "meta must be a pure literal: spread is not allowed");
         }
-        return literalValue(element, filename);
+        const path = [...where.path, String(index)];
+        where.positions.set(path.join("."), element);
+        return literalValue(element, filename, { positions: where.positions, path });
       });
     }
     case "ObjectExpression": {
@@ -98,7 +147,12 @@ function literalValue(node: AnyNode, filename: string): JsonValue {
         }
         const key = property.key as AnyNode;
         const name = key.type === "Identifier" ? String(key.name) : String(key.value);
-        out[name] = literalValue(property.value as AnyNode, filename);
+        const path = [...where.path, name];
+        where.positions.set(path.join("."), property);
+        out[name] = literalValue(property.value as AnyNode, filename, {
+          positions: where.positions,
+          path,
+        });
       }
       return out;
     }
@@ -155,6 +209,44 @@ function findForbidden(root: AnyNode, filename: string): void {
   }
 }
 
+/** A zod issue of meta in the words of a script author. */
+function describeMetaIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_union" && issue.path.length === 2 && issue.path[0] === "phases") {
+    return "must be a title, or an object { title, detail?, model? } with string values";
+  }
+  return issue.message;
+}
+
+/**
+ * One warning per field svc does not know, in meta and in its phase objects, at the field's
+ * position. The fields stay in meta: Claude Code may know them, and a refusal would stop a
+ * script that runs there.
+ */
+function unknownFields(meta: ScriptMeta, positions: Positions, filename: string): string[] {
+  const found: Array<{ path: string; name: string }> = [];
+  for (const key of Object.keys(meta)) {
+    if (!META_FIELDS.includes(key)) found.push({ path: key, name: key });
+  }
+  meta.phases?.forEach((phase, index) => {
+    if (typeof phase === "string") return;
+    for (const key of Object.keys(phase)) {
+      if (!PHASE_FIELDS.includes(key)) {
+        found.push({ path: `phases.${index}.${key}`, name: `phases[${index}].${key}` });
+      }
+    }
+  });
+  const warnings = found.slice(0, MAX_WARNINGS).map(({ path, name }) => {
+    const node = positions.get(path) ?? {};
+    const [head, ...rest] = name.split(".");
+    const shown = rest.length > 0 ? `${head}.${fieldName(rest.join("."))}` : fieldName(name);
+    return `${filename}:${at(node)}: meta field ${shown} is not known to svc: kept, not used`;
+  });
+  if (found.length > MAX_WARNINGS) {
+    warnings.push(`${filename}: ${found.length - MAX_WARNINGS} more unknown meta fields`);
+  }
+  return warnings;
+}
+
 const TYPESCRIPT_HINT =
   /(^|[\s(,])(interface|type|enum|declare|namespace)\s+[A-Za-z_$]|:\s*(string|number|boolean|any|unknown|void|never)\b|\bas\s+(const|string|number|any|unknown)\b|<[A-Z][A-Za-z]*>\s*\(/m;
 
@@ -188,6 +280,7 @@ export function checkScript(source: string, options: { filename?: string } = {})
 
   const statements = program.body as AnyNode[];
   let meta: ScriptMeta = {};
+  let warnings: string[] = [];
   let body = source;
   statements.forEach((statement, index) => {
     if (statement.type === "ImportDeclaration") {
@@ -218,23 +311,30 @@ export function checkScript(source: string, options: { filename?: string } = {})
     if (!init || init.type !== "ObjectExpression") {
       fail(filename, init ?? statement, "meta must be an object literal");
     }
-    const value = literalValue(init, filename);
+    const positions: Positions = new Map();
+    const value = literalValue(init, filename, { positions, path: [] });
     const parsed = ScriptMetaSchema.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      const field = issue.path.length > 0 ? `meta.${issue.path.join(".")}` : "meta";
-      const detail = issue.code === "unrecognized_keys"
-        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${
-          issue.keys.map((k) => `'${k}'`).join(", ")
-        } (allowed: name, description, phases)`
-        : issue.message;
-      fail(filename, init, `${field}: ${detail}`);
+      const path = issue.path.map(String);
+      const field = path.length > 0 ? `meta.${path.join(".")}` : "meta";
+      // The deepest part of the path that was written: the field itself, else its parent.
+      let node: Loc = init;
+      for (let n = path.length; n > 0; n--) {
+        const found = positions.get(path.slice(0, n).join("."));
+        if (found) {
+          node = found;
+          break;
+        }
+      }
+      fail(filename, node, `${field}: ${describeMetaIssue(issue)}`);
     }
+    warnings = unknownFields(parsed.data, positions, filename);
     meta = parsed.data;
     // Blank the keyword, keep every offset: error positions stay those of the file.
     const start = statement.start as number;
     body = source.slice(0, start) + "      " + source.slice(start + "export".length);
   });
   findForbidden(program, filename);
-  return { meta, body };
+  return { meta, body, warnings };
 }

@@ -25,9 +25,10 @@ export interface NarrationEntry {
   at: string;
   /**
    * `phase` and `log` come from the script; `output` is stray output; `call` reports a failure:
-   * an `agent()` call that failed, or an item of `parallel()`/`pipeline()` that threw.
+   * an `agent()` call that failed, or an item of `parallel()`/`pipeline()` that threw; `warning`
+   * is something the host accepted but a person should know (an unknown meta field).
    */
-  kind: "phase" | "log" | "output" | "call";
+  kind: "phase" | "log" | "output" | "call" | "warning";
   text: string;
   stream?: "stdout" | "stderr";
 }
@@ -157,7 +158,8 @@ export interface RunStatus {
   state: RunState;
   owner: string;
   name: string | null;
-  meta: { name?: string; description?: string; phases?: string[] };
+  /** The script's meta: name, description, `whenToUse` and the phase titles. */
+  meta: { name?: string; description?: string; whenToUse?: string; phases?: string[] };
   filename: string;
   isolation: IsolationTier;
   sandbox_default: SandboxLevel;

@@ -12,6 +12,14 @@ export function sandboxAbove(a: SandboxLevel, b: SandboxLevel): boolean {
   return SANDBOX_RANK[a] > SANDBOX_RANK[b];
 }
 
+/**
+ * Reasoning effort of a call, Claude Code's five levels. Each provider maps it onto its own
+ * setting (docs/PROVIDERS.md, "Effort"); routing may also rank providers by it.
+ */
+export const EffortSchema = z.enum(["low", "medium", "high", "xhigh", "max"]);
+/** An effort level. */
+export type Effort = z.infer<typeof EffortSchema>;
+
 const nonEmpty = z.string().min(1, "must not be empty");
 
 /** A per-call cost estimate: a number in the run budget's unit, or explicit tokens and currency. */
@@ -30,7 +38,7 @@ export const EstimateSchema = z.union([
 export const AgentOptionsSchema = z.strictObject({
   label: z.string().optional(),
   phase: z.string().optional(),
-  effort: z.enum(["low", "medium", "high"]).optional(),
+  effort: EffortSchema.optional(),
   schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]).optional(),
   schema_id: nonEmpty.optional(),
   isolation: z.enum(["none", "worktree"]).optional(),
@@ -42,6 +50,8 @@ export const AgentOptionsSchema = z.strictObject({
   session: nonEmpty.optional(),
   tag: nonEmpty.optional(),
   estimate: EstimateSchema.optional(),
+  /** A subagent definition (`.claude/agents/<name>.md`, or a built-in type), as in Claude Code. */
+  agentType: nonEmpty.optional(),
 }).refine((o) => !(o.schema !== undefined && o.schema_id !== undefined), {
   message: "'schema' and 'schema_id' are mutually exclusive: pass one of them",
 });

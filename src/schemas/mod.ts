@@ -7,6 +7,8 @@ export {
   AgentCallSchema,
   type AgentOptions,
   AgentOptionsSchema,
+  type Effort,
+  EffortSchema,
   EstimateSchema,
   parseAgentCall,
   type ParsedAgentCall,

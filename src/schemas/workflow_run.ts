@@ -33,6 +33,15 @@ export const WorkflowRunRequestSchema = z.strictObject({
   sandbox_max: SandboxLevelSchema.optional(),
   isolation: IsolationSchema.default("unsafe-local"),
   workdir: z.string().min(1).optional(),
+  /**
+   * The folder the script came from (the CLI sets it from the script file's real path): the
+   * relative refs of its `workflow()` calls start there. An existing absolute directory.
+   */
+  script_dir: z.string().max(4096, "must be at most 4096 characters").regex(
+    // deno-lint-ignore no-control-regex
+    /^\/[^\x00-\x1f\x7f]*$/,
+    "must be an absolute path without control characters",
+  ).optional(),
   timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(3600),
   fake_dispatch: z.boolean().default(false),
   budget_tokens: z.number().int("must be a whole number of tokens").positive().optional(),

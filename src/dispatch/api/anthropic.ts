@@ -19,6 +19,8 @@ import {
   unexpectedShape,
 } from "./http.ts";
 import { readSse } from "./sse.ts";
+import { ANTHROPIC_THINKING_BUDGET } from "../effort.ts";
+import { ANTHROPIC_MODEL_ALIASES, type ModelAliases } from "../model_aliases.ts";
 
 /** Options of {@linkcode anthropicProvider}. */
 export interface AnthropicOptions extends ApiClientOptions {
@@ -38,6 +40,16 @@ export interface AnthropicOptions extends ApiClientOptions {
   anthropicVersion?: string;
   /** Extra request headers (`anthropic-beta`, ...); they cannot replace the key's or the version. */
   headers?: Record<string, string>;
+  /**
+   * Turn a call's `effort` into an extended-thinking budget ({@linkcode ANTHROPIC_THINKING_BUDGET});
+   * default true. Models without extended thinking refuse it: set false for them.
+   */
+  thinking?: boolean;
+  /**
+   * The model ids of Claude Code's aliases (`haiku`, `sonnet`, `opus`), over the defaults
+   * ({@linkcode ANTHROPIC_MODEL_ALIASES}).
+   */
+  modelAliases?: ModelAliases;
 }
 
 const UsageSchema = z.object({
@@ -190,13 +202,23 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
     request.signal.throwIfAborted();
     const key = apiKey(name, keyEnv);
     const model = request.model ?? options.model;
+    const effort = request.options.effort;
+    const budget = effort !== undefined && options.thinking !== false
+      ? ANTHROPIC_THINKING_BUDGET[effort]
+      : null;
     const body: Record<string, unknown> = {
       model,
-      max_tokens: maxTokens,
+      // The thinking budget comes out of max_tokens: the answer keeps its own share.
+      max_tokens: maxTokens + (budget ?? 0),
       messages: chatMessages(request),
     };
+    if (budget !== null) body.thinking = { type: "enabled", budget_tokens: budget };
     const schema = request.options.schema;
-    if (typeof schema === "object") body.system = schemaInstruction(schema);
+    const system = [
+      request.system,
+      typeof schema === "object" ? schemaInstruction(schema) : undefined,
+    ].filter((part) => part !== undefined);
+    if (system.length > 0) body.system = system.join("\n\n");
     if (stream) body.stream = true;
     const headers = new Headers(options.headers);
     headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
@@ -219,6 +241,7 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
   return {
     name,
     kind: "api",
+    modelAliases: { ...ANTHROPIC_MODEL_ALIASES, ...options.modelAliases },
     dispatch,
     probe: () => Promise.resolve(probeKey(keyEnv)),
   };

@@ -21,6 +21,8 @@ import {
   unexpectedShape,
 } from "./http.ts";
 import { readSse } from "./sse.ts";
+import { OPENAI_REASONING_EFFORT } from "../effort.ts";
+import type { ModelAliases } from "../model_aliases.ts";
 
 /** Options of {@linkcode openaiCompatibleProvider}. */
 export interface OpenAICompatibleOptions extends ApiClientOptions {
@@ -39,6 +41,13 @@ export interface OpenAICompatibleOptions extends ApiClientOptions {
   stream?: boolean;
   /** Extra request headers (a gateway's attribution headers, ...); they cannot replace the key's. */
   headers?: Record<string, string>;
+  /**
+   * Send a call's `effort` as `reasoning_effort` ({@linkcode OPENAI_REASONING_EFFORT}); default
+   * true. Models without reasoning refuse the field: set false for them.
+   */
+  reasoningEffort?: boolean;
+  /** Claude Code's aliases this endpoint serves (a gateway to Claude models), as its model ids. */
+  modelAliases?: ModelAliases;
 }
 
 const UsageSchema = z.object({
@@ -131,7 +140,17 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
     request.signal.throwIfAborted();
     const key = apiKey(name, keyEnv);
     const model = request.model ?? options.model;
-    const body: Record<string, unknown> = { model, messages: chatMessages(request) };
+    const messages = chatMessages(request);
+    const body: Record<string, unknown> = {
+      model,
+      messages: request.system !== undefined
+        ? [{ role: "system", content: request.system }, ...messages]
+        : messages,
+    };
+    const effort = request.options.effort;
+    if (effort !== undefined && options.reasoningEffort !== false) {
+      body.reasoning_effort = OPENAI_REASONING_EFFORT[effort];
+    }
     const schema = request.options.schema;
     if (typeof schema === "object") {
       body.response_format = {
@@ -172,6 +191,7 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
   return {
     name,
     kind: "api",
+    ...(options.modelAliases ? { modelAliases: options.modelAliases } : {}),
     dispatch,
     probe: () => Promise.resolve(probeKey(keyEnv)),
   };

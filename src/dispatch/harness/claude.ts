@@ -22,6 +22,7 @@ import {
   type OutputReader,
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
+import { NATIVE_CLAUDE_ALIASES } from "../model_aliases.ts";
 
 /** Tools a read-only call may not use: everything that writes files or runs commands. */
 export const CLAUDE_READ_ONLY_DENIED = "Bash,Edit,Write,NotebookEdit";
@@ -55,6 +56,10 @@ function claudeArgs(call: HarnessCall): string[] {
     "stream-json",
     "--verbose",
     ...(call.model !== undefined ? [`--model=${call.model}`] : []),
+    // Claude Code's own five levels, passed as they are.
+    ...(call.effort !== undefined ? [`--effort=${call.effort}`] : []),
+    // An agent type's body replaces the system prompt, as in Claude Code's own subagents.
+    ...(call.system !== undefined ? [`--system-prompt=${call.system}`] : []),
     ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
     ...sandboxArgs(call.sandbox),
     ...call.extraArgs,
@@ -140,6 +145,8 @@ export const CLAUDE: HarnessTool = {
   authHint: "run `claude` and /login, or set ANTHROPIC_API_KEY",
   authPattern:
     /not logged in|invalid api key|please run \/login|oauth token has expired|authentication_failed|authentication_error|invalid x-api-key/i,
+  systemPrompt: "native",
+  modelAliases: NATIVE_CLAUDE_ALIASES,
   args: claudeArgs,
   reader: claudeReader,
 };

@@ -14,6 +14,7 @@ import {
   type OutputReader,
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
+import { CODEX_REASONING_EFFORT } from "../effort.ts";
 
 /** Codex's sandbox mode of each svc sandbox level. */
 export const CODEX_SANDBOX: Record<SandboxLevel, string> = {
@@ -38,6 +39,9 @@ function codexArgs(call: HarnessCall): string[] {
     "--json",
     "--skip-git-repo-check",
     ...(call.model !== undefined ? [`--model=${call.model}`] : []),
+    ...(call.effort !== undefined
+      ? ["-c", `model_reasoning_effort="${CODEX_REASONING_EFFORT[call.effort]}"`]
+      : []),
   ];
   if (call.resumeSession !== undefined) {
     return [

@@ -41,6 +41,8 @@ function opencodeArgs(call: HarnessCall): string[] {
     "--format",
     "json",
     ...(call.model !== undefined ? [`--model=${call.model}`] : []),
+    // The model's variant: opencode's name for its provider's reasoning effort.
+    ...(call.effort !== undefined ? [`--variant=${call.effort}`] : []),
     ...(call.resumeSession !== undefined ? [`--session=${call.resumeSession}`] : []),
     ...call.extraArgs,
   ];

@@ -11,7 +11,7 @@
 import { svcHome } from "../../config/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
 import { type ChildProcess, type ExitStatus, joinPath, platform } from "../../platform/mod.ts";
-import type { SandboxLevel } from "../../schemas/mod.ts";
+import type { Effort, SandboxLevel } from "../../schemas/mod.ts";
 import { readLines } from "../../streams/mod.ts";
 import { redactSecrets } from "../redaction.ts";
 import {
@@ -22,9 +22,10 @@ import {
   SpentFailure,
   type Usage,
 } from "../types.ts";
-import { checkArgValue } from "./arg_values.ts";
+import { checkArgText, checkArgValue } from "./arg_values.ts";
 import { harnessEnv } from "./harness_env.ts";
 import { workingDir } from "./scratch.ts";
+import type { ModelAliases } from "../model_aliases.ts";
 
 /** Options of every harness provider factory. */
 export interface HarnessOptions {
@@ -46,6 +47,11 @@ export interface HarnessOptions {
   /** Fixed variables set for the tool (they win over passed ones). */
   env?: Readonly<Record<string, string>>;
   /**
+   * Claude model aliases the tool serves, as the model names it passes (opencode:
+   * `anthropic/claude-sonnet-4-5`); they add to, or replace, the tool's own.
+   */
+  modelAliases?: ModelAliases;
+  /**
    * Where calls without a working directory get a fresh `call-*` directory (removed after the
    * call); `$SVC_HOME/tmp` by default.
    */
@@ -61,9 +67,16 @@ export interface HarnessOptions {
 export interface HarnessCall {
   /** The name the provider is registered under, for messages. */
   provider: string;
-  /** The prompt, with the JSON instruction appended for schema calls. */
+  /**
+   * The prompt, with the JSON instruction appended for schema calls, and the system prompt
+   * before it for a tool that takes none of its own.
+   */
   prompt: string;
+  /** The system prompt, for a tool that takes it natively ({@linkcode HarnessTool.systemPrompt}). */
+  system?: string;
   model?: string;
+  /** The call's effort; each tool maps it onto its own setting (or ignores it). */
+  effort?: Effort;
   sandbox: SandboxLevel;
   /** The tool's own session id to continue. */
   resumeSession?: string;
@@ -113,11 +126,18 @@ export interface HarnessTool {
   authExitCodes?: readonly number[];
   /** The tool's own key variables, passed from the host unless the options name others. */
   keyEnv: readonly string[];
+  /** Claude model aliases the tool understands itself (Claude Code: all three, unchanged). */
+  modelAliases?: ModelAliases;
   /**
    * The arguments of one call. The prompt is never among them: it goes to standard input (one
    * argument is limited to 128 KiB). Script-derived values are passed as `--option=value`.
    */
   args(call: HarnessCall): string[];
+  /**
+   * Whether the tool takes a system prompt of its own (`args` then passes `call.system`); the
+   * others get it in front of the prompt.
+   */
+  systemPrompt?: "native";
   /** Variables the tool gets for one call (its sandbox settings); they win over every other. */
   env?(call: HarnessCall): Record<string, string> | undefined;
   /** A fresh reader of one call's standard output. */
@@ -438,9 +458,11 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
   const extraArgs = [...(options.extraArgs ?? [])];
   const pass = [...(options.passEnv ?? tool.keyEnv)];
   const fixed = { ...options.env };
+  const aliases = { ...tool.modelAliases, ...options.modelAliases };
   return {
     name,
     kind: "harness",
+    ...(Object.keys(aliases).length > 0 ? { modelAliases: aliases } : {}),
     probe: () => probeTool(command, harnessEnv(name, { pass: [] }).env),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
       request.signal.throwIfAborted();
@@ -450,10 +472,15 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
       if (request.resumeSession !== undefined) {
         checkArgValue(name, "session id", request.resumeSession);
       }
+      const native = tool.systemPrompt === "native" && request.system !== undefined;
+      if (native) checkArgText(name, "system prompt", request.system!);
+      const prompt = harnessPrompt(request);
       const call: HarnessCall = {
         provider: name,
-        prompt: harnessPrompt(request),
+        prompt: request.system !== undefined && !native ? `${request.system}\n\n${prompt}` : prompt,
+        ...(native ? { system: request.system } : {}),
         ...(model !== undefined ? { model } : {}),
+        ...(request.options.effort !== undefined ? { effort: request.options.effort } : {}),
         sandbox: request.sandbox ?? "read-only",
         ...(request.resumeSession !== undefined ? { resumeSession: request.resumeSession } : {}),
         extraArgs,
