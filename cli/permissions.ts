@@ -22,6 +22,9 @@ export const HOST_ENV_VARS: readonly string[] = [
   "NO_COLOR",
   "FORCE_COLOR",
   "CLICOLOR_FORCE",
+  // The YAML parser of agent type files looks at these (debug switches) on every parse.
+  "LOG_TOKENS",
+  "LOG_STREAM",
 ];
 
 /**
