@@ -87,10 +87,13 @@ export async function runCommand(
   args: string[],
   options: { env?: Record<string, string>; cwd?: string; input?: string; clearEnv?: boolean } = {},
 ): Promise<CliResult> {
+  // `deno task test` sets INIT_CWD, and `deno task svc` would keep it: the launcher would then
+  // run svc in the checkout, not in `cwd`. Commands start without it unless a test sets it.
+  const { INIT_CWD: _inherited, ...inherited } = options.clearEnv ? {} : Deno.env.toObject();
   const child = new Deno.Command(command, {
     args,
-    env: options.env,
-    clearEnv: options.clearEnv ?? false,
+    env: { ...inherited, ...options.env },
+    clearEnv: true,
     cwd: options.cwd ?? ROOT,
     stdin: options.input === undefined ? "null" : "piped",
     stdout: "piped",
