@@ -36,8 +36,14 @@ function buildProgram(run: Invocation): Command {
   workflow
     .command("run")
     .description("Run a workflow script and print its returned value as JSON")
-    .argument("<script.js>", "path of the script")
-    .option("--args <json>", "JSON value passed to the script as `args`")
+    .argument(
+      "<script.js>",
+      "path of the script, - for standard input, or the name of a saved workflow (.claude/workflows/, workflows/)",
+    )
+    .option(
+      "--args <json>",
+      "JSON value passed to the script as `args` (text that is not JSON is passed as a string; @file reads a file)",
+    )
     .option(
       "--fake-dispatch",
       "send every agent() call to the deterministic fake provider (no quota used)",
