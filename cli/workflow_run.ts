@@ -5,24 +5,13 @@ import { platform } from "../src/platform/mod.ts";
 import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
 import { createNarrationPrinter, type NarrationPrinter } from "./narration.ts";
-import { resumeCommand } from "./resume_hint.ts";
+import { type RerunFlags, resumeCommand } from "./resume_hint.ts";
 import { printJson, printLine, visible } from "./terminal.ts";
 import { parseArgsOption, readScriptSource, UsageError, workdirOption } from "./workflow_input.ts";
 
 /** Options of `svc workflow run`, as commander hands them over. */
-export interface WorkflowRunFlags {
-  args?: string;
-  fakeDispatch?: boolean;
-  timeout?: string;
-  isolation?: string;
-  sandboxDefault?: string;
-  sandboxMax?: string;
-  workdir?: string;
-  budgetTokens?: string;
-  budgetUsd?: string;
+export interface WorkflowRunFlags extends RerunFlags {
   resumeFrom?: string;
-  maxAgents?: string;
-  concurrency?: string;
   json?: boolean;
 }
 
