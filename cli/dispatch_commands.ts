@@ -97,24 +97,24 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
   );
   await using host = await openHost();
   if (!flags.wait) {
-    const task = await host.tasks.enqueue(request);
+    const task = await host.tasks.enqueue(request, host.caller);
     const worker = await workerCommand(task.task_id);
     p.spawnDetached(worker.command, { args: worker.args });
     printLine(`svc: task ${task.task_id} queued; follow it with: svc task status ${task.task_id}`);
     await json({ task_id: task.task_id, state: task.state });
     return EXIT.ok;
   }
-  const started = await host.tasks.start(request);
+  const started = await host.tasks.start(request, host.caller);
   printLine(`svc: task ${started.task_id} started`);
   let interrupts = 0;
   const removeInterrupt = p.onInterrupt(() => {
     if (++interrupts > 1) p.exit(130);
     printLine("svc: cancelling the task (press Ctrl-C again to quit at once)");
-    void host.tasks.cancel(started.task_id);
+    void host.tasks.cancel(started.task_id, host.caller);
   });
   let task: TaskStatus;
   try {
-    task = await host.tasks.wait(started.task_id);
+    task = await host.tasks.wait(started.task_id, host.caller);
   } finally {
     removeInterrupt();
   }
@@ -132,19 +132,24 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
 
 async function taskStatus(taskId: string): Promise<number> {
   await using host = await openHost();
-  const task = await host.tasks.get(taskId);
+  const task = await host.tasks.get(taskId, host.caller);
   if (!task) throw new UsageError(`Cannot find task '${taskId}': no such task`);
-  await json({ ...task, events: await host.tasks.events(taskId) });
+  await json({
+    ...task,
+    events: (await Array.fromAsync(host.tasks.events(taskId, host.caller, { follow: false }))).map((
+      item,
+    ) => item.event),
+  });
   return EXIT.ok;
 }
 
 async function taskCancel(taskId: string): Promise<number> {
   await using host = await openHost();
-  let task = await host.tasks.cancel(taskId);
+  let task = await host.tasks.cancel(taskId, host.caller);
   // A task of a worker process stops when the worker next polls: give it a moment.
   for (let i = 0; i < 50 && (task.state === "running" || task.state === "queued"); i++) {
     await new Promise((resolve) => setTimeout(resolve, 100));
-    task = (await host.tasks.get(taskId)) ?? task;
+    task = (await host.tasks.get(taskId, host.caller)) ?? task;
   }
   printLine(`svc: task ${taskId} ${task.state}`);
   await json(task);
@@ -153,7 +158,7 @@ async function taskCancel(taskId: string): Promise<number> {
 
 async function taskList(): Promise<number> {
   await using host = await openHost();
-  const tasks = await host.tasks.list();
+  const tasks = await host.tasks.list(host.caller);
   await json(tasks.map((t) => ({
     task_id: t.task_id,
     state: t.state,
@@ -167,27 +172,27 @@ async function taskList(): Promise<number> {
 
 async function taskWork(taskId: string): Promise<number> {
   await using host = await openHost();
-  return exitOf(await host.tasks.work(taskId));
+  return exitOf(await host.tasks.work(taskId, host.caller));
 }
 
 async function sessionNew(
   flags: { name?: string; provider?: string; profile?: string },
 ): Promise<number> {
   await using host = await openHost();
-  const session = await host.sessions.create(flags, "local");
+  const session = await host.sessions.create(flags, host.caller);
   await json(session);
   return EXIT.ok;
 }
 
 async function sessionList(): Promise<number> {
   await using host = await openHost();
-  await json(await host.sessions.list("local"));
+  await json(await host.sessions.list(host.caller));
   return EXIT.ok;
 }
 
 async function sessionShow(ref: string): Promise<number> {
   await using host = await openHost();
-  await json(await host.sessions.get(ref, "local"));
+  await json(await host.sessions.get(ref, host.caller));
   return EXIT.ok;
 }
 
@@ -221,7 +226,7 @@ async function history(flags: { limit?: string }): Promise<number> {
     throw new UsageError(`Cannot use --limit '${flags.limit}': it must be a whole number above 0`);
   }
   await using host = await openHost();
-  const { calls, summary } = await dispatchHistory(host.ledger, { owner: "local", limit });
+  const { calls, summary } = await dispatchHistory(host.ledger, host.caller, { limit });
   await json({ summary, calls });
   return EXIT.ok;
 }

@@ -166,8 +166,7 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
         usage = event.usage;
         countsChanged();
         return;
-      case "state":
-      case "end":
+      default:
         return;
     }
   }

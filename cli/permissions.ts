@@ -15,6 +15,7 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_FAKE_LATENCY_MS",
   "SVC_DENO",
   "SVC_CONFIG",
+  "SVC_OWNER",
   "HOME",
   "USERPROFILE",
   "PATH",

@@ -1,12 +1,12 @@
 import { svcHome } from "../src/config/mod.ts";
-import { describeItemError, findWorkflow, RunManager, type RunStatus } from "../src/engine/mod.ts";
+import { findWorkflow, type RunStatus } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
-import { openHost } from "./host.ts";
-import { createNarrationPrinter, type NarrationPrinter } from "./narration.ts";
+import { type Host, openHost } from "./host.ts";
+import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
 import { type RerunFlags, resumeCommand } from "./resume_hint.ts";
-import { printJson, printLine, visible } from "./terminal.ts";
+import { printLine } from "./terminal.ts";
 import { parseArgsOption, readScriptSource, UsageError, workdirOption } from "./workflow_input.ts";
 
 /** Options of `svc workflow run`, as commander hands them over. */
@@ -54,7 +54,8 @@ function parseLimit(flag: string, raw: string | undefined, max: number): number 
   return value;
 }
 
-function exitStatus(status: RunStatus): number {
+/** The exit status of a run that has ended: 0 succeeded, 124 timeout, 1 otherwise. */
+export function exitStatus(status: RunStatus): number {
   switch (status.state) {
     case "succeeded":
       return EXIT.ok;
@@ -95,9 +96,8 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
     printLine("svc: --args is not JSON: the script gets it as a string");
   }
   await using host = await openHost();
-  const manager = await host.runs();
-  await reportInterrupted(manager, host.home);
-  return await follow(manager, request, { flags, ref: source.ref, home: host.home });
+  await reportInterrupted(host);
+  return await follow(host, request, { flags, ref: source.ref });
 }
 
 /**
@@ -124,45 +124,28 @@ async function scriptPathOf(ref: string, workdir: string | undefined): Promise<s
 }
 
 /** Says which runs the start-up found left behind by a host that died, and how to resume them. */
-async function reportInterrupted(manager: RunManager, home: string): Promise<void> {
-  for (const runId of manager.recovered) {
-    const status = await manager.get(runId, { owner: "local" });
+async function reportInterrupted(host: Host): Promise<void> {
+  for (const runId of host.recovered.runs) {
+    const status = await host.runs.get(runId, host.caller);
     if (!status) continue;
     printLine(
       `svc: run ${runId} (${status.filename}) was interrupted: its host stopped before it ended`,
     );
-    printLine(`svc: resume it with: ${resumeCommand(status, { home })}`);
+    printLine(`svc: resume it with: ${resumeCommand(status, { home: host.home })}`);
   }
 }
 
-/** How the narration printer draws: a status line on a terminal, counts lines elsewhere. */
-function printerFor(): NarrationPrinter {
-  const p = platform();
-  const columns = p.stderrColumns();
-  return createNarrationPrinter({
-    line: printLine,
-    visible,
-    ...(columns !== undefined
-      ? {
-        terminal: {
-          write: (raw: string) => p.writeStderr(raw),
-          columns: () => p.stderrColumns() ?? columns,
-        },
-      }
-      : {}),
-  });
-}
-
 async function follow(
-  manager: RunManager,
+  host: Host,
   request: Record<string, unknown>,
-  options: { flags: WorkflowRunFlags; ref: string; home: string },
+  options: { flags: WorkflowRunFlags; ref: string },
 ): Promise<number> {
   const { flags } = options;
+  const { runs: manager, caller } = host;
   const p = platform();
   let started: RunStatus;
   try {
-    started = await manager.start(request);
+    started = await manager.start(request, caller);
   } catch (error) {
     // Refusals of what the user asked for (bad script, unknown run to resume) are usage errors.
     if (error instanceof SvcError && [400, 404, 409].includes(error.status)) {
@@ -171,8 +154,6 @@ async function follow(
     throw error;
   }
   const runId = started.run_id;
-  const printer = printerFor();
-  const unsubscribe = manager.subscribe(runId, printer.onEvent);
   printLine(
     `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""}${
       started.resumed_from ? `, resuming ${started.resumed_from}` : ""
@@ -191,7 +172,7 @@ async function follow(
     interrupts++;
     if (interrupts === 1) {
       printLine("svc: cancelling the run (press Ctrl-C again to quit at once)");
-      manager.cancel(runId);
+      manager.cancel(runId, caller).catch(() => {});
     } else {
       printLine("svc: quitting");
       p.exit(130);
@@ -199,67 +180,12 @@ async function follow(
   });
   let status: RunStatus;
   try {
-    status = await manager.wait(runId);
+    // The narration comes from the run's event feed, as `svc workflow watch` reads it.
+    await narrateRun(manager, runId, { caller, printer: printerFor() });
+    status = await manager.wait(runId, caller);
   } finally {
     removeInterrupt();
-    unsubscribe();
-    printer.flush();
   }
-
-  const { journal } = status;
-  const calls = journal.calls === 0
-    ? ""
-    : ` (${journal.calls} calls: ${journal.live} live, ${journal.replayed} replayed` +
-      `${journal.failed ? `, ${journal.failed} failed` : ""}${
-        journal.skipped ? `, ${journal.skipped} skipped` : ""
-      })`;
-  for (const condition of status.conditions) {
-    printLine(`! ${condition.type}: ${condition.message}`);
-  }
-  if (status.state === "succeeded") {
-    printLine(`svc: run ${runId} succeeded${calls}`);
-  } else {
-    printLine(
-      `svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}`,
-    );
-    printLine(`svc: resume it with: ${resumeCommand(status, options)}`);
-  }
-  for (const line of failureLines(status)) printLine(line);
-  if (flags.json) await printJson(status, 2);
-  else if (status.state === "succeeded") {
-    await printJson(status.result ?? null);
-  }
+  await reportEnd(status, { json: flags.json, ref: options.ref, home: host.home, flags });
   return exitStatus(status);
-}
-
-const REFUSALS = new Set(["agent_limit", "budget", "unpriced"]);
-
-/**
- * What went wrong without failing the run, below its end line: calls that failed and calls
- * that were refused, by cause, and items of parallel()/pipeline() that threw. Nothing when
- * nothing did.
- */
-function failureLines(status: RunStatus): string[] {
-  const lines: string[] = [];
-  const entries = Object.entries(status.failures).filter(([, n]) => n !== undefined && n > 0)
-    .sort(([a, x], [b, y]) => y! - x! || a.localeCompare(b));
-  for (const [refused, verb] of [[false, "failed"], [true, "were refused"]] as const) {
-    const causes = entries.filter(([cause]) => REFUSALS.has(cause) === refused);
-    const total = causes.reduce((sum, [, n]) => sum + n!, 0);
-    if (total === 0) continue;
-    lines.push(
-      `svc: ${total} agent() ${total === 1 ? "call" : "calls"} ${verb}: ${
-        causes.map(([cause, n]) => `${cause} ${n}`).join(", ")
-      }`,
-    );
-  }
-  const thrown = status.script_errors.length + status.script_errors_dropped;
-  const first = status.script_errors[0];
-  if (thrown > 0) {
-    lines.push(
-      `svc: ${thrown} ${thrown === 1 ? "item" : "items"} of parallel()/pipeline() threw ` +
-        `and became null${first ? `; the first: ${describeItemError(first)}` : ""}`,
-    );
-  }
-  return lines;
 }

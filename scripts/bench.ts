@@ -1,3 +1,4 @@
+const LOCAL = { owner: "local" };
 /**
  * Benchmark of the workflow engine (`deno task bench [--runs N]`).
  *
@@ -22,7 +23,7 @@
  */
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
-import { Ledger } from "../src/ledger/mod.ts";
+import { openLedger } from "../src/ledger/mod.ts";
 import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
 
 const DEFAULT_RUNS = 15;
@@ -143,7 +144,7 @@ function expectSucceeded(status: RunStatus, what: string): void {
 
 /** In process: ms from `start()` to the first `agent()` call reaching the host. */
 async function timeFirstCallInProcess(home: string): Promise<number> {
-  const ledger = await Ledger.open(home);
+  const ledger = await openLedger(home);
   const manager = await RunManager.create({
     dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
     ledger,
@@ -156,14 +157,14 @@ async function timeFirstCallInProcess(home: string): Promise<number> {
       filename: "bench_one_call.js",
       fake_dispatch: true,
       timeout: RUN_TIMEOUT_S,
-    });
-    const unsubscribe = manager.subscribe(started.run_id, (event) => {
+    }, LOCAL);
+    // The run's feed, as every surface reads it (in process: woken by the ledger's own write).
+    for await (const { event } of manager.events(started.run_id, LOCAL)) {
       if (firstCallAt === undefined && event.type === "calls" && event.calls.total === 1) {
         firstCallAt = performance.now();
       }
-    });
-    const status = await manager.wait(started.run_id);
-    unsubscribe();
+    }
+    const status = await manager.wait(started.run_id, LOCAL);
     expectSucceeded(status, "the one-call run");
     if (typeof status.result !== "string") {
       throw new Error(`the one-call run returned ${JSON.stringify(status.result)}, not a string`);
@@ -179,7 +180,7 @@ async function timeFirstCallInProcess(home: string): Promise<number> {
 /** In process: ms from `start()` to the end of the 200-call fan-out run. */
 /** The 200-call fan-out, then a resume of it: ms of the live run and of the replay. */
 async function timeFanoutAndReplay(home: string): Promise<{ liveMs: number; replayMs: number }> {
-  const ledger = await Ledger.open(home);
+  const ledger = await openLedger(home);
   const dispatcher = createDispatcher({ fakeLatencyMs: 0 });
   const manager = await RunManager.create({ dispatcher, ledger, concurrency: CONCURRENCY });
   try {
@@ -192,12 +193,12 @@ async function timeFanoutAndReplay(home: string): Promise<{ liveMs: number; repl
         fake_dispatch: true,
         timeout: RUN_TIMEOUT_S,
         ...(resumeFrom ? { resume_from: resumeFrom } : {}),
-      });
-      const unsubscribe = manager.subscribe(started.run_id, (event) => {
-        if (event.type === "end") endedAt = performance.now();
-      });
-      const status = await manager.wait(started.run_id);
-      unsubscribe();
+      }, LOCAL);
+      for await (const _item of manager.events(started.run_id, LOCAL)) {
+        // The feed ends with the run's terminal state.
+      }
+      endedAt = performance.now();
+      const status = await manager.wait(started.run_id, LOCAL);
       expectSucceeded(status, resumeFrom ? "the resumed fan-out" : "the fan-out run");
       if (status.result !== FANOUT_CALLS) {
         throw new Error(
@@ -222,20 +223,24 @@ async function timeFanoutAndReplay(home: string): Promise<{ liveMs: number; repl
 
 /** Mean ms of one journal write (entry plus run counters, one atomic commit), over 200 writes. */
 async function timeJournalWrite(home: string): Promise<number> {
-  const ledger = await Ledger.open(home);
+  const ledger = await openLedger(home);
   const manager = await RunManager.create({
     dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
     ledger,
   });
   try {
     // A real run supplies a real status document to write with each entry.
-    const started = await manager.start({ script: ONE_CALL_SCRIPT, fake_dispatch: true });
-    const status = await manager.wait(started.run_id);
-    const [template] = await manager.journal(started.run_id);
+    const started = await manager.start({ script: ONE_CALL_SCRIPT, fake_dispatch: true }, LOCAL);
+    const status = await manager.wait(started.run_id, LOCAL);
+    const [template] = await manager.journal(started.run_id, LOCAL);
     if (!template) throw new Error("the one-call run left no journal entry");
     const t0 = performance.now();
     for (let seq = 1; seq <= FANOUT_CALLS; seq++) {
-      await ledger.addJournalEntry(status, { ...template, seq: seq + 1 });
+      await ledger.write(status.run_id, [{
+        kind: "journal",
+        status,
+        entry: { ...template, seq: seq + 1 },
+      }]);
     }
     return (performance.now() - t0) / FANOUT_CALLS;
   } finally {

@@ -1,6 +1,6 @@
 /**
- * The library API of svc: start and follow workflow runs, dispatch calls, check scripts, serve
- * HTTP. Runtime-neutral: under Node, import the npm package's entry (`src/node.ts`), which
+ * The library API of svc: open the services of a data directory (`openServices`), start and
+ * follow workflow runs, dispatch calls, check scripts. Runtime-neutral: under Node, import the npm package's entry (`src/node.ts`), which
  * installs the Node platform first.
  * @module
  */
@@ -45,17 +45,29 @@ export type {
   RunCondition,
   RunError,
   RunEvent,
+  RunEventsOptions,
   RunManagerOptions,
   RunState,
   RunStatus,
   ScriptMeta,
   SecurityEvent,
-  StartOptions,
   UsageTotals,
 } from "./engine/mod.ts";
 export { SvcError, toSvcError } from "./errors/mod.ts";
-export { Ledger } from "./ledger/mod.ts";
-export type { JournalEntry, JournalSummary } from "./ledger/mod.ts";
+export { callerOf, HostLease, openLedger } from "./ledger/mod.ts";
+export type {
+  Caller,
+  EventStream,
+  FeedItem,
+  JournalEntry,
+  JournalSummary,
+  Ledger,
+  TaskEvent,
+  TaskState,
+  TaskStatus,
+} from "./ledger/mod.ts";
+export { EventFeed, openServices } from "./services/mod.ts";
+export type { FeedFollowOptions, RunSettings, Services, ServicesOptions } from "./services/mod.ts";
 export type { ErrorCode } from "./errors/mod.ts";
 export {
   createMicrovmBackend,

@@ -17,9 +17,9 @@ import {
   SessionStore,
   TaskManager,
 } from "../src/dispatch/mod.ts";
-import { Ledger } from "../src/ledger/mod.ts";
+import { openLedger } from "../src/ledger/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { runScript, tempDir } from "./helpers.ts";
+import { LOCAL, runScript, tempDir } from "./helpers.ts";
 import { stub } from "./harness_helpers.ts";
 
 const REVIEWER = `---
@@ -303,7 +303,7 @@ Deno.test("a direct dispatch (svc dispatch, the HTTP API) applies an agent type 
   await using f = await folders();
   await f.write("project", "reviewer.md", REVIEWER);
   await using home = await tempDir();
-  const ledger = await Ledger.open(home.path);
+  const ledger = await openLedger(home.path);
   const provider = recorder();
   const tasks = new TaskManager({
     dispatcher: createDispatcher({ providers: [provider], fakeLatencyMs: 0 }),
@@ -317,8 +317,8 @@ Deno.test("a direct dispatch (svc dispatch, the HTTP API) applies an agent type 
       agentType: "reviewer",
       sandbox: "write",
       workdir: f.project,
-    });
-    const done = await tasks.wait(started.task_id);
+    }, LOCAL);
+    const done = await tasks.wait(started.task_id, LOCAL);
     assert.equal(done.state, "succeeded", JSON.stringify(done.error));
     const [request] = provider.requests;
     assert.deepEqual([request?.system?.split("\n")[0], request?.model, request?.sandbox], [
@@ -327,7 +327,8 @@ Deno.test("a direct dispatch (svc dispatch, the HTTP API) applies an agent type 
       "read-only",
     ]);
     const unknown = await tasks.wait(
-      (await tasks.start({ prompt: "x", agentType: "nobody", workdir: f.project })).task_id,
+      (await tasks.start({ prompt: "x", agentType: "nobody", workdir: f.project }, LOCAL)).task_id,
+      LOCAL,
     );
     assert.equal(unknown.state, "failed");
     assert.match(

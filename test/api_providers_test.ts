@@ -14,7 +14,7 @@ import { readSse, type SseEvent } from "../src/dispatch/api/sse.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import type { AgentOptions } from "../src/schemas/mod.ts";
-import { testManager } from "./helpers.ts";
+import { LOCAL, testManager } from "./helpers.ts";
 
 const KEY = "sk-test-5ecret-key-0123456789abcdef";
 const OPENAI_ENV = "SVC_TEST_KEY";
@@ -950,12 +950,12 @@ Deno.test("a workflow's agent() calls with provider 'openai' reach the API; the 
     });
     return { a, b };
   `;
-  const started = await t.manager.start({ script });
-  const status = await t.manager.wait(started.run_id);
+  const started = await t.manager.start({ script }, LOCAL);
+  const status = await t.manager.wait(started.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
   assert.deepEqual(status.result, { a: "answer to first question", b: { n: 42 } });
   assert.deepEqual(status.journal.usage, { input_tokens: 41, output_tokens: 9, cost_usd: null });
-  const journal = await t.manager.journal(started.run_id);
+  const journal = await t.manager.journal(started.run_id, LOCAL);
   assert.deepEqual(
     journal.map((e) => [e.label, e.outcome, e.provider, e.model, e.usage, e.cost_usd, e.attempts]),
     [

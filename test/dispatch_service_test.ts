@@ -9,7 +9,7 @@ import {
   type Provider,
 } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { tempDir, testManager } from "./helpers.ts";
+import { LOCAL, tempDir, testManager } from "./helpers.ts";
 
 /** A provider that answers with its name and records the requests it got. */
 function provider(
@@ -274,11 +274,11 @@ Deno.test("a read-only run hands its write calls read-only agents, and journals 
     script: `await agent("a", { provider: "claude", sandbox: "write" });
       await agent("b", { provider: "claude", sandbox: "full" });
       await agent("c", { provider: "claude" });`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.sandbox_max, "read-only");
   assert.deepEqual(claude.requests.map((r) => r.sandbox), ["read-only", "read-only", "read-only"]);
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => e.sandbox_clamped), [
     "write was clamped to read-only: the ceiling is read-only (the default level; sandbox_max raises it)",
     "full was clamped to read-only: the ceiling is read-only (the default level; sandbox_max raises it)",
@@ -296,11 +296,14 @@ Deno.test("sandbox_max lets an operator allow more than the default, and no more
       await agent("b", { provider: "claude" });
       await agent("c", { provider: "claude", sandbox: "full" });`,
     sandbox_max: "write",
-  });
-  await t.manager.wait(run.run_id);
+  }, LOCAL);
+  await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(claude.requests.map((r) => r.sandbox), ["write", "read-only", "write"]);
   await assert.rejects(
-    t.manager.start({ script: "return 1", sandbox_default: "write", sandbox_max: "read-only" }),
+    t.manager.start(
+      { script: "return 1", sandbox_default: "write", sandbox_max: "read-only" },
+      LOCAL,
+    ),
     /'sandbox_max' must not be below sandbox_default/,
   );
 });
@@ -314,10 +317,10 @@ Deno.test("the admitted sandbox level reaches the provider, and a clamp is journ
     script:
       `await agent("a", { provider: "claude", sandbox: "full" }); await agent("b", { provider: "claude" });`,
     sandbox_default: "write",
-  });
-  await t.manager.wait(run.run_id);
+  }, LOCAL);
+  await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(claude.requests.map((r) => r.sandbox), ["write", "write"]);
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.match(
     journal[0]!.sandbox_clamped ?? "",
     /^full was clamped to write: the ceiling is write \(the default level; sandbox_max raises it\)$/,
@@ -456,15 +459,15 @@ Deno.test("history, statistics, costs and usage come from the ledger's call log 
   const run = await t.manager.start({
     script:
       `await agent("a", { provider: "claude" }); await agent("b", { provider: "claude" }); await agent("c", { provider: "broken" });`,
-  });
-  await t.manager.wait(run.run_id);
+  }, LOCAL);
+  await t.manager.wait(run.run_id, LOCAL);
   const tasks = new TaskManager({
     dispatcher,
     ledger: t.ledger,
     sessions: new SessionStore(t.ledger),
   });
-  await tasks.wait((await tasks.start({ prompt: "d", provider: "claude" })).task_id);
-  const { calls, summary } = await dispatchHistory(t.ledger);
+  await tasks.wait((await tasks.start({ prompt: "d", provider: "claude" }, LOCAL)).task_id, LOCAL);
+  const { calls, summary } = await dispatchHistory(t.ledger, LOCAL);
   assert.deepEqual(calls.map((c) => c.source).sort(), ["run", "run", "run", "task"]);
   assert.equal(summary.calls, 4);
   assert.equal(summary.failed, 1);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createUnsafeLocalBackend, defaultBootstrapPath } from "../src/isolation/mod.ts";
 import { type GuestHandlers, type GuestOutcome, runGuest } from "../src/engine/mod.ts";
-import { narration, runScript, tempDir, testManager } from "./helpers.ts";
+import { LOCAL, narration, runScript, tempDir, testManager } from "./helpers.ts";
 
 const NONCE = "5eed".repeat(16);
 
@@ -247,7 +247,8 @@ Deno.test("the script has no storage: the Cache API and Web Storage are refused 
         await attempt(() => { Reflect.deleteProperty(globalThis, "caches"); return caches.open("c"); });
         return out;
       `,
-    })).run_id,
+    }, LOCAL)).run_id,
+    LOCAL,
   );
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
   const out = status.result as string[];
@@ -579,29 +580,29 @@ Deno.test("a script that loops forever is killed at its timeout; the host goes o
   const looping = await t.manager.start({
     script: `log("spinning");\nwhile (true) {}`,
     timeout: 1,
-  });
-  const good = await t.manager.start({ script: `return await agent("fine");` });
-  const status = await t.manager.wait(looping.run_id);
+  }, LOCAL);
+  const good = await t.manager.start({ script: `return await agent("fine");` }, LOCAL);
+  const status = await t.manager.wait(looping.run_id, LOCAL);
   assert.equal(status.state, "timeout");
   assert.equal(status.error?.message, "the run exceeded its timeout of 1 s");
   assert.deepEqual(narration(status, "log"), ["spinning"]);
-  assert.equal((await t.manager.wait(good.run_id)).state, "succeeded");
+  assert.equal((await t.manager.wait(good.run_id, LOCAL)).state, "succeeded");
 });
 
 Deno.test("a script that exhausts its heap fails with a memory error; the host goes on", async () => {
   await using t = await testManager({ heapMb: 64 });
   const hungry = await t.manager.start({
     script: `const a = [];\nwhile (true) a.push(new Array(100000).fill(1.5));`,
-  });
-  const good = await t.manager.start({ script: `return await agent("fine");` });
-  const status = await t.manager.wait(hungry.run_id);
+  }, LOCAL);
+  const good = await t.manager.start({ script: `return await agent("fine");` }, LOCAL);
+  const status = await t.manager.wait(hungry.run_id, LOCAL);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "out_of_memory");
   assert.equal(
     status.error?.message,
     "the script ran out of memory: it reached the guest's heap limit of 64 MiB",
   );
-  assert.equal((await t.manager.wait(good.run_id)).state, "succeeded");
+  assert.equal((await t.manager.wait(good.run_id, LOCAL)).state, "succeeded");
 });
 
 Deno.test("ArrayBuffers cannot take the host's memory: the guest's data segment is capped", async () => {

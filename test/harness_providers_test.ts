@@ -24,7 +24,7 @@ import {
   stub,
   type StubTool,
 } from "./harness_helpers.ts";
-import { tempDir, testManager } from "./helpers.ts";
+import { LOCAL, tempDir, testManager } from "./helpers.ts";
 
 const FACTORIES: Record<StubTool, (options: HarnessOptions) => Provider> = {
   claude: claudeProvider,
@@ -277,15 +277,15 @@ Deno.test("a workflow's agent() calls go to the claude harness; the journal show
       `const fruit = await agent("Name a fruit", { provider: "claude", label: "fruit" });`,
       `return { colour, fruit };`,
     ].join("\n"),
-  });
-  const status = await t.manager.wait(started.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(started.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
   const result = status.result as { colour: string; fruit: string };
   assert.match(result.colour, /^claude-stub answer to: Name a colour \[model=claude-sonnet-4-5/);
   assert.match(result.fruit, /^claude-stub answer to: Name a fruit \[/);
   assert.match(result.fruit, /permission=default denied=Bash,Edit,Write,NotebookEdit/);
 
-  const journal = await t.manager.journal(started.run_id);
+  const journal = await t.manager.journal(started.run_id, LOCAL);
   assert.deepEqual(
     journal.map((e) => [e.label, e.outcome, e.provider, e.model, e.usage, e.cost_usd]),
     [
@@ -315,11 +315,11 @@ Deno.test("a harness failure inside a workflow fails the call with the provider'
   });
   const started = await t.manager.start({
     script: `return await agent("STUB_AUTH", { provider: "codex" });`,
-  });
-  const status = await t.manager.wait(started.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(started.run_id, LOCAL);
   assert.equal(status.state, "succeeded", "a failed call returns null to the script");
   assert.equal(status.result, null);
-  const journal = await t.manager.journal(started.run_id);
+  const journal = await t.manager.journal(started.run_id, LOCAL);
   assert.equal(journal[0]?.outcome, "failed");
   assert.equal(
     journal[0]?.reason,

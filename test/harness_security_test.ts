@@ -22,7 +22,7 @@ import {
 import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { callDir, harnessRequest, stub, type StubTool } from "./harness_helpers.ts";
-import { runCli, tempDir, testManager } from "./helpers.ts";
+import { LOCAL, runCli, tempDir, testManager } from "./helpers.ts";
 
 const TOOLS: Record<StubTool, { tool: HarnessTool; factory: (o: HarnessOptions) => Provider }> = {
   claude: { tool: CLAUDE, factory: claudeProvider },
@@ -310,11 +310,11 @@ Deno.test("a harness call that fails after spending tokens is paid for: its usag
       const b = await agent("never sent", { provider: "claude" });
       return [a, b];`,
     budget_tokens: 300,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
   assert.deepEqual(status.result, [null, null]);
-  const [failed] = await t.manager.journal(run.run_id);
+  const [failed] = await t.manager.journal(run.run_id, LOCAL);
   assert.equal(failed?.outcome, "failed");
   assert.deepEqual(failed?.usage, { input_tokens: 312, output_tokens: 34 });
   assert.equal(failed?.cost_usd, 0.0456);

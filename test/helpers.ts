@@ -9,8 +9,16 @@ import {
   type Provider,
 } from "../src/dispatch/mod.ts";
 import type { JsonValue } from "../src/schemas/mod.ts";
-import { RunManager, type RunManagerOptions, type RunStatus } from "../src/engine/mod.ts";
-import { Ledger } from "../src/ledger/mod.ts";
+import {
+  type RunEvent,
+  RunManager,
+  type RunManagerOptions,
+  type RunStatus,
+} from "../src/engine/mod.ts";
+import { type Caller, type Ledger, openLedger } from "../src/ledger/mod.ts";
+
+/** The caller tests act as, unless they test the owner rule: the command line's default owner. */
+export const LOCAL: Caller = { owner: "local" };
 
 /** The repository root, for paths of fixtures and the CLI. */
 export const ROOT: string = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -44,7 +52,7 @@ export async function testManager(
   const temp = options.home === undefined ? await tempDir("svc-home-") : undefined;
   const home = options.home ?? temp!.path;
   const { fakeLatencyMs, home: _home, ...rest } = options;
-  const ledger = await Ledger.open(home);
+  const ledger = await openLedger(home);
   const manager = await RunManager.create({
     dispatcher: createDispatcher({ fakeLatencyMs: fakeLatencyMs ?? 0 }),
     ledger,
@@ -63,6 +71,21 @@ export async function testManager(
   };
 }
 
+/** Follows a run's event feed until `predicate` holds for an event (or the run ends: then it throws). */
+export async function untilEvent(
+  manager: RunManager,
+  runId: string,
+  predicate: (event: RunEvent) => boolean,
+): Promise<void> {
+  for await (const { event } of manager.events(runId, LOCAL)) if (predicate(event)) return;
+  throw new Error(`run ${runId} ended before the awaited event`);
+}
+
+/** Every event of a run's feed, to its end. */
+export async function feedOf(manager: RunManager, runId: string): Promise<RunEvent[]> {
+  return (await Array.fromAsync(manager.events(runId, LOCAL))).map((item) => item.event);
+}
+
 /** Runs `script` to its end in a fresh manager and returns the final status. */
 export async function runScript(
   script: string,
@@ -70,8 +93,8 @@ export async function runScript(
   options: TestManagerOptions = {},
 ): Promise<RunStatus> {
   await using t = await testManager(options);
-  const started = await t.manager.start({ script, ...request });
-  return await t.manager.wait(started.run_id);
+  const started = await t.manager.start({ script, ...request }, LOCAL);
+  return await t.manager.wait(started.run_id, LOCAL);
 }
 
 /** Output of one command-line run. */

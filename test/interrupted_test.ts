@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fixture, ROOT, tempDir, testManager } from "./helpers.ts";
+import { fixture, LOCAL, ROOT, tempDir, testManager, untilEvent } from "./helpers.ts";
 
 /** Processes whose working directory lies under `dir` (a guest's is its scratch directory). */
 async function processesUnder(dir: string): Promise<string[]> {
@@ -45,10 +45,10 @@ Deno.test("a host killed mid-run leaves no run stuck in running: the next host m
   assert.ok(runId, stderr);
 
   await using t = await testManager({ home: home.path });
-  const status = await t.manager.get(runId);
+  const status = await t.manager.get(runId, LOCAL);
   assert.equal(status?.state, "interrupted");
   assert.equal(status?.error?.code, "interrupted");
-  const journal = await t.manager.journal(runId);
+  const journal = await t.manager.journal(runId, LOCAL);
   assert.deepEqual(
     journal.map((e) => [e.seq, e.outcome]),
     [[1, "live"], [2, "live"]],
@@ -66,7 +66,8 @@ Deno.test("a host killed mid-run leaves no run stuck in running: the next host m
     (await t.manager.start({
       script: await Deno.readTextFile(fixture("three_steps.js")),
       resume_from: runId,
-    })).run_id,
+    }, LOCAL)).run_id,
+    LOCAL,
   );
   assert.equal(resumed.state, "succeeded");
   assert.deepEqual([resumed.journal.replayed, resumed.journal.live], [2, 1]);
@@ -74,15 +75,10 @@ Deno.test("a host killed mid-run leaves no run stuck in running: the next host m
 
 Deno.test("a run of a live host is not taken for interrupted by another host", async () => {
   await using first = await testManager({ fakeLatencyMs: 60_000 });
-  const run = await first.manager.start({ script: `await agent("slow");` });
-  await new Promise<void>((resolve) => {
-    first.manager.subscribe(
-      run.run_id,
-      (e) => e.type === "calls" && e.calls.running === 1 && resolve(),
-    );
-  });
+  const run = await first.manager.start({ script: `await agent("slow");` }, LOCAL);
+  await untilEvent(first.manager, run.run_id, (e) => e.type === "calls" && e.calls.running === 1);
   await using second = await testManager({ home: first.home });
-  assert.equal((await second.manager.get(run.run_id))?.state, "running");
-  first.manager.cancel(run.run_id);
-  await first.manager.wait(run.run_id);
+  assert.equal((await second.manager.get(run.run_id, LOCAL))?.state, "running");
+  await first.manager.cancel(run.run_id, LOCAL);
+  await first.manager.wait(run.run_id, LOCAL);
 });

@@ -3,7 +3,14 @@ import { createDispatcher } from "../src/dispatch/mod.ts";
 import { callHash, canonicalJson, type RunEvent } from "../src/engine/mod.ts";
 import { sha256 } from "../src/ledger/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { countingDispatcher, scriptedProvider, testManager } from "./helpers.ts";
+import {
+  countingDispatcher,
+  feedOf,
+  LOCAL,
+  scriptedProvider,
+  testManager,
+  untilEvent,
+} from "./helpers.ts";
 
 const FIVE_CALLS = `
   const out = [];
@@ -13,9 +20,12 @@ const FIVE_CALLS = `
 
 Deno.test("every agent() call is journaled in call-start order with hash, result, usage, provider and timing", async () => {
   await using t = await testManager();
-  const run = await t.manager.start({ script: FIVE_CALLS, args: { words: ["a", "b", "c"] } });
-  await t.manager.wait(run.run_id);
-  const journal = await t.manager.journal(run.run_id);
+  const run = await t.manager.start(
+    { script: FIVE_CALLS, args: { words: ["a", "b", "c"] } },
+    LOCAL,
+  );
+  await t.manager.wait(run.run_id, LOCAL);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => [e.seq, e.label, e.outcome, e.result]), [
     [1, "a", "live", "fake response to: say a"],
     [2, "b", "live", "fake response to: say b"],
@@ -44,17 +54,16 @@ Deno.test("a resumed run replays the unchanged calls from the journal without di
   const dispatcher = countingDispatcher();
   await using t = await testManager({ dispatcher });
   const words = ["a", "b", "c", "d", "e"];
-  const first = await t.manager.start({ script: FIVE_CALLS, args: { words } });
-  const original = await t.manager.wait(first.run_id);
+  const first = await t.manager.start({ script: FIVE_CALLS, args: { words } }, LOCAL);
+  const original = await t.manager.wait(first.run_id, LOCAL);
   assert.equal(dispatcher.count(), 5);
-  const events: RunEvent[] = [];
   const second = await t.manager.start({
     script: FIVE_CALLS,
     args: { words },
     resume_from: first.run_id,
-  });
-  t.manager.subscribe(second.run_id, (e) => events.push(e));
-  const resumed = await t.manager.wait(second.run_id);
+  }, LOCAL);
+  const events: RunEvent[] = await feedOf(t.manager, second.run_id);
+  const resumed = await t.manager.wait(second.run_id, LOCAL);
   assert.equal(dispatcher.count(), 5, "no call was dispatched again");
   assert.deepEqual(resumed.result, original.result);
   assert.equal(resumed.resumed_from, first.run_id);
@@ -67,7 +76,7 @@ Deno.test("a resumed run replays the unchanged calls from the journal without di
     Array(5).fill("replayed"),
     "replays are marked",
   );
-  const journal = await t.manager.journal(second.run_id);
+  const journal = await t.manager.journal(second.run_id, LOCAL);
   assert.ok(journal.every((e) => e.outcome === "replayed" && e.replayed_from === first.run_id));
 });
 
@@ -77,17 +86,17 @@ Deno.test("resume replays the longest unchanged prefix; the first difference and
   const first = await t.manager.start({
     script: FIVE_CALLS,
     args: { words: ["a", "b", "c", "d", "e"] },
-  });
-  await t.manager.wait(first.run_id);
+  }, LOCAL);
+  await t.manager.wait(first.run_id, LOCAL);
   const second = await t.manager.start({
     script: FIVE_CALLS,
     args: { words: ["a", "b", "CHANGED", "d", "e"] },
     resume_from: first.run_id,
-  });
-  const resumed = await t.manager.wait(second.run_id);
+  }, LOCAL);
+  const resumed = await t.manager.wait(second.run_id, LOCAL);
   assert.deepEqual([resumed.journal.replayed, resumed.journal.live], [2, 3]);
   assert.equal(dispatcher.count(), 5 + 3);
-  const journal = await t.manager.journal(second.run_id);
+  const journal = await t.manager.journal(second.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => e.outcome), ["replayed", "replayed", "live", "live", "live"]);
 });
 
@@ -102,8 +111,8 @@ Deno.test("a run that hit its timeout keeps its journal and resumes without payi
     const quick = await parallel(["q1", "q2", "q3", "q4"].map((p) => () => agent(p, { provider: "stub" })));
     return [...quick, await agent("slow", { provider: "stub" })];
   `;
-  const first = await t.manager.start({ script, timeout: 1 });
-  const timedOut = await t.manager.wait(first.run_id);
+  const first = await t.manager.start({ script, timeout: 1 }, LOCAL);
+  const timedOut = await t.manager.wait(first.run_id, LOCAL);
   assert.equal(timedOut.state, "timeout");
   assert.deepEqual(
     [timedOut.journal.live, timedOut.journal.failed],
@@ -111,8 +120,8 @@ Deno.test("a run that hit its timeout keeps its journal and resumes without payi
     "journal kept, the cut call recorded",
   );
   slow = false;
-  const second = await t.manager.start({ script, resume_from: first.run_id });
-  const resumed = await t.manager.wait(second.run_id);
+  const second = await t.manager.start({ script, resume_from: first.run_id }, LOCAL);
+  const resumed = await t.manager.wait(second.run_id, LOCAL);
   assert.equal(resumed.state, "succeeded");
   assert.deepEqual([resumed.journal.replayed, resumed.journal.live], [4, 1]);
   assert.equal(provider.calls, 4 + 1 + 1, "only the cut call ran again");
@@ -128,20 +137,20 @@ Deno.test("a cancelled run keeps its journal and can be resumed", async () => {
   await using t = await testManager({ dispatcher: createDispatcher({ providers: [provider] }) });
   const script =
     `const out = []; for (const p of ["a", "b", "c"]) out.push(await agent(p, { provider: "stub" })); return out;`;
-  const first = await t.manager.start({ script });
-  await new Promise<void>((resolve) => {
-    t.manager.subscribe(
-      first.run_id,
-      (e) => e.type === "calls" && e.calls.running === 1 && e.calls.total === 3 && resolve(),
-    );
-  });
-  t.manager.cancel(first.run_id);
-  const cancelled = await t.manager.wait(first.run_id);
+  const first = await t.manager.start({ script }, LOCAL);
+  await untilEvent(
+    t.manager,
+    first.run_id,
+    (e) => e.type === "calls" && e.calls.running === 1 && e.calls.total === 3,
+  );
+  await t.manager.cancel(first.run_id, LOCAL);
+  const cancelled = await t.manager.wait(first.run_id, LOCAL);
   assert.equal(cancelled.state, "cancelled");
   assert.equal(cancelled.journal.live, 2);
   slow = false;
   const resumed = await t.manager.wait(
-    (await t.manager.start({ script, resume_from: first.run_id })).run_id,
+    (await t.manager.start({ script, resume_from: first.run_id }, LOCAL)).run_id,
+    LOCAL,
   );
   assert.deepEqual([resumed.state, resumed.journal.replayed, resumed.journal.live], [
     "succeeded",
@@ -183,6 +192,6 @@ Deno.test("resume refuses an unknown run, another owner's run and a run still ru
     "conflict",
     /it is still (queued|running)/,
   );
-  t.manager.cancel(running.run_id);
-  await t.manager.wait(running.run_id);
+  t.manager.cancel(running.run_id, LOCAL);
+  await t.manager.wait(running.run_id, LOCAL);
 });

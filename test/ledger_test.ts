@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createDispatcher } from "../src/dispatch/mod.ts";
-import { Ledger, SCHEMA_VERSION } from "../src/ledger/mod.ts";
-import { scriptedProvider, tempDir, testManager } from "./helpers.ts";
+import { openLedger, SCHEMA_VERSION } from "../src/ledger/mod.ts";
+import { LOCAL, scriptedProvider, tempDir, testManager } from "./helpers.ts";
 
 /** Every value of the KV file, with its size: what the ledger really wrote. */
 async function kvValues(home: string): Promise<Array<{ key: Deno.KvKey; size: number }>> {
@@ -22,8 +22,8 @@ Deno.test("the ledger keeps values as JSON bytes that any KV reader can decode",
   const run = await t.manager.start({
     script: `log("hello");\nreturn await agent("x");`,
     filename: "flow.js",
-  });
-  await t.manager.wait(run.run_id);
+  }, LOCAL);
+  await t.manager.wait(run.run_id, LOCAL);
   const kv = await Deno.openKv(`${t.home}/svc.kv`);
   try {
     let entries = 0;
@@ -49,30 +49,33 @@ Deno.test("a finished run is read back from the ledger by a new host, narration 
     await using t = await testManager({ home: home.path });
     const run = await t.manager.start({
       script: `phase("one");\nlog("two");\nreturn await agent("three");`,
-    });
+    }, LOCAL);
     runId = run.run_id;
-    await t.manager.wait(runId);
+    await t.manager.wait(runId, LOCAL);
   }
   await using t = await testManager({ home: home.path });
-  const status = await t.manager.get(runId);
+  const status = await t.manager.get(runId, LOCAL);
   assert.equal(status?.state, "succeeded");
   assert.equal(status?.result, "fake response to: three");
   assert.deepEqual(status?.narration.map((e) => e.text), ["one", "two"]);
-  assert.equal((await t.manager.journal(runId)).length, 1);
-  assert.deepEqual((await t.manager.list()).map((s) => s.run_id), [runId]);
-  const events = await t.ledger.getEvents(runId);
-  assert.deepEqual(events.map((e) => e.type === "state" && e.state), [
-    "queued",
-    "running",
-    "succeeded",
-  ]);
+  assert.equal((await t.manager.journal(runId, LOCAL)).length, 1);
+  assert.deepEqual((await t.manager.list(LOCAL)).map((s) => s.run_id), [runId]);
+  const events = await t.ledger.readEvents({ kind: "run", id: runId });
+  assert.deepEqual(
+    events.flatMap(({ event }) => "type" in event && event.type === "state" ? [event.state] : []),
+    [
+      "queued",
+      "running",
+      "succeeded",
+    ],
+  );
 });
 
 Deno.test("the run directory holds the script, the result and the final status", async () => {
   await using t = await testManager();
   const script = `return { answer: await agent("x") };`;
-  const run = await t.manager.start({ script, filename: "flow.js" });
-  await t.manager.wait(run.run_id);
+  const run = await t.manager.start({ script, filename: "flow.js" }, LOCAL);
+  await t.manager.wait(run.run_id, LOCAL);
   const dir = `${t.home}/runs/${run.run_id}`;
   assert.equal(await Deno.readTextFile(`${dir}/script.js`), script);
   assert.deepEqual(JSON.parse(await Deno.readTextFile(`${dir}/result.json`)), {
@@ -86,10 +89,10 @@ Deno.test("values too large for a KV entry are kept in the run directory and rea
   const big = "y".repeat(200_000);
   const run = await t.manager.start({
     script: `const r = await agent("${big}");\nreturn r.length;`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.result, "fake response to: ".length + big.length);
-  const [entry] = await t.manager.journal(run.run_id);
+  const [entry] = await t.manager.journal(run.run_id, LOCAL);
   assert.equal(entry!.result, `fake response to: ${big}`);
   const blobs = [...Deno.readDirSync(`${t.home}/runs/${run.run_id}/blobs`)];
   assert.equal(blobs.length, 1);
@@ -104,7 +107,7 @@ Deno.test("a ledger written by a newer svc is refused with a clear error", async
   );
   kv.close();
   await assert.rejects(
-    Ledger.open(home.path),
+    openLedger(home.path),
     /Cannot open the ledger in .*: it has schema version 2, this svc knows up to 1/,
   );
 });
@@ -114,12 +117,12 @@ Deno.test("runs are listed per owner, newest first", async () => {
   const a = await t.manager.start({ script: "return 1;" }, { owner: "alice" });
   const b = await t.manager.start({ script: "return 2;" }, { owner: "bob" });
   const c = await t.manager.start({ script: "return 3;" }, { owner: "alice" });
-  await Promise.all([a, b, c].map((r) => t.manager.wait(r.run_id)));
+  await Promise.all([a, b, c].map((r) => t.manager.wait(r.run_id, LOCAL)));
   assert.deepEqual((await t.manager.list({ owner: "alice" })).map((s) => s.run_id), [
     c.run_id,
     a.run_id,
   ]);
-  assert.equal((await t.manager.list()).length, 3);
+  assert.equal((await t.manager.list(LOCAL)).length, 3);
   await assert.rejects(t.manager.journal(a.run_id, { owner: "bob" }), /no such run/);
 });
 
@@ -127,11 +130,11 @@ Deno.test("a call with a 70 KB label is recorded: the label is clipped, the call
   await using t = await testManager();
   const run = await t.manager.start({
     script: `return await agent("x", { label: "L".repeat(70_000) });`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded");
   assert.equal(status.result, "fake response to: x");
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.equal(journal.length, 1);
   assert.equal(journal[0]!.result, "fake response to: x");
   assert.ok(journal[0]!.label!.length < 2000, "clipped");
@@ -145,8 +148,8 @@ Deno.test("a script error with a 70 KB name, message and stack frame still ends 
     script:
       `const f = { ["g".repeat(70_000)]() { const e = new Error("m".repeat(70_000)); e.name = "N".repeat(70_000); throw e; } };
       f["g".repeat(70_000)]();`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "script_error");
   assert.ok(status.error!.message.length < 10_000, `message of ${status.error!.message.length}`);
@@ -166,8 +169,8 @@ Deno.test("schema failures with huge conditions keep the run status within one K
         () => agent("p" + i, { provider: "sloppy", schema, label: i + "L".repeat(70_000) })));
       return r.filter((x) => x === null).length;`,
     schema_attempts: 1,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded");
   assert.equal(status.result, 60);
   const failed = status.conditions.filter((c) => c.type === "SchemaValidationFailed");
@@ -175,7 +178,7 @@ Deno.test("schema failures with huge conditions keep the run status within one K
   for (const c of status.conditions) {
     assert.ok(JSON.stringify(c).length <= 8192, `a condition of ${JSON.stringify(c).length}`);
   }
-  assert.equal((await t.manager.journal(run.run_id)).length, 60);
+  assert.equal((await t.manager.journal(run.run_id, LOCAL)).length, 60);
   const values = await kvValues(t.home);
   assert.ok(values.every((v) => v.size <= 60 * 1024), "every value fits");
   const stored = await t.ledger.getRun(run.run_id);
@@ -192,8 +195,8 @@ Deno.test("a huge meta literal is clipped and the run is recorded", async () => 
       "d".repeat(70_000)
     }", phases: ${phases} };
       return 1;`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded");
   assert.ok(
     JSON.stringify(status.meta).length < 20_000,
@@ -206,11 +209,11 @@ Deno.test("a huge meta literal is clipped and the run is recorded", async () => 
 
 Deno.test("a record over the KV value limit is clipped by the ledger rather than refused", async () => {
   await using t = await testManager();
-  const run = await t.manager.start({ script: "return 1;" });
-  const status = await t.manager.wait(run.run_id);
+  const run = await t.manager.start({ script: "return 1;" }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   // Past every bound at the source: the ledger itself still writes it.
   const huge = { ...status, name: "n".repeat(200_000), meta: { phases: Array(40_000).fill("p") } };
-  await t.ledger.saveRun(huge);
+  await t.ledger.write(huge.run_id, [{ kind: "status", status: huge }]);
   const stored = await t.ledger.getRun(run.run_id);
   assert.equal(stored?.run_id, run.run_id);
   assert.ok(stored!.name!.length < 70_000);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { defaultConfig } from "../src/config/mod.ts";
 import { createDispatcher, type Provider, SpentFailure } from "../src/dispatch/mod.ts";
-import { narration, runScript, scriptedProvider, testManager } from "./helpers.ts";
+import { LOCAL, narration, runScript, scriptedProvider, testManager } from "./helpers.ts";
 
 // A 40-character prompt costs 10 input tokens; the fake's answer adds 15 output tokens: 25 a call.
 const PROMPT_40 = "p".repeat(40);
@@ -29,8 +29,11 @@ Deno.test("a per-provider semaphore is shared by every run, so one fan-out canno
   });
   const script =
     `return (await parallel(Array.from({ length: 12 }, () => () => agent("x", { provider: "capped" })))).length;`;
-  const runs = await Promise.all([t.manager.start({ script }), t.manager.start({ script })]);
-  const ends = await Promise.all(runs.map((run) => t.manager.wait(run.run_id)));
+  const runs = await Promise.all([
+    t.manager.start({ script }, LOCAL),
+    t.manager.start({ script }, LOCAL),
+  ]);
+  const ends = await Promise.all(runs.map((run) => t.manager.wait(run.run_id, LOCAL)));
   assert.deepEqual(ends.map((s) => s.result), [12, 12]);
   assert.equal(provider.calls, 24);
   assert.equal(provider.maxActive, 3, "never more than the provider's 3 permits across both runs");
@@ -95,8 +98,8 @@ Deno.test("a currency budget counts the providers' costs", async () => {
     script:
       `const out = []; for (let i = 0; i < 6; i++) out.push(await agent("c" + i)); return { out, spent: budget.spent(), unit: budget.unit };`,
     budget_usd: 1,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   const result = status.result as { out: unknown[]; spent: number; unit: string };
   assert.deepEqual(result.out.map((x) => x !== null), [true, true, true, true, false, false]);
   assert.equal(result.spent, 1);
@@ -110,10 +113,10 @@ Deno.test("a call whose cost is unknown is unmetered, not free", async () => {
   await using t = await testManager({ dispatcher: createDispatcher({ providers: [provider] }) });
   const run = await t.manager.start({
     script: `return await agent("x", { provider: "unmetered" });`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.journal.usage.cost_usd, null);
-  assert.equal((await t.manager.journal(run.run_id))[0]!.cost_usd, null);
+  assert.equal((await t.manager.journal(run.run_id, LOCAL))[0]!.cost_usd, null);
 });
 
 Deno.test("budget.spent() and remaining() follow committed usage", async () => {
@@ -166,8 +169,8 @@ Deno.test("5,000 calls refused at the agent limit compile no schema and grow the
         if (await agent("over " + i, { schema: ${BAD_SCHEMA}, label: "l".repeat(200) }) === null) nulls++;
       }
       return nulls;`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", status.error?.message);
   assert.equal(status.result, 5000);
   assert.equal(status.calls.skipped, 5000);
@@ -176,7 +179,7 @@ Deno.test("5,000 calls refused at the agent limit compile no schema and grow the
     [status.journal.calls, status.journal.live, status.journal.skipped, status.journal.omitted],
     [5002, 2, 5000, 4999],
   );
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => [e.seq, e.outcome]), [[1, "live"], [2, "live"], [
     3,
     "skipped",
@@ -195,13 +198,13 @@ Deno.test("5,000 calls refused by the budget compile no schema and grow the ledg
       }
       return nulls;`,
     budget_tokens: CALL_TOKENS,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", status.error?.message);
   assert.equal(status.result, 5000);
   assert.deepEqual([status.calls.skipped, status.journal.omitted], [5000, 4999]);
   assert.equal(status.conditions.filter((c) => c.type === "BudgetExceeded").length, 1);
-  assert.equal((await t.manager.journal(run.run_id)).length, 2);
+  assert.equal((await t.manager.journal(run.run_id, LOCAL)).length, 2);
   const { bytes } = await ledgerBytes(t.home);
   assert.ok(bytes < 64 * 1024, `the ledger holds ${bytes} bytes after 5,000 refused calls`);
 });
@@ -218,15 +221,16 @@ Deno.test("a resumed run replays up to the agent limit and refuses the same call
   await using t = await testManager({ maxAgents: 3 });
   const script =
     `const r = []; for (let i = 0; i < 6; i++) r.push(await agent("c" + i)); return r.map((x) => x !== null);`;
-  const first = await t.manager.wait((await t.manager.start({ script })).run_id);
+  const first = await t.manager.wait((await t.manager.start({ script }, LOCAL)).run_id, LOCAL);
   assert.deepEqual(first.result, [true, true, true, false, false, false]);
   const second = await t.manager.wait(
-    (await t.manager.start({ script, resume_from: first.run_id })).run_id,
+    (await t.manager.start({ script, resume_from: first.run_id }, LOCAL)).run_id,
+    LOCAL,
   );
   assert.deepEqual(second.result, first.result);
   assert.deepEqual([second.calls.replayed, second.calls.skipped], [3, 3]);
   assert.deepEqual(
-    (await t.manager.journal(second.run_id)).map((e) => e.outcome),
+    (await t.manager.journal(second.run_id, LOCAL)).map((e) => e.outcome),
     ["replayed", "replayed", "replayed", "skipped"],
   );
 });
@@ -237,8 +241,8 @@ Deno.test("past the run's journal limit a call's result is not recorded and does
     script: `const r = [];
       for (let i = 0; i < 6; i++) r.push(await agent(i + "${"j".repeat(1000)}"));
       return r.map((x) => x === null ? null : x.length);`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   const result = status.result as Array<number | null>;
   const answered = result.filter((x) => x !== null).length;
   assert.ok(answered >= 1 && answered < 6, `${answered} answered`);
@@ -246,7 +250,7 @@ Deno.test("past the run's journal limit a call's result is not recorded and does
   const condition = status.conditions.find((c) => c.type === "LedgerLimitExceeded");
   assert.match(condition!.message, /the run's journal reached its limit of 4000 bytes/);
   assert.equal(condition!.data?.first_refused_call, answered + 1);
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.equal(journal.length, 6, "the refused calls are journaled, without their results");
   for (const entry of journal.slice(answered)) {
     assert.equal(entry.outcome, "failed");
@@ -261,8 +265,8 @@ Deno.test("past the run's limit on result files a large result is not recorded a
     script: `const r = [];
       for (let i = 0; i < 3; i++) r.push(await agent(i + "${"b".repeat(60_000)}"));
       return r.map((x) => x === null ? null : x.length);`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, [60_019, null, null]);
   assert.match(
     status.conditions.find((c) => c.type === "LedgerLimitExceeded")!.message,
@@ -292,8 +296,8 @@ Deno.test("under a currency budget a call to a provider without a price is refus
       for (let i = 0; i < 20; i++) r.push(await agent("c" + i, { provider: "unpriced", estimate: 0.0000001 }));
       return r.filter((x) => x !== null).length;`,
     budget_usd: 0.000001,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.result, 0);
   assert.equal(provider.calls, 0, "nothing was sent");
   const [condition] = status.conditions.filter((c) => c.type === "UnpricedCall");
@@ -321,14 +325,14 @@ Deno.test("under a currency budget a provider's price table prices every call fr
       for (let i = 0; i < 5; i++) r.push(await agent("c" + i, { provider: "priced" }));
       return r.map((x) => x !== null);`,
     budget_usd: 0.0001,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, [true, true, true, false, false]);
   assert.equal(provider.calls, 3);
   assert.equal(status.budget.usd.committed, 0.00012);
   assert.equal(Math.round(status.journal.usage.cost_usd! * 1e9) / 1e9, 0.00012);
   assert.deepEqual(
-    (await t.manager.journal(run.run_id)).map((e) => e.cost_usd),
+    (await t.manager.journal(run.run_id, LOCAL)).map((e) => e.cost_usd),
     [0.00004, 0.00004, 0.00004, 0],
   );
   assert.equal(status.conditions.filter((c) => c.type === "BudgetExceeded").length, 1);
@@ -367,11 +371,11 @@ Deno.test("a failed call that reported its usage counts its tokens and priced co
       return [a, b, budget.spent()];`,
     budget_tokens: 1000,
     budget_usd: 1,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, [null, null, 1000]);
   assert.equal(status.budget.usd.committed, 0.01);
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal[0]!.usage, { input_tokens: 300, output_tokens: 700 });
   assert.equal(journal[0]!.cost_usd, 0.01);
   assert.equal(journal[1]!.outcome, "skipped", "the first failure used up the token budget");
@@ -394,11 +398,15 @@ Deno.test("a failed call whose use is unknown counts its estimate against the bu
       return budget.spent();`,
     budget_tokens: 1000,
     budget_usd: 1,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.result, 400);
   assert.equal(status.budget.usd.committed, 0.5);
-  assert.equal((await t.manager.journal(run.run_id))[0]!.cost_usd, null, "recorded as unknown");
+  assert.equal(
+    (await t.manager.journal(run.run_id, LOCAL))[0]!.cost_usd,
+    null,
+    "recorded as unknown",
+  );
 });
 
 Deno.test("a run's max_agents and concurrency bound that run, and the manager's defaults the others", async () => {
@@ -408,7 +416,8 @@ Deno.test("a run's max_agents and concurrency bound that run, and the manager's 
     `const r = await parallel(Array.from({ length: 12 }, (_, i) => () => agent("c" + i, { provider: "slow" })));
     return r.filter((x) => x !== null).length;`;
   const bounded = await t.manager.wait(
-    (await t.manager.start({ script, max_agents: 5, concurrency: 2 })).run_id,
+    (await t.manager.start({ script, max_agents: 5, concurrency: 2 }, LOCAL)).run_id,
+    LOCAL,
   );
   assert.equal(bounded.result, 5);
   assert.equal(provider.maxActive, 2, "never more than the run's 2 calls at once");
@@ -416,7 +425,7 @@ Deno.test("a run's max_agents and concurrency bound that run, and the manager's 
   assert.equal(bounded.calls.skipped, 7);
   assert.match(bounded.conditions[0]!.message, /limit of 5 agent\(\) calls; call #6/);
   provider.maxActive = 0;
-  const defaults = await t.manager.wait((await t.manager.start({ script })).run_id);
+  const defaults = await t.manager.wait((await t.manager.start({ script }, LOCAL)).run_id, LOCAL);
   assert.equal(defaults.result, 12);
   assert.equal(provider.maxActive, 8);
   assert.deepEqual(defaults.limits, { max_agents: 200, concurrency: 8 });
@@ -426,7 +435,7 @@ Deno.test("max_agents above 1000 and concurrency above 64 or below 1 are refused
   await using t = await testManager();
   const refusal = async (request: Record<string, unknown>) => {
     try {
-      await t.manager.start({ script: `return 1;`, ...request });
+      await t.manager.start({ script: `return 1;`, ...request }, LOCAL);
       return "started";
     } catch (error) {
       return (error as Error).message;
@@ -445,8 +454,8 @@ Deno.test("a script that keeps calling agent() past the agent limit fails with a
     script: `while (true) await agent("x");`,
     max_agents: 5,
     timeout: 3600,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "agent_limit_exceeded");
   assert.equal(
@@ -462,8 +471,8 @@ Deno.test("catching errors does not keep a loop over refused calls alive, and bu
   const run = await t.manager.start({
     script: `while (true) { try { await agent("${PROMPT_40}"); } catch {} }`,
     budget_tokens: CALL_TOKENS,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "failed");
   assert.equal(status.error?.code, "agent_limit_exceeded");
   assert.match(

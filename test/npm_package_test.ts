@@ -4,23 +4,22 @@
  */
 import assert from "node:assert/strict";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
-import { Ledger } from "../src/ledger/mod.ts";
+import { openLedger } from "../src/ledger/mod.ts";
 
 const EXAMPLE = "node_modules/svc/examples/review_fanout.js";
 
 /** The library API from a Node ES module: a workflow in process, and an HTTP server. */
 const LIBRARY_SCRIPT = `
-import { checkScript, createDispatcher, Ledger, platform, RunManager } from "svc";
+import { checkScript, openServices, platform } from "svc";
 
-const ledger = await Ledger.open(process.env.SVC_HOME);
-const manager = await RunManager.create({ dispatcher: createDispatcher(), ledger });
-const started = await manager.start({
+const services = await openServices({ home: process.env.SVC_HOME });
+const caller = { owner: "lib" };
+const started = await services.runs.start({
   script: 'export const meta = { name: "lib" };\\nphase("ask");\\nreturn await parallel([1, 2].map((i) => () => agent("item " + i)));',
   fake_dispatch: true,
-});
-const status = await manager.wait(started.run_id);
-await manager.close();
-ledger.close();
+}, caller);
+const status = await services.runs.wait(started.run_id, caller);
+await services.close();
 const server = await platform().serve(
   async (request) => Response.json({ path: new URL(request.url).pathname, method: request.method }),
   { hostname: "127.0.0.1", port: 0 },
@@ -133,7 +132,7 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
       assert.deepEqual([...Deno.readDirSync(`${home}/tmp`)], [], "guest scratch removed");
       // The ledger the Node run wrote (through @deno/kv) reads back from Deno.
       const runId = /svc: run (run_\w+) succeeded/.exec(run.stderr)![1]!;
-      const ledger = await Ledger.open(home);
+      const ledger = await openLedger(home);
       try {
         const status = await ledger.getRun(runId);
         assert.equal(status?.state, "succeeded");

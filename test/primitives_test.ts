@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { narration, runScript, testManager } from "./helpers.ts";
+import { LOCAL, narration, runScript, testManager } from "./helpers.ts";
 
 Deno.test("the body runs as an async function: top-level await and return give the product", async () => {
   const status = await runScript(`const a = await agent("hello");\nreturn { a, n: 2 };`, {
@@ -168,8 +168,8 @@ Deno.test("phase() and log() become narration with host timestamps", async () =>
   await using t = await testManager();
   const started = await t.manager.start({
     script: `phase("Plan");\nlog("step one");\nlog({ n: 1 });`,
-  });
-  const status = await t.manager.wait(started.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(started.run_id, LOCAL);
   const entries = status.narration.map(({ kind, text }) => ({ kind, text }));
   assert.deepEqual(entries, [
     { kind: "phase", text: "Plan" },
@@ -215,15 +215,15 @@ Deno.test("run concurrency is capped at 8: excess calls queue", async () => {
   const started = await t.manager.start({
     script:
       `return (await parallel(Array.from({ length: 20 }, (_, i) => () => agent("t" + i)))).filter(Boolean).length;`,
-  });
+  }, LOCAL);
   let maxRunning = 0;
   let maxQueued = 0;
-  t.manager.subscribe(started.run_id, (event) => {
-    if (event.type !== "calls") return;
+  for await (const { event } of t.manager.events(started.run_id, LOCAL)) {
+    if (event.type !== "calls") continue;
     maxRunning = Math.max(maxRunning, event.calls.running);
     maxQueued = Math.max(maxQueued, event.calls.queued);
-  });
-  const status = await t.manager.wait(started.run_id);
+  }
+  const status = await t.manager.wait(started.run_id, LOCAL);
   assert.equal(status.result, 20);
   assert.equal(maxRunning, 8);
   assert.ok(maxQueued >= 12, `queued at most ${maxQueued}`);

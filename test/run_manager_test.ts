@@ -1,21 +1,28 @@
 import assert from "node:assert/strict";
 import type { RunEvent } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { testManager } from "./helpers.ts";
+import { feedOf, LOCAL, testManager, untilEvent } from "./helpers.ts";
 
 Deno.test("a run moves queued -> running -> succeeded, with host timestamps and a journal summary", async () => {
   await using t = await testManager();
-  const started = await t.manager.start({ script: `return await agent("a");`, filename: "one.js" });
+  const started = await t.manager.start(
+    { script: `return await agent("a");`, filename: "one.js" },
+    LOCAL,
+  );
   assert.equal(started.state, "queued");
   assert.match(started.run_id, /^run_[0-9a-z]{18}$/);
-  const events: RunEvent[] = [];
-  t.manager.subscribe(started.run_id, (event) => events.push(event));
-  const status = await t.manager.wait(started.run_id);
+  const events: RunEvent[] = await feedOf(t.manager, started.run_id);
+  const status = await t.manager.wait(started.run_id, LOCAL);
   assert.deepEqual(
     events.filter((e) => e.type === "state").map((e) => e.type === "state" && e.state),
-    ["running", "succeeded"],
+    ["queued", "running", "succeeded"],
   );
-  assert.equal(events.at(-1)?.type, "end");
+  assert.deepEqual(events.at(-1), {
+    type: "state",
+    run_id: started.run_id,
+    at: status.ended_at,
+    state: "succeeded",
+  });
   assert.equal(status.state, "succeeded");
   assert.equal(status.owner, "local");
   assert.equal(status.filename, "one.js");
@@ -35,7 +42,9 @@ Deno.test("a run moves queued -> running -> succeeded, with host timestamps and 
 Deno.test("every run gets its own run_id", async () => {
   await using t = await testManager();
   const ids = new Set<string>();
-  for (let i = 0; i < 5; i++) ids.add((await t.manager.start({ script: "return 1;" })).run_id);
+  for (let i = 0; i < 5; i++) {
+    ids.add((await t.manager.start({ script: "return 1;" }, LOCAL)).run_id);
+  }
   assert.equal(ids.size, 5);
 });
 
@@ -43,19 +52,18 @@ Deno.test("a run can be cancelled while it runs: its guest is killed and it ends
   await using t = await testManager({ fakeLatencyMs: 10_000 });
   const started = await t.manager.start({
     script: `log("waiting");\nawait agent("slow");\nlog("never");`,
-  });
-  await new Promise<void>((resolve) => {
-    t.manager.subscribe(
-      started.run_id,
-      (e) => e.type === "calls" && e.calls.running === 1 && resolve(),
-    );
-  });
-  assert.equal(t.manager.cancel(started.run_id), true);
-  const status = await t.manager.wait(started.run_id);
+  }, LOCAL);
+  await untilEvent(t.manager, started.run_id, (e) => e.type === "calls" && e.calls.running === 1);
+  assert.equal((await t.manager.cancel(started.run_id, LOCAL)).state, "running");
+  const status = await t.manager.wait(started.run_id, LOCAL);
   assert.equal(status.state, "cancelled");
   assert.deepEqual(status.error, { code: "cancelled", message: "the run was cancelled" });
   assert.deepEqual(status.narration.map((e) => e.text), ["waiting"]);
-  assert.equal(t.manager.cancel(started.run_id), false, "cancelling again changes nothing");
+  assert.deepEqual(
+    await t.manager.cancel(started.run_id, LOCAL),
+    status,
+    "cancelling again changes nothing",
+  );
 });
 
 Deno.test("start() refuses a malformed request, naming the field, before any process starts", async () => {
@@ -80,7 +88,7 @@ Deno.test("start() refuses a malformed request, naming the field, before any pro
   ];
   await using t = await testManager();
   for (const [input, expected] of cases) {
-    await assert.rejects(t.manager.start(input), (error: unknown) => {
+    await assert.rejects(t.manager.start(input, LOCAL), (error: unknown) => {
       assert.ok(error instanceof SvcError);
       assert.equal(error.code, "invalid_request");
       assert.equal(error.status, 400);
@@ -88,23 +96,25 @@ Deno.test("start() refuses a malformed request, naming the field, before any pro
       return true;
     });
   }
-  assert.deepEqual(await t.manager.list(), [], "nothing was recorded");
+  assert.deepEqual(await t.manager.list(LOCAL), [], "nothing was recorded");
 });
 
 Deno.test("get() returns a run only to its owner", async () => {
   await using t = await testManager();
   const started = await t.manager.start({ script: "return 1;" }, { owner: "alice" });
-  await t.manager.wait(started.run_id);
+  await t.manager.wait(started.run_id, LOCAL);
   assert.equal((await t.manager.get(started.run_id, { owner: "alice" }))?.state, "succeeded");
   assert.equal(await t.manager.get(started.run_id, { owner: "bob" }), undefined);
-  assert.equal(await t.manager.get("run_unknown"), undefined);
+  assert.equal(await t.manager.get("run_unknown", LOCAL), undefined);
   assert.throws(() => t.manager.cancel(started.run_id, { owner: "bob" }), /no such run/);
 });
 
 Deno.test("narration beyond the cap is counted, not kept", async () => {
   await using t = await testManager({ maxNarration: 10 });
   const status = await t.manager.wait(
-    (await t.manager.start({ script: `for (let i = 0; i < 25; i++) log("line " + i);` })).run_id,
+    (await t.manager.start({ script: `for (let i = 0; i < 25; i++) log("line " + i);` }, LOCAL))
+      .run_id,
+    LOCAL,
   );
   assert.equal(status.narration.length, 10);
   assert.equal(status.narration_dropped, 15);
@@ -115,7 +125,8 @@ Deno.test("narration is bounded in bytes too: long lines past the cap are counte
   const status = await t.manager.wait(
     (await t.manager.start({
       script: `const line = "x".repeat(8000); for (let i = 0; i < 1000; i++) log(line);`,
-    })).run_id,
+    }, LOCAL)).run_id,
+    LOCAL,
   );
   assert.equal(status.state, "succeeded");
   assert.equal(status.narration.length, 262, "2 MiB of 8,000-byte lines");
@@ -126,7 +137,7 @@ Deno.test("narration is bounded in bytes too: long lines past the cap are counte
 
 Deno.test("close() cancels runs that are still going", async () => {
   const t = await testManager({ fakeLatencyMs: 10_000 });
-  const started = await t.manager.start({ script: `await agent("slow");` });
+  const started = await t.manager.start({ script: `await agent("slow");` }, LOCAL);
   await t[Symbol.asyncDispose]();
-  assert.equal((await t.manager.wait(started.run_id)).state, "cancelled");
+  assert.equal((await t.manager.wait(started.run_id, LOCAL)).state, "cancelled");
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
-import { narration, runScript, scriptedProvider, testManager } from "./helpers.ts";
+import { LOCAL, narration, runScript, scriptedProvider, testManager } from "./helpers.ts";
 
 Deno.test("a parallel() thunk that throws yields null, and the run narrates and records where and why", async () => {
   const status = await runScript(`const r = await parallel([
@@ -73,14 +73,18 @@ Deno.test("a fan-out whose 4096 thunks all throw keeps at most 20 records of at 
   const script = (message: string) =>
     `const r = await parallel(Array.from({ length: 4096 }, (_, i) => () => { throw new Error(${message}); }));
      return r.every((x) => x === null);`;
-  const short = await t.manager.wait((await t.manager.start({ script: script(`"n" + i`) })).run_id);
+  const short = await t.manager.wait(
+    (await t.manager.start({ script: script(`"n" + i`) }, LOCAL)).run_id,
+    LOCAL,
+  );
   assert.equal(short.result, true);
   assert.equal(short.script_errors.length, 20);
   assert.equal(short.script_errors_dropped, 4076);
   assert.deepEqual(short.script_errors.map((e) => e.message).slice(0, 2), ["n0", "n1"]);
 
   const long = await t.manager.wait(
-    (await t.manager.start({ script: script(`"x".repeat(100000) + i`) })).run_id,
+    (await t.manager.start({ script: script(`"x".repeat(100000) + i`) }, LOCAL)).run_id,
+    LOCAL,
   );
   assert.equal(long.result, true);
   assert.ok(long.script_errors.length >= 1 && long.script_errors.length < 20);
@@ -114,8 +118,8 @@ Deno.test("failed and refused agent() calls are counted by cause in the run's st
       out.push(await agent("h", { provider: "fake" }));
       return out.filter((x) => x !== null).length;`,
     schema_attempts: 2,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.result, 2);
   assert.deepEqual(status.failures, {
     provider_failed: 2,
@@ -131,13 +135,13 @@ Deno.test("a failed call's narration and journal entry carry its label and phase
     script: `await agent("x", { provider: "nowhere", label: "lost", phase: "Review" });
       await agent("y", { provider: "nowhere", phase: "Fix" });
       await agent("z", { label: "fine", phase: "Report" });`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(narration(status, "call"), [
     "agent call #1 (lost, phase Review) failed: Cannot dispatch: unknown provider 'nowhere' (configured: fake)",
     "agent call #2 (phase Fix) failed: Cannot dispatch: unknown provider 'nowhere' (configured: fake)",
   ]);
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => [e.label, e.phase]), [
     ["lost", "Review"],
     [null, "Fix"],

@@ -8,6 +8,7 @@ import {
 } from "../src/dispatch/mod.ts";
 import {
   countingDispatcher,
+  LOCAL,
   narration,
   runScript,
   scriptedProvider,
@@ -38,8 +39,8 @@ Deno.test("schema_id names a registered schema: the project's schemas folder fir
     script:
       `return [await agent("judge", { schema_id: "verdict" }), await agent("x", { schema_id: "home_only" })];`,
     workdir: `${t.home}/project`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, [{ ok: false }, "from home"]);
 });
 
@@ -53,8 +54,8 @@ Deno.test("an unknown schema_id or a schema ajv cannot compile throws before any
         try { await agent("x", opts); seen.push("accepted"); } catch (e) { seen.push(e.name + ": " + e.message); }
       }
       return seen;`,
-  });
-  const seen = (await t.manager.wait(run.run_id)).result as string[];
+  }, LOCAL);
+  const seen = (await t.manager.wait(run.run_id, LOCAL)).result as string[];
   assert.match(
     seen[0]!,
     /^TypeError: agent\(\): no registered schema 'nope' \(looked in .*\/schemas, .*\/schemas\)$/,
@@ -79,10 +80,10 @@ Deno.test("a result that fails validation is retried; a valid attempt is the cal
     script: `return await agent("judge", { provider: "flaky", schema: ${
       JSON.stringify(VERDICT)
     } });`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, { ok: true });
-  const [entry] = await t.manager.journal(run.run_id);
+  const [entry] = await t.manager.journal(run.run_id, LOCAL);
   assert.equal(entry!.attempts, 3);
   assert.deepEqual(
     entry!.usage,
@@ -100,8 +101,8 @@ Deno.test("after the last failed attempt the call returns null and SchemaValidat
       JSON.stringify(VERDICT)
     } });`,
     schema_attempts: 2,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded");
   assert.equal(status.result, null);
   assert.equal(provider.calls, 2);
@@ -142,9 +143,9 @@ Deno.test("a catastrophically backtracking pattern cannot hold the host: the ans
     script:
       `return await agent("x", { provider: "fixed", schema: { type: "string", pattern: "^(a+)+$" } });`,
     schema_attempts: 1,
-  });
-  assert.equal(await settlesWithin(t.manager.wait(run.run_id), 60_000), "settled");
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  assert.equal(await settlesWithin(t.manager.wait(run.run_id, LOCAL), 60_000), "settled");
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.result, null);
   assert.match(status.conditions[0]!.message, /must match pattern "\^\(a\+\)\+\$"/);
 });
@@ -160,8 +161,8 @@ Deno.test("an oversized schema, a pattern re2 cannot run and a $ref out of the s
         try { await agent("x", { schema }); seen.push("accepted"); } catch (e) { seen.push(e.name + ": " + e.message); }
       }
       return seen;`,
-  });
-  const seen = (await t.manager.wait(run.run_id)).result as string[];
+  }, LOCAL);
+  const seen = (await t.manager.wait(run.run_id, LOCAL)).result as string[];
   assert.match(
     seen[0]!,
     /^TypeError: agent\(\): option 'schema' is \d+ bytes as JSON, over the limit of 65536$/,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { findWorkflow } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { narration, tempDir, testManager } from "./helpers.ts";
+import { LOCAL, narration, tempDir, testManager } from "./helpers.ts";
 
 async function write(path: string, text: string): Promise<void> {
   await Deno.mkdir(path.replace(/\/[^/]+$/, ""), { recursive: true });
@@ -21,15 +21,15 @@ Deno.test("workflow(name) runs workflows/<name>.js of the project, sharing the p
     script: `const first = await agent("before");
       const sub = await workflow("summarise", { topic: "t", items: ["a", "b"] });
       return { first, sub, after: await agent("after") };`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
   assert.deepEqual(status.result, {
     first: "fake response to: before",
     sub: { topic: "t", parts: ["fake response to: summarise a", "fake response to: summarise b"] },
     after: "fake response to: after",
   });
-  const journal = await t.manager.journal(run.run_id);
+  const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => e.seq), [1, 2, 3, 4], "one journal, one sequence");
   assert.deepEqual(status.narration.map((e) => e.text), ["summarise t"]);
 });
@@ -43,15 +43,18 @@ Deno.test("named workflows are looked up in the project first, then in SVC_HOME"
   const run = await t.manager.start({
     script: `return [await workflow("which"), await workflow("home_only")];`,
     workdir: project,
-  });
-  assert.deepEqual((await t.manager.wait(run.run_id)).result, ["project", "home only"]);
+  }, LOCAL);
+  assert.deepEqual((await t.manager.wait(run.run_id, LOCAL)).result, ["project", "home only"]);
 });
 
 Deno.test("workflow(ref) runs a script by relative path inside the project", async () => {
   await using t = await testManager();
   await write(`${t.home}/lib/double.js`, `return args * 2;`);
-  const run = await t.manager.start({ script: `return await workflow("./lib/double.js", 21);` });
-  assert.deepEqual((await t.manager.wait(run.run_id)).result, 42);
+  const run = await t.manager.start(
+    { script: `return await workflow("./lib/double.js", 21);` },
+    LOCAL,
+  );
+  assert.deepEqual((await t.manager.wait(run.run_id, LOCAL)).result, 42);
 });
 
 Deno.test("a sub-workflow shares the parent's agent limit", async () => {
@@ -64,8 +67,8 @@ Deno.test("a sub-workflow shares the parent's agent limit", async () => {
     script:
       `const mine = (await parallel(Array.from({ length: 6 }, (_, i) => () => agent("own " + i)))).filter(Boolean).length;
       return { mine, sub: await workflow("six") };`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, { mine: 6, sub: 4 });
   assert.equal(status.conditions[0]?.type, "AgentLimitExceeded");
 });
@@ -76,9 +79,9 @@ Deno.test("workflow() inside a sub-workflow is an error: one level only", async 
   await write(`${t.home}/workflows/outer.js`, `return await workflow("inner");`);
   const run = await t.manager.start({
     script: `try { return await workflow("outer"); } catch (e) { return e.message; }`,
-  });
+  }, LOCAL);
   assert.equal(
-    (await t.manager.wait(run.run_id)).result,
+    (await t.manager.wait(run.run_id, LOCAL)).result,
     "workflow() cannot be called inside a sub-workflow: workflows nest one level only",
   );
 });
@@ -93,8 +96,8 @@ Deno.test("an unknown name, a bad ref or a syntax error fails that call with a c
         try { await workflow(ref); seen.push("ran"); } catch (e) { seen.push(e.name + ": " + e.message); }
       }
       return seen;`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   const seen = status.result as string[];
   assert.match(
     seen[0]!,
@@ -143,8 +146,8 @@ Deno.test("a symbolic link cannot hand workflow() a file from outside the projec
       }
       return seen;`,
     workdir: project,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
   assert.deepEqual(status.result, [
     "workflow(): './lib/link.js' leads outside the project directory through a symbolic link",
@@ -166,8 +169,8 @@ Deno.test("a project whose workflows folder is a link to elsewhere gives workflo
   const run = await t.manager.start({
     script: `try { return await workflow("secret"); } catch (e) { return e.message; }`,
     workdir: project,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(
     status.result,
     "workflow(): 'secret' leads outside the project's workflows folder through a symbolic link",
@@ -177,8 +180,8 @@ Deno.test("a project whose workflows folder is a link to elsewhere gives workflo
 Deno.test("an error thrown inside a sub-workflow points at the sub-workflow's file and line", async () => {
   await using t = await testManager();
   await write(`${t.home}/workflows/fails.js`, `log("in sub");\nnull.boom;\n`);
-  const run = await t.manager.start({ script: `await workflow("fails");` });
-  const status = await t.manager.wait(run.run_id);
+  const run = await t.manager.start({ script: `await workflow("fails");` }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "failed");
   assert.match(
     status.error?.message ?? "",
@@ -205,8 +208,8 @@ Deno.test("workflow(name) looks in the project's .claude/workflows and workflows
     script:
       `return [await workflow("a"), await workflow("b"), await workflow("c"), await workflow("d")];`,
     workdir: project,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, [
     "project .claude",
     "project workflows",
@@ -252,8 +255,8 @@ Deno.test("workflow({scriptPath}) and ./refs start from the calling script's fol
       return seen;`,
     workdir: project,
     script_dir: `${project}/.claude/workflows`,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
   assert.deepEqual(status.result, [
     14,
@@ -281,8 +284,8 @@ Deno.test("a script from a workflows folder outside the project reaches its neig
       return seen;`,
     workdir: project,
     script_dir: folder,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, [
     "neighbour",
     "workflow(): '../secret.js' must be a relative path to a .js file inside the calling script's folder",
@@ -301,7 +304,7 @@ Deno.test("a run refuses a script_dir that is not an existing absolute directory
     ] as const
   ) {
     await assert.rejects(
-      t.manager.start({ script: "return 1", script_dir: dir }),
+      t.manager.start({ script: "return 1", script_dir: dir }, LOCAL),
       (error: unknown) =>
         error instanceof SvcError && error.code === "invalid_request" &&
         pattern.test(error.message),
@@ -316,8 +319,8 @@ Deno.test("a sub-workflow's unknown meta fields are narrated as warnings", async
     `${t.home}/workflows/odd.js`,
     `export const meta = { name: "odd", tint: "blue" };\nreturn 1;`,
   );
-  const run = await t.manager.start({ script: `return await workflow("odd");` });
-  const status = await t.manager.wait(run.run_id);
+  const run = await t.manager.start({ script: `return await workflow("odd");` }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.result, 1);
   assert.deepEqual(narration(status, "warning"), [
     `odd.js:1:36: meta field "tint" is not known to svc: kept, not used`,
@@ -329,9 +332,9 @@ Deno.test("workflow({scriptPath}) with a scriptPath that is not a string throws 
   const run = await t.manager.start({
     script:
       `try { await workflow({ scriptPath: 3 }) } catch (e) { return e.name + ": " + e.message }`,
-  });
+  }, LOCAL);
   assert.equal(
-    (await t.manager.wait(run.run_id)).result,
+    (await t.manager.wait(run.run_id, LOCAL)).result,
     "TypeError: workflow(): scriptPath must be a non-empty string, got number",
   );
 });

@@ -7,8 +7,8 @@ import {
   TaskManager,
 } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { Ledger } from "../src/ledger/mod.ts";
-import { tempDir } from "./helpers.ts";
+import { openLedger } from "../src/ledger/mod.ts";
+import { LOCAL, tempDir } from "./helpers.ts";
 
 /** A harness-like provider: answers with the history length and hands out a new session id each turn. */
 function conversational(
@@ -44,7 +44,7 @@ function conversational(
 
 async function setup(providers: Provider[]) {
   const home = await tempDir();
-  const ledger = await Ledger.open(home.path);
+  const ledger = await openLedger(home.path);
   const sessions = new SessionStore(ledger);
   const tasks = new TaskManager({
     dispatcher: createDispatcher({ providers, fakeLatencyMs: 0 }),
@@ -72,7 +72,7 @@ Deno.test("an asynchronous dispatch returns a task_id at once; status, result, u
   });
   assert.equal(started.state, "queued");
   assert.match(started.task_id, /^task_[0-9a-z]{18}$/);
-  const done = await t.tasks.wait(started.task_id);
+  const done = await t.tasks.wait(started.task_id, LOCAL);
   assert.equal(done.state, "succeeded");
   assert.equal(done.result, "claude turn 1: fix the bug");
   assert.deepEqual(done.usage, { input_tokens: 5, output_tokens: 7 });
@@ -82,11 +82,16 @@ Deno.test("an asynchronous dispatch returns a task_id at once; status, result, u
     "asked for by name",
     "read-only",
   ]);
-  assert.deepEqual((await t.tasks.events(started.task_id)).map((e) => e.state), [
-    "queued",
-    "running",
-    "succeeded",
-  ]);
+  assert.deepEqual(
+    (await Array.fromAsync(t.tasks.events(started.task_id, LOCAL, { follow: false }))).map((
+      { event },
+    ) => "state" in event && event.state),
+    [
+      "queued",
+      "running",
+      "succeeded",
+    ],
+  );
   assert.equal(
     await t.tasks.get(started.task_id, { owner: "bob" }),
     undefined,
@@ -100,21 +105,24 @@ Deno.test("an asynchronous dispatch returns a task_id at once; status, result, u
 Deno.test("a bad dispatch request is refused, naming the field", async () => {
   await using t = await setup([]);
   await assert.rejects(
-    t.tasks.start({ prompt: "" }),
+    t.tasks.start({ prompt: "" }, LOCAL),
     /Cannot dispatch: 'prompt' must not be empty/,
   );
-  await assert.rejects(t.tasks.start({ prompt: "x", sandbox: "root" }), /'sandbox' invalid option/);
-  await assert.rejects(t.tasks.start({ prompt: "x", colour: 1 }), /unknown field 'colour'/);
+  await assert.rejects(
+    t.tasks.start({ prompt: "x", sandbox: "root" }, LOCAL),
+    /'sandbox' invalid option/,
+  );
+  await assert.rejects(t.tasks.start({ prompt: "x", colour: 1 }, LOCAL), /unknown field 'colour'/);
 });
 
 Deno.test("cancel is idempotent: a running task stops and ends cancelled, again and again", async () => {
   await using t = await setup([conversational("claude", "harness")]);
-  const task = await t.tasks.start({ prompt: "hang please", provider: "claude" });
-  while ((await t.tasks.get(task.task_id))?.state !== "running") {
+  const task = await t.tasks.start({ prompt: "hang please", provider: "claude" }, LOCAL);
+  while ((await t.tasks.get(task.task_id, LOCAL))?.state !== "running") {
     await new Promise((r) => setTimeout(r, 5));
   }
-  const first = await t.tasks.cancel(task.task_id);
-  const second = await t.tasks.cancel(task.task_id);
+  const first = await t.tasks.cancel(task.task_id, LOCAL);
+  const second = await t.tasks.cancel(task.task_id, LOCAL);
   assert.equal(first.state, "cancelled");
   assert.deepEqual(second, first);
   assert.equal(first.error?.message, "the task was cancelled");
@@ -123,8 +131,8 @@ Deno.test("cancel is idempotent: a running task stops and ends cancelled, again 
 Deno.test("a task started by one process is cancelled from another through the ledger", async () => {
   await using home = await tempDir();
   const providers = [conversational("claude", "harness")];
-  const ledgerA = await Ledger.open(home.path);
-  const ledgerB = await Ledger.open(home.path);
+  const ledgerA = await openLedger(home.path);
+  const ledgerB = await openLedger(home.path);
   const worker = new TaskManager({
     dispatcher: createDispatcher({ providers, fakeLatencyMs: 0 }),
     ledger: ledgerA,
@@ -137,15 +145,18 @@ Deno.test("a task started by one process is cancelled from another through the l
     sessions: new SessionStore(ledgerB),
   });
   try {
-    const queued = await client.enqueue({ prompt: "hang", provider: "claude" });
-    const working = worker.work(queued.task_id);
-    while ((await client.get(queued.task_id))?.state !== "running") {
+    const queued = await client.enqueue({ prompt: "hang", provider: "claude" }, LOCAL);
+    const working = worker.work(queued.task_id, LOCAL);
+    while ((await client.get(queued.task_id, LOCAL))?.state !== "running") {
       await new Promise((r) => setTimeout(r, 5));
     }
-    await client.cancel(queued.task_id);
+    await client.cancel(queued.task_id, LOCAL);
     assert.equal((await working).state, "cancelled");
-    assert.equal((await client.wait(queued.task_id)).state, "cancelled");
-    await assert.rejects(worker.work(queued.task_id), /Cannot work on task '.*': it is cancelled/);
+    assert.equal((await client.wait(queued.task_id, LOCAL)).state, "cancelled");
+    await assert.rejects(
+      worker.work(queued.task_id, LOCAL),
+      /Cannot work on task '.*': it is cancelled/,
+    );
   } finally {
     await worker.close();
     ledgerA.close();
@@ -155,15 +166,15 @@ Deno.test("a task started by one process is cancelled from another through the l
 
 Deno.test("a queued task cancelled before it starts never runs", async () => {
   await using t = await setup([conversational("claude", "harness")]);
-  const queued = await t.tasks.enqueue({ prompt: "never", provider: "claude" });
-  assert.equal((await t.tasks.cancel(queued.task_id)).state, "cancelled");
-  await assert.rejects(t.tasks.work(queued.task_id), /it is cancelled/);
+  const queued = await t.tasks.enqueue({ prompt: "never", provider: "claude" }, LOCAL);
+  assert.equal((await t.tasks.cancel(queued.task_id, LOCAL)).state, "cancelled");
+  await assert.rejects(t.tasks.work(queued.task_id, LOCAL), /it is cancelled/);
 });
 
 Deno.test("a task that hangs ends at its timeout", async () => {
   await using t = await setup([conversational("claude", "harness")]);
-  const task = await t.tasks.start({ prompt: "hang", provider: "claude", timeout: 1 });
-  const done = await t.tasks.wait(task.task_id);
+  const task = await t.tasks.start({ prompt: "hang", provider: "claude", timeout: 1 }, LOCAL);
+  const done = await t.tasks.wait(task.task_id, LOCAL);
   assert.equal(done.state, "timeout");
   assert.equal(done.error?.message, "the task exceeded its timeout of 1 s");
 });
@@ -171,17 +182,19 @@ Deno.test("a task that hangs ends at its timeout", async () => {
 Deno.test("a harness session continues across turns and follows a changing session id", async () => {
   const claude = conversational("claude", "harness");
   await using t = await setup([claude]);
-  const session = await t.sessions.create({ name: "pairing", provider: "claude" }, "alice");
+  const session = await t.sessions.create({ name: "pairing", provider: "claude" }, {
+    owner: "alice",
+  });
   for (const prompt of ["one", "two", "three"]) {
     const task = await t.tasks.start({ prompt, session: "pairing" }, { owner: "alice" });
-    assert.equal((await t.tasks.wait(task.task_id)).session_id, session.session_id);
+    assert.equal((await t.tasks.wait(task.task_id, LOCAL)).session_id, session.session_id);
   }
   assert.deepEqual(claude.requests.map((r) => r.resumeSession), [
     undefined,
     "claude-session-1",
     "claude-session-2",
   ]);
-  const detail = await t.sessions.get("pairing", "alice");
+  const detail = await t.sessions.get("pairing", { owner: "alice" });
   assert.equal(detail.turns, 3);
   assert.equal(detail.harness_session_id, "claude-session-3");
   assert.deepEqual(detail.messages.map((m) => m.role), [
@@ -192,21 +205,21 @@ Deno.test("a harness session continues across turns and follows a changing sessi
     "user",
     "assistant",
   ]);
-  await assert.rejects(t.sessions.get(session.session_id, "bob"), /no such session/);
+  await assert.rejects(t.sessions.get(session.session_id, { owner: "bob" }), /no such session/);
 });
 
 Deno.test("an API session sends its stored history with every turn", async () => {
   const api = conversational("api", "api");
   await using t = await setup([api]);
   for (const prompt of ["hello", "and then?"]) {
-    const task = await t.tasks.start({ prompt, provider: "api", session: "chat" });
-    await t.tasks.wait(task.task_id);
+    const task = await t.tasks.start({ prompt, provider: "api", session: "chat" }, LOCAL);
+    await t.tasks.wait(task.task_id, LOCAL);
   }
   assert.deepEqual(api.requests[1]!.history, [
     { role: "user", content: "hello" },
     { role: "assistant", content: "api turn 1: hello" },
   ]);
-  const sessions = await t.sessions.list("local");
+  const sessions = await t.sessions.list({ owner: "local" });
   assert.deepEqual(sessions.map((s) => [s.name, s.provider, s.turns]), [["chat", "api", 2]]);
 });
 
@@ -215,23 +228,24 @@ Deno.test("a session stays with its provider and names are unique per owner", as
     conversational("claude", "harness"),
     conversational("codex", "harness"),
   ]);
-  await t.sessions.create({ name: "mine", provider: "claude" }, "alice");
+  await t.sessions.create({ name: "mine", provider: "claude" }, { owner: "alice" });
   await assert.rejects(
-    t.sessions.create({ name: "mine" }, "alice"),
+    t.sessions.create({ name: "mine" }, { owner: "alice" }),
     (e: unknown) => e instanceof SvcError && e.code === "conflict",
   );
-  await t.sessions.create({ name: "mine" }, "bob");
+  await t.sessions.create({ name: "mine" }, { owner: "bob" });
   const task = await t.tasks.start({ prompt: "x", provider: "codex", session: "mine" }, {
     owner: "alice",
   });
-  const done = await t.tasks.wait(task.task_id);
+  const done = await t.tasks.wait(task.task_id, LOCAL);
   assert.equal(done.state, "failed");
   assert.match(
     done.error?.message ?? "",
     /Cannot continue session 'mine': it talks to claude, not codex/,
   );
   const unknown = await t.tasks.wait(
-    (await t.tasks.start({ prompt: "x", session: "ses_0000000000nothere" })).task_id,
+    (await t.tasks.start({ prompt: "x", session: "ses_0000000000nothere" }, LOCAL)).task_id,
+    LOCAL,
   );
   assert.match(
     unknown.error?.message ?? "",
@@ -242,7 +256,7 @@ Deno.test("a session stays with its provider and names are unique per owner", as
 Deno.test("agent() calls of a workflow continue a session across calls", async () => {
   const claude = conversational("claude", "harness");
   await using home = await tempDir();
-  const ledger = await Ledger.open(home.path);
+  const ledger = await openLedger(home.path);
   try {
     const { RunManager } = await import("../src/engine/mod.ts");
     const manager = await RunManager.create({
@@ -252,8 +266,8 @@ Deno.test("agent() calls of a workflow continue a session across calls", async (
     const run = await manager.start({
       script:
         `return [await agent("first", { provider: "claude", session: "review" }), await agent("second", { session: "review" })];`,
-    });
-    const status = await manager.wait(run.run_id);
+    }, LOCAL);
+    const status = await manager.wait(run.run_id, LOCAL);
     await manager.close();
     assert.deepEqual(status.result, ["claude turn 1: first", "claude turn 2: second"]);
     assert.deepEqual(claude.requests.map((r) => r.resumeSession), [undefined, "claude-session-1"]);
@@ -265,9 +279,12 @@ Deno.test("agent() calls of a workflow continue a session across calls", async (
 Deno.test("a fake-dispatch run or task never changes a real session: provider, harness session id and history stay", async () => {
   const claude = conversational("claude", "harness");
   await using t = await setup([claude]);
-  await t.sessions.create({ name: "pairing", provider: "claude" }, "local");
-  await t.tasks.wait((await t.tasks.start({ prompt: "real turn", session: "pairing" })).task_id);
-  const before = await t.sessions.get("pairing", "local");
+  await t.sessions.create({ name: "pairing", provider: "claude" }, { owner: "local" });
+  await t.tasks.wait(
+    (await t.tasks.start({ prompt: "real turn", session: "pairing" }, LOCAL)).task_id,
+    LOCAL,
+  );
+  const before = await t.sessions.get("pairing", { owner: "local" });
   assert.equal(before.harness_session_id, "claude-session-1");
 
   const { RunManager } = await import("../src/engine/mod.ts");
@@ -281,8 +298,8 @@ Deno.test("a fake-dispatch run or task never changes a real session: provider, h
       script:
         `return [await agent("fake turn", { session: "pairing" }), await agent("new", { session: "scratch" })];`,
       fake_dispatch: true,
-    });
-    const status = await manager.wait(run.run_id);
+    }, LOCAL);
+    const status = await manager.wait(run.run_id, LOCAL);
     assert.deepEqual(status.result, ["fake response to: fake turn", "fake response to: new"]);
   } finally {
     await manager.close();
@@ -291,27 +308,30 @@ Deno.test("a fake-dispatch run or task never changes a real session: provider, h
     prompt: "fake task",
     session: "pairing",
     fake_dispatch: true,
-  });
-  assert.equal((await t.tasks.wait(task.task_id)).state, "succeeded");
+  }, LOCAL);
+  assert.equal((await t.tasks.wait(task.task_id, LOCAL)).state, "succeeded");
 
-  assert.deepEqual(await t.sessions.get("pairing", "local"), before);
-  assert.deepEqual((await t.sessions.list("local")).map((s) => s.name), ["pairing"]);
+  assert.deepEqual(await t.sessions.get("pairing", { owner: "local" }), before);
+  assert.deepEqual((await t.sessions.list({ owner: "local" })).map((s) => s.name), ["pairing"]);
   // The user's next real turn continues the real conversation.
-  await t.tasks.wait((await t.tasks.start({ prompt: "real again", session: "pairing" })).task_id);
+  await t.tasks.wait(
+    (await t.tasks.start({ prompt: "real again", session: "pairing" }, LOCAL)).task_id,
+    LOCAL,
+  );
   assert.deepEqual(claude.requests.map((r) => r.resumeSession), [undefined, "claude-session-1"]);
 });
 
 Deno.test("a task whose worker process is killed is marked interrupted by the next host", async () => {
   const { ROOT } = await import("./helpers.ts");
   await using home = await tempDir();
-  const ledger = await Ledger.open(home.path);
+  const ledger = await openLedger(home.path);
   try {
     const tasks = new TaskManager({
       dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
       ledger,
       sessions: new SessionStore(ledger),
     });
-    const queued = await tasks.enqueue({ prompt: "slow", fake_dispatch: true });
+    const queued = await tasks.enqueue({ prompt: "slow", fake_dispatch: true }, LOCAL);
     const worker = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
@@ -338,11 +358,16 @@ Deno.test("a task whose worker process is killed is marked interrupted by the ne
     const task = await ledger.getTask(queued.task_id);
     assert.equal(task?.state, "interrupted");
     assert.equal(task?.error?.message, "the process running this task stopped before it ended");
-    assert.deepEqual((await ledger.getTaskEvents(queued.task_id)).map((e) => e.state), [
-      "queued",
-      "running",
-      "interrupted",
-    ]);
+    assert.deepEqual(
+      (await ledger.readEvents({ kind: "task", id: queued.task_id })).map(({ event }) =>
+        "state" in event && event.state
+      ),
+      [
+        "queued",
+        "running",
+        "interrupted",
+      ],
+    );
     await tasks.close();
   } finally {
     ledger.close();
@@ -369,7 +394,8 @@ Deno.test("a dispatch with a schema is validated and asked again until an answer
   await using t = await setup([flaky]);
   const schema = { type: "object", properties: { ok: { type: "boolean" } }, required: ["ok"] };
   const done = await t.tasks.wait(
-    (await t.tasks.start({ prompt: "judge", provider: "flaky", schema })).task_id,
+    (await t.tasks.start({ prompt: "judge", provider: "flaky", schema }, LOCAL)).task_id,
+    LOCAL,
   );
   assert.equal(done.state, "succeeded", JSON.stringify(done.error));
   assert.deepEqual(done.result, { ok: true });
@@ -378,8 +404,9 @@ Deno.test("a dispatch with a schema is validated and asked again until an answer
 
   attempts = -10;
   const failed = await t.tasks.wait(
-    (await t.tasks.start({ prompt: "judge", provider: "flaky", schema, schema_attempts: 2 }))
+    (await t.tasks.start({ prompt: "judge", provider: "flaky", schema, schema_attempts: 2 }, LOCAL))
       .task_id,
+    LOCAL,
   );
   assert.equal(failed.state, "failed");
   assert.match(
@@ -389,7 +416,8 @@ Deno.test("a dispatch with a schema is validated and asked again until an answer
   assert.deepEqual(failed.usage, { input_tokens: 20, output_tokens: 10 });
 
   const unknown = await t.tasks.wait(
-    (await t.tasks.start({ prompt: "x", provider: "flaky", schema_id: "nope" })).task_id,
+    (await t.tasks.start({ prompt: "x", provider: "flaky", schema_id: "nope" }, LOCAL)).task_id,
+    LOCAL,
   );
   assert.match(unknown.error?.message ?? "", /^Cannot dispatch: no registered schema 'nope'/);
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createDispatcher, type Provider, WorktreeManager } from "../src/dispatch/mod.ts";
-import { runCommand, tempDir, testManager } from "./helpers.ts";
+import { LOCAL, runCommand, tempDir, testManager } from "./helpers.ts";
 
 async function gitRepo(dir: string): Promise<void> {
   for (
@@ -55,10 +55,10 @@ Deno.test("isolation worktree: a clean worktree is removed, a changed one is kep
     script:
       `return [await agent("look", { provider: "editor", isolation: "worktree" }), await agent("edit it", { provider: "editor", isolation: "worktree" })];`,
     workdir: repo.path,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
-  const [clean, changed] = await t.manager.journal(run.run_id);
+  const [clean, changed] = await t.manager.journal(run.run_id, LOCAL);
   assert.equal(clean!.worktree?.kept, false);
   assert.equal(changed!.worktree?.kept, true);
   assert.match(changed!.worktree?.diff ?? "", /M README\.md/);
@@ -181,10 +181,10 @@ Deno.test("a .git file an agent planted in its worktree makes the host's git run
   const run = await t.manager.start({
     script: `return await agent("plant", { provider: "planter", isolation: "worktree" });`,
     workdir: repo.path,
-  });
-  const status = await t.manager.wait(run.run_id);
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
-  const [entry] = await t.manager.journal(run.run_id);
+  const [entry] = await t.manager.journal(run.run_id, LOCAL);
   assert.equal(entry!.worktree?.kept, true);
   assert.match(entry!.worktree?.diff ?? "", /README\.md/, "status read the real git directory");
   const [stale] = await worktrees.stale();
@@ -263,8 +263,8 @@ Deno.test("a script's workdir stays inside the run's workdir, symbolic links res
         JSON.stringify({ provider: "editor", workdir, isolation })
       });`,
       workdir: work.path,
-    });
-    return await t.manager.wait(run.run_id);
+    }, LOCAL);
+    return await t.manager.wait(run.run_id, LOCAL);
   };
   const inside = await attempt("sub");
   assert.equal(inside.state, "succeeded", JSON.stringify(inside.error));
@@ -291,8 +291,11 @@ Deno.test("a script's workdir stays inside the run's workdir, symbolic links res
 
 Deno.test("a run without a workdir refuses a script's workdir option", async () => {
   await using t = await testManager();
-  const run = await t.manager.start({ script: `return await agent("x", { workdir: "/etc" });` });
-  const status = await t.manager.wait(run.run_id);
+  const run = await t.manager.start(
+    { script: `return await agent("x", { workdir: "/etc" });` },
+    LOCAL,
+  );
+  const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "failed");
   assert.match(status.error?.message ?? "", /the run has no workdir/);
 });

@@ -1,4 +1,4 @@
-import type { CallRecord, Ledger } from "../ledger/mod.ts";
+import { type Caller, type CallRecord, type Ledger, ownerScope } from "../ledger/mod.ts";
 
 /** Statistics of one provider over the call log. */
 export interface ProviderStats {
@@ -93,11 +93,19 @@ export function summarizeCalls(calls: CallRecord[]): UsageSummary {
   return summary;
 }
 
-/** Dispatch history (newest first) and its summary, from the ledger's call log. */
+/**
+ * The caller's dispatch history (newest first; everyone's for an administrator) and its
+ * summary, from the ledger's call log.
+ */
 export async function dispatchHistory(
   ledger: Ledger,
-  options: { owner?: string; limit?: number } = {},
+  caller: Caller,
+  options: { limit?: number } = {},
 ): Promise<{ calls: CallRecord[]; summary: UsageSummary }> {
-  const calls = await ledger.listCalls(options);
+  const owner = ownerScope(caller);
+  const calls = await ledger.listCalls({
+    ...(owner !== undefined ? { owner } : {}),
+    ...(options.limit !== undefined ? { limit: options.limit } : {}),
+  });
   return { calls, summary: summarizeCalls(calls) };
 }

@@ -1,5 +1,13 @@
 import { SvcError } from "../errors/mod.ts";
-import { type ChatMessage, type Ledger, newId, type SessionRecord } from "../ledger/mod.ts";
+import {
+  type Caller,
+  type ChatMessage,
+  type Ledger,
+  mayAccess,
+  newId,
+  ownerScope,
+  type SessionRecord,
+} from "../ledger/mod.ts";
 import { type SessionCreateRequest, SessionCreateSchema } from "../schemas/mod.ts";
 import type { DispatchContext, Dispatcher, DispatchInput, DispatchOutcome } from "./dispatcher.ts";
 
@@ -21,8 +29,8 @@ export class SessionStore {
     this.#ledger = ledger;
   }
 
-  /** Creates a session for `owner`. Refuses a name the owner already uses. */
-  async create(input: unknown, owner: string): Promise<SessionRecord> {
+  /** Creates a session owned by the caller. Refuses a name the owner already uses. */
+  async create(input: unknown, caller: Caller): Promise<SessionRecord> {
     const parsed = SessionCreateSchema.safeParse(input ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
@@ -31,7 +39,7 @@ export class SessionStore {
         `Cannot create the session: '${issue.path.join(".")}' ${issue.message}`,
       );
     }
-    return await this.#create(parsed.data, owner);
+    return await this.#create(parsed.data, caller.owner);
   }
 
   async #create(request: SessionCreateRequest, owner: string): Promise<SessionRecord> {
@@ -51,18 +59,28 @@ export class SessionStore {
     return session;
   }
 
-  /** The owner's sessions, newest first. */
-  list(owner: string): Promise<SessionRecord[]> {
-    return this.#ledger.listSessions(owner);
+  /** The caller's sessions (everyone's for an administrator), newest first. */
+  list(caller: Caller, options: { limit?: number } = {}): Promise<SessionRecord[]> {
+    const owner = ownerScope(caller);
+    return this.#ledger.listSessions({
+      ...(owner !== undefined ? { owner } : {}),
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
+    });
   }
 
-  /** A session (by id or name) with its messages; not_found for another owner's. */
-  async get(ref: string, owner: string): Promise<SessionDetail> {
-    const session = await this.#find(ref, owner);
+  /**
+   * A session (by id, or by a name of the caller's) with its messages; not_found alike for
+   * an unknown one and for one the caller may not see.
+   */
+  async get(ref: string, caller: Caller): Promise<SessionDetail> {
+    const byId = ref.startsWith("ses_") ? await this.#ledger.getSession(ref) : undefined;
+    const found = byId ?? await this.#ledger.findSession(caller.owner, ref);
+    const session = found && mayAccess(caller, found.owner) ? found : undefined;
     if (!session) throw new SvcError("not_found", `Cannot find session '${ref}': no such session`);
     return { ...session, messages: await this.#ledger.getSessionMessages(session.session_id) };
   }
 
+  /** The owner's session by id or name: a turn only ever continues its own owner's sessions. */
   async #find(ref: string, owner: string): Promise<SessionRecord | undefined> {
     const byId = ref.startsWith("ses_") ? await this.#ledger.getSession(ref) : undefined;
     const session = byId ?? await this.#ledger.findSession(owner, ref);

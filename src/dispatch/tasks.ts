@@ -1,9 +1,13 @@
 import { SvcError } from "../errors/mod.ts";
 import {
-  HEARTBEAT_MS,
-  type HostRef,
+  type Caller,
+  type FeedItem,
+  followEvents,
+  HostLease,
   type Ledger,
+  mayAccess,
   newId,
+  ownerScope,
   type TaskEvent,
   type TaskState,
   type TaskStatus,
@@ -37,6 +41,8 @@ export interface TaskManagerOptions {
   sessions: SessionStore;
   /** How often a task checks the ledger for a cancel asked for by another process, in ms. Default 250. */
   cancelPollMs?: number;
+  /** This process's identity in the ledger, shared with its run manager. Default: its own. */
+  host?: HostLease;
 }
 
 const TERMINAL: ReadonlySet<TaskState> = new Set([
@@ -62,7 +68,6 @@ interface LiveTask {
   status: TaskStatus;
   controller: AbortController;
   done: Promise<TaskStatus>;
-  listeners: Set<(event: TaskEvent) => void>;
   eventSeq: number;
 }
 
@@ -77,34 +82,23 @@ function now(): string {
  * process (its worker polls the ledger), killing the agent's whole process group.
  */
 export class TaskManager {
-  readonly #options: Required<TaskManagerOptions>;
+  readonly #options: Required<Omit<TaskManagerOptions, "host">>;
   readonly #live = new Map<string, LiveTask>();
-  readonly #host: HostRef;
-  readonly #startedAt = now();
-  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  readonly #host: HostLease;
+  readonly #ownsHost: boolean;
 
   constructor(options: TaskManagerOptions) {
     this.#options = { cancelPollMs: 250, ...options };
-    this.#host = { id: newId("host"), pid: platform().pid() };
+    this.#ownsHost = options.host === undefined;
+    this.#host = options.host ?? new HostLease(options.ledger);
   }
 
-  /** Marks `interrupted` the running tasks whose process died. Returns their ids. */
+  /**
+   * Marks `interrupted` the running tasks whose process died (never this one's). Returns
+   * their ids. A long-lived host calls it now and then, not only at start-up.
+   */
   recover(): Promise<string[]> {
-    return this.#options.ledger.recoverInterruptedTasks(this.#host);
-  }
-
-  async #beat(): Promise<void> {
-    if (this.#heartbeat !== undefined) return;
-    await this.#options.ledger.heartbeat(this.#host, this.#startedAt);
-    this.#heartbeat = setInterval(() => {
-      this.#options.ledger.heartbeat(this.#host, this.#startedAt).catch(() => {});
-    }, HEARTBEAT_MS);
-  }
-
-  #rest(): void {
-    if ([...this.#live.values()].some((live) => !TERMINAL.has(live.status.state))) return;
-    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
-    this.#heartbeat = undefined;
+    return this.#options.ledger.recoverInterruptedTasks(this.#host.ref);
   }
 
   #parse(input: unknown): DispatchTaskRequest {
@@ -115,8 +109,8 @@ export class TaskManager {
     return parsed.data;
   }
 
-  /** Records a task without running it; `work()` runs it, in this process or another. */
-  async enqueue(input: unknown, options: { owner?: string } = {}): Promise<TaskStatus> {
+  /** Records a task of the caller without running it; `work()` runs it, in this process or another. */
+  async enqueue(input: unknown, caller: Caller): Promise<TaskStatus> {
     const request = this.#parse(input);
     const { prompt, timeout, fake_dispatch, schema_attempts, ...agentOptions } = request;
     if (prompt.length > PROMPT_LIMIT) {
@@ -127,7 +121,7 @@ export class TaskManager {
     }
     const task: TaskStatus = {
       task_id: newId("task"),
-      owner: options.owner ?? "local",
+      owner: caller.owner,
       state: "queued",
       prompt,
       options: JSON.parse(JSON.stringify(agentOptions)) as Record<string, JsonValue>,
@@ -154,18 +148,20 @@ export class TaskManager {
     return task;
   }
 
-  /** Records a task and runs it in this process; returns its first status (`queued`) at once. */
-  async start(input: unknown, options: { owner?: string } = {}): Promise<TaskStatus> {
-    const task = await this.enqueue(input, options);
+  /** Records a task of the caller and runs it in this process; returns its first status (`queued`) at once. */
+  async start(input: unknown, caller: Caller): Promise<TaskStatus> {
+    const task = await this.enqueue(input, caller);
     const started = structuredClone(task);
     this.#begin(task);
     return started;
   }
 
   /** Runs a queued task in this process (a worker's job). Refuses one that is not queued. */
-  async work(taskId: string): Promise<TaskStatus> {
+  async work(taskId: string, caller: Caller): Promise<TaskStatus> {
     const task = await this.#options.ledger.getTask(taskId);
-    if (!task) throw new SvcError("not_found", `Cannot work on task '${taskId}': no such task`);
+    if (!task || !mayAccess(caller, task.owner)) {
+      throw new SvcError("not_found", `Cannot work on task '${taskId}': no such task`);
+    }
     if (task.state !== "queued") {
       throw new SvcError("conflict", `Cannot work on task '${taskId}': it is ${task.state}`);
     }
@@ -177,7 +173,6 @@ export class TaskManager {
       status: task,
       controller: new AbortController(),
       done: Promise.resolve(task),
-      listeners: new Set(),
       eventSeq: 1,
     };
     this.#live.set(task.task_id, live);
@@ -187,38 +182,23 @@ export class TaskManager {
 
   async #save(live: LiveTask, options: { expect?: TaskState } = {}): Promise<boolean> {
     const seq = live.eventSeq++;
-    const ok = await this.#options.ledger.saveTask(live.status, {
+    return await this.#options.ledger.saveTask(live.status, {
       eventSeq: seq,
       expect: options.expect,
     });
-    if (ok) {
-      const event: TaskEvent = {
-        at: now(),
-        task_id: live.status.task_id,
-        state: live.status.state,
-      };
-      for (const listener of live.listeners) {
-        try {
-          listener(event);
-        } catch {
-          // A broken subscriber must not break the task.
-        }
-      }
-    }
-    return ok;
   }
 
   async #run(live: LiveTask): Promise<TaskStatus> {
     const { status, controller } = live;
     await new Promise((resolve) => setTimeout(resolve, 0));
-    await this.#beat();
+    const release = await this.#host.hold();
     status.state = "running";
     status.started_at = now();
-    status.host_id = this.#host.id;
+    status.host_id = this.#host.ref.id;
     if (!(await this.#save(live, { expect: "queued" }))) {
       // Someone else claimed it, or it was cancelled while queued.
       this.#live.delete(status.task_id);
-      this.#rest();
+      release();
       return (await this.#options.ledger.getTask(status.task_id)) ?? status;
     }
     const timer = setTimeout(
@@ -261,7 +241,9 @@ export class TaskManager {
     status.ended_at = now();
     status.host_id = null;
     await this.#save(live);
-    this.#rest();
+    release();
+    // The ledger has it now; a long-lived host must not keep every task it ever ran.
+    this.#live.delete(status.task_id);
     return status;
   }
 
@@ -357,66 +339,82 @@ export class TaskManager {
     }).then(async (outcome) => {
       // A fake-dispatch turn leaves the session alone, and may not have one at all.
       if (!status.fake_dispatch) {
-        const session = await this.#options.sessions.get(options.session!, status.owner);
+        const session = await this.#options.sessions.get(options.session!, {
+          owner: status.owner,
+        });
         status.session_id = session.session_id;
       }
       return outcome;
     });
   }
 
-  /** A task's status; undefined for an unknown id or another owner's task. */
-  async get(taskId: string, options: { owner?: string } = {}): Promise<TaskStatus | undefined> {
+  /** A task's status; undefined alike for an unknown id and a task the caller may not see. */
+  async get(taskId: string, caller: Caller): Promise<TaskStatus | undefined> {
     const live = this.#live.get(taskId);
     const task = live ? structuredClone(live.status) : await this.#options.ledger.getTask(taskId);
-    if (!task || (options.owner !== undefined && task.owner !== options.owner)) return undefined;
+    if (!task || !mayAccess(caller, task.owner)) return undefined;
     return task;
   }
 
-  /** A task's state changes, in order. */
-  async events(taskId: string, options: { owner?: string } = {}): Promise<TaskEvent[]> {
-    if (!(await this.get(taskId, options))) {
-      throw new SvcError("not_found", `Cannot read task '${taskId}': no such task`);
-    }
-    return await this.#options.ledger.getTaskEvents(taskId);
+  async #visible(taskId: string, caller: Caller, action: string): Promise<TaskStatus> {
+    const task = await this.get(taskId, caller);
+    if (!task) throw new SvcError("not_found", `Cannot ${action} task '${taskId}': no such task`);
+    return task;
   }
 
-  /** Tasks, newest first. */
-  list(options: { owner?: string; limit?: number } = {}): Promise<TaskStatus[]> {
-    return this.#options.ledger.listTasks(options);
+  /**
+   * The task's event feed (its state changes): replays from `after`, then follows it live,
+   * wherever it runs, until its terminal state or `signal`.
+   */
+  async *events(
+    taskId: string,
+    caller: Caller,
+    options: { after?: number; signal?: AbortSignal; follow?: boolean } = {},
+  ): AsyncGenerator<FeedItem<TaskEvent>> {
+    await this.#visible(taskId, caller, "follow");
+    const feed = followEvents(this.#options.ledger, { kind: "task", id: taskId }, {
+      ...options,
+      onIdle: async () => {
+        await this.recover();
+      },
+    });
+    for await (const item of feed) yield item as FeedItem<TaskEvent>;
   }
 
-  /** Resolves with the task's final status (a task of another process: polled from the ledger). */
-  async wait(taskId: string, options: { pollMs?: number } = {}): Promise<TaskStatus> {
+  /** The caller's tasks (everyone's for an administrator), newest first. */
+  list(caller: Caller, options: { limit?: number } = {}): Promise<TaskStatus[]> {
+    const owner = ownerScope(caller);
+    return this.#options.ledger.listTasks({
+      ...(owner !== undefined ? { owner } : {}),
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
+    });
+  }
+
+  /** Resolves with the task's final status, wherever it runs. */
+  async wait(
+    taskId: string,
+    caller: Caller,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<TaskStatus> {
     const live = this.#live.get(taskId);
-    if (live) return structuredClone(await live.done);
-    while (true) {
-      const task = await this.#options.ledger.getTask(taskId);
-      if (!task) throw new SvcError("not_found", `Cannot wait for task '${taskId}': no such task`);
-      if (TERMINAL.has(task.state)) return task;
-      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100));
+    if (live && mayAccess(caller, live.status.owner)) return structuredClone(await live.done);
+    const task = await this.#visible(taskId, caller, "wait for");
+    if (TERMINAL.has(task.state)) return task;
+    for await (const _item of this.events(taskId, caller, options)) {
+      // Only the end matters here.
     }
-  }
-
-  /** Calls `listener` with the later state changes of a task running in this process. */
-  subscribe(taskId: string, listener: (event: TaskEvent) => void): () => void {
-    const live = this.#live.get(taskId);
-    if (!live) {
-      throw new SvcError(
-        "not_found",
-        `Cannot follow task '${taskId}': it does not run in this process`,
-      );
+    if (options.signal?.aborted) {
+      throw new SvcError("unavailable", `Cannot wait for task '${taskId}': the wait was stopped`);
     }
-    live.listeners.add(listener);
-    return () => live.listeners.delete(listener);
+    return await this.#visible(taskId, caller, "wait for");
   }
 
   /**
    * Cancels a task: idempotent, whatever its state. A running task stops (its agent's process
    * group is killed) and ends `cancelled`; a queued one never starts; an ended one is left as it is.
    */
-  async cancel(taskId: string, options: { owner?: string } = {}): Promise<TaskStatus> {
-    const task = await this.get(taskId, options);
-    if (!task) throw new SvcError("not_found", `Cannot cancel task '${taskId}': no such task`);
+  async cancel(taskId: string, caller: Caller): Promise<TaskStatus> {
+    const task = await this.#visible(taskId, caller, "cancel");
     if (TERMINAL.has(task.state)) return task;
     await this.#options.ledger.requestCancel(taskId);
     const live = this.#live.get(taskId);
@@ -447,9 +445,7 @@ export class TaskManager {
       }
     }
     await Promise.all([...this.#live.values()].map((live) => live.done.catch(() => {})));
-    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
-    this.#heartbeat = undefined;
-    await this.#options.ledger.removeHost(this.#host).catch(() => {});
+    if (this.#ownsHost) await this.#host.close();
   }
 }
 

@@ -3,7 +3,7 @@
  * @module
  */
 export { RunManager } from "./run_manager.ts";
-export type { RunManagerOptions, StartOptions } from "./run_manager.ts";
+export type { RunEventsOptions, RunManagerOptions } from "./run_manager.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";
 export type { CheckedScript, ScriptMeta } from "./script_check.ts";

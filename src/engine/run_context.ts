@@ -13,7 +13,6 @@ import {
   type RunStatus,
   type ScriptErrorRecord,
   type SecurityEvent,
-  type StoredEvent,
 } from "../ledger/mod.ts";
 import type { JsonValue, WorkflowRunRequest } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
@@ -22,9 +21,6 @@ import type { ReplaySource } from "./journal.ts";
 import { boundCondition, boundEntry, boundScriptError, RECORD_LIMITS } from "./record_bounds.ts";
 import { RunStop } from "./run_stop.ts";
 import { scriptRunError } from "./script_error.ts";
-
-/** Hears every event of a run. */
-export type RunListener = (event: RunEvent) => void;
 
 /** Options of {@linkcode RunContext}. */
 export interface RunContextOptions {
@@ -68,8 +64,8 @@ function recordOf(status: RunStatus): RunStatus {
 
 /**
  * One live run: its status, what it shares among its calls (concurrency cap, budget, replay
- * source, call order), its subscribers, and its ledger writes. Every change goes through here,
- * so that the status in memory, the events heard and the ledger agree.
+ * source, call order), and its ledger writes, events of its feed included. Every change goes
+ * through here, so that the status in memory, the feed and the ledger agree.
  */
 export class RunContext {
   readonly status: RunStatus;
@@ -85,7 +81,6 @@ export class RunContext {
 
   readonly #ledger: Ledger;
   readonly #options: RunContextOptions;
-  readonly #listeners = new Set<RunListener>();
   readonly #raised = new Set<string>();
   /** Kinds of refusal already journaled: later refusals of a kind are only counted. */
   readonly #refusals = new Set<string>();
@@ -127,19 +122,29 @@ export class RunContext {
     return this.#writes;
   }
 
-  subscribe(listener: RunListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+  /** Adds an event to the run's feed (numbered when it is written). */
+  #emit(event: RunEvent): void {
+    this.persist({ kind: "event", event: { seq: -1, event } });
   }
 
-  emit(event: RunEvent): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A broken subscriber must not break the run.
-      }
+  /**
+   * Numbers the events of a batch in order. Of the call counts, only the last of a batch is
+   * kept: a reader wants the counts now, not every step, and a wave of a thousand calls must
+   * not add thousands of events.
+   */
+  #numberEvents(ops: LedgerOp[]): LedgerOp[] {
+    const lastCounts = ops.findLastIndex((op) =>
+      op.kind === "event" && op.event.event.type === "calls"
+    );
+    const out: LedgerOp[] = [];
+    for (const [index, op] of ops.entries()) {
+      if (op.kind === "event") {
+        if (op.event.event.type === "calls" && index !== lastCounts) continue;
+        op.event.seq = this.#seq.event++;
+      } else if (op.kind === "status" && op.event) op.event.seq = this.#seq.event++;
+      out.push(op);
     }
+    return out;
   }
 
   /** Runs `step` after every step queued before it: the calls' place in line, in arrival order. */
@@ -171,7 +176,7 @@ export class RunContext {
       // Let the rest of the burst join this batch.
       await new Promise((resolve) => setTimeout(resolve, 0));
       while (this.#pending.length > 0) {
-        const ops = this.#pending.splice(0);
+        const ops = this.#numberEvents(this.#pending.splice(0));
         try {
           await this.#ledger.write(this.runId, ops);
         } catch (error) {
@@ -183,10 +188,8 @@ export class RunContext {
     return this.#writes;
   }
 
-  #saveWithEvent(event: StoredEvent): void {
-    const seq = this.#seq.event++;
-    this.persist({ kind: "status", status: recordOf(this.status), event: { seq, event } });
-    this.emit(event);
+  #saveWithEvent(event: RunEvent): void {
+    this.persist({ kind: "status", status: recordOf(this.status), event: { seq: -1, event } });
   }
 
   setState(state: RunState): void {
@@ -204,8 +207,8 @@ export class RunContext {
       this.#narrationBytes += bytes;
       this.status.narration.push(full);
       this.persist({ kind: "narration", seq: this.#seq.narration++, entry: full });
+      this.#emit({ type: "narration", run_id: this.runId, at: full.at, entry: full });
     } else this.status.narration_dropped++;
-    this.emit({ type: "narration", run_id: this.runId, at: full.at, entry: full });
   }
 
   security(kind: string, detail: string): void {
@@ -218,8 +221,8 @@ export class RunContext {
     if (this.status.security_events.length < this.#options.maxSecurityEvents) {
       this.status.security_events.push(event);
       this.persist({ kind: "security", seq: this.#seq.security++, event });
+      this.#emit({ type: "security", run_id: this.runId, at: event.at, event });
     } else this.status.security_events_dropped++;
-    this.emit({ type: "security", run_id: this.runId, at: event.at, event });
   }
 
   /**
@@ -245,7 +248,7 @@ export class RunContext {
   }
 
   callsChanged(): void {
-    this.emit({
+    this.#emit({
       type: "calls",
       run_id: this.runId,
       at: now(),
@@ -382,7 +385,7 @@ export class RunContext {
       : journal.usage.cost_usd + entry.cost_usd;
     this.status.budget = this.budget.figures();
     const committed = this.persist({ kind: "journal", status: recordOf(this.status), entry });
-    this.emit({
+    this.#emit({
       type: "call",
       run_id: this.runId,
       at: entry.ended_at,

@@ -8,12 +8,17 @@ import {
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
 import {
-  HEARTBEAT_MS,
-  type HostRef,
+  type Caller,
+  type FeedItem,
+  followEvents,
+  HostLease,
   type JournalEntry,
   type Ledger,
+  mayAccess,
   newId,
+  ownerScope,
   type RunError,
+  type RunEvent,
   type RunState,
   type RunStatus,
   TERMINAL_STATES,
@@ -30,7 +35,7 @@ import {
   type WorkflowReply,
 } from "./guest_session.ts";
 import { ReplaySource } from "./journal.ts";
-import { now, RunContext, type RunListener } from "./run_context.ts";
+import { now, RunContext } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";
 import { boundError, boundMeta } from "./record_bounds.ts";
 import { scriptRunError } from "./script_error.ts";
@@ -76,12 +81,20 @@ export interface RunManagerOptions {
   maxBlobBytes?: number;
   /** Source of bridge nonces (tests pass a known one to prove it never leaks). */
   nonce?: () => string;
+  /** This process's identity in the ledger, shared with its task manager. Default: its own. */
+  host?: HostLease;
+  /** How often the runs of this host look for a cancel asked for by another process, in ms. Default 250. */
+  cancelPollMs?: number;
 }
 
-/** Options of {@linkcode RunManager.start}. */
-export interface StartOptions {
-  /** The owner the run is recorded under; the dashboard takes it from the token. */
-  owner?: string;
+/** Options of {@linkcode RunManager.events}. */
+export interface RunEventsOptions {
+  /** Start after this position (the last `seq` seen). Default: from the first event. */
+  after?: number;
+  /** Stops following. */
+  signal?: AbortSignal;
+  /** With false, ends after the events recorded so far. Default true. */
+  follow?: boolean;
 }
 
 /**
@@ -92,7 +105,7 @@ export interface StartOptions {
  */
 export class RunManager {
   readonly #options:
-    & Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions" | "userHome">>
+    & Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions" | "userHome" | "host">>
     & {
       sessions: SessionStore;
       nonce?: () => string;
@@ -100,10 +113,13 @@ export class RunManager {
       userHome?: string;
     };
   readonly #runs = new Map<string, RunContext>();
-  readonly #host: HostRef;
-  readonly #startedAt = now();
-  #heartbeat: ReturnType<typeof setInterval> | undefined;
-  #recovered: readonly string[] = [];
+  /** What each live run holds of the host lease (its heartbeat). */
+  readonly #holds = new Map<string, () => void>();
+  readonly #host: HostLease;
+  /** Whether this manager made its host lease, and so closes it. */
+  readonly #ownsHost: boolean;
+  #cancelPoll: ReturnType<typeof setInterval> | undefined;
+  #recovered: string[] = [];
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
@@ -118,12 +134,14 @@ export class RunManager {
       maxSecurityEvents: 200,
       maxJournalBytes: 16 * 1024 * 1024,
       maxBlobBytes: 64 * 1024 * 1024,
+      cancelPollMs: 250,
       projectDir: platform().cwd(),
       userHome: platform().homeDir(),
       ...options,
       sessions: options.sessions ?? new SessionStore(options.ledger),
     };
-    this.#host = { id: newId("host"), pid: platform().pid() };
+    this.#ownsHost = options.host === undefined;
+    this.#host = options.host ?? new HostLease(options.ledger);
   }
 
   /**
@@ -133,9 +151,19 @@ export class RunManager {
    */
   static async create(options: RunManagerOptions): Promise<RunManager> {
     const manager = new RunManager(options);
-    manager.#recovered = await options.ledger.recoverInterrupted(manager.#host);
+    await manager.recover();
     await sweepScratch(manager.#scratchRoot);
     return manager;
+  }
+
+  /**
+   * Marks `interrupted` the runs of hosts that have died (any process's, never this one's);
+   * returns their ids. A long-lived host calls it now and then, not only at start-up.
+   */
+  async recover(): Promise<string[]> {
+    const found = await this.#ledger.recoverInterrupted(this.#host.ref);
+    this.#recovered.push(...found);
+    return found;
   }
 
   /** Runs this manager found left `running` by a host that died, and marked `interrupted`. */
@@ -156,13 +184,13 @@ export class RunManager {
    * Validates the request and the script, records the run and starts it, and returns its
    * first status (`queued`) at once. Bad input throws an SvcError before any process starts.
    */
-  async start(input: unknown, options: StartOptions = {}): Promise<RunStatus> {
+  async start(input: unknown, caller: Caller): Promise<RunStatus> {
     const parsed = WorkflowRunRequestSchema.safeParse(input);
     if (!parsed.success) {
       throw new SvcError("invalid_request", `Cannot start the run: ${describeIssue(parsed.error)}`);
     }
     const request = parsed.data;
-    const owner = options.owner ?? "local";
+    const owner = caller.owner;
     const filename = request.filename ?? "script.js";
     const checked = checkScript(request.script, { filename });
     const scriptDir = request.script_dir === undefined
@@ -170,7 +198,7 @@ export class RunManager {
       : await existingDir(request.script_dir);
     const meta = boundMeta(checked.meta);
     const replay = request.resume_from
-      ? await this.#replaySource(request.resume_from, owner)
+      ? await this.#replaySource(request.resume_from, caller)
       : undefined;
     const budget = new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd });
     const limits = {
@@ -222,12 +250,19 @@ export class RunManager {
         usage: { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
       },
     };
-    await this.#startHeartbeat();
-    await this.#ledger.createRun(status, {
-      script: request.script,
-      host: this.#host,
-      event: { type: "state", run_id: status.run_id, at: createdAt, state: "queued" },
-    });
+    const release = await this.#host.hold();
+    try {
+      await this.#ledger.createRun(status, {
+        script: request.script,
+        host: this.#host.ref,
+        event: { type: "state", run_id: status.run_id, at: createdAt, state: "queued" },
+      });
+    } catch (error) {
+      release();
+      throw error;
+    }
+    this.#holds.set(status.run_id, release);
+    this.#startCancelPoll();
     const run = new RunContext(status, request, {
       ledger: this.#ledger,
       concurrency: limits.concurrency,
@@ -246,13 +281,12 @@ export class RunManager {
     return snapshot;
   }
 
-  async #replaySource(runId: string, owner: string): Promise<ReplaySource> {
-    const source = await this.#ledger.getRun(runId);
-    if (!source || source.owner !== owner) {
+  async #replaySource(runId: string, caller: Caller): Promise<ReplaySource> {
+    const source = await this.get(runId, caller);
+    if (!source) {
       throw new SvcError("not_found", `Cannot resume from run '${runId}': no such run`);
     }
-    const live = this.#runs.get(runId);
-    if (!TERMINAL_STATES.has(live?.status.state ?? source.state)) {
+    if (!TERMINAL_STATES.has(source.state)) {
       throw new SvcError(
         "conflict",
         `Cannot resume from run '${runId}': it is still ${source.state}`,
@@ -261,35 +295,75 @@ export class RunManager {
     return new ReplaySource(runId, await this.#ledger.getJournal(runId));
   }
 
-  /** The run's status; undefined for an unknown id or a run of another owner. */
-  async get(runId: string, options: { owner?: string } = {}): Promise<RunStatus | undefined> {
+  /**
+   * The run's status, wherever it runs; undefined for an unknown id and for a run the caller
+   * may not see alike.
+   */
+  async get(runId: string, caller: Caller): Promise<RunStatus | undefined> {
     const live = this.#runs.get(runId);
     const status = live ? structuredClone(live.status) : await this.#ledger.getRun(runId);
-    if (!status || (options.owner !== undefined && status.owner !== options.owner)) {
-      return undefined;
-    }
+    if (!status || !mayAccess(caller, status.owner)) return undefined;
     return status;
   }
 
-  /** The run's journal, in call order; throws not_found for an unknown id or another owner's run. */
-  async journal(runId: string, options: { owner?: string } = {}): Promise<JournalEntry[]> {
+  async #visible(runId: string, caller: Caller, action: string): Promise<RunStatus> {
+    const status = await this.get(runId, caller);
+    if (!status) throw new SvcError("not_found", `Cannot ${action} run '${runId}': no such run`);
+    return status;
+  }
+
+  /** The run's journal, in call order; not_found for an unknown id or a run the caller may not see. */
+  async journal(runId: string, caller: Caller): Promise<JournalEntry[]> {
     const live = this.#runs.get(runId);
     if (live) await live.writes;
-    if (!(await this.get(runId, options))) {
-      throw new SvcError("not_found", `Cannot read the journal of run '${runId}': no such run`);
-    }
+    await this.#visible(runId, caller, "read the journal of");
     return await this.#ledger.getJournal(runId);
   }
 
-  /** Statuses of recent runs, newest first, without narration. */
-  list(options: { owner?: string; limit?: number } = {}): Promise<RunStatus[]> {
-    return this.#ledger.listRuns(options);
+  /** Statuses of the caller's recent runs (everyone's for an administrator), newest first, without narration. */
+  list(
+    caller: Caller,
+    options: { states?: readonly RunState[]; limit?: number } = {},
+  ): Promise<RunStatus[]> {
+    const owner = ownerScope(caller);
+    return this.#ledger.listRuns({
+      ...(owner !== undefined ? { owner } : {}),
+      ...(options.states !== undefined ? { states: options.states } : {}),
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
+    });
   }
 
-  /** Resolves with the final status once the run has ended (a run of an earlier host: its status now). */
-  async wait(runId: string): Promise<RunStatus> {
+  /**
+   * The run's event feed: replays from `after`, then follows live events, wherever the run
+   * executes, until its last event (a terminal state) or `signal`. While it waits it also
+   * recovers runs of dead hosts, so that following a run whose host died ends.
+   */
+  async *events(
+    runId: string,
+    caller: Caller,
+    options: RunEventsOptions = {},
+  ): AsyncGenerator<FeedItem<RunEvent>> {
+    await this.#visible(runId, caller, "follow");
+    const feed = followEvents(this.#ledger, { kind: "run", id: runId }, {
+      ...options,
+      onIdle: async () => {
+        await this.recover();
+      },
+    });
+    for await (const item of feed) yield item as FeedItem<RunEvent>;
+  }
+
+  /**
+   * Resolves with the final status once the run has ended, wherever it runs (a run of a host
+   * that died: once recovery marks it interrupted).
+   */
+  async wait(
+    runId: string,
+    caller: Caller,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<RunStatus> {
     const run = this.#runs.get(runId);
-    if (run) {
+    if (run && mayAccess(caller, run.status.owner)) {
       const status = await run.done;
       if (run.writeError !== undefined) {
         throw new SvcError("internal", `Cannot record run '${runId}' in the ledger`, {
@@ -298,32 +372,32 @@ export class RunManager {
       }
       return structuredClone(status);
     }
-    const stored = await this.#ledger.getRun(runId);
-    if (!stored) throw new SvcError("not_found", `Cannot wait for run '${runId}': no such run`);
-    return stored;
+    const status = await this.#visible(runId, caller, "wait for");
+    if (TERMINAL_STATES.has(status.state)) return status;
+    for await (const _item of this.events(runId, caller, options)) {
+      // Only the end matters here.
+    }
+    if (options.signal?.aborted) {
+      throw new SvcError("unavailable", `Cannot wait for run '${runId}': the wait was stopped`);
+    }
+    return await this.#visible(runId, caller, "wait for");
   }
 
   /**
-   * Asks a run to stop: its guest is killed and it ends `cancelled`. Returns false when the
-   * run had already ended; asking twice is harmless.
+   * Asks a run to stop, wherever it runs: it ends `cancelled` (its guest and calls are
+   * killed by its host). Idempotent: a run that has ended is left as it is. Returns the run's
+   * status at the time of asking; {@linkcode wait} gives the end.
    */
-  cancel(runId: string, options: { owner?: string } = {}): boolean {
+  async cancel(runId: string, caller: Caller): Promise<RunStatus> {
+    const status = await this.#visible(runId, caller, "cancel");
+    if (TERMINAL_STATES.has(status.state)) return status;
     const run = this.#runs.get(runId);
-    if (!run || (options.owner !== undefined && run.status.owner !== options.owner)) {
-      throw new SvcError("not_found", `Cannot cancel run '${runId}': no such run on this host`);
+    if (run) {
+      run.controller.abort(new RunStop("cancelled", "the run was cancelled"));
+      return structuredClone(run.status);
     }
-    if (TERMINAL_STATES.has(run.status.state)) return false;
-    run.controller.abort(new RunStop("cancelled", "the run was cancelled"));
-    return true;
-  }
-
-  /** Calls `listener` with every later event of a run of this host. Returns the unsubscribe function. */
-  subscribe(runId: string, listener: RunListener): () => void {
-    const run = this.#runs.get(runId);
-    if (!run) {
-      throw new SvcError("not_found", `Cannot follow run '${runId}': no such run on this host`);
-    }
-    return run.subscribe(listener);
+    await this.#ledger.requestRunCancel(runId);
+    return (await this.get(runId, caller)) ?? status;
   }
 
   /** Cancels every run that has not ended, waits for all of them, and says goodbye to the ledger. */
@@ -334,21 +408,29 @@ export class RunManager {
       }
     }
     await Promise.all([...this.#runs.values()].map((run) => run.done.catch(() => {})));
-    this.#stopHeartbeat();
-    await this.#ledger.removeHost(this.#host).catch(() => {});
+    this.#stopCancelPoll();
+    if (this.#ownsHost) await this.#host.close();
   }
 
-  async #startHeartbeat(): Promise<void> {
-    if (this.#heartbeat !== undefined) return;
-    await this.#ledger.heartbeat(this.#host, this.#startedAt);
-    this.#heartbeat = setInterval(() => {
-      this.#ledger.heartbeat(this.#host, this.#startedAt).catch(() => {});
-    }, HEARTBEAT_MS);
+  /** Looks for cancels asked for by other processes, while this host has runs. */
+  #startCancelPoll(): void {
+    if (this.#cancelPoll !== undefined) return;
+    this.#cancelPoll = setInterval(async () => {
+      const live = [...this.#runs.values()].filter((run) =>
+        !TERMINAL_STATES.has(run.status.state) && !run.controller.signal.aborted
+      );
+      if (live.length === 0) return this.#stopCancelPoll();
+      const asked = await this.#ledger.runCancelsRequested(live.map((run) => run.runId))
+        .catch(() => []);
+      for (const runId of asked) {
+        this.#runs.get(runId)?.controller.abort(new RunStop("cancelled", "the run was cancelled"));
+      }
+    }, this.#options.cancelPollMs);
   }
 
-  #stopHeartbeat(): void {
-    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
-    this.#heartbeat = undefined;
+  #stopCancelPoll(): void {
+    if (this.#cancelPoll !== undefined) clearInterval(this.#cancelPoll);
+    this.#cancelPoll = undefined;
   }
 
   async #execute(
@@ -484,15 +566,10 @@ export class RunManager {
       run.setState(state);
     }
     await run.writes;
-    run.emit({
-      type: "end",
-      run_id: status.run_id,
-      at: status.ended_at ?? now(),
-      status: structuredClone(status),
-    });
-    if ([...this.#runs.values()].every((r) => r === run || TERMINAL_STATES.has(r.status.state))) {
-      this.#stopHeartbeat();
-    }
+    this.#holds.get(status.run_id)?.();
+    this.#holds.delete(status.run_id);
+    // The ledger has it all now; a long-lived host must not keep every run it ever ran.
+    this.#runs.delete(status.run_id);
     return status;
   }
 

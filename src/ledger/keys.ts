@@ -12,11 +12,13 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["narration", run_id, seq]` | one narration entry |
  * | `["security", run_id, seq]` | one security event |
  * | `["journal", run_id, seq]` | one journal entry |
- * | `["events", run_id, seq]` | state changes and conditions, in order |
+ * | `["events", run_id, seq]` | the run's event feed, from seq 0, in order |
+ * | `["run_cancel", run_id]` | `{at}`: a cancel asked for, by any process, for the run's host to see |
+ * | `["meta", "feed_tick"]` | rewritten by every write that adds events: what other processes poll |
  * | `["hosts", host_id]` | `{pid, started_at, heartbeat_at}` of a live host |
  * | `["tasks", task_id]` | a task's status |
  * | `["tasks_by_owner", owner, task_id]` | `{}`: index for listing |
- * | `["task_events", task_id, seq]` | a task's state changes |
+ * | `["task_events", task_id, seq]` | a task's event feed (its state changes), from seq 0 |
  * | `["active_tasks", task_id]` | `{host_id}`: running tasks, for recovery after a crash |
  * | `["sessions", session_id]` | a session |
  * | `["session_names", owner, name]` | `{session_id}`: sessions found by name |
@@ -39,11 +41,14 @@ export const KEYS = {
     seq === undefined ? ["journal", runId] : ["journal", runId, seq],
   events: (runId: string, seq?: number): KvKey =>
     seq === undefined ? ["events", runId] : ["events", runId, seq],
+  runCancel: (runId: string): KvKey => ["run_cancel", runId],
+  feedTick: ["meta", "feed_tick"] as KvKey,
   host: (hostId: string): KvKey => ["hosts", hostId],
   task: (taskId: string): KvKey => ["tasks", taskId],
   activeTasks: (taskId?: string): KvKey =>
     taskId === undefined ? ["active_tasks"] : ["active_tasks", taskId],
   allTasks: ["tasks"] as KvKey,
+  allSessions: ["sessions"] as KvKey,
   tasksByOwner: (owner: string, taskId?: string): KvKey =>
     taskId === undefined ? ["tasks_by_owner", owner] : ["tasks_by_owner", owner, taskId],
   taskEvents: (taskId: string, seq?: number): KvKey =>

@@ -4,8 +4,11 @@ import type { JsonValue } from "../schemas/mod.ts";
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
+import type { HostRef, Ledger, LedgerOp, ListRunsOptions } from "./interface.ts";
 import {
   type CallRecord,
+  type EventStream,
+  type FeedItem,
   type JournalEntry,
   type NarrationEntry,
   type RunEvent,
@@ -24,20 +27,14 @@ export const INLINE_LIMIT = 48 * 1024;
 const REF_ROOM = 256;
 /**
  * A host whose heartbeat is older than this is taken for dead even if its pid is in use (or
- * when its pid cannot be checked). Hosts beat every {@linkcode HEARTBEAT_MS}.
+ * when its pid cannot be checked). Hosts beat every 2 s (`HEARTBEAT_MS`).
  */
 const STALE_HOST_MS = 10_000;
-/** How often a host with runs refreshes its heartbeat. */
-export const HEARTBEAT_MS = 2_000;
+/** How often a ledger with readers waiting for events looks for other processes' writes, in ms. */
+const POLL_MS = 25;
 
 /** A JSON value kept inline, or in a blob file of the run directory. */
 type Stored = { value: JsonValue } | { ref: string };
-
-/** The host that runs a run, as recorded for crash recovery. */
-export interface HostRef {
-  id: string;
-  pid: number;
-}
 
 interface RunDoc {
   v: 1;
@@ -63,18 +60,20 @@ interface HostDoc {
   heartbeat_at: string;
 }
 
-/** A persisted event: state changes and conditions. */
-export type StoredEvent = Extract<RunEvent, { type: "state" | "condition" }>;
+/** A reader waiting for a stream to pass `after`. */
+interface Waiter {
+  stream: EventStream;
+  after: number;
+  wake: () => void;
+}
 
-/**
- * One write of a run. {@linkcode Ledger.write} commits a list of them together, so a run's
- * burst of changes costs one KV commit. `status` is the run as it was at that write.
- */
-export type LedgerOp =
-  | { kind: "status"; status: RunStatus; event?: { seq: number; event: StoredEvent } }
-  | { kind: "journal"; status: RunStatus; entry: JournalEntry }
-  | { kind: "narration"; seq: number; entry: NarrationEntry }
-  | { kind: "security"; seq: number; event: SecurityEvent };
+function streamKey(stream: EventStream): string {
+  return `${stream.kind}:${stream.id}`;
+}
+
+function eventsPrefix(stream: EventStream): KvKey {
+  return stream.kind === "run" ? KEYS.events(stream.id) : KEYS.taskEvents(stream.id);
+}
 
 /** KV limits: 1000 mutations and 800 KiB an atomic commit; stay well inside both. */
 const BATCH_MUTATIONS = 400;
@@ -90,33 +89,54 @@ function bareStatus(status: RunStatus): RunStatus {
   return { ...rest, narration: [], security_events: [] };
 }
 
+/** Options of {@linkcode openLedger}. */
+export interface OpenLedgerOptions {
+  /** How often readers waiting for events look for other processes' writes, in ms. Default 25. */
+  pollMs?: number;
+}
+
 /**
- * The ledger: runs, narration, conditions and journals in one Deno KV file under `SVC_HOME`,
- * plus a directory per run. The only module that touches KV; values are JSON bytes.
+ * Opens (creating if needed) the ledger of a data directory, in a Deno KV file under it, and
+ * brings its schema up to date.
  */
-export class Ledger {
-  /** The data directory. */
+export async function openLedger(home: string, options: OpenLedgerOptions = {}): Promise<Ledger> {
+  const p = platform();
+  await p.mkdir(home);
+  const kv = await p.openKv(joinPath(home, "svc.kv"));
+  const ledger = new KvLedger(home, kv, options.pollMs ?? POLL_MS);
+  try {
+    await ledger.migrate();
+  } catch (error) {
+    kv.close();
+    throw error;
+  }
+  return ledger;
+}
+
+/**
+ * The Deno KV ledger: runs, narration, conditions, journals, feeds, tasks and sessions in one
+ * KV file under `SVC_HOME`, plus a directory per run. The only module that touches KV; values
+ * are JSON bytes. Several processes may open the same file: readers in one see the writes of
+ * another, through a key every event-adding write rewrites and waiting readers poll.
+ */
+class KvLedger implements Ledger {
   readonly home: string;
   readonly #kv: KvStore;
+  readonly #pollMs: number;
+  readonly #waiters = new Set<Waiter>();
+  #poll: ReturnType<typeof setTimeout> | undefined;
+  #tick: string | null | undefined;
+  #closed = false;
 
-  private constructor(home: string, kv: KvStore) {
+  constructor(home: string, kv: KvStore, pollMs: number) {
     this.home = home;
     this.#kv = kv;
+    this.#pollMs = pollMs;
   }
 
-  /** Opens (creating if needed) the ledger of a data directory and brings its schema up to date. */
-  static async open(home: string): Promise<Ledger> {
-    const p = platform();
-    await p.mkdir(home);
-    const kv = await p.openKv(joinPath(home, "svc.kv"));
-    const ledger = new Ledger(home, kv);
-    try {
-      await ledger.#migrate();
-    } catch (error) {
-      kv.close();
-      throw error;
-    }
-    return ledger;
+  /** Brings the schema up to date; run once by {@linkcode openLedger}. */
+  migrate(): Promise<void> {
+    return this.#migrate();
   }
 
   async #migrate(): Promise<void> {
@@ -138,9 +158,93 @@ export class Ledger {
     }
   }
 
-  /** Closes the KV file. */
   close(): void {
+    this.#closed = true;
+    for (const waiter of this.#waiters) waiter.wake();
+    this.#waiters.clear();
+    if (this.#poll !== undefined) clearTimeout(this.#poll);
     this.#kv.close();
+  }
+
+  async readEvents(
+    stream: EventStream,
+    options: { after?: number; limit?: number } = {},
+  ): Promise<FeedItem[]> {
+    const out: FeedItem[] = [];
+    const after = options.after ?? -1;
+    const limit = options.limit ?? Infinity;
+    const prefix = eventsPrefix(stream);
+    for await (const entry of this.#kv.list(prefix, { start: [...prefix, after + 1] })) {
+      const seq = entry.key.at(-1);
+      if (typeof seq !== "number" || seq <= after || !entry.value) continue;
+      out.push({ seq, event: fromBytes<RunEvent | TaskEvent>(entry.value) });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  async #headOf(stream: EventStream): Promise<number> {
+    return await this.#lastSeq(eventsPrefix(stream));
+  }
+
+  waitForEvents(
+    stream: EventStream,
+    options: { after: number; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void> {
+    if (this.#closed || options.signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waiter: Waiter = {
+        stream,
+        after: options.after,
+        wake: () => {
+          this.#waiters.delete(waiter);
+          if (timer !== undefined) clearTimeout(timer);
+          options.signal?.removeEventListener("abort", waiter.wake);
+          resolve();
+        },
+      };
+      this.#waiters.add(waiter);
+      options.signal?.addEventListener("abort", waiter.wake, { once: true });
+      if (options.timeoutMs !== undefined) timer = setTimeout(waiter.wake, options.timeoutMs);
+      // The write may have landed between the reader's last read and now.
+      this.#headOf(stream).then(
+        (head) => head > waiter.after && waiter.wake(),
+        () => waiter.wake(),
+      );
+      this.#schedulePoll();
+    });
+  }
+
+  /** Wakes this process's readers of a stream just written. */
+  #notify(stream: EventStream): void {
+    const key = streamKey(stream);
+    for (const waiter of this.#waiters) if (streamKey(waiter.stream) === key) waiter.wake();
+  }
+
+  #schedulePoll(): void {
+    if (this.#poll !== undefined || this.#waiters.size === 0 || this.#closed) return;
+    this.#poll = setTimeout(async () => {
+      try {
+        // One read while nothing changes; the heads only when some process wrote events.
+        const tick = (await this.#kv.get(KEYS.feedTick)).versionstamp;
+        if (tick !== this.#tick) {
+          this.#tick = tick;
+          const streams = new Map<string, EventStream>();
+          for (const waiter of this.#waiters) streams.set(streamKey(waiter.stream), waiter.stream);
+          for (const [key, stream] of streams) {
+            const head = await this.#headOf(stream);
+            for (const waiter of this.#waiters) {
+              if (streamKey(waiter.stream) === key && head > waiter.after) waiter.wake();
+            }
+          }
+        }
+      } catch {
+        // A closed store: the waiters were woken by close().
+      }
+      this.#poll = undefined;
+      this.#schedulePoll();
+    }, this.#pollMs);
   }
 
   /** The run's directory: script text, result, final status and large values. */
@@ -208,7 +312,7 @@ export class Ledger {
   /** Records a new run and writes its script into the run directory. */
   async createRun(
     status: RunStatus,
-    options: { script: string; host: HostRef; event: StoredEvent },
+    options: { script: string; host: HostRef; event: RunEvent },
   ): Promise<void> {
     const p = platform();
     await p.mkdir(this.runDir(status.run_id));
@@ -221,10 +325,12 @@ export class Ledger {
       .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
       .set(KEYS.active(status.run_id), toBytes({ host_id: options.host.id, pid: options.host.pid }))
       .set(KEYS.events(status.run_id, 0), fitRecord(options.event).bytes)
+      .set(KEYS.feedTick, toBytes({}))
       .commit();
     if (!result.ok) {
       throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
     }
+    this.#notify({ kind: "run", id: status.run_id });
   }
 
   /**
@@ -237,6 +343,7 @@ export class Ledger {
     const chunks: Array<{ mutations: Mutation[]; bytes: number; status?: RunStatus }> = [];
     let chunk: (typeof chunks)[number] = { mutations: [], bytes: 0 };
     let finalStatus: RunStatus | undefined;
+    let events = false;
     const add = (mutation: Mutation, status?: RunStatus) => {
       if (
         chunk.mutations.length >= BATCH_MUTATIONS ||
@@ -256,6 +363,10 @@ export class Ledger {
           break;
         case "security":
           add({ key: KEYS.security(runId, op.seq), value: fitRecord(op.event).bytes });
+          break;
+        case "event":
+          add({ key: KEYS.events(runId, op.event.seq), value: fitRecord(op.event.event).bytes });
+          events = true;
           break;
         case "journal": {
           const { result, ...rest } = op.entry;
@@ -290,6 +401,7 @@ export class Ledger {
               { key: KEYS.events(runId, op.event.seq), value: fitRecord(op.event.event).bytes },
               op.status,
             );
+            events = true;
           } else chunk.status = op.status;
           finalStatus = op.status;
           break;
@@ -313,10 +425,14 @@ export class Ledger {
         }
         atomic.set(KEYS.run(runId), toBytes(doc));
       }
-      if (index === chunks.length - 1 && terminal) atomic.delete(KEYS.active(runId));
+      if (index === chunks.length - 1 && terminal) {
+        atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
+      }
+      if (events) atomic.set(KEYS.feedTick, toBytes({}));
       await atomic.commit();
     }
     if (terminal && finalStatus) await this.#writeSummary(finalStatus);
+    if (events) this.#notify({ kind: "run", id: runId });
   }
 
   async #writeSummary(status: RunStatus): Promise<void> {
@@ -331,16 +447,6 @@ export class Ledger {
     }
     const { narration: _narration, security_events: _security, ...summary } = status;
     await p.writeTextFile(joinPath(dir, "status.json"), `${JSON.stringify(summary, null, 2)}\n`);
-  }
-
-  /** Saves the run's status, with the event that changed it in the same atomic write. */
-  saveRun(status: RunStatus, event?: { seq: number; event: StoredEvent }): Promise<void> {
-    return this.write(status.run_id, [{ kind: "status", status, event }]);
-  }
-
-  /** Records a finished call and the run's counters that it changed, together. */
-  addJournalEntry(status: RunStatus, entry: JournalEntry): Promise<void> {
-    return this.write(status.run_id, [{ kind: "journal", status, entry }]);
   }
 
   async #list<T>(prefix: KvKey): Promise<T[]> {
@@ -373,27 +479,42 @@ export class Ledger {
     }));
   }
 
-  /** The run's stored events (state changes and conditions), in order. */
-  async getEvents(runId: string): Promise<StoredEvent[]> {
-    return await this.#list<StoredEvent>(KEYS.events(runId));
-  }
-
-  /** Statuses of runs (without narration), newest first; only `owner`'s when given. */
-  async listRuns(options: { owner?: string; limit?: number } = {}): Promise<RunStatus[]> {
+  async listRuns(options: ListRunsOptions = {}): Promise<RunStatus[]> {
     const limit = options.limit ?? 100;
+    const states = options.states === undefined ? undefined : new Set(options.states);
     const out: RunStatus[] = [];
+    const take = (status: RunStatus) => {
+      if (!states || states.has(status.state)) out.push(status);
+      return out.length >= limit;
+    };
     if (options.owner !== undefined) {
-      for await (
-        const entry of this.#kv.list(KEYS.runsByOwner(options.owner), { reverse: true, limit })
-      ) {
+      for await (const entry of this.#kv.list(KEYS.runsByOwner(options.owner), { reverse: true })) {
         const runId = entry.key.at(-1);
         const run = typeof runId === "string" ? await this.#kv.get(KEYS.run(runId)) : undefined;
-        if (run?.value) out.push(fromBytes<RunDoc>(run.value).status);
+        if (run?.value && take(fromBytes<RunDoc>(run.value).status)) break;
       }
       return out;
     }
-    for await (const entry of this.#kv.list(KEYS.allRuns, { reverse: true, limit })) {
-      if (entry.value) out.push(fromBytes<RunDoc>(entry.value).status);
+    for await (const entry of this.#kv.list(KEYS.allRuns, { reverse: true })) {
+      if (entry.value && take(fromBytes<RunDoc>(entry.value).status)) break;
+    }
+    return out;
+  }
+
+  async requestRunCancel(runId: string): Promise<boolean> {
+    const active = await this.#kv.get(KEYS.active(runId));
+    if (!active.value) return false;
+    const result = await this.#kv.atomic()
+      .check(KEYS.active(runId), active.versionstamp)
+      .set(KEYS.runCancel(runId), toBytes({ at: now() }))
+      .commit();
+    return result.ok;
+  }
+
+  async runCancelsRequested(runIds: readonly string[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const runId of runIds) {
+      if ((await this.#kv.get(KEYS.runCancel(runId))).value) out.push(runId);
     }
     return out;
   }
@@ -438,19 +559,22 @@ export class Ledger {
       // The added error must not push a document that was full over the value limit.
       const beside = doc.result ? toBytes(doc.result).length : 0;
       doc.status = fitRecord(doc.status, VALUE_LIMIT - REF_ROOM - beside).value;
-      const last = await this.#lastEventSeq(runId);
-      const event: StoredEvent = { type: "state", run_id: runId, at, state: "interrupted" };
+      const last = await this.#lastSeq(KEYS.events(runId));
+      const event: RunEvent = { type: "state", run_id: runId, at, state: "interrupted" };
       const result = await this.#kv.atomic()
         .check(KEYS.run(runId), runEntry.versionstamp)
         .check(KEYS.active(runId), entry.versionstamp)
         .set(KEYS.run(runId), toBytes(doc))
         .set(KEYS.events(runId, last + 1), toBytes(event))
         .delete(KEYS.active(runId))
+        .delete(KEYS.runCancel(runId))
+        .set(KEYS.feedTick, toBytes({}))
         .commit();
       if (!result.ok) continue;
+      this.#notify({ kind: "run", id: runId });
       if (host.record) await this.#kv.atomic().delete(KEYS.host(owner.host_id)).commit();
       const status = await this.getRun(runId);
-      if (status) await this.saveRun(status);
+      if (status) await this.write(runId, [{ kind: "status", status }]);
       recovered.push(runId);
     }
     return recovered;
@@ -494,8 +618,11 @@ export class Ledger {
         .set(KEYS.task(taskId), await this.#taskBytes(task))
         .set(KEYS.taskEvents(taskId, seq), toBytes(event))
         .delete(KEYS.activeTasks(taskId))
+        .set(KEYS.feedTick, toBytes({}))
         .commit();
-      if (result.ok) recovered.push(taskId);
+      if (!result.ok) continue;
+      this.#notify({ kind: "task", id: taskId });
+      recovered.push(taskId);
     }
     return recovered;
   }
@@ -508,10 +635,12 @@ export class Ledger {
       .set(KEYS.task(task.task_id), await this.#taskBytes(task))
       .set(KEYS.tasksByOwner(task.owner, task.task_id), toBytes({}))
       .set(KEYS.taskEvents(task.task_id, 0), toBytes(event))
+      .set(KEYS.feedTick, toBytes({}))
       .commit();
     if (!result.ok) {
       throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
     }
+    this.#notify({ kind: "task", id: task.task_id });
   }
 
   /**
@@ -542,6 +671,7 @@ export class Ledger {
         state: task.state,
       };
       atomic.set(KEYS.taskEvents(task.task_id, options.eventSeq), toBytes(event));
+      atomic.set(KEYS.feedTick, toBytes({}));
     }
     if (task.ended_at !== null && task.provider !== null) {
       const call: CallRecord = {
@@ -565,18 +695,15 @@ export class Ledger {
       };
       atomic.set(KEYS.call(call.at, task.task_id, 1), toBytes(call));
     }
-    return (await atomic.commit()).ok;
+    const ok = (await atomic.commit()).ok;
+    if (ok && options.eventSeq !== undefined) this.#notify({ kind: "task", id: task.task_id });
+    return ok;
   }
 
   /** A task's status, or undefined. */
   async getTask(taskId: string): Promise<TaskStatus | undefined> {
     const entry = await this.#kv.get(KEYS.task(taskId));
     return entry.value ? await this.#taskOf(entry.value) : undefined;
-  }
-
-  /** A task's state changes, in order. */
-  getTaskEvents(taskId: string): Promise<TaskEvent[]> {
-    return this.#list<TaskEvent>(KEYS.taskEvents(taskId));
   }
 
   /** Tasks, newest first; only `owner`'s when given. */
@@ -650,11 +777,19 @@ export class Ledger {
     return await this.getSession(fromBytes<{ session_id: string }>(entry.value).session_id);
   }
 
-  /** An owner's sessions, newest first. */
-  async listSessions(owner: string, limit = 100): Promise<SessionRecord[]> {
+  async listSessions(
+    options: { owner?: string; limit?: number } = {},
+  ): Promise<SessionRecord[]> {
+    const limit = options.limit ?? 100;
     const out: SessionRecord[] = [];
+    if (options.owner === undefined) {
+      for await (const entry of this.#kv.list(KEYS.allSessions, { reverse: true, limit })) {
+        if (entry.value) out.push(fromBytes<SessionRecord>(entry.value));
+      }
+      return out;
+    }
     for await (
-      const entry of this.#kv.list(KEYS.sessionsByOwner(owner), { reverse: true, limit })
+      const entry of this.#kv.list(KEYS.sessionsByOwner(options.owner), { reverse: true, limit })
     ) {
       const id = entry.key.at(-1);
       const session = typeof id === "string" ? await this.getSession(id) : undefined;
@@ -694,14 +829,6 @@ export class Ledger {
 
   async #lastSeq(prefix: KvKey): Promise<number> {
     for await (const entry of this.#kv.list(prefix, { reverse: true, limit: 1 })) {
-      const seq = entry.key.at(-1);
-      if (typeof seq === "number") return seq;
-    }
-    return -1;
-  }
-
-  async #lastEventSeq(runId: string): Promise<number> {
-    for await (const entry of this.#kv.list(KEYS.events(runId), { reverse: true, limit: 1 })) {
       const seq = entry.key.at(-1);
       if (typeof seq === "number") return seq;
     }

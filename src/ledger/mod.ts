@@ -1,15 +1,13 @@
 /**
- * The ledger: durable runs, narration, conditions and journals under `SVC_HOME`.
+ * The ledger: durable runs, journals, event feeds, tasks, sessions and the call log under
+ * `SVC_HOME`, behind one interface ({@linkcode Ledger}); Deno KV is its first backend.
  * @module
  */
-export {
-  HEARTBEAT_MS,
-  type HostRef,
-  INLINE_LIMIT,
-  Ledger,
-  type LedgerOp,
-  type StoredEvent,
-} from "./ledger.ts";
+export { INLINE_LIMIT, openLedger, type OpenLedgerOptions } from "./ledger.ts";
+export type { HostRef, Ledger, LedgerOp, ListRunsOptions, RunEventAt } from "./interface.ts";
+export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
+export { type Caller, callerOf, mayAccess, OWNER_LIMIT, ownerScope } from "./caller.ts";
+export { followEvents, type FollowOptions } from "./follow.ts";
 export { sha256 } from "./json_bytes.ts";
 export { clipStrings, clipText, fitRecord, VALUE_LIMIT } from "./fit.ts";
 export { SCHEMA_VERSION } from "./keys.ts";
@@ -19,8 +17,11 @@ export {
   type CallCounts,
   type CallOutcome,
   type CallRecord,
+  endsStream,
+  type EventStream,
   type FailureCause,
   type FailureCounts,
+  type FeedItem,
   type JournalEntry,
   type JournalSummary,
   type NarrationEntry,

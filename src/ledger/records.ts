@@ -239,7 +239,10 @@ export interface JournalEntry {
   worktree?: { path: string; branch: string; kept: boolean; diff?: string };
 }
 
-/** What a run subscriber hears. Every event carries the host's timestamp. */
+/**
+ * One event of a run's feed. Every event carries the host's timestamp; a terminal `state`
+ * event is the last of the feed.
+ */
 export type RunEvent =
   | { type: "state"; run_id: string; at: string; state: RunState }
   | { type: "narration"; run_id: string; at: string; entry: NarrationEntry }
@@ -260,8 +263,7 @@ export type RunEvent =
     label: string | null;
   }
   | { type: "condition"; run_id: string; at: string; condition: RunCondition }
-  | { type: "security"; run_id: string; at: string; event: SecurityEvent }
-  | { type: "end"; run_id: string; at: string; status: RunStatus };
+  | { type: "security"; run_id: string; at: string; event: SecurityEvent };
 
 /** States of an asynchronous dispatch (a task). */
 export type TaskState =
@@ -313,6 +315,24 @@ export interface TaskEvent {
   at: string;
   task_id: string;
   state: TaskState;
+}
+
+/** A stream of the event feed: the events of one run or of one task. */
+export type EventStream = { kind: "run"; id: string } | { kind: "task"; id: string };
+
+/**
+ * One event of a feed with its position: `seq` counts from 0 in its stream, without gaps or
+ * repeats, so that a reader that saw up to `seq` resumes with `after: seq`.
+ */
+export interface FeedItem<E = RunEvent | TaskEvent> {
+  seq: number;
+  event: E;
+}
+
+/** Whether an event is the last of its stream: a change to a state that is never left. */
+export function endsStream(event: RunEvent | TaskEvent): boolean {
+  return "state" in event && TERMINAL_STATES.has(event.state) &&
+    (!("type" in event) || event.type === "state");
 }
 
 /** A persistent multi-turn conversation with one provider. */

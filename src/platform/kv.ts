@@ -18,7 +18,7 @@ interface RawEntry {
 export interface KvLike {
   get(key: KvKey): Promise<RawEntry>;
   list(
-    selector: { prefix: KvKey },
+    selector: { prefix: KvKey; start?: KvKey },
     options?: { limit?: number; reverse?: boolean },
   ): AsyncIterable<RawEntry>;
   atomic(): AtomicLike;
@@ -57,7 +57,9 @@ export function wrapKv(kv: KvLike): KvStore {
   return {
     get: async (key) => entry(await kv.get(key)),
     async *list(prefix, options = {}) {
-      for await (const raw of kv.list({ prefix }, options)) yield entry(raw);
+      const { start, ...rest } = options;
+      const selector = start === undefined ? { prefix } : { prefix, start };
+      for await (const raw of kv.list(selector, rest)) yield entry(raw);
     },
     atomic: () => wrapAtomic(kv.atomic()),
     close: () => kv.close(),

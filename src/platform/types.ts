@@ -80,8 +80,11 @@ export interface KvAtomic {
 /** A KV store file (Deno KV's SQLite format on both runtimes). */
 export interface KvStore {
   get(key: KvKey): Promise<KvEntry>;
-  /** Entries under `prefix`, in key order. */
-  list(prefix: KvKey, options?: { limit?: number; reverse?: boolean }): AsyncIterable<KvEntry>;
+  /** Entries under `prefix`, in key order; with `start`, from that key on (inclusive). */
+  list(
+    prefix: KvKey,
+    options?: { limit?: number; reverse?: boolean; start?: KvKey },
+  ): AsyncIterable<KvEntry>;
   atomic(): KvAtomic;
   close(): void;
 }

@@ -1,0 +1,142 @@
+import type { ChatMessage } from "./chat.ts";
+import type {
+  CallRecord,
+  EventStream,
+  FeedItem,
+  JournalEntry,
+  NarrationEntry,
+  RunEvent,
+  RunState,
+  RunStatus,
+  SecurityEvent,
+  SessionRecord,
+  TaskStatus,
+} from "./records.ts";
+
+/** The host that runs a run or a task, as recorded for crash recovery. */
+export interface HostRef {
+  id: string;
+  pid: number;
+}
+
+/** A run's event with its place in the run's feed. */
+export interface RunEventAt {
+  seq: number;
+  event: RunEvent;
+}
+
+/**
+ * One write of a run. {@linkcode Ledger.write} commits a list of them together, so a run's
+ * burst of changes costs one commit. `status` is the run as it was at that write; `event` ops
+ * are the run's feed, numbered by the run's host without gaps.
+ */
+export type LedgerOp =
+  | { kind: "status"; status: RunStatus; event?: RunEventAt }
+  | { kind: "journal"; status: RunStatus; entry: JournalEntry }
+  | { kind: "narration"; seq: number; entry: NarrationEntry }
+  | { kind: "security"; seq: number; event: SecurityEvent }
+  | { kind: "event"; event: RunEventAt };
+
+/** Options of {@linkcode Ledger.listRuns}. */
+export interface ListRunsOptions {
+  /** Only this owner's runs; all owners' when absent. */
+  owner?: string;
+  /** Only runs in one of these states. */
+  states?: readonly RunState[];
+  /** Most runs returned. Default 100. */
+  limit?: number;
+}
+
+/**
+ * The durable store of svc: runs, journals, the event feed, tasks, sessions, the call log and
+ * the hosts that work on them. Everything above `src/ledger/` talks to this interface and
+ * never to a storage engine; `openLedger()` opens the Deno KV backend, and a second backend
+ * (a database shared by several hosts) implements the same methods.
+ */
+export interface Ledger {
+  /** The data directory (`SVC_HOME`): run and task folders live under it. */
+  readonly home: string;
+  /** Closes the store; pending waits for events end. */
+  close(): void;
+  /** The run's directory: script text, result, final status and large values. */
+  runDir(runId: string): string;
+  /** A task's directory: large results. */
+  taskDir(taskId: string): string;
+
+  /** Records a new run, its script and its first event (seq 0), as running on `host`. */
+  createRun(
+    status: RunStatus,
+    options: { script: string; host: HostRef; event: RunEvent },
+  ): Promise<void>;
+  /** Commits a run's writes in order; a terminal status ends the run's feed and its cancel request. */
+  write(runId: string, ops: LedgerOp[]): Promise<void>;
+  /** The run's full status, or undefined when there is no such run. */
+  getRun(runId: string): Promise<RunStatus | undefined>;
+  /** The run's journal in call order, results included. */
+  getJournal(runId: string): Promise<JournalEntry[]>;
+  /** Statuses of runs (without narration), newest first. */
+  listRuns(options?: ListRunsOptions): Promise<RunStatus[]>;
+  /**
+   * Asks the host running a run to cancel it, wherever it runs. False when the run is not
+   * queued or running (ended, or unknown).
+   */
+  requestRunCancel(runId: string): Promise<boolean>;
+  /** Which of these runs have a cancel asked for. */
+  runCancelsRequested(runIds: readonly string[]): Promise<string[]>;
+
+  /** Events of a stream after position `after` (all from the first when absent), in order. */
+  readEvents(
+    stream: EventStream,
+    options?: { after?: number; limit?: number },
+  ): Promise<FeedItem[]>;
+  /**
+   * The ledger's notification: resolves once the stream has an event after `after`, or at
+   * `timeoutMs`, or when `signal` aborts (without throwing). Writes of any process count.
+   */
+  waitForEvents(
+    stream: EventStream,
+    options: { after: number; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void>;
+
+  /** Says that a host is alive. Hosts refresh it while they have work. */
+  heartbeat(host: HostRef, startedAt: string): Promise<void>;
+  /** Removes a host's record when it shuts down cleanly. */
+  removeHost(host: HostRef): Promise<void>;
+  /** Marks `interrupted` the runs of hosts that are gone; returns their ids. */
+  recoverInterrupted(self: HostRef): Promise<string[]>;
+  /** Marks `interrupted` the running tasks of hosts that are gone; returns their ids. */
+  recoverInterruptedTasks(self: HostRef): Promise<string[]>;
+
+  /** Records a new task (queued) with its first event. */
+  createTask(task: TaskStatus): Promise<void>;
+  /**
+   * Saves a task; with `eventSeq`, its state change joins its feed. With `expect`, only if
+   * the task is still in that state. Returns whether it was written.
+   */
+  saveTask(
+    task: TaskStatus,
+    options?: { eventSeq?: number; expect?: TaskStatus["state"] },
+  ): Promise<boolean>;
+  /** A task's status, or undefined. */
+  getTask(taskId: string): Promise<TaskStatus | undefined>;
+  /** Tasks, newest first; only `owner`'s when given. */
+  listTasks(options?: { owner?: string; limit?: number }): Promise<TaskStatus[]>;
+  /** Marks a task's cancel as asked for; its worker, wherever it runs, sees it. */
+  requestCancel(taskId: string): Promise<TaskStatus | undefined>;
+
+  /** Records a new session; a name must be unique per owner. */
+  createSession(session: SessionRecord): Promise<void>;
+  /** A session by id, or undefined. */
+  getSession(sessionId: string): Promise<SessionRecord | undefined>;
+  /** An owner's session by name, or undefined. */
+  findSession(owner: string, name: string): Promise<SessionRecord | undefined>;
+  /** Sessions, newest first; only `owner`'s when given. */
+  listSessions(options?: { owner?: string; limit?: number }): Promise<SessionRecord[]>;
+  /** An API session's messages, oldest first. */
+  getSessionMessages(sessionId: string): Promise<ChatMessage[]>;
+  /** Saves a session after a turn, with the turn's messages, in one write. */
+  saveSessionTurn(session: SessionRecord, messages: ChatMessage[]): Promise<void>;
+
+  /** The call log (runs' calls and tasks), newest first; only `owner`'s when given. */
+  listCalls(options?: { limit?: number; owner?: string }): Promise<CallRecord[]>;
+}

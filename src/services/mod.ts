@@ -1,0 +1,12 @@
+/**
+ * The composition root: every surface opens the services of a data directory here, as one
+ * disposable object, and calls them with a caller (an owner, or an administrator).
+ * @module
+ */
+export {
+  openServices,
+  type RunSettings,
+  type Services,
+  type ServicesOptions,
+} from "./open_services.ts";
+export { EventFeed, type FeedFollowOptions } from "./event_feed.ts";

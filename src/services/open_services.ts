@@ -1,0 +1,127 @@
+import { type Config, loadConfig, svcHome } from "../config/mod.ts";
+import {
+  type Dispatcher,
+  dispatcherFromConfig,
+  SessionStore,
+  TaskManager,
+  WorktreeManager,
+} from "../dispatch/mod.ts";
+import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
+import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
+import { joinPath } from "../platform/mod.ts";
+import { sweepScratch } from "../scratch/mod.ts";
+import { EventFeed } from "./event_feed.ts";
+
+/** How often a host looks for runs and tasks of dead hosts, in ms. */
+const RECOVER_EVERY_MS = 5_000;
+
+/** Run manager settings a surface may choose; the services supply the rest. */
+export type RunSettings = Omit<
+  RunManagerOptions,
+  "dispatcher" | "ledger" | "sessions" | "host"
+>;
+
+/** Options of {@linkcode openServices}. */
+export interface ServicesOptions {
+  /** The data directory. Default: `SVC_HOME`, else `~/.svc`. */
+  home?: string;
+  /** The configuration. Default: `config.json` of the data directory, else the built-in one. */
+  config?: Config;
+  /** The dispatcher. Default: built from the configuration. */
+  dispatcher?: Dispatcher;
+  /** Settings of the run manager (limits, isolation backends, project folder). */
+  runs?: RunSettings;
+  /** How often to recover dead hosts' runs and tasks while open, in ms. Default 5000. */
+  recoverEveryMs?: number;
+  /** How often readers waiting for events look for other processes' writes, in ms. Default 25. */
+  pollMs?: number;
+}
+
+/**
+ * Everything a surface (command line, dashboard, daemon, A2A and MCP servers) stands on,
+ * opened once per process: one ledger, one host identity with one heartbeat, the dispatcher,
+ * and the run, task, session, worktree and event services over them. Disposing it cancels
+ * this host's work, stops its heartbeat and closes the ledger.
+ */
+export interface Services extends AsyncDisposable {
+  /** The data directory. */
+  readonly home: string;
+  readonly config: Config;
+  /** The configuration file, or null for the built-in default. */
+  readonly configPath: string | null;
+  readonly ledger: Ledger;
+  /** This process's identity in the ledger. */
+  readonly host: HostLease;
+  readonly dispatcher: Dispatcher;
+  readonly sessions: SessionStore;
+  readonly tasks: TaskManager;
+  readonly runs: RunManager;
+  readonly worktrees: WorktreeManager;
+  readonly events: EventFeed;
+  /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
+  readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
+  /** The same as disposing. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: opens the ledger of a data directory and builds every service over
+ * it. Runs and tasks of hosts that died are recovered now, and every `recoverEveryMs` while
+ * the services stay open.
+ */
+export async function openServices(options: ServicesOptions = {}): Promise<Services> {
+  const home = options.home ?? svcHome();
+  const loaded = options.config ? { config: options.config, path: null } : await loadConfig(home);
+  const { config } = loaded;
+  const worktrees = new WorktreeManager({ home });
+  const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, { worktrees });
+  const ledger = await openLedger(home, {
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+  });
+  const host = new HostLease(ledger);
+  let runs: RunManager | undefined;
+  let tasks: TaskManager | undefined;
+  try {
+    const sessions = new SessionStore(ledger);
+    tasks = new TaskManager({ dispatcher, ledger, sessions, host });
+    const recoveredTasks = await tasks.recover();
+    runs = await RunManager.create({ ...options.runs, dispatcher, ledger, sessions, host });
+    // Scratch directories of harness calls whose host died (the run manager swept its own).
+    await sweepScratch(joinPath(home, "tmp"));
+    const recovery = setInterval(() => {
+      runs?.recover().catch(() => {});
+      tasks?.recover().catch(() => {});
+    }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
+    const events = new EventFeed({ runs, tasks });
+    let closing: Promise<void> | undefined;
+    const close = () =>
+      closing ??= (async () => {
+        clearInterval(recovery);
+        await runs?.close();
+        await tasks?.close();
+        await host.close();
+        ledger.close();
+      })();
+    return {
+      home,
+      config,
+      configPath: loaded.path,
+      ledger,
+      host,
+      dispatcher,
+      sessions,
+      tasks,
+      runs,
+      worktrees,
+      events,
+      recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
+      close,
+      [Symbol.asyncDispose]: close,
+    };
+  } catch (error) {
+    await runs?.close().catch(() => {});
+    await tasks?.close().catch(() => {});
+    ledger.close();
+    throw error;
+  }
+}
