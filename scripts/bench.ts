@@ -185,7 +185,7 @@ async function timeFanoutAndReplay(home: string): Promise<{ liveMs: number; repl
   const manager = await RunManager.create({ dispatcher, ledger, concurrency: CONCURRENCY });
   try {
     const timeRun = async (resumeFrom?: string): Promise<{ ms: number; status: RunStatus }> => {
-      let endedAt: number | undefined;
+      let endedAt: number | undefined = undefined;
       const t0 = performance.now();
       const started = await manager.start({
         script: FANOUT_SCRIPT,

@@ -19,6 +19,8 @@ import { type Caller, type Ledger, openLedger } from "../src/ledger/mod.ts";
 
 /** The caller tests act as, unless they test the owner rule: the command line's default owner. */
 export const LOCAL: Caller = { owner: "local" };
+/** An administrator: sees every owner's records. */
+export const ADMIN: Caller = { owner: "admin", admin: true };
 
 /** The repository root, for paths of fixtures and the CLI. */
 export const ROOT: string = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

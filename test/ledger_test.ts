@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { openLedger, SCHEMA_VERSION } from "../src/ledger/mod.ts";
-import { LOCAL, scriptedProvider, tempDir, testManager } from "./helpers.ts";
+import { ADMIN, LOCAL, scriptedProvider, tempDir, testManager } from "./helpers.ts";
 
 /** Every value of the KV file, with its size: what the ledger really wrote. */
 async function kvValues(home: string): Promise<Array<{ key: Deno.KvKey; size: number }>> {
@@ -117,12 +117,13 @@ Deno.test("runs are listed per owner, newest first", async () => {
   const a = await t.manager.start({ script: "return 1;" }, { owner: "alice" });
   const b = await t.manager.start({ script: "return 2;" }, { owner: "bob" });
   const c = await t.manager.start({ script: "return 3;" }, { owner: "alice" });
-  await Promise.all([a, b, c].map((r) => t.manager.wait(r.run_id, LOCAL)));
+  await Promise.all([a, b, c].map((r) => t.manager.wait(r.run_id, ADMIN)));
   assert.deepEqual((await t.manager.list({ owner: "alice" })).map((s) => s.run_id), [
     c.run_id,
     a.run_id,
   ]);
-  assert.equal((await t.manager.list(LOCAL)).length, 3);
+  assert.equal((await t.manager.list(ADMIN)).length, 3, "an administrator sees every owner's");
+  assert.deepEqual(await t.manager.list(LOCAL), [], "an owner without runs sees none");
   await assert.rejects(t.manager.journal(a.run_id, { owner: "bob" }), /no such run/);
 });
 

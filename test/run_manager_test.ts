@@ -102,11 +102,11 @@ Deno.test("start() refuses a malformed request, naming the field, before any pro
 Deno.test("get() returns a run only to its owner", async () => {
   await using t = await testManager();
   const started = await t.manager.start({ script: "return 1;" }, { owner: "alice" });
-  await t.manager.wait(started.run_id, LOCAL);
+  await t.manager.wait(started.run_id, { owner: "alice" });
   assert.equal((await t.manager.get(started.run_id, { owner: "alice" }))?.state, "succeeded");
   assert.equal(await t.manager.get(started.run_id, { owner: "bob" }), undefined);
   assert.equal(await t.manager.get("run_unknown", LOCAL), undefined);
-  assert.throws(() => t.manager.cancel(started.run_id, { owner: "bob" }), /no such run/);
+  await assert.rejects(t.manager.cancel(started.run_id, { owner: "bob" }), /no such run/);
 });
 
 Deno.test("narration beyond the cap is counted, not kept", async () => {
@@ -138,6 +138,7 @@ Deno.test("narration is bounded in bytes too: long lines past the cap are counte
 Deno.test("close() cancels runs that are still going", async () => {
   const t = await testManager({ fakeLatencyMs: 10_000 });
   const started = await t.manager.start({ script: `await agent("slow");` }, LOCAL);
+  const ended = t.manager.wait(started.run_id, LOCAL);
   await t[Symbol.asyncDispose]();
-  assert.equal((await t.manager.wait(started.run_id, LOCAL)).state, "cancelled");
+  assert.equal((await ended).state, "cancelled");
 });

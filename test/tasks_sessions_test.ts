@@ -72,7 +72,7 @@ Deno.test("an asynchronous dispatch returns a task_id at once; status, result, u
   });
   assert.equal(started.state, "queued");
   assert.match(started.task_id, /^task_[0-9a-z]{18}$/);
-  const done = await t.tasks.wait(started.task_id, LOCAL);
+  const done = await t.tasks.wait(started.task_id, { owner: "alice" });
   assert.equal(done.state, "succeeded");
   assert.equal(done.result, "claude turn 1: fix the bug");
   assert.deepEqual(done.usage, { input_tokens: 5, output_tokens: 7 });
@@ -83,9 +83,10 @@ Deno.test("an asynchronous dispatch returns a task_id at once; status, result, u
     "read-only",
   ]);
   assert.deepEqual(
-    (await Array.fromAsync(t.tasks.events(started.task_id, LOCAL, { follow: false }))).map((
-      { event },
-    ) => "state" in event && event.state),
+    (await Array.fromAsync(t.tasks.events(started.task_id, { owner: "alice" }, { follow: false })))
+      .map((
+        { event },
+      ) => "state" in event && event.state),
     [
       "queued",
       "running",
@@ -187,7 +188,10 @@ Deno.test("a harness session continues across turns and follows a changing sessi
   });
   for (const prompt of ["one", "two", "three"]) {
     const task = await t.tasks.start({ prompt, session: "pairing" }, { owner: "alice" });
-    assert.equal((await t.tasks.wait(task.task_id, LOCAL)).session_id, session.session_id);
+    assert.equal(
+      (await t.tasks.wait(task.task_id, { owner: "alice" })).session_id,
+      session.session_id,
+    );
   }
   assert.deepEqual(claude.requests.map((r) => r.resumeSession), [
     undefined,
@@ -237,7 +241,7 @@ Deno.test("a session stays with its provider and names are unique per owner", as
   const task = await t.tasks.start({ prompt: "x", provider: "codex", session: "mine" }, {
     owner: "alice",
   });
-  const done = await t.tasks.wait(task.task_id, LOCAL);
+  const done = await t.tasks.wait(task.task_id, { owner: "alice" });
   assert.equal(done.state, "failed");
   assert.match(
     done.error?.message ?? "",

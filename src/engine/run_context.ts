@@ -13,6 +13,7 @@ import {
   type RunStatus,
   type ScriptErrorRecord,
   type SecurityEvent,
+  TERMINAL_STATES,
 } from "../ledger/mod.ts";
 import type { JsonValue, WorkflowRunRequest } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
@@ -45,6 +46,8 @@ export interface RunContextOptions {
 }
 
 const TEXT_LIMIT = 8 * 1024;
+/** The least time between two call-count events of a run's feed, in ms. */
+export const COUNTS_INTERVAL_MS = 100;
 const encoder = new TextEncoder();
 
 /** The host's clock, as every record stamps it. */
@@ -90,6 +93,8 @@ export class RunContext {
   #refused = 0;
   readonly #seq = { narration: 0, security: 0, event: 1, call: 0 };
   #narrationBytes = 0;
+  #countsTimer: ReturnType<typeof setTimeout> | undefined;
+  #countsAt = -Infinity;
   /** Calls pass this chain one at a time, in arrival order. */
   #order: Promise<unknown> = Promise.resolve();
   #pending: LedgerOp[] = [];
@@ -247,7 +252,30 @@ export class RunContext {
     this.#saveWithEvent({ type: "condition", run_id: this.runId, at: full.at, condition: full });
   }
 
+  /**
+   * Notes that the call counts changed. The feed gets them at most every
+   * {@linkcode COUNTS_INTERVAL_MS}, as they are when the event is made: a wave of calls shows
+   * whole, and a script looping over refused calls adds a bounded number of events.
+   */
   callsChanged(): void {
+    if (this.#countsTimer !== undefined || TERMINAL_STATES.has(this.status.state)) return;
+    const wait = Math.max(0, this.#countsAt + COUNTS_INTERVAL_MS - Date.now());
+    this.#countsTimer = setTimeout(() => {
+      this.#countsTimer = undefined;
+      this.#emitCounts();
+    }, wait);
+  }
+
+  /** Puts the counts still waiting into the feed now: the run is about to end. */
+  flushCounts(): void {
+    if (this.#countsTimer === undefined) return;
+    clearTimeout(this.#countsTimer);
+    this.#countsTimer = undefined;
+    this.#emitCounts();
+  }
+
+  #emitCounts(): void {
+    this.#countsAt = Date.now();
     this.#emit({
       type: "calls",
       run_id: this.runId,

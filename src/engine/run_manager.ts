@@ -563,6 +563,7 @@ export class RunManager {
       status.calls.queued = 0;
       status.calls.running = 0;
       status.budget = run.budget.figures();
+      run.flushCounts();
       run.setState(state);
     }
     await run.writes;
