@@ -218,14 +218,9 @@ Deno.test("run concurrency is capped at 8: excess calls queue", async () => {
     script:
       `return (await parallel(Array.from({ length: 20 }, (_, i) => () => agent("t" + i, { provider: "stub" })))).filter(Boolean).length;`,
   }, LOCAL);
-  let maxQueued = 0;
-  for await (const { event } of t.manager.events(started.run_id, LOCAL)) {
-    if (event.type === "calls") maxQueued = Math.max(maxQueued, event.calls.queued);
-  }
   const status = await t.manager.wait(started.run_id, LOCAL);
   assert.equal(status.result, 20);
   assert.equal(provider.maxActive, 8, "never more than 8 calls at the provider at once");
-  assert.ok(maxQueued > 0, "the feed showed calls waiting their turn");
   assert.deepEqual(status.calls, {
     total: 20,
     queued: 0,
