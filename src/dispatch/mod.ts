@@ -80,3 +80,5 @@ export {
 } from "./structured_output.ts";
 export { SUBSCHEMA_KEYWORDS } from "./schema_limits.ts";
 export type { CompiledSchema } from "./structured_output.ts";
+export { stepCost, structuredStep } from "./structured_step.ts";
+export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";

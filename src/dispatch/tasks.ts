@@ -23,12 +23,8 @@ import {
   AgentTypeRegistry,
   applyAgentType,
 } from "./agent_types.ts";
-import {
-  type CompiledSchema,
-  SchemaError,
-  SchemaRegistry,
-  structuredValue,
-} from "./structured_output.ts";
+import { type CompiledSchema, SchemaError, SchemaRegistry } from "./structured_output.ts";
+import { stepCost, structuredStep } from "./structured_step.ts";
 
 /** Options of {@linkcode TaskManager}. */
 export interface TaskManagerOptions {
@@ -303,32 +299,27 @@ export class TaskManager {
       }
       throw error;
     }
-    if (!schema) return await this.#once(status, options, signal, system);
-    const usage = { input_tokens: 0, output_tokens: 0 };
-    let cost: number | null = 0;
-    let errors: string[] = [];
-    for (let attempt = 1; attempt <= status.schema_attempts; attempt++) {
-      const outcome = await this.#once(
-        status,
-        { ...options, schema: schema.schema },
-        signal,
-        system,
+    const step = await structuredStep(schema, {
+      attempts: status.schema_attempts,
+      options,
+      once: (options) => this.#once(status, options, signal, system),
+    });
+    if (step.ok) return step.outcome;
+    if (step.last) this.#settle(status, step.last);
+    if (step.reason === "invalid") {
+      throw new SvcError(
+        "provider_failed",
+        `Cannot get an answer valid against the schema: ${step.attempts} attempts failed (${
+          step.problems.join("; ")
+        })`,
       );
-      usage.input_tokens += outcome.usage.input_tokens;
-      usage.output_tokens += outcome.usage.output_tokens;
-      cost = cost === null || outcome.cost_usd === null ? null : cost + outcome.cost_usd;
-      const value = structuredValue(outcome.output);
-      const problems = schema.check(value);
-      if (problems === null) return { ...outcome, output: value, usage, cost_usd: cost };
-      errors = problems;
-      this.#settle(status, { ...outcome, usage, cost_usd: cost });
     }
-    throw new SvcError(
-      "provider_failed",
-      `Cannot get an answer valid against the schema: ${status.schema_attempts} attempts failed (${
-        errors.join("; ")
-      })`,
-    );
+    // A provider that ran and failed is paid for, with every earlier attempt.
+    if (step.error instanceof ProviderError) {
+      status.usage = { ...step.spent.usage };
+      status.cost_usd = stepCost(step.spent);
+    }
+    throw step.error;
   }
 
   #once(
