@@ -63,6 +63,7 @@ export type {
 } from "./types.ts";
 export { SessionStore } from "./sessions.ts";
 export type { SessionDetail } from "./sessions.ts";
+export { StopReason, type StopState } from "./stop.ts";
 export { TaskManager } from "./tasks.ts";
 export type { TaskManagerOptions } from "./tasks.ts";
 export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";

@@ -2,12 +2,14 @@ import { SvcError } from "../errors/mod.ts";
 import {
   HEARTBEAT_MS,
   type HostRef,
+  isTerminal,
   type Ledger,
   newId,
   type TaskEvent,
   type TaskState,
   type TaskStatus,
 } from "../ledger/mod.ts";
+import { withDefaults } from "../options/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import {
   describeIssue,
@@ -17,6 +19,7 @@ import {
 } from "../schemas/mod.ts";
 import { type Dispatcher, type DispatchOutcome, ProviderError } from "./dispatcher.ts";
 import type { SessionStore } from "./sessions.ts";
+import { StopReason } from "./stop.ts";
 import {
   type AgentDefinition,
   agentFolders,
@@ -35,24 +38,8 @@ export interface TaskManagerOptions {
   cancelPollMs?: number;
 }
 
-const TERMINAL: ReadonlySet<TaskState> = new Set([
-  "succeeded",
-  "failed",
-  "cancelled",
-  "timeout",
-  "interrupted",
-]);
 /** Longest prompt of a task: it is stored with the task, in one KV value. */
 const PROMPT_LIMIT = 32 * 1024;
-
-/** Why a task was stopped from outside. */
-class TaskStop extends Error {
-  readonly state: "cancelled" | "timeout";
-  constructor(state: "cancelled" | "timeout", message: string) {
-    super(message);
-    this.state = state;
-  }
-}
 
 interface LiveTask {
   status: TaskStatus;
@@ -80,7 +67,7 @@ export class TaskManager {
   #heartbeat: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: TaskManagerOptions) {
-    this.#options = { cancelPollMs: 250, ...options };
+    this.#options = withDefaults({ cancelPollMs: 250 }, options);
     this.#host = { id: newId("host"), pid: platform().pid() };
   }
 
@@ -98,7 +85,7 @@ export class TaskManager {
   }
 
   #rest(): void {
-    if ([...this.#live.values()].some((live) => !TERMINAL.has(live.status.state))) return;
+    if ([...this.#live.values()].some((live) => !isTerminal(live.status.state))) return;
     if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
     this.#heartbeat = undefined;
   }
@@ -220,14 +207,14 @@ export class TaskManager {
     const timer = setTimeout(
       () =>
         controller.abort(
-          new TaskStop("timeout", `the task exceeded its timeout of ${status.timeout} s`),
+          new StopReason("timeout", `the task exceeded its timeout of ${status.timeout} s`),
         ),
       status.timeout * 1000,
     );
     const poll = setInterval(async () => {
       const stored = await this.#options.ledger.getTask(status.task_id).catch(() => undefined);
       if (stored?.cancel_requested) {
-        controller.abort(new TaskStop("cancelled", "the task was cancelled"));
+        controller.abort(new StopReason("cancelled", "the task was cancelled"));
       }
     }, this.#options.cancelPollMs);
     try {
@@ -237,9 +224,9 @@ export class TaskManager {
       status.result = outcome.output;
     } catch (error) {
       const reason = controller.signal.aborted ? controller.signal.reason : error;
-      if (reason instanceof TaskStop) {
+      if (reason instanceof StopReason) {
         status.state = reason.state;
-        status.error = { code: reason.state, message: reason.message };
+        status.error = { code: reason.code, message: reason.message };
       } else {
         if (error instanceof ProviderError) {
           status.provider = error.provider;
@@ -383,7 +370,7 @@ export class TaskManager {
     while (true) {
       const task = await this.#options.ledger.getTask(taskId);
       if (!task) throw new SvcError("not_found", `Cannot wait for task '${taskId}': no such task`);
-      if (TERMINAL.has(task.state)) return task;
+      if (isTerminal(task.state)) return task;
       await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100));
     }
   }
@@ -408,11 +395,11 @@ export class TaskManager {
   async cancel(taskId: string, options: { owner?: string } = {}): Promise<TaskStatus> {
     const task = await this.get(taskId, options);
     if (!task) throw new SvcError("not_found", `Cannot cancel task '${taskId}': no such task`);
-    if (TERMINAL.has(task.state)) return task;
+    if (isTerminal(task.state)) return task;
     await this.#options.ledger.requestCancel(taskId);
     const live = this.#live.get(taskId);
     if (live) {
-      live.controller.abort(new TaskStop("cancelled", "the task was cancelled"));
+      live.controller.abort(new StopReason("cancelled", "the task was cancelled"));
       return structuredClone(await live.done);
     }
     if (task.state === "queued") {
@@ -433,8 +420,8 @@ export class TaskManager {
   /** Cancels the tasks running in this process and waits for them. */
   async close(): Promise<void> {
     for (const live of this.#live.values()) {
-      if (!TERMINAL.has(live.status.state)) {
-        live.controller.abort(new TaskStop("cancelled", "the host is shutting down"));
+      if (!isTerminal(live.status.state)) {
+        live.controller.abort(new StopReason("cancelled", "the host is shutting down"));
       }
     }
     await Promise.all([...this.#live.values()].map((live) => live.done.catch(() => {})));

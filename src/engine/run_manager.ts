@@ -7,6 +7,7 @@ import {
 } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
+import { withDefaults } from "../options/mod.ts";
 import {
   HEARTBEAT_MS,
   type HostRef,
@@ -107,20 +108,21 @@ export class RunManager {
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
-      isolation: defaultIsolationBackends(),
-      concurrency: 8,
-      maxAgents: 200,
-      maxRefusedCalls: 1000,
-      heapMb: 512,
-      frameLimit: 4 * 1024 * 1024,
-      maxNarration: 5000,
-      maxNarrationBytes: 2 * 1024 * 1024,
-      maxSecurityEvents: 200,
-      maxJournalBytes: 16 * 1024 * 1024,
-      maxBlobBytes: 64 * 1024 * 1024,
-      projectDir: platform().cwd(),
-      userHome: platform().homeDir(),
-      ...options,
+      ...withDefaults({
+        isolation: defaultIsolationBackends(),
+        concurrency: 8,
+        maxAgents: 200,
+        maxRefusedCalls: 1000,
+        heapMb: 512,
+        frameLimit: 4 * 1024 * 1024,
+        maxNarration: 5000,
+        maxNarrationBytes: 2 * 1024 * 1024,
+        maxSecurityEvents: 200,
+        maxJournalBytes: 16 * 1024 * 1024,
+        maxBlobBytes: 64 * 1024 * 1024,
+        projectDir: platform().cwd(),
+        userHome: platform().homeDir(),
+      }, options),
       sessions: options.sessions ?? new SessionStore(options.ledger),
     };
     this.#host = { id: newId("host"), pid: platform().pid() };

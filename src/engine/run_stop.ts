@@ -1,15 +1,5 @@
 /**
- * Why a run was stopped before its script ended: its timeout, a cancel, or a rule the script
- * broke (it kept calling `agent()` after being refused). The reason of the run's abort signal.
+ * The engine's old name of the one stop class, {@linkcode StopReason} (`src/dispatch/stop.ts`),
+ * which runs and tasks share.
  */
-export class RunStop extends Error {
-  readonly state: "timeout" | "cancelled" | "failed";
-  /** The run error's code: the state, unless a rule names its own. */
-  readonly code: string;
-  constructor(state: "timeout" | "cancelled" | "failed", message: string, code: string = state) {
-    super(message);
-    this.name = "RunStop";
-    this.state = state;
-    this.code = code;
-  }
-}
+export { StopReason as RunStop } from "../dispatch/mod.ts";

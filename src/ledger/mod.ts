@@ -21,6 +21,7 @@ export {
   type CallRecord,
   type FailureCause,
   type FailureCounts,
+  isTerminal,
   type JournalEntry,
   type JournalSummary,
   type NarrationEntry,

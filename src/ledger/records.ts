@@ -11,14 +11,19 @@ export type RunState =
   | "timeout"
   | "interrupted";
 
-/** States a run never leaves. */
-export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
+/** States a run or a task never leaves. */
+export const TERMINAL_STATES: ReadonlySet<RunState | TaskState> = new Set<RunState | TaskState>([
   "succeeded",
   "failed",
   "cancelled",
   "timeout",
   "interrupted",
 ]);
+
+/** Whether a run or a task in `state` has ended: it never changes state again. */
+export function isTerminal(state: RunState | TaskState): boolean {
+  return TERMINAL_STATES.has(state);
+}
 
 /** One line of narration, stamped by the host when it arrived. */
 export interface NarrationEntry {
@@ -263,15 +268,8 @@ export type RunEvent =
   | { type: "security"; run_id: string; at: string; event: SecurityEvent }
   | { type: "end"; run_id: string; at: string; status: RunStatus };
 
-/** States of an asynchronous dispatch (a task). */
-export type TaskState =
-  | "queued"
-  | "running"
-  | "succeeded"
-  | "failed"
-  | "cancelled"
-  | "timeout"
-  | "interrupted";
+/** States of an asynchronous dispatch (a task): a run's, with the same terminal ones. */
+export type TaskState = RunState;
 
 /** The status of a task: what `svc task status` and `GET /api/dispatch/{task_id}` return. */
 export interface TaskStatus {
