@@ -11,8 +11,8 @@ export type RunState =
   | "timeout"
   | "interrupted";
 
-/** States a run or a task never leaves. */
-export const TERMINAL_STATES: ReadonlySet<RunState | TaskState> = new Set<RunState | TaskState>([
+/** States a run or a task (whose `TaskState` is a `RunState`) never leaves. */
+export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
   "succeeded",
   "failed",
   "cancelled",
@@ -21,7 +21,7 @@ export const TERMINAL_STATES: ReadonlySet<RunState | TaskState> = new Set<RunSta
 ]);
 
 /** Whether a run or a task in `state` has ended: it never changes state again. */
-export function isTerminal(state: RunState | TaskState): boolean {
+export function isTerminal(state: RunState): boolean {
   return TERMINAL_STATES.has(state);
 }
 
