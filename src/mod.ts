@@ -37,7 +37,7 @@ export type {
   Usage,
   UsageSummary,
 } from "./dispatch/mod.ts";
-export { checkScript, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
+export { checkScript, isTerminal, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
 export type {
   CallCounts,
   CheckedScript,

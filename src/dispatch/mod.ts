@@ -63,6 +63,7 @@ export type {
 } from "./types.ts";
 export { SessionStore } from "./sessions.ts";
 export type { SessionDetail } from "./sessions.ts";
+export { StopReason, type StopState } from "./stop.ts";
 export { TaskManager } from "./tasks.ts";
 export type { TaskManagerOptions } from "./tasks.ts";
 export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";
@@ -80,3 +81,5 @@ export {
 } from "./structured_output.ts";
 export { SUBSCHEMA_KEYWORDS } from "./schema_limits.ts";
 export type { CompiledSchema } from "./structured_output.ts";
+export { stepCost, structuredStep } from "./structured_step.ts";
+export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";

@@ -4,6 +4,7 @@ import {
   type FeedItem,
   followEvents,
   HostLease,
+  isTerminal,
   type Ledger,
   mayAccess,
   newId,
@@ -12,6 +13,7 @@ import {
   type TaskState,
   type TaskStatus,
 } from "../ledger/mod.ts";
+import { withDefaults } from "../options/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import {
   describeIssue,
@@ -21,18 +23,15 @@ import {
 } from "../schemas/mod.ts";
 import { type Dispatcher, type DispatchOutcome, ProviderError } from "./dispatcher.ts";
 import type { SessionStore } from "./sessions.ts";
+import { StopReason } from "./stop.ts";
 import {
   type AgentDefinition,
   agentFolders,
   AgentTypeRegistry,
   applyAgentType,
 } from "./agent_types.ts";
-import {
-  type CompiledSchema,
-  SchemaError,
-  SchemaRegistry,
-  structuredValue,
-} from "./structured_output.ts";
+import { type CompiledSchema, SchemaError, SchemaRegistry } from "./structured_output.ts";
+import { stepCost, structuredStep } from "./structured_step.ts";
 
 /** Options of {@linkcode TaskManager}. */
 export interface TaskManagerOptions {
@@ -45,24 +44,8 @@ export interface TaskManagerOptions {
   host?: HostLease;
 }
 
-const TERMINAL: ReadonlySet<TaskState> = new Set([
-  "succeeded",
-  "failed",
-  "cancelled",
-  "timeout",
-  "interrupted",
-]);
 /** Longest prompt of a task: it is stored with the task, in one KV value. */
 const PROMPT_LIMIT = 32 * 1024;
-
-/** Why a task was stopped from outside. */
-class TaskStop extends Error {
-  readonly state: "cancelled" | "timeout";
-  constructor(state: "cancelled" | "timeout", message: string) {
-    super(message);
-    this.state = state;
-  }
-}
 
 interface LiveTask {
   status: TaskStatus;
@@ -88,7 +71,7 @@ export class TaskManager {
   readonly #ownsHost: boolean;
 
   constructor(options: TaskManagerOptions) {
-    this.#options = { cancelPollMs: 250, ...options };
+    this.#options = withDefaults({ cancelPollMs: 250 }, options);
     this.#ownsHost = options.host === undefined;
     this.#host = options.host ?? new HostLease(options.ledger);
   }
@@ -204,14 +187,14 @@ export class TaskManager {
     const timer = setTimeout(
       () =>
         controller.abort(
-          new TaskStop("timeout", `the task exceeded its timeout of ${status.timeout} s`),
+          new StopReason("timeout", `the task exceeded its timeout of ${status.timeout} s`),
         ),
       status.timeout * 1000,
     );
     const poll = setInterval(async () => {
       const stored = await this.#options.ledger.getTask(status.task_id).catch(() => undefined);
       if (stored?.cancel_requested) {
-        controller.abort(new TaskStop("cancelled", "the task was cancelled"));
+        controller.abort(new StopReason("cancelled", "the task was cancelled"));
       }
     }, this.#options.cancelPollMs);
     try {
@@ -221,9 +204,9 @@ export class TaskManager {
       status.result = outcome.output;
     } catch (error) {
       const reason = controller.signal.aborted ? controller.signal.reason : error;
-      if (reason instanceof TaskStop) {
+      if (reason instanceof StopReason) {
         status.state = reason.state;
-        status.error = { code: reason.state, message: reason.message };
+        status.error = { code: reason.code, message: reason.message };
       } else {
         if (error instanceof ProviderError) {
           status.provider = error.provider;
@@ -285,32 +268,27 @@ export class TaskManager {
       }
       throw error;
     }
-    if (!schema) return await this.#once(status, options, signal, system);
-    const usage = { input_tokens: 0, output_tokens: 0 };
-    let cost: number | null = 0;
-    let errors: string[] = [];
-    for (let attempt = 1; attempt <= status.schema_attempts; attempt++) {
-      const outcome = await this.#once(
-        status,
-        { ...options, schema: schema.schema },
-        signal,
-        system,
+    const step = await structuredStep(schema, {
+      attempts: status.schema_attempts,
+      options,
+      once: (options) => this.#once(status, options, signal, system),
+    });
+    if (step.ok) return step.outcome;
+    if (step.last) this.#settle(status, step.last);
+    if (step.reason === "invalid") {
+      throw new SvcError(
+        "provider_failed",
+        `Cannot get an answer valid against the schema: ${step.attempts} attempts failed (${
+          step.problems.join("; ")
+        })`,
       );
-      usage.input_tokens += outcome.usage.input_tokens;
-      usage.output_tokens += outcome.usage.output_tokens;
-      cost = cost === null || outcome.cost_usd === null ? null : cost + outcome.cost_usd;
-      const value = structuredValue(outcome.output);
-      const problems = schema.check(value);
-      if (problems === null) return { ...outcome, output: value, usage, cost_usd: cost };
-      errors = problems;
-      this.#settle(status, { ...outcome, usage, cost_usd: cost });
     }
-    throw new SvcError(
-      "provider_failed",
-      `Cannot get an answer valid against the schema: ${status.schema_attempts} attempts failed (${
-        errors.join("; ")
-      })`,
-    );
+    // A provider that ran and failed is paid for, with every earlier attempt.
+    if (step.error instanceof ProviderError) {
+      status.usage = { ...step.spent.usage };
+      status.cost_usd = stepCost(step.spent);
+    }
+    throw step.error;
   }
 
   #once(
@@ -399,7 +377,7 @@ export class TaskManager {
     const live = this.#live.get(taskId);
     if (live && mayAccess(caller, live.status.owner)) return structuredClone(await live.done);
     const task = await this.#visible(taskId, caller, "wait for");
-    if (TERMINAL.has(task.state)) return task;
+    if (isTerminal(task.state)) return task;
     for await (const _item of this.events(taskId, caller, options)) {
       // Only the end matters here.
     }
@@ -415,11 +393,11 @@ export class TaskManager {
    */
   async cancel(taskId: string, caller: Caller): Promise<TaskStatus> {
     const task = await this.#visible(taskId, caller, "cancel");
-    if (TERMINAL.has(task.state)) return task;
+    if (isTerminal(task.state)) return task;
     await this.#options.ledger.requestCancel(taskId);
     const live = this.#live.get(taskId);
     if (live) {
-      live.controller.abort(new TaskStop("cancelled", "the task was cancelled"));
+      live.controller.abort(new StopReason("cancelled", "the task was cancelled"));
       return structuredClone(await live.done);
     }
     if (task.state === "queued") {
@@ -440,8 +418,8 @@ export class TaskManager {
   /** Cancels the tasks running in this process and waits for them. */
   async close(): Promise<void> {
     for (const live of this.#live.values()) {
-      if (!TERMINAL.has(live.status.state)) {
-        live.controller.abort(new TaskStop("cancelled", "the host is shutting down"));
+      if (!isTerminal(live.status.state)) {
+        live.controller.abort(new StopReason("cancelled", "the host is shutting down"));
       }
     }
     await Promise.all([...this.#live.values()].map((live) => live.done.catch(() => {})));

@@ -10,7 +10,9 @@ import {
   SchemaError,
   type SchemaRegistry,
   type SessionStore,
-  structuredValue,
+  stepCost,
+  type StepSpent,
+  structuredStep,
   UnpricedCallError,
 } from "../dispatch/mod.ts";
 import { SvcError } from "../errors/mod.ts";
@@ -256,7 +258,7 @@ export async function handleAgentCall(
     calls.running++;
     ctx.callsChanged();
     // What is known of the call's use; a part not known counts its estimate against the budget.
-    const used = { input_tokens: 0, output_tokens: 0, cost: 0, costKnown: true, usageKnown: true };
+    let spent: StepSpent | undefined;
     let last: DispatchOutcome | undefined;
     let failedAt: { provider: string; reason: string } | undefined;
     let unpriced: UnpricedCallError | undefined;
@@ -265,83 +267,66 @@ export async function handleAgentCall(
     let cause: FailureCause | undefined;
     let value: JsonValue | undefined;
     try {
-      const typed = agent ? applyAgentType(call.options, agent) : call.options;
-      const options = decision.schema ? { ...typed, schema: decision.schema.schema } : typed;
-      const maxAttempts = decision.schema ? ctx.request.schema_attempts : 1;
-      while (attempts < maxAttempts && value === undefined) {
-        attempts++;
-        const input = {
-          prompt: call.prompt,
-          options,
-          ...(agent?.system !== undefined ? { system: agent.system } : {}),
-          signal,
-          ...(cwd !== undefined ? { cwd } : {}),
-        };
-        const context: DispatchContext = {
-          fakeOnly: ctx.request.fake_dispatch,
-          sandboxDefault: ctx.request.sandbox_default,
-          ...(ctx.request.sandbox_max !== undefined ? { sandboxMax: ctx.request.sandbox_max } : {}),
-          requirePrice: ctx.budget.needsPrice,
-        };
-        last = call.options.session === undefined
-          ? await deps.dispatcher.dispatch(input, context)
-          : await deps.sessions.dispatch(deps.dispatcher, input, {
-            ...context,
-            owner: ctx.status.owner,
-            ref: call.options.session,
-          });
-        used.input_tokens += last.usage.input_tokens;
-        used.output_tokens += last.usage.output_tokens;
-        if (last.cost_usd === null) used.costKnown = false;
-        else used.cost += last.cost_usd;
-        if (!decision.schema) value = last.output;
-        else {
-          const candidate = structuredValue(last.output);
-          const errors = decision.schema.check(candidate);
-          if (errors === null) value = candidate;
-          else failure = errors.join("; ");
-        }
-      }
-      if (value === undefined) {
+      const context: DispatchContext = {
+        fakeOnly: ctx.request.fake_dispatch,
+        sandboxDefault: ctx.request.sandbox_default,
+        ...(ctx.request.sandbox_max !== undefined ? { sandboxMax: ctx.request.sandbox_max } : {}),
+        requirePrice: ctx.budget.needsPrice,
+      };
+      const step = await structuredStep(decision.schema, {
+        attempts: ctx.request.schema_attempts,
+        options: agent ? applyAgentType(call.options, agent) : call.options,
+        once(options) {
+          const input = {
+            prompt: call.prompt,
+            options,
+            ...(agent?.system !== undefined ? { system: agent.system } : {}),
+            signal,
+            ...(cwd !== undefined ? { cwd } : {}),
+          };
+          return call.options.session === undefined
+            ? deps.dispatcher.dispatch(input, context)
+            : deps.sessions.dispatch(deps.dispatcher, input, {
+              ...context,
+              owner: ctx.status.owner,
+              ref: call.options.session,
+            });
+        },
+      });
+      ({ attempts, spent } = step);
+      last = step.ok ? step.outcome : step.last;
+      if (step.ok) value = step.value;
+      else if (step.reason === "invalid") {
+        const problems = step.problems.join("; ");
         ctx.raise({
           type: "SchemaValidationFailed",
           message: `call #${decision.seq}${
             call.options.label ? ` (${call.options.label})` : ""
-          } returned no valid result in ${attempts} attempts: ${failure}`,
-          data: { call: decision.seq, attempts, errors: clip(failure ?? "") },
+          } returned no valid result in ${attempts} attempts: ${problems}`,
+          data: { call: decision.seq, attempts, errors: clip(problems) },
         }, { once: false });
         failure = `no result valid against the schema in ${attempts} attempts`;
         cause = "schema_validation";
+      } else {
+        const { error } = step;
+        if (error instanceof ProviderError) failedAt = error.route;
+        if (error instanceof UnpricedCallError) unpriced = error;
+        failure = signal.aborted
+          ? "the run stopped"
+          : error instanceof SvcError
+          ? error.message
+          : "the provider failed";
+        cause = signal.aborted
+          ? "stopped"
+          : error instanceof SvcError
+          ? error.code
+          : "provider_failed";
       }
-    } catch (error) {
-      // A provider that ran and failed cost what it said it used, else an unknown amount, not
-      // zero. A call refused before any provider ran (unknown, unavailable, unpriced, bad
-      // session) spent nothing.
-      if (error instanceof ProviderError) {
-        failedAt = error.route;
-        if (error.usage) {
-          used.input_tokens += error.usage.input_tokens;
-          used.output_tokens += error.usage.output_tokens;
-        } else used.usageKnown = false;
-        if (error.cost_usd === null) used.costKnown = false;
-        else used.cost += error.cost_usd;
-      }
-      if (error instanceof UnpricedCallError) unpriced = error;
-      failure = signal.aborted
-        ? "the run stopped"
-        : error instanceof SvcError
-        ? error.message
-        : "the provider failed";
-      cause = signal.aborted
-        ? "stopped"
-        : error instanceof SvcError
-        ? error.code
-        : "provider_failed";
     } finally {
       ctx.budget.settle(admission.reservation, {
-        tokens: used.input_tokens + used.output_tokens,
-        usd: used.cost,
-        unknown: { tokens: !used.usageKnown, usd: !used.costKnown },
+        tokens: spent ? spent.usage.input_tokens + spent.usage.output_tokens : 0,
+        usd: spent?.cost_usd ?? 0,
+        unknown: { tokens: spent?.usageUnknown ?? false, usd: spent?.costUnknown ?? false },
       });
       calls.running--;
     }
@@ -381,8 +366,8 @@ export async function handleAgentCall(
       ...(value !== undefined ? { result: value } : {}),
       provider: last?.provider ?? failedAt?.provider ?? null,
       model: last?.model ?? null,
-      usage: { input_tokens: used.input_tokens, output_tokens: used.output_tokens },
-      cost_usd: used.costKnown ? used.cost : null,
+      usage: { ...(spent?.usage ?? { input_tokens: 0, output_tokens: 0 }) },
+      cost_usd: spent ? stepCost(spent) : 0,
       attempts,
       ...(failure !== undefined && value === undefined ? { reason: failure } : {}),
       ...(last

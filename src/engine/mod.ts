@@ -25,6 +25,7 @@ export {
   type CallCounts,
   type FailureCause,
   type FailureCounts,
+  isTerminal,
   type JournalEntry,
   type NarrationEntry,
   type RunCondition,

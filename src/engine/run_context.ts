@@ -1,4 +1,5 @@
 import { Semaphore } from "../concurrency/mod.ts";
+import { StopReason } from "../dispatch/mod.ts";
 import {
   clipText,
   type FailureCause,
@@ -20,7 +21,6 @@ import type { BudgetGate } from "./budget.ts";
 import type { AgentReply, ItemError } from "./guest_session.ts";
 import type { ReplaySource } from "./journal.ts";
 import { boundCondition, boundEntry, boundScriptError, RECORD_LIMITS } from "./record_bounds.ts";
-import { RunStop } from "./run_stop.ts";
 import { scriptRunError } from "./script_error.ts";
 
 /** Options of {@linkcode RunContext}. */
@@ -348,7 +348,7 @@ export class RunContext {
     if (this.controller.signal.aborted) return;
     const max = this.#options.maxRefusedCalls;
     this.controller.abort(
-      new RunStop(
+      new StopReason(
         "failed",
         `AgentLimitExceeded: the script kept calling agent() after its calls were refused: ` +
           `${this.#refused} refused calls, over the limit of ${max} a run (the last: ${

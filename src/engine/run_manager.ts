@@ -7,6 +7,7 @@ import {
 } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
+import { withDefaults } from "../options/mod.ts";
 import {
   type Caller,
   type FeedItem,
@@ -39,7 +40,7 @@ import { now, RunContext } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";
 import { boundError, boundMeta } from "./record_bounds.ts";
 import { scriptRunError } from "./script_error.ts";
-import { RunStop } from "./run_stop.ts";
+import { StopReason as RunStop } from "../dispatch/mod.ts";
 import { resolveWorkflow } from "./sub_workflow.ts";
 
 /** Options of {@linkcode RunManager.create}. */
@@ -123,21 +124,22 @@ export class RunManager {
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
-      isolation: defaultIsolationBackends(),
-      concurrency: 8,
-      maxAgents: 200,
-      maxRefusedCalls: 1000,
-      heapMb: 512,
-      frameLimit: 4 * 1024 * 1024,
-      maxNarration: 5000,
-      maxNarrationBytes: 2 * 1024 * 1024,
-      maxSecurityEvents: 200,
-      maxJournalBytes: 16 * 1024 * 1024,
-      maxBlobBytes: 64 * 1024 * 1024,
-      cancelPollMs: 250,
-      projectDir: platform().cwd(),
-      userHome: platform().homeDir(),
-      ...options,
+      ...withDefaults({
+        isolation: defaultIsolationBackends(),
+        concurrency: 8,
+        maxAgents: 200,
+        maxRefusedCalls: 1000,
+        heapMb: 512,
+        frameLimit: 4 * 1024 * 1024,
+        maxNarration: 5000,
+        maxNarrationBytes: 2 * 1024 * 1024,
+        maxSecurityEvents: 200,
+        maxJournalBytes: 16 * 1024 * 1024,
+        maxBlobBytes: 64 * 1024 * 1024,
+        cancelPollMs: 250,
+        projectDir: platform().cwd(),
+        userHome: platform().homeDir(),
+      }, options),
       sessions: options.sessions ?? new SessionStore(options.ledger),
     };
     this.#ownsHost = options.host === undefined;

@@ -22,6 +22,7 @@ export {
   type FailureCause,
   type FailureCounts,
   type FeedItem,
+  isTerminal,
   type JournalEntry,
   type JournalSummary,
   type NarrationEntry,

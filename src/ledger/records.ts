@@ -11,7 +11,7 @@ export type RunState =
   | "timeout"
   | "interrupted";
 
-/** States a run never leaves. */
+/** States a run or a task (whose `TaskState` is a `RunState`) never leaves. */
 export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
   "succeeded",
   "failed",
@@ -19,6 +19,11 @@ export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
   "timeout",
   "interrupted",
 ]);
+
+/** Whether a run or a task in `state` has ended: it never changes state again. */
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL_STATES.has(state);
+}
 
 /** One line of narration, stamped by the host when it arrived. */
 export interface NarrationEntry {
@@ -265,15 +270,8 @@ export type RunEvent =
   | { type: "condition"; run_id: string; at: string; condition: RunCondition }
   | { type: "security"; run_id: string; at: string; event: SecurityEvent };
 
-/** States of an asynchronous dispatch (a task). */
-export type TaskState =
-  | "queued"
-  | "running"
-  | "succeeded"
-  | "failed"
-  | "cancelled"
-  | "timeout"
-  | "interrupted";
+/** States of an asynchronous dispatch (a task): a run's, with the same terminal ones. */
+export type TaskState = RunState;
 
 /** The status of a task: what `svc task status` and `GET /api/dispatch/{task_id}` return. */
 export interface TaskStatus {
