@@ -4,6 +4,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
+import { exitStatusOfState } from "./exit_status.ts";
 import { createNarrationPrinter, type NarrationPrinter } from "./narration.ts";
 import { type RerunFlags, resumeCommand } from "./resume_hint.ts";
 import { printJson, printLine, visible } from "./terminal.ts";
@@ -15,10 +16,9 @@ export interface WorkflowRunFlags extends RerunFlags {
   json?: boolean;
 }
 
-/** Exit statuses of the command line (README, "svc workflow run"). */
-export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 124 } as const;
-
 export { UsageError };
+/** Exit statuses of the command line: they live in `cli/exit_status.ts` (README, "Exit statuses"). */
+export { EXIT } from "./exit_status.ts";
 
 function parseTimeout(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -52,17 +52,6 @@ function parseLimit(flag: string, raw: string | undefined, max: number): number 
     throw new UsageError(`Cannot use ${flag} '${raw}': it must be a whole number from 1 to ${max}`);
   }
   return value;
-}
-
-function exitStatus(status: RunStatus): number {
-  switch (status.state) {
-    case "succeeded":
-      return EXIT.ok;
-    case "timeout":
-      return EXIT.timeout;
-    default:
-      return EXIT.failed;
-  }
 }
 
 /**
@@ -160,16 +149,8 @@ async function follow(
 ): Promise<number> {
   const { flags } = options;
   const p = platform();
-  let started: RunStatus;
-  try {
-    started = await manager.start(request);
-  } catch (error) {
-    // Refusals of what the user asked for (bad script, unknown run to resume) are usage errors.
-    if (error instanceof SvcError && [400, 404, 409].includes(error.status)) {
-      throw new UsageError(error.message);
-    }
-    throw error;
-  }
+  // A refusal (a bad script, an unknown run to resume) exits by its error code, as anywhere.
+  const started = await manager.start(request);
   const runId = started.run_id;
   const printer = printerFor();
   const unsubscribe = manager.subscribe(runId, printer.onEvent);
@@ -229,7 +210,7 @@ async function follow(
   else if (status.state === "succeeded") {
     await printJson(status.result ?? null);
   }
-  return exitStatus(status);
+  return exitStatusOfState(status.state);
 }
 
 const REFUSALS = new Set(["agent_limit", "budget", "unpriced"]);
