@@ -90,12 +90,9 @@ export function renderTable<Row>(
     ),
   ];
   const widths = columns.map((_, i) => Math.max(...cells.map((line) => displayWidth(line[i]!))));
+  // Trailing spaces (padding of a last column, empty last cells) would only wrap narrow terminals.
   return cells.map((line) =>
-    line.map((cell, i) => {
-      const align = columns[i]!.align ?? "left";
-      // The last column is not padded on the left-aligned side: no trailing spaces.
-      return i === line.length - 1 && align === "left" ? cell : pad(cell, widths[i]!, align);
-    }).join(GAP)
+    line.map((cell, i) => pad(cell, widths[i]!, columns[i]!.align ?? "left")).join(GAP).trimEnd()
   );
 }
 

@@ -93,7 +93,9 @@ Deno.test("svc session new, list and show; a dispatch continues the session, a f
     contents[3],
     /^claude-stub answer to: second \[.*resumed=11111111-1111-4111-8111-111111111111/,
   );
-  const listed = JSON.parse((await runCli(["session", "list", "--json"], { home: home.path })).stdout);
+  const listed = JSON.parse(
+    (await runCli(["session", "list", "--json"], { home: home.path })).stdout,
+  );
   assert.deepEqual(listed.map((s: { name: string }) => s.name), ["pair"]);
   const missing = await runCli(["session", "show", "nope"], { home: home.path });
   assert.equal(missing.code, 3);
