@@ -11,7 +11,7 @@ import type { RunState, TaskState } from "../src/ledger/mod.ts";
 import { UsageError } from "./workflow_input.ts";
 
 /** Exit statuses of the command line, by name. */
-export const EXIT = EXIT_STATUS;
+export const EXIT: typeof EXIT_STATUS = EXIT_STATUS;
 
 /**
  * The exit status of a command that waited for a run or task to end (`workflow run`,

@@ -16,6 +16,7 @@ const GAP = "  ";
 
 /** One column of a table: its header and how a row's cell is drawn. */
 export interface TableColumn<Row> {
+  /** The header row's text (upper case, by custom). */
   header: string;
   /** The cell's text; it is escaped and clipped here, so it may be anything. */
   value: (row: Row) => string;

@@ -20,10 +20,12 @@ export {
 
 /** An error that is safe to show to a client: its message names what is wrong and holds no internals. */
 export class SvcError extends Error {
+  /** What went wrong, for machines: the key into the error table. */
   readonly code: ErrorCode;
   /** The HTTP status: the error table's for the code unless the thrower chose another. */
   readonly status: number;
 
+  /** An error with `code` and a message "Cannot <action>: <reason>"; `options.status` overrides the table's. */
   constructor(
     code: ErrorCode,
     message: string,
