@@ -1,13 +1,16 @@
 import type { Command } from "commander";
 import { Option } from "commander";
-import type { TaskStatus } from "../src/ledger/mod.ts";
+import type { CallRecord, SessionRecord, TaskStatus } from "../src/ledger/mod.ts";
 import { platform } from "../src/platform/mod.ts";
-import { dispatchHistory } from "../src/dispatch/mod.ts";
+import { dispatchHistory, type StaleWorktree, type UsageSummary } from "../src/dispatch/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
 import { EffortSchema } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
-import { EXIT, UsageError } from "./workflow_run.ts";
+import { EXIT, exitStatusOfState } from "./exit_status.ts";
+import { formatAge, formatCost, renderTable, type TableColumn } from "./table.ts";
+import { UsageError } from "./workflow_input.ts";
 
 /** Options of `svc dispatch`, as commander hands them over. */
 interface DispatchFlags {
@@ -61,12 +64,6 @@ async function workerCommand(taskId: string): Promise<{ command: string; args: s
       taskId,
     ],
   };
-}
-
-function exitOf(task: TaskStatus): number {
-  if (task.state === "succeeded") return EXIT.ok;
-  if (task.state === "timeout") return EXIT.timeout;
-  return EXIT.failed;
 }
 
 async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
@@ -127,19 +124,15 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
   else if (task.state === "succeeded") {
     await printJson(task.result ?? null);
   }
-  return exitOf(task);
+  return exitStatusOfState(task.state);
 }
 
 async function taskStatus(taskId: string): Promise<number> {
   await using host = await openHost();
   const task = await host.tasks.get(taskId, host.caller);
-  if (!task) throw new UsageError(`Cannot find task '${taskId}': no such task`);
-  await json({
-    ...task,
-    events: (await Array.fromAsync(host.tasks.events(taskId, host.caller, { follow: false }))).map((
-      item,
-    ) => item.event),
-  });
+  if (!task) throw new SvcError("not_found", `Cannot find task '${taskId}': no such task`);
+  const events = await Array.fromAsync(host.tasks.events(taskId, host.caller, { follow: false }));
+  await json({ ...task, events: events.map((item) => item.event) });
   return EXIT.ok;
 }
 
@@ -156,9 +149,27 @@ async function taskCancel(taskId: string): Promise<number> {
   return EXIT.ok;
 }
 
-async function taskList(): Promise<number> {
+/** Options of the list-like commands. */
+interface ListFlags {
+  json?: boolean;
+}
+
+const TASK_COLUMNS: TableColumn<TaskStatus>[] = [
+  { header: "ID", value: (t) => t.task_id },
+  { header: "STATE", value: (t) => t.state },
+  { header: "PROVIDER", value: (t) => t.provider ?? "-" },
+  { header: "LABEL", value: (t) => t.label ?? "" },
+  { header: "COST", value: (t) => formatCost(t.cost_usd), align: "right" },
+  { header: "AGE", value: (t) => formatAge(t.created_at), align: "right" },
+];
+
+async function taskList(flags: ListFlags): Promise<number> {
   await using host = await openHost();
   const tasks = await host.tasks.list(host.caller);
+  if (!flags.json) {
+    await printOut(renderTable(TASK_COLUMNS, tasks, { empty: "No tasks." }));
+    return EXIT.ok;
+  }
   await json(tasks.map((t) => ({
     task_id: t.task_id,
     state: t.state,
@@ -172,7 +183,7 @@ async function taskList(): Promise<number> {
 
 async function taskWork(taskId: string): Promise<number> {
   await using host = await openHost();
-  return exitOf(await host.tasks.work(taskId, host.caller));
+  return exitStatusOfState((await host.tasks.work(taskId, host.caller)).state);
 }
 
 async function sessionNew(
@@ -184,9 +195,19 @@ async function sessionNew(
   return EXIT.ok;
 }
 
-async function sessionList(): Promise<number> {
+const SESSION_COLUMNS: TableColumn<SessionRecord>[] = [
+  { header: "ID", value: (s) => s.session_id },
+  { header: "NAME", value: (s) => s.name ?? "" },
+  { header: "PROVIDER", value: (s) => s.provider ?? "-" },
+  { header: "TURNS", value: (s) => String(s.turns), align: "right" },
+  { header: "UPDATED", value: (s) => formatAge(s.updated_at), align: "right" },
+];
+
+async function sessionList(flags: ListFlags): Promise<number> {
   await using host = await openHost();
-  await json(await host.sessions.list(host.caller));
+  const sessions = await host.sessions.list(host.caller);
+  if (flags.json) await json(sessions);
+  else await printOut(renderTable(SESSION_COLUMNS, sessions, { empty: "No sessions." }));
   return EXIT.ok;
 }
 
@@ -220,20 +241,75 @@ async function providers(flags: { json?: boolean }): Promise<number> {
   return EXIT.ok;
 }
 
-async function history(flags: { limit?: string }): Promise<number> {
+function tokens(usage: { input_tokens: number; output_tokens: number }): string {
+  return `${usage.input_tokens}/${usage.output_tokens}`;
+}
+
+const PROVIDER_COLUMNS: TableColumn<UsageSummary["by_provider"][number]>[] = [
+  { header: "PROVIDER", value: (p) => p.provider },
+  { header: "CALLS", value: (p) => String(p.calls), align: "right" },
+  { header: "FAILED", value: (p) => `${Math.round(p.failure_rate * 100)}%`, align: "right" },
+  { header: "MEDIAN", value: (p) => `${p.latency_ms.median}ms`, align: "right" },
+  { header: "P95", value: (p) => `${p.latency_ms.p95}ms`, align: "right" },
+  { header: "TOKENS IN/OUT", value: (p) => tokens(p.usage), align: "right" },
+  { header: "COST", value: (p) => formatCost(p.cost_usd), align: "right" },
+];
+
+const CALL_COLUMNS: TableColumn<CallRecord>[] = [
+  { header: "AGE", value: (c) => formatAge(c.at), align: "right" },
+  { header: "SOURCE", value: (c) => c.source },
+  { header: "ID", value: (c) => c.id },
+  { header: "SEQ", value: (c) => String(c.seq), align: "right" },
+  { header: "PROVIDER", value: (c) => c.provider ?? "-" },
+  { header: "OUTCOME", value: (c) => c.outcome },
+  { header: "DURATION", value: (c) => `${c.duration_ms}ms`, align: "right" },
+  { header: "TOKENS IN/OUT", value: (c) => tokens(c.usage), align: "right" },
+  { header: "COST", value: (c) => formatCost(c.cost_usd), align: "right" },
+];
+
+/** `svc history` for people: the totals, the providers, then the recent calls. */
+function historyLines(summary: UsageSummary, calls: readonly CallRecord[]): string[] {
+  if (calls.length === 0) return ["No calls."];
+  const unmetered = summary.unmetered_calls
+    ? ` (${summary.unmetered_calls} ${
+      summary.unmetered_calls === 1 ? "call" : "calls"
+    } of unknown cost)`
+    : "";
+  return [
+    `${summary.calls} ${summary.calls === 1 ? "call" : "calls"}: ${summary.failed} failed, ` +
+    `${summary.replayed} replayed; tokens ${tokens(summary.usage)} in/out; ` +
+    `cost ${formatCost(summary.cost_usd)}${unmetered}`,
+    "",
+    ...renderTable(PROVIDER_COLUMNS, summary.by_provider, { empty: "No providers." }),
+    "",
+    ...renderTable(CALL_COLUMNS, calls, { empty: "No calls." }),
+  ];
+}
+
+async function history(flags: { limit?: string; json?: boolean }): Promise<number> {
   const limit = flags.limit === undefined ? 100 : Number(flags.limit);
   if (!Number.isSafeInteger(limit) || limit < 1) {
     throw new UsageError(`Cannot use --limit '${flags.limit}': it must be a whole number above 0`);
   }
   await using host = await openHost();
   const { calls, summary } = await dispatchHistory(host.ledger, host.caller, { limit });
-  await json({ summary, calls });
+  if (flags.json) await json({ summary, calls });
+  else await printOut(historyLines(summary, calls));
   return EXIT.ok;
 }
 
-async function worktreeList(): Promise<number> {
+const WORKTREE_COLUMNS: TableColumn<StaleWorktree>[] = [
+  { header: "ID", value: (w) => w.id },
+  // The path is for copying: wider than other cells before it is clipped.
+  { header: "PATH", value: (w) => w.path, maxWidth: 120 },
+  { header: "REASON", value: (w) => w.reason, maxWidth: 60 },
+];
+
+async function worktreeList(flags: ListFlags): Promise<number> {
   await using host = await openHost();
-  await json(await host.worktrees.stale());
+  const worktrees = await host.worktrees.stale();
+  if (flags.json) await json(worktrees);
+  else await printOut(renderTable(WORKTREE_COLUMNS, worktrees, { empty: "No stale worktrees." }));
   return EXIT.ok;
 }
 
@@ -295,9 +371,9 @@ export function addDispatchCommands(
   task.command("cancel").argument("<task_id>").description("Cancel a task (idempotent)")
     .exitOverride()
     .action((id: string) => run(() => taskCancel(id)));
-  task.command("list").description("Recent tasks").exitOverride().action(() =>
-    run(() => taskList())
-  );
+  task.command("list").description("Recent tasks").option("--json", "print JSON")
+    .exitOverride()
+    .action((flags: ListFlags) => run(() => taskList(flags)));
   task.command("work", { hidden: true }).argument("<task_id>").exitOverride()
     .action((id: string) => run(() => taskWork(id)));
 
@@ -311,9 +387,9 @@ export function addDispatchCommands(
     .action((flags: { name?: string; provider?: string; profile?: string }) =>
       run(() => sessionNew(flags))
     );
-  session.command("list").description("Your sessions").exitOverride().action(() =>
-    run(() => sessionList())
-  );
+  session.command("list").description("Your sessions").option("--json", "print JSON")
+    .exitOverride()
+    .action((flags: ListFlags) => run(() => sessionList(flags)));
   session.command("show").argument("<id|name>").description("A session and its messages")
     .exitOverride()
     .action((ref: string) => run(() => sessionShow(ref)));
@@ -323,8 +399,8 @@ export function addDispatchCommands(
   ).exitOverride();
   worktree.command("list").description(
     "Stale worktrees: kept with changes, or left by a host that died",
-  ).exitOverride()
-    .action(() => run(() => worktreeList()));
+  ).option("--json", "print JSON").exitOverride()
+    .action((flags: ListFlags) => run(() => worktreeList(flags)));
   worktree.command("remove").argument("<id>").description("Remove a stale worktree and its branch")
     .exitOverride()
     .action((id: string) => run(() => worktreeRemove(id)));
@@ -335,8 +411,9 @@ export function addDispatchCommands(
       "Recent calls of runs and tasks, with counts, failure rates, latency, usage and costs",
     )
     .option("--limit <n>", "how many recent calls (default 100)")
+    .option("--json", "print JSON")
     .exitOverride()
-    .action((flags: { limit?: string }) => run(() => history(flags)));
+    .action((flags: { limit?: string; json?: boolean }) => run(() => history(flags)));
 
   program
     .command("providers")

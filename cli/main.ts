@@ -8,7 +8,8 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
-import { EXIT, UsageError, workflowRun } from "./workflow_run.ts";
+import { EXIT, exitStatusOfError } from "./exit_status.ts";
+import { UsageError, workflowRun } from "./workflow_run.ts";
 
 /** The version svc reports. */
 export const VERSION = "0.1.0";
@@ -105,36 +106,31 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Parses and runs one command; maps what it throws to an exit status and one line on stderr. */
+/**
+ * Parses and runs one command; maps what it throws to one line on stderr and the exit status
+ * of its error code (`cli/exit_status.ts`).
+ */
 async function parse(program: Command, argv: string[], run: Invocation): Promise<number> {
   const p = platform();
   try {
     await program.parseAsync(argv, { from: "user" });
     return run.exitCode;
   } catch (error) {
-    if (error instanceof CommanderError) {
-      // Help and version are not errors; everything else commander reports is a usage error.
-      return error.code === "commander.helpDisplayed" || error.code === "commander.version" ||
-          error.code === "commander.help"
-        ? EXIT.ok
-        : EXIT.usage;
-    }
-    if (error instanceof UsageError) {
+    // Commander has printed its own message (or the help, or the version).
+    if (error instanceof CommanderError) return exitStatusOfError(error);
+    if (error instanceof UsageError || error instanceof SvcError) {
       printLine(`svc: ${error.message}`);
-      return EXIT.usage;
-    }
-    if (error instanceof SvcError) {
-      printLine(`svc: ${error.message}`);
-      return error.status === 400 ? EXIT.usage : EXIT.failed;
+      return exitStatusOfError(error);
     }
     // The runtime refused an operation: the host was started without a grant it needs.
     const grant = p.missingGrant(error);
     if (grant !== undefined) {
       printLine(`svc: Cannot continue: svc needs ${grant} (see "Permissions" in the README)`);
+      // As a run whose guest could not start for the same reason (guest_failed).
       return EXIT.failed;
     }
     p.writeStderr("svc: internal error (this is a bug in svc; please report it)\n");
-    return EXIT.failed;
+    return exitStatusOfError(error);
   }
 }
 

@@ -4,6 +4,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
 import { type Host, openHost } from "./host.ts";
+import { exitStatusOfState } from "./exit_status.ts";
 import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
 import { type RerunFlags, resumeCommand } from "./resume_hint.ts";
 import { printLine } from "./terminal.ts";
@@ -15,10 +16,9 @@ export interface WorkflowRunFlags extends RerunFlags {
   json?: boolean;
 }
 
-/** Exit statuses of the command line (README, "svc workflow run"). */
-export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 124 } as const;
-
 export { UsageError };
+/** Exit statuses of the command line: they live in `cli/exit_status.ts` (README, "Exit statuses"). */
+export { EXIT } from "./exit_status.ts";
 
 function parseTimeout(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -52,18 +52,6 @@ function parseLimit(flag: string, raw: string | undefined, max: number): number 
     throw new UsageError(`Cannot use ${flag} '${raw}': it must be a whole number from 1 to ${max}`);
   }
   return value;
-}
-
-/** The exit status of a run that has ended: 0 succeeded, 124 timeout, 1 otherwise. */
-export function exitStatus(status: RunStatus): number {
-  switch (status.state) {
-    case "succeeded":
-      return EXIT.ok;
-    case "timeout":
-      return EXIT.timeout;
-    default:
-      return EXIT.failed;
-  }
 }
 
 /**
@@ -143,16 +131,8 @@ async function follow(
   const { flags } = options;
   const { runs: manager, caller } = host;
   const p = platform();
-  let started: RunStatus;
-  try {
-    started = await manager.start(request, caller);
-  } catch (error) {
-    // Refusals of what the user asked for (bad script, unknown run to resume) are usage errors.
-    if (error instanceof SvcError && [400, 404, 409].includes(error.status)) {
-      throw new UsageError(error.message);
-    }
-    throw error;
-  }
+  // A refusal (a bad script, an unknown run to resume) exits by its error code, as anywhere.
+  const started = await manager.start(request, caller);
   const runId = started.run_id;
   printLine(
     `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""}${
@@ -187,5 +167,5 @@ async function follow(
     removeInterrupt();
   }
   await reportEnd(status, { json: flags.json, ref: options.ref, home: host.home, flags });
-  return exitStatus(status);
+  return exitStatusOfState(status.state);
 }

@@ -266,7 +266,7 @@ Deno.test("--resume-from replays the earlier run's calls and says how many repla
   const unknown = await runCli([...args, "--resume-from", "run_0000000000unknown"], {
     home: home.path,
   });
-  assert.equal(unknown.code, 2);
+  assert.equal(unknown.code, 3, "an unknown run exits as not_found does everywhere");
   assert.match(
     unknown.stderr,
     /^svc: Cannot resume from run 'run_0000000000unknown': no such run$/m,

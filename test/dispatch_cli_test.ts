@@ -29,7 +29,7 @@ Deno.test("svc dispatch --wait prints the answer; without --wait it returns a ta
   assert.equal(status?.state, "succeeded");
   assert.equal(status?.result, "fake response to: in the background");
   assert.deepEqual(status?.events.map((e) => e.state), ["queued", "running", "succeeded"]);
-  const listed = JSON.parse((await runCli(["task", "list"], { home: home.path })).stdout);
+  const listed = JSON.parse((await runCli(["task", "list", "--json"], { home: home.path })).stdout);
   assert.deepEqual(listed.map((t: { label: string | null }) => t.label), ["bg", null]);
 });
 
@@ -93,10 +93,12 @@ Deno.test("svc session new, list and show; a dispatch continues the session, a f
     contents[3],
     /^claude-stub answer to: second \[.*resumed=11111111-1111-4111-8111-111111111111/,
   );
-  const listed = JSON.parse((await runCli(["session", "list"], { home: home.path })).stdout);
+  const listed = JSON.parse(
+    (await runCli(["session", "list", "--json"], { home: home.path })).stdout,
+  );
   assert.deepEqual(listed.map((s: { name: string }) => s.name), ["pair"]);
   const missing = await runCli(["session", "show", "nope"], { home: home.path });
-  assert.equal(missing.code, 1);
+  assert.equal(missing.code, 3);
   assert.match(missing.stderr, /^svc: Cannot find session 'nope': no such session$/m);
 });
 
@@ -146,7 +148,7 @@ Deno.test("svc history shows the calls of runs and tasks with their statistics",
   await runCli(["workflow", "run", fixture("narrating.js"), "--args", '{"count": 2}'], {
     home: home.path,
   });
-  const shown = await runCli(["history", "--limit", "10"], { home: home.path });
+  const shown = await runCli(["history", "--limit", "10", "--json"], { home: home.path });
   assert.equal(shown.code, 0, shown.stderr);
   const { summary, calls } = JSON.parse(shown.stdout);
   assert.equal(calls.length, 3);

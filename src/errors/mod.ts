@@ -1,29 +1,31 @@
 /**
  * The one error type of svc: a machine code, an HTTP status and a message for people.
- * Surfaces map it to their wire format in one place each; anything else is an internal error.
+ * Surfaces map it to their wire format through the one table in `codes.ts`; anything else is
+ * an internal error.
  * @module
  */
+import { type ErrorCode, httpStatusOf } from "./codes.ts";
 
-/** Machine codes used across svc. */
-export type ErrorCode =
-  | "invalid_request"
-  | "invalid_script"
-  | "invalid_argument"
-  | "not_found"
-  | "conflict"
-  | "unavailable"
-  | "isolation_unavailable"
-  | "provider_failed"
-  | "guest_failed"
-  | "provider_timeout"
-  | "provider_unauthenticated"
-  | "internal";
+export {
+  ERROR_CODES,
+  ERROR_TABLE,
+  type ErrorCode,
+  type ErrorMapping,
+  EXIT_STATUS,
+  exitStatusOf,
+  httpStatusOf,
+  isErrorCode,
+  jsonRpcCodeOf,
+} from "./codes.ts";
 
 /** An error that is safe to show to a client: its message names what is wrong and holds no internals. */
 export class SvcError extends Error {
+  /** What went wrong, for machines: the key into the error table. */
   readonly code: ErrorCode;
+  /** The HTTP status: the error table's for the code unless the thrower chose another. */
   readonly status: number;
 
+  /** An error with `code` and a message "Cannot <action>: <reason>"; `options.status` overrides the table's. */
   constructor(
     code: ErrorCode,
     message: string,
@@ -32,31 +34,7 @@ export class SvcError extends Error {
     super(message, { cause: options.cause });
     this.name = "SvcError";
     this.code = code;
-    this.status = options.status ?? defaultStatus(code);
-  }
-}
-
-function defaultStatus(code: ErrorCode): number {
-  switch (code) {
-    case "invalid_request":
-    case "invalid_script":
-    case "invalid_argument":
-      return 400;
-    case "not_found":
-      return 404;
-    case "conflict":
-      return 409;
-    case "unavailable":
-    case "isolation_unavailable":
-    case "provider_unauthenticated":
-      return 503;
-    case "provider_failed":
-      return 502;
-    case "provider_timeout":
-      return 504;
-    case "guest_failed":
-    case "internal":
-      return 500;
+    this.status = options.status ?? httpStatusOf(code);
   }
 }
 
