@@ -5,7 +5,19 @@
  * @module
  */
 export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
-export type { Config, ProviderConfig } from "./config/mod.ts";
+export type {
+  AnthropicProviderConfig,
+  Config,
+  FakeProviderConfig,
+  HarnessProviderConfig,
+  HarnessType,
+  LoadedConfig,
+  OpenAIProviderConfig,
+  PriceConfig,
+  ProfileConfig,
+  ProviderConfig,
+  ProviderSettings,
+} from "./config/mod.ts";
 export {
   anthropicProvider,
   claudeProvider,
@@ -24,23 +36,37 @@ export {
   WorktreeManager,
 } from "./dispatch/mod.ts";
 export type {
+  AnthropicOptions,
+  ApiClientOptions,
   Availability,
+  AvailabilityOptions,
+  ChatMessage,
+  ClaudeModelAlias,
+  DispatchContext,
   Dispatcher,
   DispatcherOptions,
+  DispatchInput,
   DispatchOutcome,
   DispatchRequest,
   DispatchResult,
   FakeProviderOptions,
   HarnessOptions,
+  ModelAliases,
+  OpenAICompatibleOptions,
   Provider,
   ProviderStatus,
+  RouteDecision,
+  StaleWorktree,
   Usage,
   UsageSummary,
+  Worktree,
+  WorktreeResult,
 } from "./dispatch/mod.ts";
 export { checkScript, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
 export type {
   CallCounts,
   CheckedScript,
+  MetaPhase,
   NarrationEntry,
   RunCondition,
   RunError,
@@ -55,7 +81,21 @@ export type {
 } from "./engine/mod.ts";
 export { SvcError, toSvcError } from "./errors/mod.ts";
 export { Ledger } from "./ledger/mod.ts";
-export type { JournalEntry, JournalSummary } from "./ledger/mod.ts";
+export type {
+  BudgetAxis,
+  BudgetFigures,
+  CallOutcome,
+  CallRecord,
+  FailureCause,
+  FailureCounts,
+  JournalEntry,
+  JournalSummary,
+  ScriptErrorRecord,
+  SessionRecord,
+  TaskEvent,
+  TaskState,
+  TaskStatus,
+} from "./ledger/mod.ts";
 export type { ErrorCode } from "./errors/mod.ts";
 export {
   createMicrovmBackend,
@@ -75,9 +115,24 @@ export type {
   ExitStatus,
   FileInfo,
   HttpServer,
+  KvAtomic,
+  KvEntry,
+  KvKey,
+  KvKeyPart,
+  KvStore,
   Platform,
   ServeOptions,
   SpawnOptions,
 } from "./platform/mod.ts";
 export { WorkflowRunRequestSchema } from "./schemas/mod.ts";
-export type { JsonValue, WorkflowRunRequest } from "./schemas/mod.ts";
+export type {
+  AgentOptions,
+  Effort,
+  IsolationTier,
+  JsonValue,
+  SandboxLevel,
+  Schema,
+  SchemaIssue,
+  SchemaResult,
+  WorkflowRunRequest,
+} from "./schemas/mod.ts";

@@ -48,7 +48,7 @@ export async function loadConfig(home: string): Promise<LoadedConfig> {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.map(String).join(".") || "(top level)";
-    const message = issue.code === "unrecognized_keys"
+    const message = issue.code === "unrecognized_keys" && issue.keys
       ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${
         issue.keys.map((k) => `'${k}'`).join(", ")
       }`
