@@ -4,7 +4,9 @@ import { type Config, ConfigSchema } from "./schema.ts";
 
 /** The configuration and where it came from (`null`: the embedded default). */
 export interface LoadedConfig {
+  /** The validated configuration. */
   config: Config;
+  /** The file it was read from; null for the embedded default. */
   path: string | null;
 }
 

@@ -64,6 +64,7 @@ const MAX_WARNINGS = 10;
 
 /** A script that passed the host-side check, ready to hand to a guest. */
 export interface CheckedScript {
+  /** The script's validated `meta` (empty when it exports none). */
   meta: ScriptMeta;
   /** The body to evaluate: the source with `export` of meta blanked out, offsets unchanged. */
   body: string;

@@ -21,9 +21,12 @@ export type ErrorCode =
 
 /** An error that is safe to show to a client: its message names what is wrong and holds no internals. */
 export class SvcError extends Error {
+  /** What went wrong, for programs: every surface maps it the same way. */
   readonly code: ErrorCode;
+  /** The HTTP status it answers with; the code's default unless given. */
   readonly status: number;
 
+  /** `message` says "Cannot <action>: <reason>"; `cause` keeps the underlying error for logs. */
   constructor(
     code: ErrorCode,
     message: string,
