@@ -20,10 +20,14 @@ export type SchemaResult<T> =
     success: true;
     /** The validated value, defaults applied. */
     data: T;
+    /** Absent on success, so that `result.error?.issues` reads without narrowing first. */
+    error?: undefined;
   }
   | {
     /** The value is not valid. */
     success: false;
+    /** Absent on failure. */
+    data?: undefined;
     /** The problems, the first one the most telling. */
     error: { issues: SchemaIssue[] };
   };
