@@ -5,7 +5,19 @@
  * @module
  */
 export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
-export type { Config, ProviderConfig } from "./config/mod.ts";
+export type {
+  AnthropicProviderConfig,
+  Config,
+  FakeProviderConfig,
+  HarnessProviderConfig,
+  HarnessType,
+  LoadedConfig,
+  OpenAIProviderConfig,
+  PriceConfig,
+  ProfileConfig,
+  ProviderConfig,
+  ProviderSettings,
+} from "./config/mod.ts";
 export {
   anthropicProvider,
   claudeProvider,
@@ -24,23 +36,37 @@ export {
   WorktreeManager,
 } from "./dispatch/mod.ts";
 export type {
+  AnthropicOptions,
+  ApiClientOptions,
   Availability,
+  AvailabilityOptions,
+  ChatMessage,
+  ClaudeModelAlias,
+  DispatchContext,
   Dispatcher,
   DispatcherOptions,
+  DispatchInput,
   DispatchOutcome,
   DispatchRequest,
   DispatchResult,
   FakeProviderOptions,
   HarnessOptions,
+  ModelAliases,
+  OpenAICompatibleOptions,
   Provider,
   ProviderStatus,
+  RouteDecision,
+  StaleWorktree,
   Usage,
   UsageSummary,
+  Worktree,
+  WorktreeResult,
 } from "./dispatch/mod.ts";
 export { checkScript, isTerminal, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
 export type {
   CallCounts,
   CheckedScript,
+  MetaPhase,
   NarrationEntry,
   RunCondition,
   RunError,
@@ -56,12 +82,20 @@ export type {
 export { SvcError, toSvcError } from "./errors/mod.ts";
 export { callerOf, HostLease, openLedger } from "./ledger/mod.ts";
 export type {
+  BudgetAxis,
+  BudgetFigures,
   Caller,
+  CallOutcome,
+  CallRecord,
   EventStream,
+  FailureCause,
+  FailureCounts,
   FeedItem,
   JournalEntry,
   JournalSummary,
   Ledger,
+  ScriptErrorRecord,
+  SessionRecord,
   TaskEvent,
   TaskState,
   TaskStatus,
@@ -87,9 +121,24 @@ export type {
   ExitStatus,
   FileInfo,
   HttpServer,
+  KvAtomic,
+  KvEntry,
+  KvKey,
+  KvKeyPart,
+  KvStore,
   Platform,
   ServeOptions,
   SpawnOptions,
 } from "./platform/mod.ts";
 export { WorkflowRunRequestSchema } from "./schemas/mod.ts";
-export type { JsonValue, WorkflowRunRequest } from "./schemas/mod.ts";
+export type {
+  AgentOptions,
+  Effort,
+  IsolationTier,
+  JsonValue,
+  SandboxLevel,
+  Schema,
+  SchemaIssue,
+  SchemaResult,
+  WorkflowRunRequest,
+} from "./schemas/mod.ts";

@@ -4,7 +4,9 @@ import { type Config, ConfigSchema } from "./schema.ts";
 
 /** The configuration and where it came from (`null`: the embedded default). */
 export interface LoadedConfig {
+  /** The validated configuration. */
   config: Config;
+  /** The file it was read from; null for the embedded default. */
   path: string | null;
 }
 
@@ -48,7 +50,7 @@ export async function loadConfig(home: string): Promise<LoadedConfig> {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.map(String).join(".") || "(top level)";
-    const message = issue.code === "unrecognized_keys"
+    const message = issue.code === "unrecognized_keys" && issue.keys
       ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${
         issue.keys.map((k) => `'${k}'`).join(", ")
       }`

@@ -22,9 +22,17 @@ export function svcHome(): string {
 
 export { defaultConfig, loadConfig, type LoadedConfig } from "./load.ts";
 export {
+  type AnthropicProviderConfig,
   type Config,
   ConfigSchema,
+  type FakeProviderConfig,
+  type HarnessProviderConfig,
+  type HarnessType,
+  type OpenAIProviderConfig,
+  type PriceConfig,
+  type ProfileConfig,
   type ProfileSchema,
   type ProviderConfig,
   ProviderConfigSchema,
+  type ProviderSettings,
 } from "./schema.ts";

@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { EffortSchema } from "../schemas/mod.ts";
+import {
+  type Assert,
+  type Effort,
+  EffortSchema,
+  type SameType,
+  type Schema,
+} from "../schemas/mod.ts";
 
 const name = z.string().regex(
   /^[A-Za-z0-9][A-Za-z0-9_.-]*$/,
@@ -92,8 +98,117 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
   }),
 ]);
 
-/** A configured provider. */
-export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
+/** Prices in USD per million tokens, used when a provider reports no cost of its own. */
+export interface PriceConfig {
+  /** USD per million input tokens. */
+  input_per_mtok: number;
+  /** USD per million output tokens. */
+  output_per_mtok: number;
+}
+
+/** The settings every kind of provider accepts. */
+export interface ProviderSettings {
+  /** Simultaneous calls to this provider across every run and task of the host. */
+  concurrency?: number;
+  /** Routing tags this provider is good for (matched against `agent(..., {tag})`). */
+  tags?: string[];
+  /** The price table that prices calls whose cost the provider does not report. */
+  price?: PriceConfig;
+  /** The model of calls that name none. */
+  model?: string;
+  /** Longest a call may run, in milliseconds. */
+  timeout_ms?: number;
+  /**
+   * The model this provider gets for Claude Code's aliases `haiku`, `sonnet` and `opus`; naming
+   * one says the provider serves Claude models. Claude Code and the Anthropic API have defaults.
+   */
+  model_aliases?: {
+    /** The model meant by `haiku`. */
+    haiku?: string;
+    /** The model meant by `sonnet`. */
+    sonnet?: string;
+    /** The model meant by `opus`. */
+    opus?: string;
+  };
+}
+
+/** The fake provider: answers every call itself, for tests and dry runs. */
+export interface FakeProviderConfig extends ProviderSettings {
+  /** The kind of provider. */
+  type: "fake";
+  /** How long each call takes, in milliseconds. */
+  latency_ms?: number;
+  /** The cost each call reports, in USD. */
+  cost_usd?: number;
+}
+
+/** The coding-agent command lines svc drives: Claude Code, Codex, Gemini CLI and opencode. */
+export type HarnessType = "claude" | "codex" | "gemini" | "opencode";
+
+/** A coding-agent command line (docs/PROVIDERS.md); `T` is the tool. */
+export interface HarnessProviderConfig<T extends HarnessType = HarnessType>
+  extends ProviderSettings {
+  /** The tool. */
+  type: T;
+  /** The tool's binary: a name on PATH or an absolute path. */
+  command?: string;
+  /** Arguments added to every call, after svc's own. */
+  extra_args?: string[];
+  /**
+   * Host variables the tool gets beside PATH, HOME, locale, terminal and proxies: its key
+   * variables. Replaces the tool's default list (docs/PROVIDERS.md).
+   */
+  pass_env?: string[];
+  /** Fixed variables set for the tool. */
+  env?: Record<string, string>;
+}
+
+/** An OpenAI-compatible chat completions API (docs/API_PROVIDERS.md). */
+export interface OpenAIProviderConfig extends ProviderSettings {
+  /** The kind of provider. */
+  type: "openai";
+  /** The model every call uses unless it names its own. */
+  model: string;
+  /** The API's base URL. */
+  base_url: string;
+  /** The NAME of the environment variable that holds the API key (never the key itself). */
+  api_key_env: string;
+  /** Read the answer as a stream of events. */
+  stream?: boolean;
+  /** Send `effort` as `reasoning_effort` (default true; false for models without reasoning). */
+  reasoning_effort?: boolean;
+}
+
+/** The Anthropic Messages API (docs/API_PROVIDERS.md). */
+export interface AnthropicProviderConfig extends ProviderSettings {
+  /** The kind of provider. */
+  type: "anthropic";
+  /** The model every call uses unless it names its own. */
+  model: string;
+  /** The API's base URL, when not Anthropic's own. */
+  base_url?: string;
+  /** The NAME of the environment variable that holds the API key (never the key itself). */
+  api_key_env?: string;
+  /** Read the answer as a stream of events. */
+  stream?: boolean;
+  /** The most tokens an answer may have. */
+  max_tokens?: number;
+  /** Turn `effort` into an extended-thinking budget (default true). */
+  thinking?: boolean;
+}
+
+/** A configured provider; `type` says which kind. */
+export type ProviderConfig =
+  | FakeProviderConfig
+  | HarnessProviderConfig<"claude">
+  | HarnessProviderConfig<"codex">
+  | HarnessProviderConfig<"gemini">
+  | HarnessProviderConfig<"opencode">
+  | OpenAIProviderConfig
+  | AnthropicProviderConfig;
+type _ProviderConfigMatches = Assert<
+  SameType<ProviderConfig, z.infer<typeof ProviderConfigSchema>>
+>;
 
 /** A named profile: fixes provider and model (and so protocol and harness) at once. */
 export const ProfileSchema = z.strictObject({
@@ -102,11 +217,7 @@ export const ProfileSchema = z.strictObject({
   sandbox: z.enum(["read-only", "write", "full"]).optional(),
 });
 
-/**
- * The configuration file (`$SVC_HOME/config.json`, or the file `SVC_CONFIG` names). Without
- * one, only the `fake` provider exists.
- */
-export const ConfigSchema = z.strictObject({
+const configSchema = z.strictObject({
   providers: z.record(name, ProviderConfigSchema).default({}),
   profiles: z.record(name, ProfileSchema).default({}),
   routing: z.strictObject({
@@ -154,5 +265,44 @@ export const ConfigSchema = z.strictObject({
   }
 });
 
-/** The validated configuration. */
-export type Config = z.infer<typeof ConfigSchema>;
+/** A named profile: fixes provider and model (and so protocol and harness) at once. */
+export interface ProfileConfig {
+  /** The configured provider (or `fake`) the profile calls. */
+  provider: string;
+  /** The model it asks for. */
+  model?: string;
+  /** The sandbox level of its calls. */
+  sandbox?: "read-only" | "write" | "full";
+}
+
+/**
+ * The validated configuration (`$SVC_HOME/config.json`, or the file `SVC_CONFIG` names), with
+ * defaults filled in. Without a file, only the `fake` provider exists.
+ */
+export interface Config {
+  /** The providers by name. */
+  providers: Record<string, ProviderConfig>;
+  /** Named profiles. */
+  profiles: Record<string, ProfileConfig>;
+  /** Which providers `auto` routing tries, in order. */
+  routing: {
+    /** Providers `auto` tries first, in order. */
+    prefer: string[];
+    /** Per tag: the providers to route it to, in order. */
+    tags: Record<string, string[]>;
+    /** Per effort: the providers to route it to, in order. */
+    effort: { [E in Effort]?: string[] };
+  };
+  /** What sandbox levels may be granted. */
+  sandbox: {
+    /** Whether `full` may be granted at all; otherwise it is clamped to `write`. */
+    allow_full: boolean;
+  };
+}
+type _ConfigMatches = Assert<SameType<Config, z.infer<typeof configSchema>>>;
+
+/**
+ * Validates a configuration file's contents: unknown fields, bad values and names of providers
+ * that are not configured are refused, defaults filled in.
+ */
+export const ConfigSchema: Schema<Config> = configSchema;

@@ -18,13 +18,19 @@ import type { WorktreeManager, WorktreeResult } from "./worktrees.ts";
 
 /** What a caller hands the dispatcher: the call, before routing and admission. */
 export interface DispatchInput {
+  /** The prompt. */
   prompt: string;
+  /** The call's options, as `agent()` takes them. */
   options: AgentOptions;
   /** The agent's system prompt (an `agentType`'s body), for the provider to apply. */
   system?: string;
+  /** Aborting stops the call, wherever it is (queued, routed or running). */
   signal: AbortSignal;
+  /** Working directory of the call; a fresh scratch directory for a harness when absent. */
   cwd?: string;
+  /** A harness's own session id to continue (a session's turn). */
   resumeSession?: string;
+  /** An API session's earlier messages, oldest first. */
   history?: ChatMessage[];
 }
 
@@ -49,7 +55,9 @@ export interface DispatchContext {
 
 /** A dispatch's result with how it was routed and admitted. */
 export interface DispatchOutcome extends DispatchResult {
+  /** Where the call went, with which model, and why. */
   route: RouteDecision;
+  /** The sandbox level the kernel admitted. */
   sandbox: SandboxLevel;
   /** Why the sandbox level was clamped; null when it was not. */
   sandbox_clamped: string | null;
@@ -63,11 +71,16 @@ export interface DispatchOutcome extends DispatchResult {
  * the provider said (null: unknown), priced from the table when it reported no cost.
  */
 export class ProviderError extends SvcError {
+  /** The provider that failed. */
   readonly provider: string;
+  /** How the call was routed there. */
   readonly route: RouteDecision;
+  /** Tokens the failed call used; null when the provider did not say. */
   readonly usage: Usage | null;
+  /** What it cost in USD (reported, else priced from the table); null when unknown. */
   readonly cost_usd: number | null;
 
+  /** Wraps `cause`, keeping its code and message when it is an SvcError (else `provider_failed`). */
   constructor(
     cause: unknown,
     route: RouteDecision,
@@ -110,14 +123,23 @@ function priced(usage: Usage, price: Price): number {
 
 /** A provider's state, for `svc providers` and `/api/providers`. */
 export interface ProviderStatus {
+  /** The provider's name. */
   name: string;
+  /** A coding-agent command line (`harness`), a model API (`api`) or the fake. */
   kind: "fake" | "harness" | "api";
+  /** Whether it takes calls now. */
   available: boolean;
+  /** Why it is unavailable, or what its probe found. */
   reason: string;
+  /** The tool's version, for harnesses that reported one. */
   version: string | null;
+  /** Calls it is running now. */
   running: number;
+  /** Its cap on simultaneous calls; null when it has none. */
   concurrency: number | null;
+  /** The routing tags it is configured for. */
   tags: string[];
+  /** Its price table (USD per million tokens); null when it has none. */
   price: { input_per_mtok: number; output_per_mtok: number } | null;
 }
 
@@ -127,6 +149,10 @@ export interface Dispatcher {
   providers(): string[];
   /** Every provider with its availability (probed, then cached), load and price. */
   status(): Promise<ProviderStatus[]>;
+  /**
+   * Routes the call, admits its sandbox level, waits for the provider's permit and performs it.
+   * A provider's failure rejects as a {@linkcode ProviderError}; a refusal as an SvcError.
+   */
   dispatch(input: DispatchInput, context?: DispatchContext): Promise<DispatchOutcome>;
 }
 
@@ -146,6 +172,7 @@ export interface DispatcherOptions {
   concurrency?: Record<string, number>;
   /** Profiles, routing preferences, prices, tags and the `full` sandbox switch. Default: none. */
   config?: Config;
+  /** How long probes are trusted and when failing providers are set aside. */
   availability?: AvailabilityOptions;
   /** Where `isolation: "worktree"` calls get their worktrees; without it such calls are refused. */
   worktrees?: WorktreeManager;

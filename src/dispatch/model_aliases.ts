@@ -4,11 +4,15 @@
  * with the model name it understands.
  * @module
  */
+import type { Assert, SameType } from "../schemas/mod.ts";
 
 /** The aliases Claude Code's scripts use for its model tiers. */
 export const CLAUDE_MODEL_ALIASES = ["haiku", "sonnet", "opus"] as const;
 /** One of {@linkcode CLAUDE_MODEL_ALIASES}. */
-export type ClaudeModelAlias = typeof CLAUDE_MODEL_ALIASES[number];
+export type ClaudeModelAlias = "haiku" | "sonnet" | "opus";
+type _ClaudeModelAliasMatches = Assert<
+  SameType<ClaudeModelAlias, typeof CLAUDE_MODEL_ALIASES[number]>
+>;
 
 /** What a provider passes for each alias it serves; an alias it does not name, it does not serve. */
 export type ModelAliases = Readonly<Partial<Record<ClaudeModelAlias, string>>>;

@@ -20,8 +20,11 @@ export interface RouteCandidate {
 
 /** Where a call goes, with which model, and why: recorded with the call. */
 export interface RouteDecision {
+  /** The provider chosen. */
   provider: string;
+  /** The model it is asked for; null for the provider's default. */
   model: string | null;
+  /** Why: the profile, the provider named, or how `auto` routing chose. */
   reason: string;
   /** A sandbox level the profile asks for, used when the call names none. */
   profileSandbox?: SandboxLevel;

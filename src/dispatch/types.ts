@@ -4,7 +4,9 @@ import type { ModelAliases } from "./model_aliases.ts";
 
 /** Token usage of one call. */
 export interface Usage {
+  /** Tokens sent to the model (prompt, history, system prompt). */
   input_tokens: number;
+  /** Tokens the model produced. */
   output_tokens: number;
 }
 
@@ -36,7 +38,9 @@ export class SpentFailure extends SvcError {
 
 /** One dispatch as a provider receives it, after routing and kernel admission. */
 export interface DispatchRequest {
+  /** The prompt, as the script or client gave it. */
   prompt: string;
+  /** The call's options, as `agent()` takes them. */
   options: AgentOptions;
   /**
    * The agent's system prompt (an `agentType`'s body): Claude Code takes it as its system
@@ -59,11 +63,15 @@ export interface DispatchRequest {
 
 /** What a provider returns: text, or a JSON value for schema calls, with its usage. */
 export interface DispatchResult {
+  /** The answer: text, or the JSON value of a schema call. */
   output: JsonValue;
+  /** Tokens the call used. */
   usage: Usage;
   /** Cost in USD; null when unknown (the dispatcher prices it from the table, else it is unmetered), never a guessed zero. */
   cost_usd: number | null;
+  /** The provider that answered. */
   provider: string;
+  /** The model that answered, when known. */
   model: string | null;
   /** The harness session id after this turn (some tools return a new one on resume). */
   session_id?: string | null;
@@ -71,6 +79,7 @@ export interface DispatchResult {
 
 /** Whether a provider can take calls now, and why not. */
 export interface Availability {
+  /** Whether calls can be sent to it now. */
   available: boolean;
   /** Why it is unavailable (binary missing, no API key, failing), or what was found. */
   reason: string;
@@ -80,9 +89,11 @@ export interface Availability {
 
 /** A dispatch target: a harness, a model API, or the fake. */
 export interface Provider {
+  /** The name it registers under, as calls' `provider` option names it. */
   readonly name: string;
   /** `harness` drives a coding-agent command line; `api` calls a model API over HTTP. */
   readonly kind: "fake" | "harness" | "api";
+  /** Performs one call; rejects with an SvcError (a {@linkcode SpentFailure} when tokens were used). */
   dispatch(request: DispatchRequest): Promise<DispatchResult>;
   /**
    * Claude Code's model aliases (`haiku`, `sonnet`, `opus`) this provider serves, with the model

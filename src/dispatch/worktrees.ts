@@ -5,9 +5,11 @@ import { safeGit } from "./safe_git.ts";
 
 /** A worktree a call runs in. */
 export interface Worktree {
+  /** The worktree's id, also the last part of its branch and directory. */
   id: string;
   /** The worktree's directory, under `$SVC_HOME/worktrees/`. */
   path: string;
+  /** Its branch, `svc/<id>`. */
   branch: string;
   /** The repository it belongs to (its top-level directory). */
   repo: string;
@@ -19,8 +21,11 @@ export interface Worktree {
 
 /** What became of a worktree after its call: removed when clean, kept with its changes. */
 export interface WorktreeResult {
+  /** The worktree's directory. */
   path: string;
+  /** Its branch, which keeps the changes when the worktree is kept. */
   branch: string;
+  /** Whether it was kept: the call changed something (or git could not tell). */
   kept: boolean;
   /** `git status --short` and `git diff --stat` of a kept worktree. */
   diff?: string;
@@ -28,7 +33,9 @@ export interface WorktreeResult {
 
 /** A worktree left behind: kept with changes, or by a host that died. */
 export interface StaleWorktree {
+  /** The worktree's id. */
   id: string;
+  /** The worktree's directory. */
   path: string;
   /** Why it is stale: kept with changes, or its host is gone. */
   reason: string;
@@ -69,6 +76,7 @@ export class WorktreeManager {
   readonly #root: string;
   readonly #inUse = new Set<string>();
 
+  /** Keeps worktrees under `<home>/worktrees/`. */
   constructor(options: { home: string }) {
     this.#root = joinPath(options.home, "worktrees");
   }

@@ -6,7 +6,7 @@ export { RunManager } from "./run_manager.ts";
 export type { RunEventsOptions, RunManagerOptions } from "./run_manager.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";
-export type { CheckedScript, ScriptMeta } from "./script_check.ts";
+export type { CheckedScript, MetaPhase, ScriptMeta } from "./script_check.ts";
 export { findWorkflow, resolveWorkflow } from "./sub_workflow.ts";
 export type { ResolvedWorkflow, WorkflowPlaces, WorkflowRef } from "./sub_workflow.ts";
 export { runGuest, ScriptCallError } from "./guest_session.ts";

@@ -2,7 +2,7 @@ import { parse } from "acorn";
 import type { Node } from "acorn";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
-import type { JsonValue } from "../schemas/mod.ts";
+import type { Assert, JsonValue, SameType } from "../schemas/mod.ts";
 
 /** A phase of `meta.phases`: a title, or Claude Code's `{ title, detail?, model? }`. */
 export const MetaPhaseSchema = z.union([
@@ -26,8 +26,35 @@ export const ScriptMetaSchema = z.looseObject({
   phases: z.array(MetaPhaseSchema).optional(),
 });
 
-/** Validated script metadata (unknown fields included, as written). */
-export type ScriptMeta = z.infer<typeof ScriptMetaSchema>;
+/** A phase of `meta.phases` in Claude Code's object form. */
+export interface MetaPhase {
+  /** The phase's title, as narrated. */
+  title: string;
+  /** A longer description (accepted, not used). */
+  detail?: string;
+  /** The model Claude Code would use for it (accepted, not used). */
+  model?: string;
+  /** Fields svc does not know, kept as written. */
+  [field: string]: unknown;
+}
+
+/**
+ * Validated script metadata, the script's `export const meta`: the fields of Claude Code's
+ * workflow scripts, unknown ones kept as written.
+ */
+export interface ScriptMeta {
+  /** The workflow's name. */
+  name?: string;
+  /** What the workflow does. */
+  description?: string;
+  /** When a person or an agent should pick this workflow. */
+  whenToUse?: string;
+  /** The workflow's phases: titles, or `{ title, detail?, model? }` objects. */
+  phases?: Array<string | MetaPhase>;
+  /** Fields svc does not know, kept as written. */
+  [field: string]: unknown;
+}
+type _ScriptMetaMatches = Assert<SameType<ScriptMeta, z.infer<typeof ScriptMetaSchema>>>;
 
 /** The fields of meta, and of a phase object, that svc knows. */
 const META_FIELDS = ["name", "description", "whenToUse", "phases"];
@@ -37,6 +64,7 @@ const MAX_WARNINGS = 10;
 
 /** A script that passed the host-side check, ready to hand to a guest. */
 export interface CheckedScript {
+  /** The script's validated `meta` (empty when it exports none). */
   meta: ScriptMeta;
   /** The body to evaluate: the source with `export` of meta blanked out, offsets unchanged. */
   body: string;

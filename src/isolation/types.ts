@@ -17,6 +17,7 @@ export interface GuestSpawnRequest {
 
 /** A started guest: its process with piped stdio, and how to tear it down. */
 export interface GuestHandle {
+  /** The guest's process: the bridge protocol runs over its standard streams. */
   readonly process: ChildProcess;
   /** Kills the guest's whole process group if still alive and removes its scratch space. Idempotent. */
   dispose(): Promise<void>;
@@ -24,6 +25,8 @@ export interface GuestHandle {
 
 /** One isolation tier. Backends differ in where the guest runs, never in the bridge protocol. */
 export interface IsolationBackend {
+  /** The tier it implements, e.g. `unsafe-local`. */
   readonly name: string;
+  /** Starts one guest; rejects with an SvcError when the tier cannot run one here. */
   spawn(request: GuestSpawnRequest): Promise<GuestHandle>;
 }

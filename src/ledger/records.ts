@@ -27,6 +27,7 @@ export function isTerminal(state: RunState): boolean {
 
 /** One line of narration, stamped by the host when it arrived. */
 export interface NarrationEntry {
+  /** When the host received it (ISO 8601). */
   at: string;
   /**
    * `phase` and `log` come from the script; `output` is stray output; `call` reports a failure:
@@ -34,27 +35,36 @@ export interface NarrationEntry {
    * is something the host accepted but a person should know (an unknown meta field).
    */
   kind: "phase" | "log" | "output" | "call" | "warning";
+  /** The line itself, clipped to the narration limit. */
   text: string;
+  /** For `output`: which stream of the guest it came from. */
   stream?: "stdout" | "stderr";
 }
 
 /** Something the host dropped from the guest, with why. */
 export interface SecurityEvent {
+  /** When the host dropped it (ISO 8601). */
   at: string;
+  /** What was dropped, e.g. `malformed_frame`. */
   kind: string;
+  /** Why, in words (clipped). */
   detail: string;
 }
 
 /** A condition the run raised, such as `BudgetExceeded`; `data` holds its figures. */
 export interface RunCondition {
+  /** When it was raised (ISO 8601). */
   at: string;
+  /** Which condition: a limit the run hit, or a result that failed its schema. */
   type:
     | "BudgetExceeded"
     | "AgentLimitExceeded"
     | "SchemaValidationFailed"
     | "UnpricedCall"
     | "LedgerLimitExceeded";
+  /** What happened, in words. */
   message: string;
+  /** The figures behind it, e.g. the budget's cap and spending. */
   data?: Record<string, JsonValue>;
 }
 
@@ -64,17 +74,25 @@ export interface RunCondition {
  * the script.
  */
 export interface ScriptErrorRecord {
+  /** When the item threw (ISO 8601). */
   at: string;
+  /** The primitive whose item threw. */
   fn: "parallel" | "pipeline";
   /** The item's index in the array, from 0. */
   index: number;
   /** For a pipeline, the stage that threw, from 0; null for parallel(). */
   stage: number | null;
+  /** The label of the `agent()` call the error came from, if it had one. */
   label: string | null;
+  /** The error's name, e.g. `TypeError`. */
   name: string;
+  /** The error's message (clipped). */
   message: string;
+  /** The script file where it was thrown. */
   file?: string;
+  /** Its line, from 1. */
   line?: number;
+  /** Its column, from 1. */
   column?: number;
 }
 
@@ -98,95 +116,144 @@ export type FailureCounts = Partial<Record<FailureCause, number>>;
 
 /** Why a run did not succeed. */
 export interface RunError {
+  /** A machine code, e.g. `script_error`, `guest_crashed` or an {@linkcode ErrorCode}. */
   code: string;
+  /** What went wrong, in words. */
   message: string;
   /** For script errors: the file, line and column where it was thrown. */
   file?: string;
+  /** The line, from 1. */
   line?: number;
+  /** The column, from 1. */
   column?: number;
+  /** The script's stack frames, mapped to its own lines and clipped. */
   stack?: string;
 }
 
 /** Counts of the run's `agent()` calls. */
 export interface CallCounts {
+  /** Calls the script made, replays and refusals included. */
   total: number;
+  /** Calls waiting for a permit. */
   queued: number;
+  /** Calls being dispatched now. */
   running: number;
+  /** Calls that returned a value from a provider. */
   succeeded: number;
+  /** Calls that failed and returned null. */
   failed: number;
+  /** Calls answered from a resumed run's journal. */
   replayed: number;
+  /** Calls refused before dispatch (agent limit, budget, no price). */
   skipped: number;
 }
 
 /** Usage of calls. `cost_usd` is null when some call's cost is unknown (unmetered). */
 export interface UsageTotals {
+  /** Input tokens of every call. */
   input_tokens: number;
+  /** Output tokens of every call. */
   output_tokens: number;
+  /** Cost in USD; null when some call's cost is unknown. */
   cost_usd: number | null;
 }
 
 /** One axis of the budget: its cap (null: none), committed usage and reservations of running calls. */
 export interface BudgetAxis {
+  /** The cap; null when this axis has none. */
   cap: number | null;
+  /** Usage of calls that ended. */
   committed: number;
+  /** Estimates held for calls still running. */
   reserved: number;
 }
 
 /** The run's budget figures. `total`, `spent` and `remaining` are in `unit`. */
 export interface BudgetFigures {
+  /** The budget in `unit`; null without one. */
   total: number | null;
+  /** The unit of `total`, `spent` and `remaining`: the axis the run was given. */
   unit: "tokens" | "usd";
+  /** Spent so far, in `unit`. */
   spent: number;
+  /** Left, in `unit`; null without a budget. */
   remaining: number | null;
+  /** The token axis. */
   tokens: BudgetAxis;
+  /** The USD axis. */
   usd: BudgetAxis;
 }
 
 /** Summary of the run's journal. */
 export interface JournalSummary {
+  /** Calls counted, journaled or not. */
   calls: number;
+  /** Calls answered from a resumed run's journal. */
   replayed: number;
+  /** Calls dispatched to a provider. */
   live: number;
+  /** Calls that failed. */
   failed: number;
+  /** Calls refused before dispatch. */
   skipped: number;
   /**
    * Skipped calls counted above but kept as no entry: only the first call refused for each
    * reason (agent limit, budget, no price) is journaled; later ones are counted.
    */
   omitted: number;
+  /** Usage and cost of the journaled calls. */
   usage: UsageTotals;
 }
 
 /** The status object of a run: what `GET /api/workflow/{run_id}` and `--json` return. */
 export interface RunStatus {
+  /** The run's id (`run_...`). */
   run_id: string;
+  /** Where the run is in its life. */
   state: RunState;
+  /** Whose run it is: only its owner sees it. */
   owner: string;
+  /** The script's `meta.name`, if it has one. */
   name: string | null;
   /** The script's meta: name, description, `whenToUse` and the phase titles. */
   meta: { name?: string; description?: string; whenToUse?: string; phases?: string[] };
+  /** The script's file name, as in messages and stack traces. */
   filename: string;
+  /** Where the script is evaluated. */
   isolation: IsolationTier;
+  /** The sandbox level of a call that names none. */
   sandbox_default: SandboxLevel;
   /** The ceiling of its calls' sandbox levels (`sandbox_max`, else `sandbox_default`). */
   sandbox_max: SandboxLevel;
+  /** The run's working directory, if it was given one. */
   workdir: string | null;
+  /** Whether every call gets the fake provider's answer. */
   fake_dispatch: boolean;
+  /** Seconds the run may take. */
   timeout: number;
   /** The run this one resumed from, if any. */
   resumed_from: string | null;
+  /** When the run was recorded (ISO 8601). */
   created_at: string;
+  /** When its script started, once it did. */
   started_at: string | null;
+  /** When it ended, once it did. */
   ended_at: string | null;
+  /** The script's return value, when it succeeded. */
   result?: JsonValue;
+  /** Why it did not succeed. */
   error?: RunError;
+  /** The run's narration so far, oldest first (bounded). */
   narration: NarrationEntry[];
   /** How many narration entries were dropped because the run exceeded its narration cap. */
   narration_dropped: number;
+  /** Conditions the run raised, such as `BudgetExceeded`. */
   conditions: RunCondition[];
   /** How many conditions were dropped because the status holds a bounded number (and size) of them. */
   conditions_dropped: number;
+  /** What the host dropped from the guest, with why (bounded). */
   security_events: SecurityEvent[];
+  /** How many more there were than `security_events` keeps. */
   security_events_dropped: number;
   /** Items of `parallel()`/`pipeline()` that threw, first ones first (a bounded number of them). */
   script_errors: ScriptErrorRecord[];
@@ -201,8 +268,11 @@ export interface RunStatus {
   fake_provider_only: boolean;
   /** The run's own limits: `agent()` calls in all, and calls at once. */
   limits: { max_agents: number; concurrency: number };
+  /** The budget and what was spent against it. */
   budget: BudgetFigures;
+  /** Counts of the run's `agent()` calls. */
   calls: CallCounts;
+  /** Summary of the run's journal. */
   journal: JournalSummary;
 }
 
@@ -215,20 +285,29 @@ export interface JournalEntry {
   seq: number;
   /** SHA-256 of the prompt and the canonicalised options: what resume matches on. */
   hash: string;
+  /** The call's `label` option. */
   label: string | null;
   /** The call's `phase` option, when it had one. */
   phase?: string;
+  /** How the call ended. */
   outcome: CallOutcome;
   /** The call's value (text or object); absent for failed and skipped calls. */
   result?: JsonValue;
+  /** The provider that answered; null when none did. */
   provider: string | null;
+  /** The model that answered, when known. */
   model: string | null;
+  /** Tokens the call used. */
   usage: { input_tokens: number; output_tokens: number };
+  /** Cost in USD; null when unknown (unmetered). */
   cost_usd: number | null;
   /** Dispatches this call took (more than one when schema validation retried). */
   attempts: number;
+  /** When the call started (ISO 8601). */
   started_at: string;
+  /** When it ended (ISO 8601). */
   ended_at: string;
+  /** How long it took, in milliseconds. */
   duration_ms: number;
   /** Why the call failed or was skipped. */
   reason?: string;
@@ -275,28 +354,47 @@ export type TaskState = RunState;
 
 /** The status of a task: what `svc task status` and `GET /api/dispatch/{task_id}` return. */
 export interface TaskStatus {
+  /** The task's id (`task_...`). */
   task_id: string;
+  /** Whose task it is: only its owner sees it. */
   owner: string;
+  /** Where the task is in its life. */
   state: TaskState;
+  /** The prompt sent. */
   prompt: string;
+  /** The call's options as given (`agent()`'s options). */
   options: Record<string, JsonValue>;
+  /** The task's `label` option. */
   label: string | null;
+  /** Seconds the task may take. */
   timeout: number;
+  /** Whether the fake provider answers instead of a real one. */
   fake_dispatch: boolean;
   /** Attempts a schema call may take before it fails. */
   schema_attempts: number;
+  /** When the task was recorded (ISO 8601). */
   created_at: string;
+  /** When its dispatch started, once it did. */
   started_at: string | null;
+  /** When it ended, once it did. */
   ended_at: string | null;
+  /** The answer (text or object), when it succeeded. */
   result?: JsonValue;
+  /** Why it did not succeed: an error code and a message. */
   error?: { code: string; message: string };
+  /** The provider that took the call, once routed. */
   provider: string | null;
+  /** The model that answered, when known. */
   model: string | null;
   /** Why the call went to its provider. */
   route: string | null;
+  /** The sandbox level the kernel admitted. */
   sandbox: "read-only" | "write" | "full" | null;
+  /** Why the sandbox level was clamped, when it was. */
   sandbox_clamped: string | null;
+  /** Tokens the call used. */
   usage: { input_tokens: number; output_tokens: number };
+  /** Cost in USD; null when unknown (unmetered). */
   cost_usd: number | null;
   /** The svc session the task continued, if any. */
   session_id: string | null;
@@ -310,8 +408,11 @@ export interface TaskStatus {
 
 /** An event of a task: its state changes, in order. */
 export interface TaskEvent {
+  /** When the task entered the state (ISO 8601). */
   at: string;
+  /** The task. */
   task_id: string;
+  /** The state it entered. */
   state: TaskState;
 }
 
@@ -335,31 +436,48 @@ export function endsStream(event: RunEvent | TaskEvent): boolean {
 
 /** A persistent multi-turn conversation with one provider. */
 export interface SessionRecord {
+  /** The session's id (`ses_...`). */
   session_id: string;
+  /** Whose session it is: only its owner sees it. */
   owner: string;
+  /** A name the owner gave it, to continue it by name. */
   name: string | null;
   /** The provider it talks to; fixed by its first turn when not given at creation. */
   provider: string | null;
+  /** The profile it was created with, if any. */
   profile: string | null;
   /** A harness's own session id, updated after every turn (some tools return a new one). */
   harness_session_id: string | null;
+  /** Turns taken so far. */
   turns: number;
+  /** When it was created (ISO 8601). */
   created_at: string;
+  /** When its last turn ended (ISO 8601). */
   updated_at: string;
 }
 
 /** One dispatch of any origin (a run's call or a task), for history, statistics and costs. */
 export interface CallRecord {
+  /** When the call ended (ISO 8601). */
   at: string;
+  /** Whether a run's `agent()` call or a task made it. */
   source: "run" | "task";
   /** The run or task id. */
   id: string;
+  /** The call's position in the run's journal (1 for a task). */
   seq: number;
+  /** Whose call it was. */
   owner: string;
+  /** The provider that answered; null when none did. */
   provider: string | null;
+  /** The model that answered, when known. */
   model: string | null;
+  /** How it ended: a run call's outcome, or a task's end state. */
   outcome: CallOutcome | "succeeded" | "cancelled" | "timeout";
+  /** How long it took, in milliseconds. */
   duration_ms: number;
+  /** Tokens it used. */
   usage: { input_tokens: number; output_tokens: number };
+  /** Cost in USD; null when unknown (unmetered). */
   cost_usd: number | null;
 }

@@ -210,6 +210,7 @@ function spawnDetached(
   return child.pid ?? 0;
 }
 
+/** The Node implementation of {@linkcode Platform}, installed by the npm package's entry. */
 export const nodePlatform: Platform = {
   runtime: `node ${process.versions.node}`,
   embedded: false,

@@ -1,16 +1,20 @@
 /** How a child process ended. `signal` is set when a signal ended it. */
 export interface ExitStatus {
+  /** The exit code. */
   code: number;
+  /** The signal's name, e.g. `SIGKILL`; null when the child exited. */
   signal: string | null;
 }
 
 /** Options of {@linkcode Platform.spawn}. */
 export interface SpawnOptions {
+  /** The arguments, passed as they are: never through a shell. */
   args: readonly string[];
   /** Variables of the child; with `clearEnv` they are its whole environment. */
   env?: Record<string, string>;
   /** Start the child with an empty environment instead of inheriting the host's. */
   clearEnv?: boolean;
+  /** The child's working directory; the host's when absent. */
   cwd?: string;
   /** Put the child in a process group of its own, so that {@linkcode ChildProcess.kill} reaches its descendants. */
   newProcessGroup?: boolean;
@@ -18,10 +22,15 @@ export interface SpawnOptions {
 
 /** A spawned child with piped standard streams. */
 export interface ChildProcess {
+  /** The child's process id. */
   readonly pid: number;
+  /** Its standard input. */
   readonly stdin: WritableStream<Uint8Array>;
+  /** Its standard output. */
   readonly stdout: ReadableStream<Uint8Array>;
+  /** Its standard error. */
   readonly stderr: ReadableStream<Uint8Array>;
+  /** Resolves once the child has ended. */
   readonly status: Promise<ExitStatus>;
   /** Sends a signal to the child, or to its whole group when it was spawned with `newProcessGroup`. Never throws. */
   kill(signal?: "SIGKILL" | "SIGTERM"): void;
@@ -49,8 +58,11 @@ export interface HttpServer {
 
 /** A directory entry's kind, as {@linkcode Platform.stat} reports it. */
 export interface FileInfo {
+  /** A regular file. */
   isFile: boolean;
+  /** A directory. */
   isDirectory: boolean;
+  /** Size in bytes. */
   size: number;
   /** Last modification, in milliseconds since the epoch; null where the file system keeps none. */
   mtimeMs: number | null;
@@ -63,8 +75,11 @@ export type KvKey = readonly KvKeyPart[];
 
 /** One KV entry. Values are bytes: the ledger stores JSON, readable from Deno and Node alike. */
 export interface KvEntry {
+  /** The entry's key. */
   key: KvKey;
+  /** The stored bytes; null when the key does not exist. */
   value: Uint8Array | null;
+  /** Changes on every write of the key; null when it does not exist. */
   versionstamp: string | null;
 }
 
@@ -72,20 +87,26 @@ export interface KvEntry {
 export interface KvAtomic {
   /** Makes the commit fail unless `key` still has `versionstamp` (null: does not exist). */
   check(key: KvKey, versionstamp: string | null): KvAtomic;
+  /** Writes `value` under `key`. */
   set(key: KvKey, value: Uint8Array): KvAtomic;
+  /** Deletes `key`. */
   delete(key: KvKey): KvAtomic;
+  /** Commits every write, or none: `ok` is false when a check failed. */
   commit(): Promise<{ ok: boolean }>;
 }
 
 /** A KV store file (Deno KV's SQLite format on both runtimes). */
 export interface KvStore {
+  /** Reads one entry (its `value` null when absent). */
   get(key: KvKey): Promise<KvEntry>;
   /** Entries under `prefix`, in key order; with `start`, from that key on (inclusive). */
   list(
     prefix: KvKey,
     options?: { limit?: number; reverse?: boolean; start?: KvKey },
   ): AsyncIterable<KvEntry>;
+  /** Starts a set of writes that commit together. */
   atomic(): KvAtomic;
+  /** Closes the store. */
   close(): void;
 }
 
@@ -112,6 +133,7 @@ export interface Platform {
   denoExecutable(): string | undefined;
   /** Finds an executable on PATH; undefined when there is none. */
   which(command: string): string | undefined;
+  /** Starts a child process with piped standard streams; never through a shell. */
   spawn(command: string, options: SpawnOptions): ChildProcess;
   /**
    * Runs a command on the host's own standard streams, in a process group of its own, and
@@ -128,18 +150,26 @@ export interface Platform {
    * compiled binary: itself). Undefined under `deno run`, whose grants the caller supplies.
    */
   selfCommand(): { command: string; args: string[] } | undefined;
+  /** Reads an environment variable; undefined when unset or not granted. */
   env(name: string): string | undefined;
+  /** The user's home directory, when known. */
   homeDir(): string | undefined;
+  /** The host's working directory. */
   cwd(): string;
+  /** Reads a file as UTF-8. */
   readTextFile(path: string): Promise<string>;
+  /** Writes a file as UTF-8, creating or replacing it. */
   writeTextFile(path: string, text: string): Promise<void>;
+  /** Describes a path, following symbolic links. */
   stat(path: string): Promise<FileInfo>;
   /**
    * The absolute path of `path` with every symbolic link and `.`/`..` resolved, as the kernel
    * opens it. Fails with `NotFound` when it does not exist.
    */
   realPath(path: string): Promise<string>;
+  /** Creates a directory and its missing parents; an existing one is fine. */
   mkdir(path: string): Promise<void>;
+  /** Creates a fresh, private directory `<prefix><random>` under `dir` and returns its path. */
   makeTempDir(options: { dir: string; prefix: string }): Promise<string>;
   /** Moves a file in one step (used to publish a fully written file). */
   rename(from: string, to: string): Promise<void>;
@@ -152,11 +182,13 @@ export interface Platform {
   processAlive(pid: number): boolean | undefined;
   /** Id of this process. */
   pid(): number;
+  /** Removes a file, or a directory with everything in it. */
   remove(path: string): Promise<void>;
   /** Names of the entries of a directory. */
   readDir(path: string): Promise<string[]>;
   /** Writes text to the host's standard error, synchronously so narration keeps its order. */
   writeStderr(text: string): void;
+  /** Writes text to the host's standard output. */
   writeStdout(text: string): Promise<void>;
   /** The width of the terminal on standard error, or undefined when stderr is not a terminal. */
   stderrColumns(): number | undefined;
@@ -169,6 +201,7 @@ export interface Platform {
    * `RangeError` when there is more.
    */
   readStdin(maxBytes: number): Promise<Uint8Array>;
+  /** Ends the host process with `code`. */
   exit(code: number): never;
   /** Serves HTTP with `handler` until closed. Resolves once the server listens. */
   serve(

@@ -1,9 +1,14 @@
 import { z } from "zod";
+import type { Assert, SameType } from "./same_type.ts";
 
+/**
+ * How much a call's agent may touch: `read-only` reads the workdir, `write` may change it, `full`
+ * may also run anything and reach the network. The kernel admits or clamps what a call asks for.
+ */
+export type SandboxLevel = "read-only" | "write" | "full";
 /** Sandbox levels a call may ask for; the kernel admits or clamps them. */
 export const SandboxLevelSchema = z.enum(["read-only", "write", "full"]);
-/** A sandbox level. */
-export type SandboxLevel = z.infer<typeof SandboxLevelSchema>;
+type _SandboxLevelMatches = Assert<SameType<SandboxLevel, z.infer<typeof SandboxLevelSchema>>>;
 
 const SANDBOX_RANK: Record<SandboxLevel, number> = { "read-only": 0, write: 1, full: 2 };
 
@@ -17,8 +22,9 @@ export function sandboxAbove(a: SandboxLevel, b: SandboxLevel): boolean {
  * setting (docs/PROVIDERS.md, "Effort"); routing may also rank providers by it.
  */
 export const EffortSchema = z.enum(["low", "medium", "high", "xhigh", "max"]);
-/** An effort level. */
-export type Effort = z.infer<typeof EffortSchema>;
+/** Reasoning effort of a call, Claude Code's five levels from `low` to `max`. */
+export type Effort = "low" | "medium" | "high" | "xhigh" | "max";
+type _EffortMatches = Assert<SameType<Effort, z.infer<typeof EffortSchema>>>;
 
 const nonEmpty = z.string().min(1, "must not be empty");
 
@@ -56,8 +62,48 @@ export const AgentOptionsSchema = z.strictObject({
   message: "'schema' and 'schema_id' are mutually exclusive: pass one of them",
 });
 
-/** Validated options of one `agent()` call. */
-export type AgentOptions = z.infer<typeof AgentOptionsSchema>;
+/**
+ * Validated options of one `agent()` call: the specification's table (docs/SCRIPTS.md says what
+ * each does). All are optional; the dispatcher's routing and defaults fill in the rest.
+ */
+export interface AgentOptions {
+  /** The call's name in narration, the journal and history. */
+  label?: string;
+  /** The phase of the workflow the call belongs to (one of `meta.phases`, by convention). */
+  phase?: string;
+  /** How hard the model should think; each provider maps it onto its own setting. */
+  effort?: Effort;
+  /** A JSON Schema (or `true`/`false`) the result must satisfy: asks for structured output. */
+  schema?: Record<string, unknown> | boolean;
+  /** The id of a schema registered earlier, instead of `schema`. */
+  schema_id?: string;
+  /** `worktree` runs the call in a fresh git worktree of the workdir; `none` (default) does not. */
+  isolation?: "none" | "worktree";
+  /** The configured provider to use; absent or `auto`, routing chooses. */
+  provider?: string;
+  /** A named profile of the configuration: provider and model at once. */
+  profile?: string;
+  /** The model to ask the provider for. */
+  model?: string;
+  /** The sandbox level the call asks for (`read-only` when absent), at most the run's ceiling. */
+  sandbox?: SandboxLevel;
+  /** The folder the agent works in. */
+  workdir?: string;
+  /** A session (its `ses_` id or a name): the call continues that conversation. */
+  session?: string;
+  /** A routing tag: providers configured for it are tried first. */
+  tag?: string;
+  /** The call's expected cost, checked against the run's budget before it starts. */
+  estimate?: number | {
+    /** Expected tokens. */
+    tokens?: number;
+    /** Expected cost in USD. */
+    usd?: number;
+  };
+  /** A subagent definition (`.claude/agents/<name>.md`, or a built-in type), as in Claude Code. */
+  agentType?: string;
+}
+type _AgentOptionsMatches = Assert<SameType<AgentOptions, z.infer<typeof AgentOptionsSchema>>>;
 
 /** What `agent()` sends across the bridge. */
 export const AgentCallSchema = z.strictObject({

@@ -32,3 +32,5 @@ export {
   SessionCreateSchema,
 } from "./dispatch.ts";
 export { describeIssue } from "./issues.ts";
+export type { Assert, SameType } from "./same_type.ts";
+export type { Schema, SchemaIssue, SchemaResult } from "./schema.ts";

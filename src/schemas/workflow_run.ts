@@ -1,11 +1,18 @@
 import { z } from "zod";
 import { sandboxAbove, SandboxLevelSchema } from "./agent_options.ts";
-import { BoundedJsonSchema } from "./json.ts";
+import { BoundedJsonSchema, type JsonValue } from "./json.ts";
+import type { Assert, SameType } from "./same_type.ts";
+import type { SandboxLevel } from "./agent_options.ts";
+import type { Schema } from "./schema.ts";
 
 /** Isolation tiers of the specification. */
 export const IsolationSchema = z.enum(["unsafe-local", "microvm"]);
-/** An isolation tier. */
-export type IsolationTier = z.infer<typeof IsolationSchema>;
+/**
+ * Where a run's script is evaluated: `unsafe-local` in a permissionless Deno process on the host,
+ * `microvm` in a virtual machine (refused until a backend exists).
+ */
+export type IsolationTier = "unsafe-local" | "microvm";
+type _IsolationTierMatches = Assert<SameType<IsolationTier, z.infer<typeof IsolationSchema>>>;
 
 /** The most `agent()` calls a run may be allowed (`max_agents`). */
 export const MAX_AGENTS_LIMIT = 1000;
@@ -15,11 +22,7 @@ export const MAX_AGENTS_LIMIT = 1000;
  */
 export const CONCURRENCY_LIMIT = 64;
 
-/**
- * Parameters of a workflow run, the same from the command line, HTTP and the tool protocol.
- * `args` is passed to the script unchanged; absent means the script sees `undefined`.
- */
-export const WorkflowRunRequestSchema = z.strictObject({
+const workflowRunRequestSchema = z.strictObject({
   script: z.string().min(1, "must not be empty"),
   /** The script's file name, for messages and stack traces: a base name, never a path. */
   filename: z.string().max(255, "must be at most 255 characters").regex(
@@ -58,5 +61,53 @@ export const WorkflowRunRequestSchema = z.strictObject({
   { path: ["sandbox_max"], message: "must not be below sandbox_default" },
 );
 
-/** A validated workflow run request. */
-export type WorkflowRunRequest = z.infer<typeof WorkflowRunRequestSchema>;
+/**
+ * A validated workflow run request: the parameters of a run, the same from the command line,
+ * HTTP and the tool protocol, with defaults applied.
+ */
+export interface WorkflowRunRequest {
+  /** The script's source. */
+  script: string;
+  /** The script's file name, for messages and stack traces: a base name, never a path. */
+  filename?: string;
+  /** Passed to the script unchanged; absent means the script sees `undefined`. */
+  args?: JsonValue;
+  /** The sandbox level of a call that names none (default `read-only`). */
+  sandbox_default: SandboxLevel;
+  /** The ceiling of every call's sandbox level; `sandbox_default` when absent. */
+  sandbox_max?: SandboxLevel;
+  /** Where the script is evaluated (default `unsafe-local`). */
+  isolation: IsolationTier;
+  /** The run's working directory: calls' agents work there unless they name their own. */
+  workdir?: string;
+  /**
+   * The folder the script came from (the CLI sets it from the script file's real path): the
+   * relative refs of its `workflow()` calls start there. An existing absolute directory.
+   */
+  script_dir?: string;
+  /** Seconds the run may take before it is stopped (default 3600, at most a week). */
+  timeout: number;
+  /** Answer every `agent()` call with the fake provider instead of a real one. */
+  fake_dispatch: boolean;
+  /** The run's budget in tokens: calls stop being started at it (docs/SCRIPTS.md, "Budget"). */
+  budget_tokens?: number;
+  /** The run's budget in USD: calls stop being started at it (docs/SCRIPTS.md, "Budget"). */
+  budget_usd?: number;
+  /** A past run whose journaled results are replayed instead of calling again. */
+  resume_from?: string;
+  /** `agent()` calls the run may make, sub-workflows included; later ones return null. Default 200. */
+  max_agents?: number;
+  /** `agent()` calls of the run that may run at once; more queue. Default 8. */
+  concurrency?: number;
+  /** Attempts of a schema call whose result fails validation (first try included). */
+  schema_attempts: number;
+}
+type _WorkflowRunRequestMatches = Assert<
+  SameType<WorkflowRunRequest, z.infer<typeof workflowRunRequestSchema>>
+>;
+
+/**
+ * Validates the parameters of a workflow run, the same from the command line, HTTP and the tool
+ * protocol: unknown fields and out-of-range values are refused, defaults filled in.
+ */
+export const WorkflowRunRequestSchema: Schema<WorkflowRunRequest> = workflowRunRequestSchema;
