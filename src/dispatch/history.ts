@@ -2,26 +2,39 @@ import { type Caller, type CallRecord, type Ledger, ownerScope } from "../ledger
 
 /** Statistics of one provider over the call log. */
 export interface ProviderStats {
+  /** The provider's configured name. */
   provider: string;
+  /** Calls it was sent. */
   calls: number;
+  /** Of those, the ones that failed, timed out or were cancelled. */
   failed: number;
+  /** `failed / calls`, from 0 to 1. */
   failure_rate: number;
   /** Median and 95th percentile of call durations, in ms. */
   latency_ms: { median: number; p95: number };
+  /** Tokens it reported, in and out. */
   usage: { input_tokens: number; output_tokens: number };
   /** Known cost in USD; calls of unknown cost are counted in `unmetered_calls`. */
   cost_usd: number;
+  /** Calls of unknown cost (no price configured). */
   unmetered_calls: number;
 }
 
 /** Totals over the call log: what `/api/stats`, `/api/costs` and `/api/usage/summary` answer. */
 export interface UsageSummary {
+  /** Calls in the log looked at. */
   calls: number;
+  /** Of those, the ones that failed, timed out or were cancelled. */
   failed: number;
+  /** Of those, the ones a resume replayed from a journal (no provider was asked). */
   replayed: number;
+  /** Tokens the providers reported, in and out. */
   usage: { input_tokens: number; output_tokens: number };
+  /** Currency of the priced calls. */
   cost_usd: number;
+  /** Calls whose cost is unknown (no price configured): `cost_usd` leaves them out. */
   unmetered_calls: number;
+  /** The same figures per provider, with latency percentiles. */
   by_provider: ProviderStats[];
   /** Cost and calls per day (UTC), newest first. */
   by_day: Array<{ day: string; calls: number; cost_usd: number }>;

@@ -13,6 +13,7 @@ import type { DispatchContext, Dispatcher, DispatchInput, DispatchOutcome } from
 
 /** A session with its messages, for `svc session show` and `GET /api/sessions/{id}`. */
 export interface SessionDetail extends SessionRecord {
+  /** An API session's history, oldest first (empty for a harness session). */
   messages: ChatMessage[];
 }
 
@@ -25,6 +26,7 @@ export class SessionStore {
   readonly #ledger: Ledger;
   readonly #locks = new Map<string, Promise<unknown>>();
 
+  /** A store over `ledger`, where sessions and their messages live. */
   constructor(ledger: Ledger) {
     this.#ledger = ledger;
   }

@@ -70,6 +70,7 @@ export class TaskManager {
   readonly #host: HostLease;
   readonly #ownsHost: boolean;
 
+  /** A manager over the dispatcher and ledger of `options`; it runs nothing until asked. */
   constructor(options: TaskManagerOptions) {
     this.#options = withDefaults({ cancelPollMs: 250 }, options);
     this.#ownsHost = options.host === undefined;

@@ -45,7 +45,9 @@ import { resolveWorkflow } from "./sub_workflow.ts";
 
 /** Options of {@linkcode RunManager.create}. */
 export interface RunManagerOptions {
+  /** Where the runs' `agent()` calls go. */
   dispatcher: Dispatcher;
+  /** Where runs, journals and event feeds are kept. */
   ledger: Ledger;
   /** Where `agent(..., {session})` conversations live. Default: a store over `ledger`. */
   sessions?: SessionStore;
@@ -53,6 +55,7 @@ export interface RunManagerOptions {
   projectDir?: string;
   /** The user's home, whose `.claude/agents/` and `.claude/workflows/` come after the project's. Default: `HOME`. */
   userHome?: string;
+  /** The backends scripts run in, by isolation tier. Default: unsafe-local and microvm. */
   isolation?: IsolationBackends;
   /** Simultaneous `agent()` calls of one run; more queue. Default 8. */
   concurrency?: number;

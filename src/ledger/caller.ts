@@ -6,7 +6,9 @@ import { SvcError } from "../errors/mod.ts";
  * sees everyone's. What a caller creates is recorded under its `owner`.
  */
 export interface Caller {
+  /** Who the caller is: records it creates are this owner's, and it sees this owner's. */
   readonly owner: string;
+  /** An administrator sees and changes every owner's records. */
   readonly admin?: boolean;
 }
 

@@ -20,6 +20,7 @@ export class HostLease {
   #timer: ReturnType<typeof setInterval> | undefined;
   #first: Promise<void> | undefined;
 
+  /** A new identity on `ledger`; its heartbeat starts with the first hold. */
   constructor(ledger: Ledger, options: { heartbeatMs?: number } = {}) {
     this.#ledger = ledger;
     this.#intervalMs = options.heartbeatMs ?? HEARTBEAT_MS;

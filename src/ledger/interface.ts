@@ -15,13 +15,17 @@ import type {
 
 /** The host that runs a run or a task, as recorded for crash recovery. */
 export interface HostRef {
+  /** The host's id, `host_...`, new for every process. */
   id: string;
+  /** Its process id, to tell a dead host from a live one on the same machine. */
   pid: number;
 }
 
 /** A run's event with its place in the run's feed. */
 export interface RunEventAt {
+  /** Its position in the run's feed, from 0. */
   seq: number;
+  /** The event. */
   event: RunEvent;
 }
 

@@ -424,7 +424,9 @@ export type EventStream = { kind: "run"; id: string } | { kind: "task"; id: stri
  * repeats, so that a reader that saw up to `seq` resumes with `after: seq`.
  */
 export interface FeedItem<E = RunEvent | TaskEvent> {
+  /** The event's position in its stream, from 0. */
   seq: number;
+  /** The event as it was recorded. */
   event: E;
 }
 

@@ -21,6 +21,7 @@ export class EventFeed {
   readonly #runs: RunManager;
   readonly #tasks: TaskManager;
 
+  /** The feed over the run and task services, which check the owner rule. */
   constructor(services: { runs: RunManager; tasks: TaskManager }) {
     this.#runs = services.runs;
     this.#tasks = services.tasks;

@@ -46,17 +46,25 @@ export interface ServicesOptions {
 export interface Services extends AsyncDisposable {
   /** The data directory. */
   readonly home: string;
+  /** The configuration the services were built from. */
   readonly config: Config;
   /** The configuration file, or null for the built-in default. */
   readonly configPath: string | null;
+  /** The one ledger every service writes to. */
   readonly ledger: Ledger;
   /** This process's identity in the ledger. */
   readonly host: HostLease;
+  /** Routes and performs agent calls (providers, admission, availability). */
   readonly dispatcher: Dispatcher;
+  /** Multi-turn conversations. */
   readonly sessions: SessionStore;
+  /** Asynchronous dispatches (tasks). */
   readonly tasks: TaskManager;
+  /** Workflow runs. */
   readonly runs: RunManager;
+  /** Git worktrees of `isolation: "worktree"` calls. */
   readonly worktrees: WorktreeManager;
+  /** The event feed of every run and task. */
   readonly events: EventFeed;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
