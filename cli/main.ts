@@ -8,6 +8,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
+import { addRunCommands } from "./run_commands.ts";
 import { EXIT, exitStatusOfError } from "./exit_status.ts";
 import { UsageError, workflowRun } from "./workflow_run.ts";
 
@@ -33,7 +34,9 @@ function buildProgram(run: Invocation): Command {
     })
     .showSuggestionAfterError(true);
 
-  const workflow = program.command("workflow").description("Run workflow scripts").exitOverride();
+  const workflow = program.command("workflow").description(
+    "Run workflow scripts, and list, read, follow and cancel runs",
+  ).exitOverride();
   workflow
     .command("run")
     .description("Run a workflow script and print its returned value as JSON")
@@ -85,6 +88,9 @@ function buildProgram(run: Invocation): Command {
     .action(async (script: string, flags) => {
       run.exitCode = await workflowRun(script, flags);
     });
+  addRunCommands(workflow, async (action) => {
+    run.exitCode = await action();
+  });
   addDispatchCommands(program, async (action) => {
     run.exitCode = await action();
   });
