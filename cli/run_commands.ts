@@ -129,7 +129,7 @@ async function workflowStatus(runId: string, flags: { json?: boolean }): Promise
   const status = await host.runs.get(runId, host.caller);
   if (!status) throw notFound(runId);
   if (flags.json) await printJson(status, 2);
-  else for (const line of statusLines(status)) printLine(line);
+  else await printOut(statusLines(status));
   return EXIT.ok;
 }
 
