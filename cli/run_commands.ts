@@ -16,15 +16,7 @@ import { formatAge, formatCost, renderTable, type TableColumn } from "./table.ts
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { UsageError } from "./workflow_input.ts";
 
-const RUN_STATES: readonly RunState[] = [
-  "queued",
-  "running",
-  "succeeded",
-  "failed",
-  "cancelled",
-  "timeout",
-  "interrupted",
-];
+const RUN_STATES: readonly RunState[] = ["queued", "running", ...TERMINAL_STATES];
 /** Longest result preview in `workflow journal`, in characters. */
 const PREVIEW = 60;
 

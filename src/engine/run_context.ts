@@ -48,6 +48,8 @@ export interface RunContextOptions {
 const TEXT_LIMIT = 8 * 1024;
 /** The least time between two call-count events of a run's feed, in ms. */
 export const COUNTS_INTERVAL_MS = 100;
+/** How long the counts wait after a change before they enter the feed, in ms. */
+const COUNTS_SETTLE_MS = 20;
 const encoder = new TextEncoder();
 
 /** The host's clock, as every record stamps it. */
@@ -259,7 +261,8 @@ export class RunContext {
    */
   callsChanged(): void {
     if (this.#countsTimer !== undefined || TERMINAL_STATES.has(this.status.state)) return;
-    const wait = Math.max(0, this.#countsAt + COUNTS_INTERVAL_MS - Date.now());
+    // A first change waits a moment, so that a wave of calls arriving together shows whole.
+    const wait = Math.max(COUNTS_SETTLE_MS, this.#countsAt + COUNTS_INTERVAL_MS - Date.now());
     this.#countsTimer = setTimeout(() => {
       this.#countsTimer = undefined;
       this.#emitCounts();
