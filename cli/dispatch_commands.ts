@@ -131,7 +131,11 @@ async function taskStatus(taskId: string): Promise<number> {
   await using host = await openHost();
   const task = await host.tasks.get(taskId, host.caller);
   if (!task) throw new SvcError("not_found", `Cannot find task '${taskId}': no such task`);
-  const events = await Array.fromAsync(host.tasks.events(taskId, host.caller, { follow: false }));
+  // A loop, not Array.fromAsync: the npm package runs on Node 20, which lacks it.
+  const events = [];
+  for await (const item of host.tasks.events(taskId, host.caller, { follow: false })) {
+    events.push(item);
+  }
   await json({ ...task, events: events.map((item) => item.event) });
   return EXIT.ok;
 }
