@@ -17,14 +17,25 @@ const LOCAL = { owner: "local" };
  *    dispatcher as `createDispatcher()` builds it by default (latency from
  *    `SVC_FAKE_LATENCY_MS`, else 0) and with `fakeLatencyMs: 0`.
  *
- * Every repetition measures all of them in turn; the first two repetitions are warm-ups and are
- * discarded. Every step has a time limit, so the benchmark always ends.
+ * 3. Latency of the event feed: from an event being recorded (its `at`, stamped by the host that
+ *    runs the work) to a reader following the run's feed seeing it (`Date.now()` on the same
+ *    machine's clock, 1 ms resolution), over the log lines of a run (`bench_feed_writer.ts`).
+ *    The reader is in another process than the writer (woken by polling the ledger, at the
+ *    default period and at a short one), compared with a reader in the same process (woken by
+ *    the ledger's own write). Plus the CPU an idle reader spends polling. Measured once, after
+ *    the repetitions, since each measurement already has many events.
+ *
+ * Every repetition measures the first two in turn; the first two repetitions are warm-ups and
+ * are discarded. Every step has a time limit, so the benchmark always ends.
  * @module
  */
+import process from "node:process";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
 import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
+import { openServices, type Services } from "../src/services/mod.ts";
+import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
 
 const DEFAULT_RUNS = 15;
 const MAX_RUNS = 1000;
@@ -37,6 +48,13 @@ const STEP_TIMEOUT_MS = 30_000;
 const RUN_TIMEOUT_S = 30;
 /** Heap cap of a guest, as the RunManager sets it by default. */
 const GUEST_HEAP_MB = 512;
+
+/** The ledger's default polling period for readers in another process, in ms. */
+const DEFAULT_POLL_MS = 25;
+/** A shorter polling period, to show what latency it buys and what it costs an idle reader. */
+const SHORT_POLL_MS = 5;
+/** How long an idle reader waits while its CPU time is measured, in ms. */
+const IDLE_MS = 1000;
 
 const ONE_CALL_SCRIPT = `return await agent("hello");\n`;
 const FANOUT_SCRIPT = [
@@ -373,6 +391,155 @@ async function timeCli(home: string, script: string): Promise<number> {
   return ms;
 }
 
+/** What a reader of the feed run saw: the latency of each of its log lines, in ms. */
+interface FeedSample {
+  latenciesMs: number[];
+}
+
+/**
+ * Follows the feed run through the services, as a surface does (`svc workflow watch`), and
+ * measures for each log line the time from its `at` to its arrival here. The first read is a
+ * replay; the reader must have attached before the first line was recorded, else that line
+ * would count its wait in the replay.
+ */
+async function followTicks(services: Services, runId: string): Promise<FeedSample> {
+  const latenciesMs: number[] = [];
+  let attachedAt: number | undefined;
+  let firstTickAt: number | undefined;
+  const feed = services.runs.events(runId, FEED_CALLER, {
+    signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+  });
+  let ended = false;
+  for await (const { event } of feed) {
+    const seenAt = Date.now();
+    attachedAt ??= seenAt;
+    if (event.type === "narration" && event.entry.text.startsWith(TICK_PREFIX)) {
+      const at = Date.parse(event.at);
+      firstTickAt ??= at;
+      latenciesMs.push(seenAt - at);
+    }
+    if (event.type === "state" && event.state === "succeeded") ended = true;
+  }
+  if (!ended) throw new Error(`the feed of run ${runId} did not end with 'succeeded'`);
+  if (latenciesMs.length !== FEED_TICKS) {
+    throw new Error(`the feed reader saw ${latenciesMs.length} log lines, not ${FEED_TICKS}`);
+  }
+  if (firstTickAt === undefined || attachedAt === undefined || attachedAt >= firstTickAt) {
+    throw new Error("the feed reader attached after the first log line: lengthen the pause");
+  }
+  return { latenciesMs };
+}
+
+/** Baseline: writer and reader in this process, the reader woken by the ledger's own write. */
+async function timeFeedSameProcess(home: string): Promise<FeedSample> {
+  await using services = await openServices({ home });
+  const runId = await startFeedRun(services);
+  const sample = await followTicks(services, runId);
+  expectSucceeded(await services.runs.wait(runId, FEED_CALLER), "the feed run");
+  return sample;
+}
+
+/** Reads a child's stream to its end as text. */
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
+  let text = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) text += chunk;
+  return text;
+}
+
+/**
+ * The writer in a child process (`bench_feed_writer.ts`), the reader here with its own services
+ * on the same home, polling the ledger every `pollMs`.
+ */
+async function timeFeedCrossProcess(home: string, pollMs: number): Promise<FeedSample> {
+  await using services = await openServices({ home, pollMs });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      "--allow-env",
+      "scripts/bench_feed_writer.ts",
+      home,
+    ],
+    cwd: repoRoot(),
+    env: { DENO_NO_UPDATE_CHECK: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+  }).spawn();
+  let exited = false;
+  const status = child.status.finally(() => exited = true);
+  const stderr = readAll(child.stderr);
+  try {
+    // The child's first line names its run; the rest of its output is drained meanwhile.
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    while (!buffered.includes("\n")) {
+      const { value, done } = await lines.read();
+      if (done) {
+        throw new Error(`the feed writer ended before naming its run: ${(await stderr).trim()}`);
+      }
+      buffered += value;
+    }
+    const drained = (async () => {
+      while (!(await lines.read()).done) { /* nothing more is expected */ }
+    })();
+    const { run_id: runId } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as {
+      run_id: string;
+    };
+    const sample = await followTicks(services, runId);
+    const { code } = await status;
+    await drained;
+    if (code !== 0) {
+      throw new Error(`the feed writer exited with status ${code}: ${(await stderr).trim()}`);
+    }
+    return sample;
+  } finally {
+    if (!exited) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // It ended meanwhile.
+      }
+    }
+    await status;
+    await stderr.catch(() => "");
+  }
+}
+
+/**
+ * CPU time (% of one core) of this process while one reader waits `IDLE_MS` for events of a
+ * stream nobody writes: the cost of polling at `pollMs`; without `pollMs`, nothing waits.
+ */
+async function idleCpuPercent(home: string, pollMs?: number): Promise<number> {
+  const ledger = await openLedger(home, pollMs !== undefined ? { pollMs } : {});
+  try {
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    if (pollMs === undefined) await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    else {
+      await ledger.waitForEvents({ kind: "run", id: "run_idle_bench" }, {
+        after: -1,
+        timeoutMs: IDLE_MS,
+      });
+    }
+    const cpu1 = process.cpuUsage();
+    const elapsedUs = (performance.now() - t0) * 1000;
+    return (100 * (cpu1.user - cpu0.user + cpu1.system - cpu0.system)) / elapsedUs;
+  } finally {
+    ledger.close();
+  }
+}
+
+/** Median and 95th percentile (nearest rank) of a sample, with min and max. */
+function withP95(samples: number[]): Stats & { p95: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil(0.95 * sorted.length));
+  return { ...summarize(samples), p95: round(sorted[rank - 1] ?? 0) };
+}
+
 /** Runs `fn` with a fresh temporary directory under `root`, removed afterwards. */
 async function withTempDir<T>(root: string, fn: (dir: string) => Promise<T>): Promise<T> {
   const dir = await Deno.makeTempDir({ dir: root, prefix: "home-" });
@@ -454,6 +621,24 @@ async function main(args: string[]): Promise<number> {
       const rep = await repetition(root, emptyScript, oneCallScript, fanoutScript);
       if (i >= WARMUP_RUNS) reps.push(rep);
     }
+
+    // The event feed, once: each measurement holds FEED_TICKS events.
+    const sameProcess = withP95(
+      (await withTempDir(root, (home) => timeFeedSameProcess(home))).latenciesMs,
+    );
+    const crossDefault = withP95(
+      (await withTempDir(root, (home) => timeFeedCrossProcess(home, DEFAULT_POLL_MS)))
+        .latenciesMs,
+    );
+    const crossShort = withP95(
+      (await withTempDir(root, (home) => timeFeedCrossProcess(home, SHORT_POLL_MS)))
+        .latenciesMs,
+    );
+    const idleNone = round(await withTempDir(root, (home) => idleCpuPercent(home)));
+    const idleDefault = round(
+      await withTempDir(root, (home) => idleCpuPercent(home, DEFAULT_POLL_MS)),
+    );
+    const idleShort = round(await withTempDir(root, (home) => idleCpuPercent(home, SHORT_POLL_MS)));
     const elapsedS = (performance.now() - started) / 1000;
 
     const pick = (key: keyof Repetition): Stats => summarize(reps.map((r) => r[key]));
@@ -477,6 +662,8 @@ async function main(args: string[]): Promise<number> {
       replay_vs_live: round(replay.median / live.median),
       host_vs_bare: round(hostMb.median / bareMb.median),
       guest_vs_bare: round(guestMb.median / bareMb.median),
+      // At least 1 ms, the resolution of `at`, so that the ratio stays finite.
+      feed_other_process_vs_same: round(crossDefault.median / Math.max(sameProcess.median, 1)),
     };
     const machine = {
       nproc: navigator.hardwareConcurrency,
@@ -508,6 +695,20 @@ async function main(args: string[]): Promise<number> {
       [`peak RSS of the host, ${FANOUT_CALLS}-call CLI run`, hostMb, "MiB"],
       ["peak RSS of its guest", guestMb, "MiB"],
       ["peak RSS of a bare deno run (empty file)", bareMb, "MiB"],
+      [
+        `event recorded -> seen, reader in the same process (${FEED_TICKS} events)`,
+        sameProcess,
+        "ms",
+      ],
+      ["  p95", sameProcess.p95, "ms"],
+      [`  reader in another process, poll ${DEFAULT_POLL_MS} ms (default)`, crossDefault, "ms"],
+      ["  p95", crossDefault.p95, "ms"],
+      ["  other process / same process (medians)", ratios.feed_other_process_vs_same, "x"],
+      [`  reader in another process, poll ${SHORT_POLL_MS} ms`, crossShort, "ms"],
+      ["  p95", crossShort.p95, "ms"],
+      [`CPU of an idle reader, poll ${DEFAULT_POLL_MS} ms`, idleDefault, "% core"],
+      [`  poll ${SHORT_POLL_MS} ms`, idleShort, "% core"],
+      ["  no reader (same process, asleep)", idleNone, "% core"],
     ]));
     console.log("");
     console.log(JSON.stringify({
@@ -531,6 +732,19 @@ async function main(args: string[]): Promise<number> {
       resume: { replayed_calls_per_s: replay },
       journal: { write_ms: journalWrite, live_call_ms: perCallMs },
       memory_mib: { host: hostMb, guest: guestMb, bare_deno: bareMb },
+      feed: {
+        events: FEED_TICKS,
+        same_process_ms: sameProcess,
+        other_process_ms: {
+          [`poll_${DEFAULT_POLL_MS}`]: crossDefault,
+          [`poll_${SHORT_POLL_MS}`]: crossShort,
+        },
+        idle_cpu_percent: {
+          [`poll_${DEFAULT_POLL_MS}`]: idleDefault,
+          [`poll_${SHORT_POLL_MS}`]: idleShort,
+          none: idleNone,
+        },
+      },
       ratios,
     }));
     return 0;
