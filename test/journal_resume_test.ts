@@ -192,6 +192,6 @@ Deno.test("resume refuses an unknown run, another owner's run and a run still ru
     "conflict",
     /it is still (queued|running)/,
   );
-  t.manager.cancel(running.run_id, LOCAL);
-  await t.manager.wait(running.run_id, LOCAL);
+  await t.manager.cancel(running.run_id, { owner: "alice" });
+  await t.manager.wait(running.run_id, { owner: "alice" });
 });
