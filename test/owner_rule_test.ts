@@ -59,7 +59,10 @@ Deno.test("an owner never sees another owner's runs, tasks, sessions, history or
   ];
   for (const call of runCalls) {
     const theirs = await answer(() => call(run.run_id), run.run_id);
-    assert.deepEqual(theirs, await answer(() => call("run_unknown"), "run_unknown"));
+    assert.deepEqual(
+      theirs,
+      await answer(() => call("run_000000000000000000"), "run_000000000000000000"),
+    );
     assert.equal((theirs as { code?: string }).code, "not_found");
   }
   const taskCalls: Array<(id: string) => Promise<unknown>> = [
@@ -71,13 +74,16 @@ Deno.test("an owner never sees another owner's runs, tasks, sessions, history or
   ];
   for (const call of taskCalls) {
     const theirs = await answer(() => call(task.task_id), task.task_id);
-    assert.deepEqual(theirs, await answer(() => call("task_unknown"), "task_unknown"));
+    assert.deepEqual(
+      theirs,
+      await answer(() => call("task_000000000000000000"), "task_000000000000000000"),
+    );
     assert.equal((theirs as { code?: string }).code, "not_found");
   }
   for (const ref of [session.session_id, "pairing"]) {
     assert.deepEqual(
       await answer(() => s.sessions.get(ref, BOB), ref),
-      await answer(() => s.sessions.get("ses_unknown", BOB), "ses_unknown"),
+      await answer(() => s.sessions.get("ses_000000000000000000", BOB), "ses_000000000000000000"),
     );
   }
 
@@ -118,4 +124,29 @@ Deno.test("an owner name is checked: empty, too long or with control characters 
       (e: unknown) => e instanceof SvcError && e.code === "invalid_argument",
     );
   }
+});
+
+Deno.test("an id or session name of any other shape finds nothing and never reaches the ledger", async () => {
+  await using home = await tempDir();
+  await using s = await openServices({ home: home.path });
+  const huge = `run_${"x".repeat(5000)}`;
+  assert.equal(await s.runs.get(huge, ALICE), undefined);
+  for (
+    const call of [
+      () => s.runs.wait(huge, ALICE),
+      () => s.runs.cancel(huge, ALICE),
+      () => s.tasks.cancel(huge.replace("run_", "task_"), ALICE),
+      () => s.sessions.get("n".repeat(5000), ALICE),
+    ]
+  ) {
+    await assert.rejects(call(), (e: unknown) => {
+      assert.ok(e instanceof SvcError && e.code === "not_found", String(e));
+      assert.ok(e.message.length < 200, "the id is clipped in the message");
+      return true;
+    });
+  }
+  await assert.rejects(
+    s.sessions.create({ name: "n".repeat(129) }, ALICE),
+    (e: unknown) => e instanceof SvcError && e.code === "invalid_request",
+  );
 });

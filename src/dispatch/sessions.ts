@@ -2,13 +2,19 @@ import { SvcError } from "../errors/mod.ts";
 import {
   type Caller,
   type ChatMessage,
+  isId,
   type Ledger,
   mayAccess,
   newId,
   ownerScope,
   type SessionRecord,
+  shownId,
 } from "../ledger/mod.ts";
-import { type SessionCreateRequest, SessionCreateSchema } from "../schemas/mod.ts";
+import {
+  SESSION_NAME_LIMIT,
+  type SessionCreateRequest,
+  SessionCreateSchema,
+} from "../schemas/mod.ts";
 import type { DispatchContext, Dispatcher, DispatchInput, DispatchOutcome } from "./dispatcher.ts";
 
 /** A session with its messages, for `svc session show` and `GET /api/sessions/{id}`. */
@@ -75,18 +81,25 @@ export class SessionStore {
    * an unknown one and for one the caller may not see.
    */
   async get(ref: string, caller: Caller): Promise<SessionDetail> {
-    const byId = ref.startsWith("ses_") ? await this.#ledger.getSession(ref) : undefined;
-    const found = byId ?? await this.#ledger.findSession(caller.owner, ref);
+    const found = await this.#lookup(ref, caller.owner);
     const session = found && mayAccess(caller, found.owner) ? found : undefined;
-    if (!session) throw new SvcError("not_found", `Cannot find session '${ref}': no such session`);
+    if (!session) {
+      throw new SvcError("not_found", `Cannot find session '${shownId(ref)}': no such session`);
+    }
     return { ...session, messages: await this.#ledger.getSessionMessages(session.session_id) };
   }
 
   /** The owner's session by id or name: a turn only ever continues its own owner's sessions. */
   async #find(ref: string, owner: string): Promise<SessionRecord | undefined> {
-    const byId = ref.startsWith("ses_") ? await this.#ledger.getSession(ref) : undefined;
-    const session = byId ?? await this.#ledger.findSession(owner, ref);
+    const session = await this.#lookup(ref, owner);
     return session && session.owner === owner ? session : undefined;
+  }
+
+  /** A session by id, or by a name of `owner`'s; a reference of no valid shape finds nothing. */
+  async #lookup(ref: string, owner: string): Promise<SessionRecord | undefined> {
+    if (isId("ses", ref)) return await this.#ledger.getSession(ref);
+    if (ref.length > SESSION_NAME_LIMIT) return undefined;
+    return await this.#ledger.findSession(owner, ref);
   }
 
   /**

@@ -4,11 +4,13 @@ import {
   type FeedItem,
   followEvents,
   HostLease,
+  isId,
   isTerminal,
   type Ledger,
   mayAccess,
   newId,
   ownerScope,
+  shownId,
   type TaskEvent,
   type TaskState,
   type TaskStatus,
@@ -142,9 +144,9 @@ export class TaskManager {
 
   /** Runs a queued task in this process (a worker's job). Refuses one that is not queued. */
   async work(taskId: string, caller: Caller): Promise<TaskStatus> {
-    const task = await this.#options.ledger.getTask(taskId);
-    if (!task || !mayAccess(caller, task.owner)) {
-      throw new SvcError("not_found", `Cannot work on task '${taskId}': no such task`);
+    const task = await this.get(taskId, caller);
+    if (!task) {
+      throw new SvcError("not_found", `Cannot work on task '${shownId(taskId)}': no such task`);
     }
     if (task.state !== "queued") {
       throw new SvcError("conflict", `Cannot work on task '${taskId}': it is ${task.state}`);
@@ -329,6 +331,7 @@ export class TaskManager {
 
   /** A task's status; undefined alike for an unknown id and a task the caller may not see. */
   async get(taskId: string, caller: Caller): Promise<TaskStatus | undefined> {
+    if (!isId("task", taskId)) return undefined;
     const live = this.#live.get(taskId);
     const task = live ? structuredClone(live.status) : await this.#options.ledger.getTask(taskId);
     if (!task || !mayAccess(caller, task.owner)) return undefined;
@@ -337,7 +340,9 @@ export class TaskManager {
 
   async #visible(taskId: string, caller: Caller, action: string): Promise<TaskStatus> {
     const task = await this.get(taskId, caller);
-    if (!task) throw new SvcError("not_found", `Cannot ${action} task '${taskId}': no such task`);
+    if (!task) {
+      throw new SvcError("not_found", `Cannot ${action} task '${shownId(taskId)}': no such task`);
+    }
     return task;
   }
 

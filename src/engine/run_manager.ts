@@ -13,6 +13,7 @@ import {
   type FeedItem,
   followEvents,
   HostLease,
+  isId,
   type JournalEntry,
   type Ledger,
   mayAccess,
@@ -22,6 +23,7 @@ import {
   type RunEvent,
   type RunState,
   type RunStatus,
+  shownId,
   TERMINAL_STATES,
 } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
@@ -305,6 +307,7 @@ export class RunManager {
    * may not see alike.
    */
   async get(runId: string, caller: Caller): Promise<RunStatus | undefined> {
+    if (!isId("run", runId)) return undefined;
     const live = this.#runs.get(runId);
     const status = live ? structuredClone(live.status) : await this.#ledger.getRun(runId);
     if (!status || !mayAccess(caller, status.owner)) return undefined;
@@ -313,7 +316,9 @@ export class RunManager {
 
   async #visible(runId: string, caller: Caller, action: string): Promise<RunStatus> {
     const status = await this.get(runId, caller);
-    if (!status) throw new SvcError("not_found", `Cannot ${action} run '${runId}': no such run`);
+    if (!status) {
+      throw new SvcError("not_found", `Cannot ${action} run '${shownId(runId)}': no such run`);
+    }
     return status;
   }
 

@@ -41,4 +41,4 @@ export {
   type UsageTotals,
 } from "./records.ts";
 export type { ChatMessage } from "./chat.ts";
-export { newId } from "./ids.ts";
+export { isId, newId, shownId } from "./ids.ts";

@@ -20,9 +20,13 @@ export const DispatchRequestSchema = AgentOptionsSchema.safeExtend({
 /** A validated dispatch request. */
 export type DispatchTaskRequest = z.infer<typeof DispatchRequestSchema>;
 
+/** Longest session name: a name is part of a ledger key. */
+export const SESSION_NAME_LIMIT = 128;
+
 /** Creating a session: which provider (or profile) it talks to, and a name to find it by. */
 export const SessionCreateSchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'")
+  name: z.string().max(SESSION_NAME_LIMIT)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'")
     .optional(),
   provider: z.string().min(1).optional(),
   profile: z.string().min(1).optional(),

@@ -28,6 +28,7 @@ export {
 export {
   DispatchRequestSchema,
   type DispatchTaskRequest,
+  SESSION_NAME_LIMIT,
   type SessionCreateRequest,
   SessionCreateSchema,
 } from "./dispatch.ts";
