@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { endsStream, type FeedItem, type RunEvent } from "../src/ledger/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
-import { fixture, LOCAL, runCli, svcTaskCommand, tempDir } from "./helpers.ts";
+import { fixture, LOCAL, ROOT, runCli, svcTaskCommand, tempDir } from "./helpers.ts";
 
 /** Starts `svc workflow run` in a process of its own; resolves with its exit status and output. */
 async function startCliRun(
@@ -189,4 +189,44 @@ Deno.test("svc workflow list, status, journal, watch and cancel work on runs of 
   assert.equal(unknown.code, 3);
   assert.equal(unknown.stderr, "svc: Cannot find run 'run_nope': no such run\n");
   assert.equal((await cli.done).code, 1);
+});
+
+Deno.test("a long-lived host recovers a run whose host died while it was open, not only at start-up", async () => {
+  await using home = await tempDir();
+  // Opened first: the start-up recovery has nothing to find.
+  await using services = await openServices({ home: home.path, recoverEveryMs: 100 });
+  const host = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `${ROOT}/cli/main.ts`,
+      "workflow",
+      "run",
+      fixture("paced.js"),
+      "--args",
+      '{"steps":5}',
+      "--fake-dispatch",
+    ],
+    env: { SVC_HOME: home.path, NO_COLOR: "1", SVC_FAKE_LATENCY_MS: "60000" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const runId = await runningRun(services);
+  host.kill("SIGKILL");
+  await host.status;
+  let state: string | undefined;
+  for (let i = 0; i < 400 && state !== "interrupted"; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    // Only reads: the periodic recovery, nothing this test calls, marks the run.
+    state = (await services.runs.get(runId, LOCAL))?.state;
+  }
+  assert.equal(state, "interrupted");
+  const events = await Array.fromAsync(services.runs.events(runId, LOCAL));
+  assert.deepEqual(events.at(-1)?.event.type === "state" && events.at(-1)?.event, {
+    type: "state",
+    run_id: runId,
+    at: (await services.runs.get(runId, LOCAL))?.ended_at,
+    state: "interrupted",
+  });
 });
