@@ -19,6 +19,9 @@ export type ErrorCode =
   | "guest_failed"
   | "provider_timeout"
   | "provider_unauthenticated"
+  | "unauthenticated"
+  | "forbidden"
+  | "payload_too_large"
   | "internal";
 
 /**
@@ -132,6 +135,25 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     jsonRpc: -32055,
     exit: EXIT_STATUS.failed,
     meaning: "the script's process could not start or crashed",
+  },
+  unauthenticated: {
+    http: 401,
+    jsonRpc: -32056,
+    exit: EXIT_STATUS.usage,
+    meaning: "no valid bearer token came with a request that needs one",
+  },
+  forbidden: {
+    http: 403,
+    jsonRpc: -32057,
+    exit: EXIT_STATUS.usage,
+    meaning: "the request is refused whoever asks: an origin not allowed, a token bound to no " +
+      "owner where owners are required, a field the server fixes itself (`board_dir`)",
+  },
+  payload_too_large: {
+    http: 413,
+    jsonRpc: -32058,
+    exit: EXIT_STATUS.usage,
+    meaning: "the request body is larger than the server accepts",
   },
   internal: {
     http: 500,
