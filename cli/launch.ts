@@ -7,7 +7,7 @@
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
-import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
+import { configuredGrants, hostPermissionFlags, listenGrant } from "./permissions.ts";
 
 const SIGNAL_NUMBERS: Record<string, number> = {
   SIGHUP: 1,
@@ -39,7 +39,10 @@ export async function launch(argv: readonly string[]): Promise<number> {
   let flags: string[];
   try {
     if (!deno) throw new SvcError("internal", "Cannot launch svc: no Deno binary runs it");
-    flags = hostPermissionFlags(await configuredGrants());
+    const grants = await configuredGrants();
+    const listen = listenGrant(argv);
+    if (listen !== undefined) grants.net = [...(grants.net ?? []), listen];
+    flags = hostPermissionFlags(grants);
   } catch (error) {
     if (!(error instanceof SvcError)) throw error;
     printLine(`svc: ${error.message}`);

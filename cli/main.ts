@@ -6,14 +6,15 @@
 import { Command, CommanderError, Option } from "commander";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
+import { VERSION } from "../src/version.ts";
 import { printLine } from "./terminal.ts";
+import { addDashboardCommand } from "./dashboard.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addRunCommands } from "./run_commands.ts";
 import { EXIT, exitStatusOfError } from "./exit_status.ts";
 import { UsageError, workflowRun } from "./workflow_run.ts";
 
-/** The version svc reports. */
-export const VERSION = "0.1.0";
+export { VERSION };
 
 /** What one invocation shares with its commands: the exit status, and output still being written. */
 interface Invocation {
@@ -92,6 +93,9 @@ function buildProgram(run: Invocation): Command {
     run.exitCode = await action();
   });
   addDispatchCommands(program, async (action) => {
+    run.exitCode = await action();
+  });
+  addDashboardCommand(program, async (action) => {
     run.exitCode = await action();
   });
   return program;

@@ -123,6 +123,25 @@ export async function configuredGrants(): Promise<HostGrants> {
   };
 }
 
+/** Commands that listen on a port, and so need net access to their address. */
+const SERVER_COMMANDS = new Set(["dashboard"]);
+
+/**
+ * The address a server command will listen on (its `--host`, else 127.0.0.1), to grant net
+ * access to; undefined for other commands.
+ */
+export function listenGrant(argv: readonly string[]): string | undefined {
+  if (!SERVER_COMMANDS.has(argv[0] ?? "")) return undefined;
+  let host = "127.0.0.1";
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--host" && argv[i + 1] !== undefined) host = argv[++i]!;
+    else if (arg.startsWith("--host=")) host = arg.slice("--host=".length);
+  }
+  if (host === "::" || host === "[::]") return "[::]";
+  return /^[A-Za-z0-9.\-:\[\]]{1,253}$/.test(host) ? host : undefined;
+}
+
 /**
  * `deno run` flags of the host: read anywhere (scripts and working directories are wherever
  * the user points), write only under `SVC_HOME` and the board directory, run only the given

@@ -219,7 +219,8 @@ export const denoPlatform: Platform = {
   homeDir: () => Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE"),
   cwd: () => Deno.cwd(),
   readTextFile: (path) => Deno.readTextFile(path),
-  writeTextFile: (path, text) => Deno.writeTextFile(path, text),
+  writeTextFile: (path, text, options) =>
+    Deno.writeTextFile(path, text, options?.mode !== undefined ? { mode: options.mode } : {}),
   async stat(path): Promise<FileInfo> {
     const info = await Deno.stat(path);
     return {
@@ -264,6 +265,14 @@ export const denoPlatform: Platform = {
   onInterrupt(handler) {
     Deno.addSignalListener("SIGINT", handler);
     return () => Deno.removeSignalListener("SIGINT", handler);
+  },
+  onStop(handler) {
+    Deno.addSignalListener("SIGINT", handler);
+    Deno.addSignalListener("SIGTERM", handler);
+    return () => {
+      Deno.removeSignalListener("SIGINT", handler);
+      Deno.removeSignalListener("SIGTERM", handler);
+    };
   },
   args: () => [...Deno.args],
   readStdin: (maxBytes) => readBounded(Deno.stdin.readable, maxBytes),

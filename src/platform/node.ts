@@ -227,7 +227,10 @@ export const nodePlatform: Platform = {
   homeDir: () => process.env.HOME ?? homedir(),
   cwd: () => process.cwd(),
   readTextFile: (path) => fsCall(() => fs.readFile(path, "utf8")),
-  writeTextFile: (path, text) => fsCall(() => fs.writeFile(path, text)),
+  writeTextFile: (path, text, options) =>
+    fsCall(() =>
+      fs.writeFile(path, text, options?.mode !== undefined ? { mode: options.mode } : {})
+    ),
   stat: (path) =>
     fsCall(async (): Promise<FileInfo> => {
       const info = await fs.stat(path);
@@ -262,6 +265,14 @@ export const nodePlatform: Platform = {
   onInterrupt(handler) {
     process.on("SIGINT", handler);
     return () => void process.off("SIGINT", handler);
+  },
+  onStop(handler) {
+    process.on("SIGINT", handler);
+    process.on("SIGTERM", handler);
+    return () => {
+      process.off("SIGINT", handler);
+      process.off("SIGTERM", handler);
+    };
   },
   args: () => process.argv.slice(2),
   readStdin: (maxBytes) =>

@@ -159,7 +159,7 @@ export interface Platform {
   /** Reads a file as UTF-8. */
   readTextFile(path: string): Promise<string>;
   /** Writes a file as UTF-8, creating or replacing it. */
-  writeTextFile(path: string, text: string): Promise<void>;
+  writeTextFile(path: string, text: string, options?: { mode?: number }): Promise<void>;
   /** Describes a path, following symbolic links. */
   stat(path: string): Promise<FileInfo>;
   /**
@@ -194,6 +194,11 @@ export interface Platform {
   stderrColumns(): number | undefined;
   /** Registers a handler for SIGINT; returns a function that removes it. */
   onInterrupt(handler: () => void): () => void;
+  /**
+   * Calls `handler` when the process is asked to stop (SIGINT or SIGTERM), instead of dying;
+   * returns a function that removes it. Servers close cleanly with it.
+   */
+  onStop(handler: () => void): () => void;
   /** Command-line arguments after the program name. */
   args(): string[];
   /**

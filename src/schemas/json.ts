@@ -31,9 +31,14 @@ export function jsonProblem(value: unknown, maxDepth: number = MAX_JSON_DEPTH): 
 }
 
 /** A JSON value supplied by a caller, nested at most {@linkcode MAX_JSON_DEPTH} levels deep. */
-export const BoundedJsonSchema: z.ZodType<JsonValue> = z.custom<JsonValue>().superRefine(
+export const BoundedJsonSchema: z.ZodType<JsonValue> = z.unknown().superRefine(
   (value, ctx) => {
     const problem = jsonProblem(value);
     if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
   },
-);
+  // `unknown` rather than `custom`, so that the OpenAPI document can describe it (as any JSON).
+).meta({
+  description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels deep`,
+}) as z.ZodType<
+  JsonValue
+>;

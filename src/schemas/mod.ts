@@ -22,6 +22,7 @@ export {
   IsolationSchema,
   type IsolationTier,
   MAX_AGENTS_LIMIT,
+  WorkflowRunBodySchema,
   type WorkflowRunRequest,
   WorkflowRunRequestSchema,
 } from "./workflow_run.ts";

@@ -22,7 +22,7 @@ export const MAX_AGENTS_LIMIT = 1000;
  */
 export const CONCURRENCY_LIMIT = 64;
 
-const workflowRunRequestSchema = z.strictObject({
+const workflowRunFields = {
   script: z.string().min(1, "must not be empty"),
   /** The script's file name, for messages and stack traces: a base name, never a path. */
   filename: z.string().max(255, "must be at most 255 characters").regex(
@@ -35,15 +35,10 @@ const workflowRunRequestSchema = z.strictObject({
   /** The ceiling of every call's sandbox level; `sandbox_default` when absent. */
   sandbox_max: SandboxLevelSchema.optional(),
   isolation: IsolationSchema.default("unsafe-local"),
-  workdir: z.string().min(1).optional(),
-  /**
-   * The folder the script came from (the CLI sets it from the script file's real path): the
-   * relative refs of its `workflow()` calls start there. An existing absolute directory.
-   */
-  script_dir: z.string().max(4096, "must be at most 4096 characters").regex(
+  workdir: z.string().min(1).max(4096, "must be at most 4096 characters").regex(
     // deno-lint-ignore no-control-regex
-    /^\/[^\x00-\x1f\x7f]*$/,
-    "must be an absolute path without control characters",
+    /^[^\x00-\x1f\x7f]*$/,
+    "must be a path without control characters",
   ).optional(),
   timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(3600),
   fake_dispatch: z.boolean().default(false),
@@ -56,9 +51,36 @@ const workflowRunRequestSchema = z.strictObject({
   concurrency: z.number().int("must be a whole number").min(1).max(CONCURRENCY_LIMIT).optional(),
   /** Attempts of a schema call whose result fails validation (first try included). */
   schema_attempts: z.number().int().min(1).max(10).default(3),
-}).refine(
-  (r) => r.sandbox_max === undefined || !sandboxAbove(r.sandbox_default, r.sandbox_max),
-  { path: ["sandbox_max"], message: "must not be below sandbox_default" },
+};
+
+/** Only a ceiling at or above the default makes sense. */
+function ceilingNotBelowDefault(
+  r: { sandbox_default: SandboxLevel; sandbox_max?: SandboxLevel },
+): boolean {
+  return r.sandbox_max === undefined || !sandboxAbove(r.sandbox_default, r.sandbox_max);
+}
+const CEILING_ISSUE = { path: ["sandbox_max"], message: "must not be below sandbox_default" };
+
+const workflowRunRequestSchema = z.strictObject({
+  ...workflowRunFields,
+  /**
+   * The folder the script came from (the CLI sets it from the script file's real path): the
+   * relative refs of its `workflow()` calls start there. An existing absolute directory.
+   */
+  script_dir: z.string().max(4096, "must be at most 4096 characters").regex(
+    // deno-lint-ignore no-control-regex
+    /^\/[^\x00-\x1f\x7f]*$/,
+    "must be an absolute path without control characters",
+  ).optional(),
+}).refine(ceilingNotBelowDefault, CEILING_ISSUE);
+
+/**
+ * The body of `POST /api/workflow/run` (and the tool protocol's `svc_workflow`): the request
+ * without `script_dir`, which only the command line sets from a script file's real path.
+ */
+export const WorkflowRunBodySchema = z.strictObject(workflowRunFields).refine(
+  ceilingNotBelowDefault,
+  CEILING_ISSUE,
 );
 
 /**

@@ -1,0 +1,185 @@
+/**
+ * `svc dashboard`: serves the dashboard over this host's services until Ctrl-C or SIGTERM.
+ * Tokens come from the `SVC_DASHBOARD_*` variables, `--token`/`--owner-token` flags and token
+ * files; when a token is required and none is configured, one is generated once, saved in
+ * `$SVC_HOME/dashboard.token` (mode 0600) and printed with a ready-to-open URL.
+ * @module
+ */
+import type { Command } from "commander";
+import { SvcError } from "../src/errors/mod.ts";
+import {
+  type AuthSettings,
+  authSettingsFromEnv,
+  checkToken,
+  DASHBOARD_HOST,
+  DASHBOARD_PORT,
+  generateToken,
+  LOCAL_OWNER,
+  parseOwnerToken,
+  parseTokenFile,
+  serveDashboard,
+  type TokenBinding,
+  withTokens,
+} from "../src/http/mod.ts";
+import { openServices } from "../src/services/mod.ts";
+import { joinPath, platform } from "../src/platform/mod.ts";
+import { svcHome } from "../src/config/mod.ts";
+import { printLine } from "./terminal.ts";
+import { EXIT } from "./exit_status.ts";
+import { UsageError } from "./workflow_input.ts";
+
+/** Flags of `svc dashboard`. */
+interface DashboardFlags {
+  host: string;
+  port: string;
+  token?: string;
+  tokenOwner?: string;
+  ownerToken?: string[];
+  tokenFile?: string[];
+}
+
+/** The file a generated token is kept in, so that the page keeps working across restarts. */
+export function generatedTokenPath(home: string): string {
+  return joinPath(home, "dashboard.token");
+}
+
+async function readTokenFile(path: string): Promise<TokenBinding[]> {
+  let text: string;
+  try {
+    text = await platform().readTextFile(path);
+  } catch {
+    throw new UsageError(
+      `Cannot read the token file '${path}': it does not exist or is not readable`,
+    );
+  }
+  return parseTokenFile(text, path);
+}
+
+/** The settings of this start: variables, then files, then flags. */
+async function settingsOf(flags: DashboardFlags): Promise<AuthSettings> {
+  let settings = authSettingsFromEnv((name) => platform().env(name));
+  for (const file of flags.tokenFile ?? []) {
+    settings = withTokens(settings, await readTokenFile(file));
+  }
+  const more: TokenBinding[] = [];
+  if (flags.token !== undefined) {
+    more.push({
+      token: checkToken(flags.token, "--token"),
+      ...(flags.tokenOwner
+        ? { owner: parseOwnerToken(`${flags.tokenOwner}:${flags.token}`, "--token-owner").owner }
+        : {}),
+    });
+  } else if (flags.tokenOwner !== undefined) {
+    throw new UsageError(
+      "Cannot use --token-owner: it names the owner of --token, which is missing",
+    );
+  }
+  for (const pair of flags.ownerToken ?? []) more.push(parseOwnerToken(pair, "--owner-token"));
+  return withTokens(settings, more);
+}
+
+/**
+ * With authentication required and no token configured: the saved generated token, or a new
+ * one saved now. Returns the token and whether it is new (then it is printed, once).
+ */
+async function generatedToken(
+  home: string,
+): Promise<{ token: string; fresh: boolean; path: string }> {
+  const p = platform();
+  const path = generatedTokenPath(home);
+  const saved = await p.readTextFile(path).then((text) => text.trim(), () => undefined);
+  if (saved) return { token: checkToken(saved, path), fresh: false, path };
+  await p.mkdir(home);
+  const token = generateToken();
+  await p.writeTextFile(path, `${token}\n`, { mode: 0o600 });
+  return { token, fresh: true, path };
+}
+
+function parsePort(text: string): number {
+  const port = Number(text);
+  if (!/^\d{1,5}$/.test(text) || port > 65535) {
+    throw new UsageError(`Cannot listen on port '${text.slice(0, 20)}': a port is 0 to 65535`);
+  }
+  return port;
+}
+
+/** Runs the dashboard until asked to stop; resolves to the exit status. */
+export async function dashboard(flags: DashboardFlags): Promise<number> {
+  const p = platform();
+  const port = parsePort(flags.port);
+  let settings = await settingsOf(flags);
+  const home = svcHome();
+  let generated: { token: string; fresh: boolean; path: string } | undefined;
+  if (settings.required && settings.tokens.length === 0) {
+    generated = await generatedToken(home);
+    settings = withTokens(settings, [{ token: generated.token }]);
+  }
+  const services = await openServices({ home });
+  let server;
+  try {
+    server = await serveDashboard(services, { hostname: flags.host, port, auth: settings });
+  } catch (error) {
+    await services.close();
+    if (error instanceof SvcError) throw error;
+    throw new SvcError(
+      "unavailable",
+      `Cannot listen on ${flags.host}:${port}: ${
+        error instanceof Error ? error.message : "failed"
+      }`,
+    );
+  }
+  printLine(`svc: dashboard on ${server.url} (Ctrl-C stops it)`);
+  if (!settings.required) {
+    printLine(
+      `svc: authentication is off (SVC_DASHBOARD_AUTH_REQUIRED=false): every request without a valid token acts as owner '${LOCAL_OWNER}'`,
+    );
+  } else if (generated?.fresh) {
+    printLine(`svc: no API token was configured, so one was made and saved in ${generated.path}:`);
+    printLine(`svc:   ${generated.token}`);
+    printLine(`svc: open ${server.url}/#token=${generated.token}`);
+    printLine(
+      `svc: or: curl -H 'Authorization: Bearer ${generated.token}' ${server.url}/api/status`,
+    );
+  } else if (generated) {
+    printLine(`svc: the API token is in ${generated.path}`);
+  }
+  const stopped = new Promise<void>((resolve) => {
+    const remove = p.onStop(() => {
+      remove();
+      resolve();
+    });
+  });
+  await stopped;
+  printLine("svc: stopping the dashboard");
+  await server.close();
+  await services.close();
+  return EXIT.ok;
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** Adds `dashboard` to the program; `run` sets the exit status. */
+export function addDashboardCommand(
+  program: Command,
+  run: (action: () => Promise<number>) => Promise<void>,
+): void {
+  program
+    .command("dashboard")
+    .description("Serve the dashboard: the authenticated /api/* routes and the board page")
+    .option("--host <host>", "address to listen on", DASHBOARD_HOST)
+    .option("--port <port>", "port to listen on (0 picks a free one)", String(DASHBOARD_PORT))
+    .option(
+      "--token <token>",
+      "accept this bearer token (prefer --token-file: flags show in process listings)",
+    )
+    .option("--token-owner <owner>", "the owner --token acts as (default: local)")
+    .option("--owner-token <owner:token>", "accept a token bound to an owner (repeatable)", collect)
+    .option(
+      "--token-file <path>",
+      "accept the tokens of a file: one per line, token or owner:token (repeatable)",
+      collect,
+    )
+    .action((flags: DashboardFlags) => run(() => dashboard(flags)));
+}

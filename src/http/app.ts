@@ -1,0 +1,131 @@
+/**
+ * The dashboard's Hono application: the security layer over `/api/*`, the body reader, every
+ * route, the OpenAPI document generated from the routes' schemas, and the one error handler.
+ * It is a `fetch` handler: tests call it in process, `serveDashboard()` puts it on a port.
+ * @module
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Services } from "../services/mod.ts";
+import { SvcError } from "../errors/mod.ts";
+import type { SchemaIssue } from "../schemas/mod.ts";
+import { VERSION } from "../version.ts";
+import { dashboardAuth } from "./auth.ts";
+import type { AuthSettings } from "./auth_settings.ts";
+import type { DashboardEnv } from "./env.ts";
+import { errorResponse, renderError, validationError } from "./errors.ts";
+import { jsonBody } from "./json_body.ts";
+import { addDispatchRoutes } from "./routes_dispatch.ts";
+import { addInsightRoutes } from "./routes_insights.ts";
+import { addRunRoutes } from "./routes_runs.ts";
+import { addSessionRoutes } from "./routes_sessions.ts";
+import { landingPage } from "./landing.ts";
+
+/** Options of {@linkcode dashboardApp}. */
+export interface DashboardAppOptions {
+  /** Tokens, owners and allowed origins. */
+  auth: AuthSettings;
+  /** The server's own origins, always allowed (its page calls the API from there). */
+  ownOrigins?: readonly string[];
+  /** Count each request's own origin as the server's (a server bound to every interface). */
+  sameOrigin?: boolean;
+  /** Largest request body in bytes. Default 2 MiB. */
+  maxBodyBytes?: number;
+  /** Milliseconds between keep-alive comments on quiet event streams. Default 15000. */
+  keepAliveMs?: number;
+  /** The reconnection delay event streams ask of clients, in ms. Default 2000. */
+  retryMs?: number;
+  /** When the server started (ms since the epoch), for its uptime. Default: now. */
+  startedAt?: number;
+  /** Aborting it ends every open event stream (the server is closing). */
+  signal?: AbortSignal;
+}
+
+/** The dashboard as a fetch handler, and its OpenAPI document. */
+export interface DashboardApp {
+  /** Answers one request. */
+  fetch(request: Request): Promise<Response>;
+  /** The OpenAPI 3.1 document of every `/api/*` route, as `GET /api/openapi.json` serves it. */
+  openapi(): Record<string, unknown>;
+}
+
+/** What the route modules share. */
+export interface RouteContext {
+  /** The services the routes call. */
+  services: Services;
+  /** Event stream settings. */
+  sse: { keepAliveMs?: number; retryMs?: number };
+  /** When the server started (ms since the epoch). */
+  startedAt: number;
+  /** Whether requests without a token are accepted (as the local owner). */
+  authRequired: boolean;
+  /** Aborts when the server closes: open streams end. */
+  signal: AbortSignal;
+}
+
+/** The OpenAPI app type every route module adds to. */
+export type DashboardHono = OpenAPIHono<DashboardEnv>;
+
+/** Builds the dashboard over open services. Options are checked here, once. */
+export function dashboardApp(services: Services, options: DashboardAppOptions): DashboardApp {
+  const app: DashboardHono = new OpenAPIHono<DashboardEnv>({
+    // Failed validation: 400 naming the field, in the API's error shape.
+    defaultHook: (result) =>
+      result.success
+        ? undefined
+        : validationError(result.target, result.error.issues as SchemaIssue[]),
+  });
+  app.onError((error) => renderError(error));
+  app.notFound((c) =>
+    c.req.path.startsWith("/api/")
+      ? errorResponse(
+        new SvcError("not_found", `Cannot ${c.req.method} ${clip(c.req.path)}: no such route`),
+      )
+      : new Response("Not found\n", { status: 404, headers: { "content-type": "text/plain" } })
+  );
+  app.use(
+    "/api/*",
+    dashboardAuth({
+      settings: options.auth,
+      ownOrigins: options.ownOrigins ?? [],
+      sameOrigin: options.sameOrigin ?? false,
+    }),
+  );
+  app.use("/api/*", jsonBody({ maxBytes: options.maxBodyBytes }));
+  const context: RouteContext = {
+    services,
+    sse: { keepAliveMs: options.keepAliveMs, retryMs: options.retryMs },
+    startedAt: options.startedAt ?? Date.now(),
+    authRequired: options.auth.required,
+    signal: options.signal ?? new AbortController().signal,
+  };
+  addRunRoutes(app, context);
+  addDispatchRoutes(app, context);
+  addSessionRoutes(app, context);
+  addInsightRoutes(app, context);
+  const document = () =>
+    app.getOpenAPI31Document({
+      openapi: "3.1.0",
+      info: {
+        title: "svc dashboard API",
+        version: VERSION,
+        description:
+          "Runs, dispatches, tasks, sessions, the board and the accounting of svc. Every /api/* " +
+          "route needs 'Authorization: Bearer <token>'; errors are {error: {status, code, message}}.",
+      },
+      security: [{ bearer: [] }],
+    });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+    type: "http",
+    scheme: "bearer",
+  });
+  let cached: Record<string, unknown> | undefined;
+  const openapi = () => cached ??= document() as unknown as Record<string, unknown>;
+  app.get("/api/openapi.json", (c) => c.json(openapi()));
+  app.get("/", () => landingPage());
+  return { fetch: async (request) => await app.fetch(request), openapi };
+}
+
+function clip(text: string): string {
+  const shown = JSON.stringify(text.length > 100 ? `${text.slice(0, 100)}...` : text);
+  return shown.slice(1, -1);
+}

@@ -1,0 +1,124 @@
+/**
+ * The dashboard's security layer over `/api/*`, in the specification's decision order: an
+ * origin not allowed is refused before anything else; a preflight answers 204; the bearer
+ * token is compared in constant time with every configured one; without a valid token (when
+ * one is required) 401; with owners required, a token bound to none 403.
+ * @module
+ */
+import type { MiddlewareHandler } from "hono";
+import { callerOf } from "../ledger/mod.ts";
+import { SvcError } from "../errors/mod.ts";
+import { type AuthSettings, LOCAL_OWNER } from "./auth_settings.ts";
+import type { DashboardEnv } from "./env.ts";
+import { errorResponse } from "./errors.ts";
+
+/** Options of {@linkcode dashboardAuth}. */
+export interface DashboardAuthOptions {
+  /** Tokens, owners, origins. */
+  settings: AuthSettings;
+  /**
+   * The server's own origins (the page it serves calls the API from there), e.g.
+   * `http://127.0.0.1:41521`. With `sameOrigin` the request URL's own origin counts too (a
+   * server bound to every interface cannot know the names it is reached by).
+   */
+  ownOrigins?: readonly string[];
+  /** Count the request URL's origin as the server's own. Default false. */
+  sameOrigin?: boolean;
+}
+
+/** Methods and headers a page of an allowed origin may use. */
+const CORS_HEADERS = {
+  "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+  "access-control-allow-headers": "Authorization, Content-Type, Last-Event-ID",
+  "access-control-max-age": "600",
+} as const;
+
+async function digest(text: string): Promise<Uint8Array> {
+  return new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
+  );
+}
+
+/** Equal digests, compared without an early exit: the time says nothing about where they differ. */
+function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ (b[i] ?? 0);
+  return diff === 0;
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined. */
+function bearerOf(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer[ ]+([\x21-\x7e]+)[ ]*$/i.exec(header.slice(0, 1024));
+  return match?.[1];
+}
+
+function unauthenticated(message: string): Response {
+  return errorResponse(new SvcError("unauthenticated", message), {
+    headers: { "www-authenticate": 'Bearer realm="svc"' },
+  });
+}
+
+/**
+ * The middleware of the `/api/*` layer. It checks its options once; per request it sets the
+ * `caller` the routes act as. Tokens are hashed before comparing, so neither their content
+ * nor their length shows in the time an answer takes, and every configured token is
+ * compared, whichever matches.
+ */
+export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<DashboardEnv> {
+  const { settings } = options;
+  const allowed = new Set([...settings.allowedOrigins, ...(options.ownOrigins ?? [])]);
+  const sameOrigin = options.sameOrigin ?? false;
+  const configured = Promise.all(
+    settings.tokens.map(async (binding) => ({
+      digest: await digest(binding.token),
+      owner: binding.owner,
+    })),
+  );
+  const local = callerOf(LOCAL_OWNER);
+
+  return async function authenticate(c, next) {
+    const origin = c.req.header("origin");
+    const crossSite = origin !== undefined &&
+      !allowed.has(origin) &&
+      !(sameOrigin && origin === new URL(c.req.url).origin);
+    if (crossSite) {
+      return errorResponse(
+        new SvcError("forbidden", "Cannot accept the request: its origin is not allowed"),
+      );
+    }
+    const cors: Record<string, string> = origin
+      ? { "access-control-allow-origin": origin, vary: "Origin" }
+      : {};
+    if (c.req.method === "OPTIONS") {
+      return new Response(null, { status: 204, headers: { ...CORS_HEADERS, ...cors } });
+    }
+    const presented = bearerOf(c.req.header("authorization"));
+    let match: { owner?: string } | undefined;
+    if (presented !== undefined) {
+      const given = await digest(presented);
+      for (const token of await configured) {
+        if (sameDigest(given, token.digest) && match === undefined) match = token;
+      }
+    }
+    if (match === undefined && settings.required) {
+      return unauthenticated(
+        presented === undefined
+          ? "Cannot accept the request: it needs an 'Authorization: Bearer <token>' header"
+          : "Cannot accept the request: the bearer token is not valid",
+      );
+    }
+    if (match !== undefined && match.owner === undefined && settings.requireOwner) {
+      return errorResponse(
+        new SvcError(
+          "forbidden",
+          "Cannot accept the request: this server requires tokens bound to an owner, and this token is bound to none",
+        ),
+      );
+    }
+    c.set("caller", match?.owner !== undefined ? callerOf(match.owner) : local);
+    await next();
+    for (const [name, value] of Object.entries(cors)) c.res.headers.set(name, value);
+    return undefined;
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * The dashboard HTTP server: the authenticated `/api/*` surface over the services, its
+ * OpenAPI document, and server-sent event streams read from the event feed.
+ * @module
+ */
+export { type DashboardApp, dashboardApp, type DashboardAppOptions } from "./app.ts";
+export {
+  type AuthSettings,
+  authSettingsFromEnv,
+  checkToken,
+  generateToken,
+  LOCAL_OWNER,
+  parseOwnerToken,
+  parseTokenFile,
+  type TokenBinding,
+  withTokens,
+} from "./auth_settings.ts";
+export type { ApiErrorBody } from "./errors.ts";
+export { MAX_BODY_BYTES } from "./json_body.ts";
+export {
+  DASHBOARD_HOST,
+  DASHBOARD_PORT,
+  type DashboardServer,
+  serveDashboard,
+  type ServeDashboardOptions,
+} from "./serve.ts";

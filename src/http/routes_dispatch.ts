@@ -1,0 +1,179 @@
+/**
+ * Dispatches and tasks over HTTP: start a dispatch (202 at once), its status, an idempotent
+ * cancel, its event stream; the task list, a task's detail, and actions on a task.
+ * @module
+ */
+import { createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import { DispatchRequestSchema } from "../schemas/mod.ts";
+import type { DashboardHono, RouteContext } from "./app.ts";
+import { feedResponse, noSuch } from "./feed_stream.ts";
+import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
+import {
+  pageOf,
+  PageQuerySchema,
+  RunStateSchema,
+  TaskIdParamSchema,
+  TaskStatusSchema,
+} from "./schemas.ts";
+
+/** What `POST /api/dispatch` answers. */
+const DispatchStartedSchema = z.object({
+  task_id: z.string(),
+  state: RunStateSchema,
+  status_url: z.string(),
+  events_url: z.string(),
+}).meta({ id: "DispatchStarted" });
+
+/** Actions `POST /api/tasks/{task_id}/{action}` performs. */
+export const TASK_ACTIONS = ["cancel"] as const;
+
+const TaskActionParamSchema = TaskIdParamSchema.extend({
+  action: z.enum(TASK_ACTIONS).meta({ param: { name: "action", in: "path" } }),
+});
+
+const startRoute = createRoute({
+  method: "post",
+  path: "/api/dispatch",
+  summary: "Start a dispatch: one prompt to one agent, as an asynchronous task",
+  request: { body: { required: true, content: jsonContent(DispatchRequestSchema) } },
+  responses: {
+    202: {
+      description: "the task was recorded and starts",
+      content: jsonContent(DispatchStartedSchema),
+    },
+    ...errors(400, 503),
+  },
+});
+
+const statusRoute = createRoute({
+  method: "get",
+  path: "/api/dispatch/{task_id}",
+  summary: "A dispatch's status",
+  request: { params: TaskIdParamSchema },
+  responses: {
+    200: { description: "the task", content: jsonContent(TaskStatusSchema) },
+    ...errors(404),
+  },
+});
+
+const cancelRoute = createRoute({
+  method: "post",
+  path: "/api/dispatch/{task_id}/cancel",
+  summary: "Cancel a dispatch (idempotent)",
+  request: { params: TaskIdParamSchema },
+  responses: {
+    200: { description: "the task's status", content: jsonContent(TaskStatusSchema) },
+    ...errors(404),
+  },
+});
+
+const eventsRoute = createRoute({
+  method: "get",
+  path: "/api/dispatch/{task_id}/events",
+  summary: "A dispatch's state changes as server-sent events",
+  description:
+    "One `state` event per state the task enters; each `id` is its position in the task's " +
+    "feed. Resume with `Last-Event-ID`; the stream ends after the terminal state.",
+  request: { params: TaskIdParamSchema },
+  responses: {
+    200: { description: "the event stream", content: sseContent() },
+    204: { description: "the stream has ended: nothing follows the given id" },
+    ...errors(404),
+  },
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/api/tasks",
+  summary: "List the caller's tasks (dispatches), newest first",
+  request: { query: PageQuerySchema },
+  responses: {
+    200: {
+      description: "a page of tasks",
+      content: jsonContent(pageOf("tasks", TaskStatusSchema)),
+    },
+    ...errors(400),
+  },
+});
+
+const detailRoute = createRoute({
+  method: "get",
+  path: "/api/tasks/{task_id}",
+  summary: "A task's detail",
+  request: { params: TaskIdParamSchema },
+  responses: {
+    200: { description: "the task", content: jsonContent(TaskStatusSchema) },
+    ...errors(404),
+  },
+});
+
+const actionRoute = createRoute({
+  method: "post",
+  path: "/api/tasks/{task_id}/{action}",
+  summary: "Perform an action on a task",
+  description: "`cancel` (idempotent).",
+  request: { params: TaskActionParamSchema },
+  responses: {
+    200: { description: "the task after the action", content: jsonContent(TaskStatusSchema) },
+    ...errors(400, 404, 409),
+  },
+});
+
+/** Adds the dispatch and task routes. */
+export function addDispatchRoutes(app: DashboardHono, context: RouteContext): void {
+  const { tasks } = context.services;
+
+  app.openapi(startRoute, async (c) => {
+    const task = await tasks.start(c.req.valid("json"), c.get("caller"));
+    return c.json({
+      task_id: task.task_id,
+      state: task.state,
+      status_url: `/api/dispatch/${task.task_id}`,
+      events_url: `/api/dispatch/${task.task_id}/events`,
+    }, 202);
+  });
+
+  const status = async (taskId: string, caller: Parameters<typeof tasks.get>[1]) => {
+    const task = await tasks.get(taskId, caller);
+    if (!task) throw noSuch("task", taskId);
+    return task;
+  };
+
+  app.openapi(statusRoute, async (c) => {
+    return c.json(await status(c.req.valid("param").task_id, c.get("caller")), 200);
+  });
+
+  app.openapi(cancelRoute, async (c) => {
+    return c.json(await tasks.cancel(c.req.valid("param").task_id, c.get("caller")), 200);
+  });
+
+  app.openapi(eventsRoute, async (c) => {
+    const { task_id } = c.req.valid("param");
+    const caller = c.get("caller");
+    await status(task_id, caller);
+    return await feedResponse(context, { kind: "task", id: task_id }, {
+      caller,
+      request: c.req.raw,
+    }) as never;
+  });
+
+  app.openapi(listRoute, async (c) => {
+    const query = c.req.valid("query");
+    const limit = query.limit ?? 100;
+    const list = await tasks.list(c.get("caller"), {
+      limit,
+      ...(query.cursor ? { before: query.cursor } : {}),
+    });
+    return c.json({ tasks: list, next_cursor: nextCursor(list, limit, (t) => t.task_id) }, 200);
+  });
+
+  app.openapi(detailRoute, async (c) => {
+    return c.json(await status(c.req.valid("param").task_id, c.get("caller")), 200);
+  });
+
+  app.openapi(actionRoute, async (c) => {
+    const { task_id } = c.req.valid("param");
+    return c.json(await tasks.cancel(task_id, c.get("caller")), 200);
+  });
+}

@@ -1,0 +1,245 @@
+/**
+ * What the dashboard reports about the service and the caller's work: the overall status, the
+ * dispatch history, statistics, providers, costs and the usage summary. All of it is the
+ * caller's own (the call log filtered by owner); providers and the kernel are the host's.
+ * @module
+ */
+import { createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import { dispatchHistory } from "../dispatch/mod.ts";
+import type { RunState } from "../ledger/mod.ts";
+import { VERSION } from "../version.ts";
+import type { DashboardHono, RouteContext } from "./app.ts";
+import { errors, jsonContent, nextCursor } from "./route_parts.ts";
+import {
+  CallRecordSchema,
+  pageOf,
+  PageQuerySchema,
+  ProviderStatusSchema,
+  RunStateSchema,
+  UsageSummarySchema,
+} from "./schemas.ts";
+
+/** Most calls the statistics, costs and usage routes sum up. */
+export const SUMMARY_CALL_LIMIT = 10_000;
+
+const SummaryQuerySchema = z.object({
+  calls: z.coerce.number().int("must be a whole number").min(1).max(SUMMARY_CALL_LIMIT).optional()
+    .meta({ description: `how many of the newest calls to sum up (default 1000)` }),
+});
+
+const CountsSchema = z.partialRecord(RunStateSchema, z.number()).meta({
+  description: "how many are in each state",
+});
+
+const StatusSchema = z.object({
+  service: z.literal("svc"),
+  version: z.string(),
+  uptime_s: z.number(),
+  host: z.object({ id: z.string(), pid: z.number() }),
+  caller: z.object({ owner: z.string() }),
+  auth: z.object({ required: z.boolean() }),
+  kernel: z.object({
+    sandbox_levels: z.array(z.string()),
+    full: z.string().meta({
+      description: "what a `full` sandbox request gets: deny, allow or ask",
+    }),
+  }),
+  scheduler: z.object({
+    mode: z.enum(["leader", "standby", "off"]),
+  }),
+  daemon: z.object({ running: z.boolean() }),
+  runs: z.object({ active: CountsSchema }),
+  tasks: z.object({ active: CountsSchema }),
+  providers: z.object({ total: z.number(), available: z.number() }),
+  ledger: z.object({ ok: z.boolean() }),
+}).meta({ id: "Status" });
+
+const statusRoute = createRoute({
+  method: "get",
+  path: "/api/status",
+  summary: "Overall status: version, kernel policy, scheduler, the caller's active work",
+  responses: {
+    200: { description: "the status", content: jsonContent(StatusSchema) },
+    ...errors(),
+  },
+});
+
+const historyRoute = createRoute({
+  method: "get",
+  path: "/api/history",
+  summary: "Dispatch history: the caller's calls, newest first",
+  request: { query: PageQuerySchema },
+  responses: {
+    200: {
+      description: "a page of calls",
+      content: jsonContent(pageOf("calls", CallRecordSchema)),
+    },
+    ...errors(400),
+  },
+});
+
+const statsRoute = createRoute({
+  method: "get",
+  path: "/api/stats",
+  summary: "Aggregate statistics: calls, failures, latency per provider, runs and tasks by state",
+  request: { query: SummaryQuerySchema },
+  responses: {
+    200: {
+      description: "the statistics",
+      content: jsonContent(z.object({
+        calls: UsageSummarySchema,
+        runs: CountsSchema,
+        tasks: CountsSchema,
+      })),
+    },
+    ...errors(400),
+  },
+});
+
+const providersRoute = createRoute({
+  method: "get",
+  path: "/api/providers",
+  summary: "Providers with their availability, load and price",
+  responses: {
+    200: {
+      description: "the providers",
+      content: jsonContent(z.object({ providers: z.array(ProviderStatusSchema) })),
+    },
+    ...errors(),
+  },
+});
+
+const costsRoute = createRoute({
+  method: "get",
+  path: "/api/costs",
+  summary: "Cost accounting: the caller's spending by provider and by day",
+  request: { query: SummaryQuerySchema },
+  responses: {
+    200: {
+      description: "the costs",
+      content: jsonContent(z.object({
+        cost_usd: z.number(),
+        unmetered_calls: z.number(),
+        by_provider: z.array(z.object({
+          provider: z.string(),
+          calls: z.number(),
+          cost_usd: z.number(),
+          unmetered_calls: z.number(),
+        })),
+        by_day: z.array(z.object({ day: z.string(), calls: z.number(), cost_usd: z.number() })),
+      })),
+    },
+    ...errors(400),
+  },
+});
+
+const usageRoute = createRoute({
+  method: "get",
+  path: "/api/usage/summary",
+  summary: "Usage summary: tokens, calls and costs of the caller's newest calls",
+  request: { query: SummaryQuerySchema },
+  responses: {
+    200: { description: "the summary", content: jsonContent(UsageSummarySchema) },
+    ...errors(400),
+  },
+});
+
+const STATES = RunStateSchema.options;
+
+function countStates(items: ReadonlyArray<{ state: RunState }>): Partial<Record<RunState, number>> {
+  const counts: Partial<Record<RunState, number>> = {};
+  for (const item of items) counts[item.state] = (counts[item.state] ?? 0) + 1;
+  return counts;
+}
+
+/** Adds the status, history, statistics, providers, costs and usage routes. */
+export function addInsightRoutes(app: DashboardHono, context: RouteContext): void {
+  const { services } = context;
+  const summary = (caller: Parameters<typeof dispatchHistory>[1], calls?: number) =>
+    dispatchHistory(services.ledger, caller, { limit: calls ?? 1000 });
+
+  app.openapi(statusRoute, async (c) => {
+    const caller = c.get("caller");
+    const [runs, tasks, providers] = await Promise.all([
+      services.runs.list(caller, { states: ["queued", "running"], limit: 500 }),
+      services.tasks.list(caller, { limit: 500 }),
+      services.dispatcher.status(),
+    ]);
+    const activeTasks = tasks.filter((t) => t.state === "queued" || t.state === "running");
+    return c.json({
+      service: "svc" as const,
+      version: VERSION,
+      uptime_s: Math.round((Date.now() - context.startedAt) / 1000),
+      host: { id: services.host.ref.id, pid: services.host.ref.pid },
+      caller: { owner: caller.owner },
+      auth: { required: context.authRequired },
+      kernel: {
+        sandbox_levels: ["read-only", "write", "full"],
+        full: services.config.sandbox.allow_full ? "allow" : "deny",
+      },
+      scheduler: { mode: "off" as const },
+      daemon: { running: false },
+      runs: { active: countStates(runs) },
+      tasks: { active: countStates(activeTasks) },
+      providers: {
+        total: providers.length,
+        available: providers.filter((p) => p.available).length,
+      },
+      ledger: { ok: true },
+    }, 200);
+  });
+
+  app.openapi(historyRoute, async (c) => {
+    const query = c.req.valid("query");
+    const limit = query.limit ?? 100;
+    const { calls } = await dispatchHistory(services.ledger, c.get("caller"), {
+      limit,
+      ...(query.cursor ? { before: query.cursor } : {}),
+    });
+    return c.json({
+      calls,
+      next_cursor: nextCursor(calls, limit, (call) => call.id),
+    }, 200);
+  });
+
+  app.openapi(statsRoute, async (c) => {
+    const caller = c.get("caller");
+    const { calls } = c.req.valid("query");
+    const [history, runs, tasks] = await Promise.all([
+      summary(caller, calls),
+      services.runs.list(caller, { limit: 1000 }),
+      services.tasks.list(caller, { limit: 1000 }),
+    ]);
+    return c.json({
+      calls: history.summary,
+      runs: countStates(runs),
+      tasks: countStates(tasks),
+    }, 200);
+  });
+
+  app.openapi(providersRoute, async (c) => {
+    return c.json({ providers: await services.dispatcher.status() }, 200);
+  });
+
+  app.openapi(costsRoute, async (c) => {
+    const { summary: totals } = await summary(c.get("caller"), c.req.valid("query").calls);
+    return c.json({
+      cost_usd: totals.cost_usd,
+      unmetered_calls: totals.unmetered_calls,
+      by_provider: totals.by_provider.map((p) => ({
+        provider: p.provider,
+        calls: p.calls,
+        cost_usd: p.cost_usd,
+        unmetered_calls: p.unmetered_calls,
+      })),
+      by_day: totals.by_day,
+    }, 200);
+  });
+
+  app.openapi(usageRoute, async (c) => {
+    const { summary: totals } = await summary(c.get("caller"), c.req.valid("query").calls);
+    return c.json(totals, 200);
+  });
+  void STATES;
+}

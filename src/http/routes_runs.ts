@@ -1,0 +1,190 @@
+/**
+ * Workflow runs over HTTP: start (202 at once), list, status, journal, cancel, events.
+ * The owner is the token's; another owner's run answers 404 like an unknown id.
+ * @module
+ */
+import { createRoute } from "@hono/zod-openapi";
+import { z } from "zod";
+import { SvcError } from "../errors/mod.ts";
+import type { RunState } from "../ledger/mod.ts";
+import { WorkflowRunBodySchema } from "../schemas/mod.ts";
+import type { DashboardHono, RouteContext } from "./app.ts";
+import { feedResponse, noSuch } from "./feed_stream.ts";
+import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
+import {
+  JournalEntrySchema,
+  pageOf,
+  PageQuerySchema,
+  RunIdParamSchema,
+  RunStateSchema,
+  RunStatusSchema,
+} from "./schemas.ts";
+
+/** What `POST /api/workflow/run` answers: the handle, and where to follow it. */
+const RunStartedSchema = z.object({
+  run_id: z.string(),
+  state: RunStateSchema,
+  status_url: z.string(),
+  events_url: z.string(),
+}).meta({ id: "RunStarted" });
+
+const RunListQuerySchema = PageQuerySchema.extend({
+  state: z.string().max(200).regex(
+    /^[a-z]+(,[a-z]+)*$/,
+    "must be states separated by commas, e.g. running,queued",
+  ).optional().meta({ description: "only runs in these states, comma-separated" }),
+});
+
+const startRoute = createRoute({
+  method: "post",
+  path: "/api/workflow/run",
+  summary: "Start a workflow run",
+  description:
+    "Validates the script and starts it; answers 202 with the run's id at once. The owner is " +
+    "the token's; an `owner_user_id` in the body or the query is ignored.",
+  request: { body: { required: true, content: jsonContent(WorkflowRunBodySchema) } },
+  responses: {
+    202: { description: "the run was recorded and starts", content: jsonContent(RunStartedSchema) },
+    ...errors(400, 404, 409, 503),
+  },
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/api/workflow",
+  summary: "List the caller's runs, newest first",
+  request: { query: RunListQuerySchema },
+  responses: {
+    200: { description: "a page of runs", content: jsonContent(pageOf("runs", RunStatusSchema)) },
+    ...errors(400),
+  },
+});
+
+const statusRoute = createRoute({
+  method: "get",
+  path: "/api/workflow/{run_id}",
+  summary: "A run's status and journal summary",
+  request: { params: RunIdParamSchema },
+  responses: {
+    200: { description: "the run", content: jsonContent(RunStatusSchema) },
+    ...errors(404),
+  },
+});
+
+const journalRoute = createRoute({
+  method: "get",
+  path: "/api/workflow/{run_id}/journal",
+  summary: "A run's journal: every agent() call in order, results included",
+  request: { params: RunIdParamSchema },
+  responses: {
+    200: {
+      description: "the journal",
+      content: jsonContent(z.object({ run_id: z.string(), entries: z.array(JournalEntrySchema) })),
+    },
+    ...errors(404),
+  },
+});
+
+const cancelRoute = createRoute({
+  method: "post",
+  path: "/api/workflow/{run_id}/cancel",
+  summary: "Cancel a run (idempotent)",
+  description:
+    "Asks the host running the run to cancel it, wherever it runs; answers the status. " +
+    "Cancelling a run that has ended changes nothing and answers its status.",
+  request: { params: RunIdParamSchema },
+  responses: {
+    200: { description: "the run's status", content: jsonContent(RunStatusSchema) },
+    ...errors(404),
+  },
+});
+
+const eventsRoute = createRoute({
+  method: "get",
+  path: "/api/workflow/{run_id}/events",
+  summary: "A run's progress as server-sent events",
+  description: "Events `state`, `narration`, `calls`, `call`, `condition`, `security` (README, " +
+    "\"Event streams\"); each `id` is the event's position in the run's feed. Resume with " +
+    "`Last-Event-ID` (or `?after=`). The stream ends after the terminal `state` event; " +
+    "resuming after it answers 204.",
+  request: { params: RunIdParamSchema },
+  responses: {
+    200: { description: "the event stream", content: sseContent() },
+    204: { description: "the stream has ended: nothing follows the given id" },
+    ...errors(404),
+  },
+});
+
+function parseStates(text: string | undefined): RunState[] | undefined {
+  if (text === undefined) return undefined;
+  const states = text.split(",");
+  for (const state of states) {
+    if (!RunStateSchema.safeParse(state).success) {
+      throw new SvcError(
+        "invalid_request",
+        `Cannot accept the request query: 'state' has '${state}', which is not one of ${
+          RunStateSchema.options.join(", ")
+        }`,
+      );
+    }
+  }
+  return states as RunState[];
+}
+
+/** Adds the workflow run routes. */
+export function addRunRoutes(app: DashboardHono, context: RouteContext): void {
+  const { runs } = context.services;
+
+  app.openapi(startRoute, async (c) => {
+    const { owner_user_id: _ignored, ...body } = c.req.valid("json") as
+      & z.infer<typeof WorkflowRunBodySchema>
+      & { owner_user_id?: unknown };
+    const status = await runs.start(body, c.get("caller"));
+    return c.json({
+      run_id: status.run_id,
+      state: status.state,
+      status_url: `/api/workflow/${status.run_id}`,
+      events_url: `/api/workflow/${status.run_id}/events`,
+    }, 202);
+  });
+
+  app.openapi(listRoute, async (c) => {
+    const query = c.req.valid("query");
+    const limit = query.limit ?? 100;
+    const states = parseStates(query.state);
+    const list = await runs.list(c.get("caller"), {
+      limit,
+      ...(states ? { states } : {}),
+      ...(query.cursor ? { before: query.cursor } : {}),
+    });
+    return c.json({ runs: list, next_cursor: nextCursor(list, limit, (r) => r.run_id) }, 200);
+  });
+
+  app.openapi(statusRoute, async (c) => {
+    const { run_id } = c.req.valid("param");
+    const status = await runs.get(run_id, c.get("caller"));
+    if (!status) throw noSuch("run", run_id);
+    return c.json(status, 200);
+  });
+
+  app.openapi(journalRoute, async (c) => {
+    const { run_id } = c.req.valid("param");
+    const entries = await runs.journal(run_id, c.get("caller"));
+    return c.json({ run_id, entries }, 200);
+  });
+
+  app.openapi(cancelRoute, async (c) => {
+    const { run_id } = c.req.valid("param");
+    return c.json(await runs.cancel(run_id, c.get("caller")), 200);
+  });
+
+  app.openapi(eventsRoute, async (c) => {
+    const { run_id } = c.req.valid("param");
+    const caller = c.get("caller");
+    if (!await runs.get(run_id, caller)) throw noSuch("run", run_id);
+    return await feedResponse(context, { kind: "run", id: run_id }, {
+      caller,
+      request: c.req.raw,
+    }) as never;
+  });
+}

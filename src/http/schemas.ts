@@ -1,0 +1,182 @@
+/**
+ * The dashboard's query and response schemas. Request bodies use the shared request schemas of
+ * `src/schemas/` (the command line and the tool protocol validate with the same ones); this file
+ * adds what only HTTP has: list queries, path ids, and the shapes of responses, which the
+ * OpenAPI document is generated from. Responses are described by their main fields and stay
+ * open to more (`looseObject`), so that a new field is not a breaking change.
+ * @module
+ */
+import { z } from "zod";
+import { ERROR_CODES } from "../errors/mod.ts";
+
+/** States of runs and tasks (DESIGN.md, "Runs"). */
+export const RunStateSchema = z.enum([
+  "queued",
+  "running",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "timeout",
+  "interrupted",
+]);
+
+/** The API error object of every 4xx and 5xx answer. */
+export const ApiErrorSchema = z.object({
+  error: z.object({
+    status: z.number().int().meta({ description: "the HTTP status of the response" }),
+    code: z.enum(ERROR_CODES as [string, ...string[]]).meta({
+      description: "the machine code (docs/ERRORS.md)",
+    }),
+    message: z.string().meta({ description: "what is wrong, for people" }),
+  }),
+}).meta({ id: "ApiError" });
+
+/** Most items one page of a list holds. */
+export const PAGE_LIMIT = 500;
+
+/** `limit` and `cursor` of every list route. */
+export const PageQuerySchema = z.object({
+  limit: z.coerce.number().int("must be a whole number").min(1).max(PAGE_LIMIT).optional()
+    .meta({ description: `items per page, 1 to ${PAGE_LIMIT} (default 100)` }),
+  cursor: z.string().max(128, "must be at most 128 characters").regex(
+    /^[A-Za-z0-9_-]+$/,
+    "must be a cursor from a previous page's next_cursor",
+  ).optional().meta({ description: "the next_cursor of the previous page" }),
+});
+
+/** A path id. The services look ids up by shape: one of another shape finds nothing. */
+function idParam<K extends string>(
+  name: K,
+  example: string,
+): z.ZodObject<{ [P in K]: z.ZodString }> {
+  const shape = {
+    [name]: z.string().max(128, "must be at most 128 characters").meta({
+      param: { name, in: "path" },
+      example,
+    }),
+  } as { [P in K]: z.ZodString };
+  return z.object(shape);
+}
+
+/** `{run_id}` in a path. */
+export const RunIdParamSchema = idParam("run_id", "run_01jb2x9k7d");
+/** `{task_id}` in a path. */
+export const TaskIdParamSchema = idParam("task_id", "task_01jb2x9k7d");
+/** `{session_id}` in a path (an id or a session name). */
+export const SessionIdParamSchema = idParam("session_id", "ses_01jb2x9k7d");
+
+/** The usage figures the journal and the call log keep. */
+const UsageSchema = z.looseObject({
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+});
+
+/** A workflow run's status: what `GET /api/workflow/{run_id}` answers. */
+export const RunStatusSchema = z.looseObject({
+  run_id: z.string(),
+  state: RunStateSchema,
+  owner: z.string(),
+  name: z.string().nullable(),
+  created_at: z.string(),
+  started_at: z.string().nullable(),
+  ended_at: z.string().nullable(),
+  fake_dispatch: z.boolean(),
+  result: z.unknown().optional().meta({ description: "the script's returned value (succeeded)" }),
+  error: z.looseObject({ code: z.string(), message: z.string() }).optional().meta({
+    description: "why the run did not succeed",
+  }),
+  narration: z.array(z.looseObject({ at: z.string(), kind: z.string(), text: z.string() })),
+  conditions: z.array(z.looseObject({ at: z.string(), type: z.string(), message: z.string() })),
+  budget: z.looseObject({}),
+  calls: z.looseObject({ total: z.number() }),
+  journal: z.looseObject({
+    calls: z.number(),
+    replayed: z.number(),
+    live: z.number(),
+    usage: UsageSchema,
+  }),
+}).meta({ id: "RunStatus" });
+
+/** One journaled `agent()` call. */
+export const JournalEntrySchema = z.looseObject({
+  seq: z.number(),
+  hash: z.string(),
+  label: z.string().nullable(),
+  outcome: z.string(),
+  provider: z.string().nullable(),
+  usage: UsageSchema.nullable(),
+  duration_ms: z.number().nullable(),
+}).meta({ id: "JournalEntry" });
+
+/** A dispatch task's status. */
+export const TaskStatusSchema = z.looseObject({
+  task_id: z.string(),
+  owner: z.string(),
+  state: RunStateSchema,
+  prompt: z.string(),
+  label: z.string().nullable(),
+  created_at: z.string(),
+  started_at: z.string().nullable(),
+  ended_at: z.string().nullable(),
+  result: z.unknown().optional(),
+  error: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+  provider: z.string().nullable(),
+}).meta({ id: "TaskStatus" });
+
+/** A persistent session. */
+export const SessionSchema = z.looseObject({
+  session_id: z.string(),
+  owner: z.string(),
+  name: z.string().nullable(),
+  provider: z.string().nullable(),
+  turns: z.number(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}).meta({ id: "Session" });
+
+/** One call of the call log (dispatch history). */
+export const CallRecordSchema = z.looseObject({
+  at: z.string(),
+  source: z.enum(["run", "task"]),
+  id: z.string(),
+  owner: z.string(),
+  provider: z.string().nullable(),
+  outcome: z.string(),
+  duration_ms: z.number(),
+}).meta({ id: "CallRecord" });
+
+/** A provider with its availability and load. */
+export const ProviderStatusSchema = z.looseObject({
+  name: z.string(),
+  kind: z.enum(["fake", "harness", "api"]),
+  available: z.boolean(),
+  reason: z.string(),
+  running: z.number(),
+  concurrency: z.number().nullable(),
+}).meta({ id: "ProviderStatus" });
+
+/** Totals over the call log (`/api/stats`, `/api/usage/summary`). */
+export const UsageSummarySchema = z.looseObject({
+  calls: z.number(),
+  failed: z.number(),
+  replayed: z.number(),
+  usage: UsageSchema,
+  cost_usd: z.number(),
+  unmetered_calls: z.number(),
+  by_provider: z.array(z.looseObject({ provider: z.string(), calls: z.number() })),
+  by_day: z.array(z.looseObject({ day: z.string(), calls: z.number(), cost_usd: z.number() })),
+}).meta({ id: "UsageSummary" });
+
+/** A page of a list: the items under `key`, and the cursor of the next page (null at the end). */
+export function pageOf<K extends string, T extends z.ZodType>(
+  key: K,
+  item: T,
+): z.ZodObject<{ [P in K]: z.ZodArray<T> } & { next_cursor: z.ZodNullable<z.ZodString> }> {
+  const shape = {
+    [key]: z.array(item),
+    next_cursor: z.string().nullable().meta({
+      description: "pass as `cursor` for the next page; null on the last page",
+    }),
+  } as { [P in K]: z.ZodArray<T> } & { next_cursor: z.ZodNullable<z.ZodString> };
+  return z.object(shape);
+}
