@@ -1,0 +1,147 @@
+/**
+ * A dashboard on a real port over real services in a temp SVC_HOME (fake provider), and a
+ * small client for it. Everything is closed and removed when the test's `await using` ends.
+ */
+import { createDispatcher } from "../src/dispatch/mod.ts";
+import {
+  type AuthSettings,
+  type DashboardServer,
+  serveDashboard,
+  type ServeDashboardOptions,
+} from "../src/http/mod.ts";
+import { openServices, type Services } from "../src/services/mod.ts";
+import { tempDir } from "./helpers.ts";
+
+/** Tokens the tests use: long enough to be accepted. */
+export const TOKENS = {
+  alice: "alice-token-0123456789abcdef",
+  bob: "bob-token-0123456789abcdef00",
+  shared: "shared-token-0123456789abcdef",
+} as const;
+
+/** Alice and Bob with owner tokens, and a shared token bound to no owner. */
+export const TWO_OWNERS: AuthSettings = {
+  required: true,
+  requireOwner: false,
+  tokens: [
+    { token: TOKENS.alice, owner: "alice" },
+    { token: TOKENS.bob, owner: "bob" },
+    { token: TOKENS.shared },
+  ],
+  allowedOrigins: ["https://board.example.com"],
+};
+
+/** A running dashboard for a test. */
+export interface TestDashboard extends AsyncDisposable {
+  /** Its base URL. */
+  url: string;
+  /** The services it serves. */
+  services: Services;
+  /** The server. */
+  server: DashboardServer;
+  /** The data directory. */
+  home: string;
+  /** `fetch` of a path with `token` as the bearer (none when undefined). */
+  request(path: string, options?: RequestInit & { token?: string }): Promise<Response>;
+  /** A JSON request that returns the status and the parsed body. */
+  json(
+    path: string,
+    options?: { token?: string; method?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
+}
+
+/** Starts a dashboard on 127.0.0.1 (a free port) over fresh services. */
+export async function startDashboard(
+  options: Partial<ServeDashboardOptions> & { home?: string; fakeLatencyMs?: number } = {},
+): Promise<TestDashboard> {
+  const dir = options.home === undefined ? await tempDir("svc-dash-") : undefined;
+  const home = options.home ?? dir!.path;
+  const services = await openServices({
+    home,
+    dispatcher: createDispatcher({ fakeLatencyMs: options.fakeLatencyMs ?? 0 }),
+  });
+  const server = await serveDashboard(services, {
+    hostname: "127.0.0.1",
+    port: 0,
+    auth: options.auth ?? TWO_OWNERS,
+    ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+  });
+  const request = (path: string, init: RequestInit & { token?: string } = {}) => {
+    const { token, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
+    return fetch(`${server.url}${path}`, { ...rest, headers });
+  };
+  return {
+    url: server.url,
+    services,
+    server,
+    home,
+    request,
+    async json(path, init = {}) {
+      const headers: Record<string, string> = { ...init.headers };
+      if (init.body !== undefined) headers["content-type"] = "application/json";
+      const response = await request(path, {
+        method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+        headers,
+        ...(init.token !== undefined ? { token: init.token } : {}),
+        ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+      });
+      const text = await response.text();
+      return { status: response.status, body: text ? JSON.parse(text) : {} };
+    },
+    async [Symbol.asyncDispose]() {
+      await server.close();
+      await services.close();
+      await dir?.[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/** One parsed server-sent event. */
+export interface ReadEvent {
+  id?: string;
+  event?: string;
+  data?: unknown;
+  retry?: number;
+  comment?: string;
+}
+
+/**
+ * Reads a server-sent-event response block by block. `until` stops early (the reader then
+ * cancels the body, as a client that disconnects does).
+ */
+export async function readEvents(
+  response: Response,
+  options: { until?: (event: ReadEvent, all: ReadEvent[]) => boolean } = {},
+): Promise<ReadEvent[]> {
+  const out: ReadEvent[] = [];
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event: ReadEvent = {};
+        for (const line of block.split("\n")) {
+          if (line.startsWith(":")) event.comment = line.slice(1).trim();
+          else if (line.startsWith("id: ")) event.id = line.slice(4);
+          else if (line.startsWith("event: ")) event.event = line.slice(7);
+          else if (line.startsWith("data: ")) event.data = JSON.parse(line.slice(6));
+          else if (line.startsWith("retry: ")) event.retry = Number(line.slice(7));
+        }
+        out.push(event);
+        if (options.until?.(event, out)) return out;
+      }
+    }
+    return out;
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
