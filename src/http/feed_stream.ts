@@ -78,7 +78,9 @@ export async function feedResponse(
     for await (const item of feed.follow(stream, caller, { after, signal })) {
       yield { id: String(item.seq), event: eventName(item.event), data: item.event };
     }
-  }, { signal: AbortSignal.any([request.signal, context.signal]), ...context.sse });
+    // Not request.signal: Deno aborts it once a response is sent, and warns about it. A client
+    // that goes away cancels the body stream, which stops the source.
+  }, { signal: context.signal, ...context.sse });
 }
 
 /** The not-found error of a run or task id the caller cannot see. */

@@ -78,10 +78,13 @@ const workflowRunRequestSchema = z.strictObject({
  * The body of `POST /api/workflow/run` (and the tool protocol's `svc_workflow`): the request
  * without `script_dir`, which only the command line sets from a script file's real path.
  */
-export const WorkflowRunBodySchema = z.strictObject(workflowRunFields).refine(
-  ceilingNotBelowDefault,
-  CEILING_ISSUE,
-);
+export const WorkflowRunBodySchema = z.strictObject({
+  ...workflowRunFields,
+  /** Accepted and ignored: the owner of a run is the one its token is bound to. */
+  owner_user_id: z.unknown().optional().meta({
+    description: "ignored: the run's owner is the one the bearer token is bound to",
+  }),
+}).refine(ceilingNotBelowDefault, CEILING_ISSUE);
 
 /**
  * A validated workflow run request: the parameters of a run, the same from the command line,
