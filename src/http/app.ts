@@ -46,6 +46,8 @@ export interface DashboardApp {
   fetch(request: Request): Promise<Response>;
   /** The OpenAPI 3.1 document of every `/api/*` route, as `GET /api/openapi.json` serves it. */
   openapi(): Record<string, unknown>;
+  /** Every `/api/*` route the app answers: method and path, `{param}` style as in the document. */
+  routes(): Array<{ method: string; path: string }>;
 }
 
 /** What the route modules share. */
@@ -122,7 +124,16 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
   const openapi = () => cached ??= document() as unknown as Record<string, unknown>;
   app.get("/api/openapi.json", (c) => c.json(openapi()));
   app.get("/", () => landingPage());
-  return { fetch: async (request) => await app.fetch(request), openapi };
+  const routes = () => {
+    const seen = new Map<string, { method: string; path: string }>();
+    for (const route of app.routes) {
+      if (route.method === "ALL" || !route.path.startsWith("/api/")) continue;
+      const path = route.path.replace(/:([A-Za-z_]+)/g, "{$1}");
+      seen.set(`${route.method} ${path}`, { method: route.method, path });
+    }
+    return [...seen.values()];
+  };
+  return { fetch: async (request) => await app.fetch(request), openapi, routes };
 }
 
 function clip(text: string): string {
