@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import { ROOT, svcTaskCommand, tempDir } from "./helpers.ts";
+
+const README = await Deno.readTextFile(`${ROOT}/README.md`);
+
+/** The `sh` block of the README's dashboard examples. */
+function readmeExamples(): string {
+  const section = README.slice(README.indexOf("## Dashboard"));
+  const block = /### Examples[\s\S]*?```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(block, "the README shows dashboard examples");
+  return block;
+}
+
+/** Starts `svc dashboard --port 0` as `deno task dashboard` does; resolves once it listens. */
+async function startCli(home: string, env: Record<string, string> = {}) {
+  const task = await svcTaskCommand();
+  const child = new Deno.Command(task.command, {
+    args: [...task.args, "dashboard", "--port", "0"],
+    env: {
+      HOME: home,
+      SVC_HOME: `${home}/.svc`,
+      NO_COLOR: "1",
+      PATH: Deno.env.get("PATH") ?? "",
+      ...env,
+    },
+    clearEnv: true,
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines: string[] = [];
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let url: string | undefined;
+  while (url === undefined) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += value;
+    const parts = buffer.split("\n");
+    buffer = parts.pop()!;
+    lines.push(...parts);
+    url = lines.map((l) => /dashboard on (http:\/\/\S+)/.exec(l)?.[1]).find(Boolean);
+  }
+  assert.ok(url, lines.join("\n"));
+  // Give the lines printed right after the address a moment to arrive.
+  const rest = (async () => {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffer += value;
+      const parts = buffer.split("\n");
+      buffer = parts.pop()!;
+      lines.push(...parts);
+    }
+  })();
+  const stdout = child.stdout.pipeThrough(new TextDecoderStream());
+  const out = (async () => {
+    let text = "";
+    for await (const chunk of stdout) text += chunk;
+    return text;
+  })();
+  return {
+    url,
+    lines,
+    async stop(): Promise<{ code: number; stdout: string }> {
+      child.kill("SIGTERM");
+      const status = await child.status;
+      await rest;
+      return { code: status.code, stdout: await out };
+    },
+  };
+}
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+Deno.test("svc dashboard on a fresh SVC_HOME makes a token once, and the README's curl examples work against it", async () => {
+  await using home = await tempDir("svc-dash-cli-");
+  const server = await startCli(home.path);
+  await until(() => server.lines.some((l) => l.includes("#token=")));
+  const tokenFile = `${home.path}/.svc/dashboard.token`;
+  const token = (await Deno.readTextFile(tokenFile)).trim();
+  assert.equal((await Deno.stat(tokenFile)).mode! & 0o777, 0o600);
+  assert.ok(
+    server.lines.some((l) => l.includes(`${server.url}/#token=${token}`)),
+    server.lines.join("\n"),
+  );
+  assert.equal(
+    server.lines.filter((l) => l.includes(token)).length,
+    3,
+    "printed with its URL and a curl line",
+  );
+
+  const script = readmeExamples().replaceAll("http://127.0.0.1:41521", server.url);
+  const shell = await new Deno.Command("bash", {
+    args: ["-euo", "pipefail", "-c", script],
+    env: { HOME: home.path, PATH: Deno.env.get("PATH") ?? "" },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const output = new TextDecoder().decode(shell.stdout);
+  assert.equal(shell.code, 0, new TextDecoder().decode(shell.stderr));
+  assert.match(output, /"service":"svc"/);
+  assert.match(output, /event: narration\n/);
+  assert.match(output, /"state":"succeeded"/);
+  assert.match(output, /"task_id":"task_/);
+  assert.match(output, /"runs":\[\{"run_id":"run_/);
+  assert.match(output, /"by_provider"/);
+  assert.doesNotMatch(output, /"error"/);
+
+  const stopped = await server.stop();
+  assert.equal(stopped.code, 0);
+  assert.equal(stopped.stdout, "", "nothing on stdout");
+  assert.ok(server.lines.some((l) => l.includes("stopping the dashboard")));
+
+  // A second start uses the saved token and does not print it.
+  const again = await startCli(home.path);
+  await until(() => again.lines.some((l) => l.includes("dashboard.token")));
+  assert.ok(!again.lines.some((l) => l.includes(token)), again.lines.join("\n"));
+  const status = await fetch(`${again.url}/api/status`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  assert.equal(status.status, 200);
+  await status.body?.cancel();
+  assert.equal((await again.stop()).code, 0);
+});
+
+Deno.test("svc dashboard with authentication off says so, and acts as the local owner", async () => {
+  await using home = await tempDir("svc-dash-cli-");
+  const server = await startCli(home.path, { SVC_DASHBOARD_AUTH_REQUIRED: "false" });
+  await until(() => server.lines.some((l) => l.includes("authentication is off")));
+  assert.ok(server.lines.some((l) => l.includes("authentication is off")), server.lines.join("\n"));
+  const response = await fetch(`${server.url}/api/status`);
+  assert.equal(response.status, 200);
+  assert.deepEqual((await response.json()).caller, { owner: "local" });
+  assert.equal((await server.stop()).code, 0);
+});
