@@ -18,7 +18,10 @@ interface RawEntry {
 export interface KvLike {
   get(key: KvKey): Promise<RawEntry>;
   list(
-    selector: { prefix: KvKey; start?: KvKey },
+    selector: { prefix: KvKey; start?: KvKey } | { prefix: KvKey; end: KvKey } | {
+      start: KvKey;
+      end: KvKey;
+    },
     options?: { limit?: number; reverse?: boolean },
   ): AsyncIterable<RawEntry>;
   atomic(): AtomicLike;
@@ -57,8 +60,13 @@ export function wrapKv(kv: KvLike): KvStore {
   return {
     get: async (key) => entry(await kv.get(key)),
     async *list(prefix, options = {}) {
-      const { start, ...rest } = options;
-      const selector = start === undefined ? { prefix } : { prefix, start };
+      const { start, end, ...rest } = options;
+      // KV takes a prefix with one bound, or two bounds (both inside the prefix here).
+      const selector = end === undefined
+        ? start === undefined ? { prefix } : { prefix, start }
+        : start === undefined
+        ? { prefix, end }
+        : { start, end };
       for await (const raw of kv.list(selector, rest)) yield entry(raw);
     },
     atomic: () => wrapAtomic(kv.atomic()),
