@@ -56,7 +56,7 @@ export async function* followEvents(
  * writes it, until `signal` aborts (the stream has no end). Every item comes once, in order.
  */
 export async function* followActivity(
-  ledger: Ledger,
+  ledger: Pick<Ledger, "readActivity" | "waitForActivity">,
   owner: string,
   options: FollowOptions = {},
 ): AsyncGenerator<ActivityItem> {
