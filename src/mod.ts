@@ -82,8 +82,9 @@ export type {
   UsageTotals,
 } from "./engine/mod.ts";
 export { SvcError, toSvcError } from "./errors/mod.ts";
-export { callerOf, HostLease, openLedger } from "./ledger/mod.ts";
+export { callCursor, callerOf, HostLease, openLedger } from "./ledger/mod.ts";
 export type {
+  ActivityItem,
   BudgetAxis,
   BudgetFigures,
   Caller,
@@ -98,6 +99,7 @@ export type {
   JournalSummary,
   Ledger,
   LedgerOp,
+  ListOptions,
   ListRunsOptions,
   OpenLedgerOptions,
   RunEventAt,

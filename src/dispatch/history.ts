@@ -108,17 +108,19 @@ export function summarizeCalls(calls: CallRecord[]): UsageSummary {
 
 /**
  * The caller's dispatch history (newest first; everyone's for an administrator) and its
- * summary, from the ledger's call log.
+ * summary, from the ledger's call log. `before` pages: a cursor made by `callCursor()` of the
+ * page's last call (anything else is refused with `invalid_request`); the summary is of the page.
  */
 export async function dispatchHistory(
   ledger: Ledger,
   caller: Caller,
-  options: { limit?: number } = {},
+  options: { limit?: number; before?: string } = {},
 ): Promise<{ calls: CallRecord[]; summary: UsageSummary }> {
   const owner = ownerScope(caller);
   const calls = await ledger.listCalls({
     ...(owner !== undefined ? { owner } : {}),
     ...(options.limit !== undefined ? { limit: options.limit } : {}),
+    ...(options.before !== undefined ? { before: options.before } : {}),
   });
   return { calls, summary: summarizeCalls(calls) };
 }

@@ -67,12 +67,20 @@ export class SessionStore {
     return session;
   }
 
-  /** The caller's sessions (everyone's for an administrator), newest first. */
-  list(caller: Caller, options: { limit?: number } = {}): Promise<SessionRecord[]> {
+  /**
+   * The caller's sessions (everyone's for an administrator), newest first; with `before` (a
+   * session id), only older ones. Anything but a session id as `before` is refused with
+   * `invalid_request`.
+   */
+  list(
+    caller: Caller,
+    options: { limit?: number; before?: string } = {},
+  ): Promise<SessionRecord[]> {
     const owner = ownerScope(caller);
     return this.#ledger.listSessions({
       ...(owner !== undefined ? { owner } : {}),
       ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      ...(options.before !== undefined ? { before: options.before } : {}),
     });
   }
 

@@ -365,12 +365,16 @@ export class TaskManager {
     for await (const item of feed) yield item as FeedItem<TaskEvent>;
   }
 
-  /** The caller's tasks (everyone's for an administrator), newest first. */
-  list(caller: Caller, options: { limit?: number } = {}): Promise<TaskStatus[]> {
+  /**
+   * The caller's tasks (everyone's for an administrator), newest first; with `before` (a task
+   * id), only older ones. Anything but a task id as `before` is refused with `invalid_request`.
+   */
+  list(caller: Caller, options: { limit?: number; before?: string } = {}): Promise<TaskStatus[]> {
     const owner = ownerScope(caller);
     return this.#options.ledger.listTasks({
       ...(owner !== undefined ? { owner } : {}),
       ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      ...(options.before !== undefined ? { before: options.before } : {}),
     });
   }
 

@@ -330,16 +330,21 @@ export class RunManager {
     return await this.#ledger.getJournal(runId);
   }
 
-  /** Statuses of the caller's recent runs (everyone's for an administrator), newest first, without narration. */
+  /**
+   * Statuses of the caller's recent runs (everyone's for an administrator), newest first,
+   * without narration. `before` (a run id, e.g. the last of the page before) pages: only
+   * older runs; anything but a run id is refused with `invalid_request`.
+   */
   list(
     caller: Caller,
-    options: { states?: readonly RunState[]; limit?: number } = {},
+    options: { states?: readonly RunState[]; limit?: number; before?: string } = {},
   ): Promise<RunStatus[]> {
     const owner = ownerScope(caller);
     return this.#ledger.listRuns({
       ...(owner !== undefined ? { owner } : {}),
       ...(options.states !== undefined ? { states: options.states } : {}),
       ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      ...(options.before !== undefined ? { before: options.before } : {}),
     });
   }
 

@@ -1,5 +1,5 @@
 import type { Ledger } from "./interface.ts";
-import { endsStream, type EventStream, type FeedItem } from "./records.ts";
+import { type ActivityItem, endsStream, type EventStream, type FeedItem } from "./records.ts";
 
 /** Options of {@linkcode followEvents}. */
 export interface FollowOptions {
@@ -46,6 +46,38 @@ export async function* followEvents(
     });
     if (options.onIdle && !options.signal?.aborted) {
       const head = await ledger.readEvents(stream, { after, limit: 1 });
+      if (head.length === 0) await options.onIdle();
+    }
+  }
+}
+
+/**
+ * Replays an owner's activity stream from a position, then follows it live, whichever process
+ * writes it, until `signal` aborts (the stream has no end). Every item comes once, in order.
+ */
+export async function* followActivity(
+  ledger: Pick<Ledger, "readActivity" | "waitForActivity">,
+  owner: string,
+  options: FollowOptions = {},
+): AsyncGenerator<ActivityItem> {
+  let after = options.after ?? -1;
+  const idleMs = options.idleMs ?? 5000;
+  while (!options.signal?.aborted) {
+    const items = await ledger.readActivity(owner, { after, limit: 500 });
+    for (const item of items) {
+      if (options.signal?.aborted) return;
+      after = item.seq;
+      yield item;
+    }
+    if (items.length === 500) continue;
+    if (options.follow === false) return;
+    await ledger.waitForActivity(owner, {
+      after,
+      timeoutMs: idleMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (options.onIdle && !options.signal?.aborted) {
+      const head = await ledger.readActivity(owner, { after, limit: 1 });
       if (head.length === 0) await options.onIdle();
     }
   }

@@ -1,5 +1,6 @@
 import type { ChatMessage } from "./chat.ts";
 import type {
+  ActivityItem,
   CallRecord,
   EventStream,
   FeedItem,
@@ -35,7 +36,12 @@ export interface RunEventAt {
  * are the run's feed, numbered by the run's host without gaps.
  */
 export type LedgerOp =
-  | { kind: "status"; status: RunStatus; event?: RunEventAt }
+  | {
+    kind: "status";
+    status: RunStatus;
+    /** A `state` event here is a state change: it also enters the owner's activity stream. */
+    event?: RunEventAt;
+  }
   | { kind: "journal"; status: RunStatus; entry: JournalEntry }
   | { kind: "narration"; seq: number; entry: NarrationEntry }
   | { kind: "security"; seq: number; event: SecurityEvent }
@@ -49,6 +55,25 @@ export interface ListRunsOptions {
   states?: readonly RunState[];
   /** Most runs returned. Default 100. */
   limit?: number;
+  /**
+   * Only runs older than this run id (a position: it need not exist), for paging: pass the
+   * last id of the page before. Anything but a run id is refused (`invalid_request`).
+   */
+  before?: string;
+}
+
+/**
+ * Options of the listings of tasks, sessions and calls. `before` pages: only records older
+ * than it: a task id, a session id, or for calls a cursor made by `callCursor()`; anything
+ * else is refused (`invalid_request`).
+ */
+export interface ListOptions {
+  /** Only this owner's records; all owners' when absent. */
+  owner?: string;
+  /** Most records returned. */
+  limit?: number;
+  /** Only records older than this position. */
+  before?: string;
 }
 
 /**
@@ -67,18 +92,27 @@ export interface Ledger {
   /** A task's directory: large results. */
   taskDir(taskId: string): string;
 
-  /** Records a new run, its script and its first event (seq 0), as running on `host`. */
+  /**
+   * Records a new run, its script and its first event (seq 0), as running on `host`; its state
+   * enters the owner's activity stream in the same commit.
+   */
   createRun(
     status: RunStatus,
     options: { script: string; host: HostRef; event: RunEvent },
   ): Promise<void>;
-  /** Commits a run's writes in order; a terminal status ends the run's feed and its cancel request. */
+  /**
+   * Commits a run's writes in order; a terminal status ends the run's feed and its cancel
+   * request. Each state change enters the owner's activity stream with it.
+   */
   write(runId: string, ops: LedgerOp[]): Promise<void>;
   /** The run's full status, or undefined when there is no such run. */
   getRun(runId: string): Promise<RunStatus | undefined>;
   /** The run's journal in call order, results included. */
   getJournal(runId: string): Promise<JournalEntry[]>;
-  /** Statuses of runs (without narration), newest first. */
+  /**
+   * Statuses of runs (without narration), newest first. With `states`, at most
+   * `RUN_SCAN_LIMIT` runs are examined, so a rare state may return fewer than `limit`.
+   */
   listRuns(options?: ListRunsOptions): Promise<RunStatus[]>;
   /**
    * Asks the host running a run to cancel it, wherever it runs. False when the run is not
@@ -102,6 +136,23 @@ export interface Ledger {
     options: { after: number; signal?: AbortSignal; timeoutMs?: number },
   ): Promise<void>;
 
+  /**
+   * Items of an owner's activity stream (every state change of its runs and tasks) after
+   * position `after` (all from the first when absent), in order.
+   */
+  readActivity(
+    owner: string,
+    options?: { after?: number; limit?: number },
+  ): Promise<ActivityItem[]>;
+  /**
+   * Resolves once the owner's activity stream has an item after `after`, or at `timeoutMs`, or
+   * when `signal` aborts (without throwing). Writes of any process count.
+   */
+  waitForActivity(
+    owner: string,
+    options: { after: number; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void>;
+
   /** Says that a host is alive. Hosts refresh it while they have work. */
   heartbeat(host: HostRef, startedAt: string): Promise<void>;
   /** Removes a host's record when it shuts down cleanly. */
@@ -111,10 +162,11 @@ export interface Ledger {
   /** Marks `interrupted` the running tasks of hosts that are gone; returns their ids. */
   recoverInterruptedTasks(self: HostRef): Promise<string[]>;
 
-  /** Records a new task (queued) with its first event. */
+  /** Records a new task (queued) with its first event and its owner's activity item. */
   createTask(task: TaskStatus): Promise<void>;
   /**
-   * Saves a task; with `eventSeq`, its state change joins its feed. With `expect`, only if
+   * Saves a task; with `eventSeq`, its state change joins its feed and its owner's activity
+   * stream. With `expect`, only if
    * the task is still in that state. Returns whether it was written.
    */
   saveTask(
@@ -124,7 +176,7 @@ export interface Ledger {
   /** A task's status, or undefined. */
   getTask(taskId: string): Promise<TaskStatus | undefined>;
   /** Tasks, newest first; only `owner`'s when given. */
-  listTasks(options?: { owner?: string; limit?: number }): Promise<TaskStatus[]>;
+  listTasks(options?: ListOptions): Promise<TaskStatus[]>;
   /** Marks a task's cancel as asked for; its worker, wherever it runs, sees it. */
   requestCancel(taskId: string): Promise<TaskStatus | undefined>;
 
@@ -135,12 +187,12 @@ export interface Ledger {
   /** An owner's session by name, or undefined. */
   findSession(owner: string, name: string): Promise<SessionRecord | undefined>;
   /** Sessions, newest first; only `owner`'s when given. */
-  listSessions(options?: { owner?: string; limit?: number }): Promise<SessionRecord[]>;
+  listSessions(options?: ListOptions): Promise<SessionRecord[]>;
   /** An API session's messages, oldest first. */
   getSessionMessages(sessionId: string): Promise<ChatMessage[]>;
   /** Saves a session after a turn, with the turn's messages, in one write. */
   saveSessionTurn(session: SessionRecord, messages: ChatMessage[]): Promise<void>;
 
   /** The call log (runs' calls and tasks), newest first; only `owner`'s when given. */
-  listCalls(options?: { limit?: number; owner?: string }): Promise<CallRecord[]>;
+  listCalls(options?: ListOptions): Promise<CallRecord[]>;
 }

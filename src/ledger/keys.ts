@@ -25,6 +25,8 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["sessions_by_owner", owner, session_id]` | `{}`: index for listing |
  * | `["session_messages", session_id, seq]` | an API session's history, one message each |
  * | `["calls", at, id, seq]` | every dispatch of runs and tasks, for history and statistics |
+ * | `["activity", owner, seq]` | the owner's activity stream: one item per state change of its runs and tasks, from seq 0 |
+ * | `["activity_head", owner]` | `{seq}`: the stream's last seq, checked by every append so that concurrent writers never share one |
  */
 export const KEYS = {
   schema: ["meta", "schema"] as KvKey,
@@ -63,6 +65,9 @@ export const KEYS = {
     seq === undefined ? ["session_messages", sessionId] : ["session_messages", sessionId, seq],
   calls: ["calls"] as KvKey,
   call: (at: string, id: string, seq: number): KvKey => ["calls", at, id, seq],
+  activity: (owner: string, seq?: number): KvKey =>
+    seq === undefined ? ["activity", owner] : ["activity", owner, seq],
+  activityHead: (owner: string): KvKey => ["activity_head", owner],
 };
 
 /** Version of the KV schema this code writes. */

@@ -1,11 +1,13 @@
 import { SvcError } from "../errors/mod.ts";
-import { joinPath, type KvKey, type KvStore, platform } from "../platform/mod.ts";
+import { joinPath, type KvAtomic, type KvKey, type KvStore, platform } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
-import type { HostRef, Ledger, LedgerOp, ListRunsOptions } from "./interface.ts";
+import { checkBefore, parseCallCursor } from "./cursor.ts";
+import type { HostRef, Ledger, LedgerOp, ListOptions, ListRunsOptions } from "./interface.ts";
 import {
+  type ActivityItem,
   type CallRecord,
   type EventStream,
   type FeedItem,
@@ -32,6 +34,16 @@ const REF_ROOM = 256;
 const STALE_HOST_MS = 10_000;
 /** How often a ledger with readers waiting for events looks for other processes' writes, in ms. */
 const POLL_MS = 25;
+/**
+ * Most runs `listRuns` examines when a `states` filter drops some: a rare state among many
+ * runs returns fewer than `limit` rather than reading the whole ledger in one call.
+ */
+export const RUN_SCAN_LIMIT = 10_000;
+/**
+ * Attempts of a commit that appends to an owner's activity stream while other writers append
+ * to it too; each failed attempt means another writer's commit went through.
+ */
+const ACTIVITY_ATTEMPTS = 100;
 
 /** A JSON value kept inline, or in a blob file of the run directory. */
 type Stored = { value: JsonValue } | { ref: string };
@@ -60,15 +72,54 @@ interface HostDoc {
   heartbeat_at: string;
 }
 
+/** What a reader waits on: the feed of a run or a task, or an owner's activity stream. */
+type WaitTarget = EventStream | { kind: "activity"; id: string };
+
 /** A reader waiting for a stream to pass `after`. */
 interface Waiter {
-  stream: EventStream;
+  stream: WaitTarget;
   after: number;
   wake: () => void;
 }
 
-function streamKey(stream: EventStream): string {
+function streamKey(stream: WaitTarget): string {
   return `${stream.kind}:${stream.id}`;
+}
+
+/** An activity item before its place in the owner's stream is known. */
+type ActivityDraft = Omit<ActivityItem, "seq">;
+
+/** Items to append to one owner's activity stream in a commit. */
+interface ActivityAppend {
+  owner: string;
+  items: ActivityDraft[];
+}
+
+/** The list bound of keys under `prefix` older than the id `before`, if any (already checked). */
+function below(prefix: KvKey, before: string | undefined): { end?: KvKey } {
+  return before === undefined ? {} : { end: [...prefix, before] };
+}
+
+/** A task's state change as an append to its owner's activity stream. */
+function taskActivity(task: TaskStatus, event: TaskEvent): ActivityAppend {
+  return {
+    owner: task.owner,
+    items: [{ at: event.at, kind: "task", id: task.task_id, state: event.state }],
+  };
+}
+
+/** A run's activity item for a change to `state`, named after the script's meta name. */
+function runActivity(
+  status: RunStatus,
+  change: { at: string; state: RunStatus["state"] },
+): ActivityDraft {
+  return {
+    at: change.at,
+    kind: "run",
+    id: status.run_id,
+    state: change.state,
+    ...(status.name ? { name: status.name } : {}),
+  };
 }
 
 function eventsPrefix(stream: EventStream): KvKey {
@@ -183,12 +234,45 @@ class KvLedger implements Ledger {
     return out;
   }
 
-  async #headOf(stream: EventStream): Promise<number> {
-    return await this.#lastSeq(eventsPrefix(stream));
+  async #headOf(stream: WaitTarget): Promise<number> {
+    if (stream.kind !== "activity") return await this.#lastSeq(eventsPrefix(stream));
+    const head = await this.#kv.get(KEYS.activityHead(stream.id));
+    return head.value ? fromBytes<{ seq: number }>(head.value).seq : -1;
   }
 
   waitForEvents(
     stream: EventStream,
+    options: { after: number; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void> {
+    return this.#wait(stream, options);
+  }
+
+  async readActivity(
+    owner: string,
+    options: { after?: number; limit?: number } = {},
+  ): Promise<ActivityItem[]> {
+    const out: ActivityItem[] = [];
+    const after = options.after ?? -1;
+    const limit = options.limit ?? Infinity;
+    const prefix = KEYS.activity(owner);
+    for await (const entry of this.#kv.list(prefix, { start: [...prefix, after + 1] })) {
+      const seq = entry.key.at(-1);
+      if (typeof seq !== "number" || seq <= after || !entry.value) continue;
+      out.push({ ...fromBytes<ActivityItem>(entry.value), seq });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  waitForActivity(
+    owner: string,
+    options: { after: number; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<void> {
+    return this.#wait({ kind: "activity", id: owner }, options);
+  }
+
+  #wait(
+    stream: WaitTarget,
     options: { after: number; signal?: AbortSignal; timeoutMs?: number },
   ): Promise<void> {
     if (this.#closed || options.signal?.aborted) return Promise.resolve();
@@ -217,7 +301,7 @@ class KvLedger implements Ledger {
   }
 
   /** Wakes this process's readers of a stream just written. */
-  #notify(stream: EventStream): void {
+  #notify(stream: WaitTarget): void {
     const key = streamKey(stream);
     for (const waiter of this.#waiters) if (streamKey(waiter.stream) === key) waiter.wake();
   }
@@ -230,7 +314,7 @@ class KvLedger implements Ledger {
         const tick = (await this.#kv.get(KEYS.feedTick)).versionstamp;
         if (tick !== this.#tick) {
           this.#tick = tick;
-          const streams = new Map<string, EventStream>();
+          const streams = new Map<string, WaitTarget>();
           for (const waiter of this.#waiters) streams.set(streamKey(waiter.stream), waiter.stream);
           for (const [key, stream] of streams) {
             const head = await this.#headOf(stream);
@@ -245,6 +329,53 @@ class KvLedger implements Ledger {
       this.#poll = undefined;
       this.#schedulePoll();
     }, this.#pollMs);
+  }
+
+  /**
+   * Commits what `build` adds to an atomic operation, with `activity`'s items appended to the
+   * owner's stream. The stream's head key is checked, so that two writers (two processes on one
+   * ledger) never take the same seq; when another writer appended first, the commit is built
+   * again with the next seqs. Retrying is safe: a failed atomic commit applied nothing, and
+   * `build` adds the same sets and the same checks each time. Returns false when a check of
+   * `build` failed (the write lost to another).
+   */
+  async #commit(build: (atomic: KvAtomic) => void, activity?: ActivityAppend): Promise<boolean> {
+    if (activity === undefined || activity.items.length === 0) {
+      const atomic = this.#kv.atomic();
+      build(atomic);
+      return (await atomic.commit()).ok;
+    }
+    const { owner, items } = activity;
+    const headKey = KEYS.activityHead(owner);
+    for (let attempt = 1;; attempt++) {
+      const head = await this.#kv.get(headKey);
+      const last = head.value ? fromBytes<{ seq: number }>(head.value).seq : -1;
+      const atomic = this.#kv.atomic();
+      build(atomic);
+      atomic.check(headKey, head.versionstamp);
+      for (const [index, item] of items.entries()) {
+        const seq = last + 1 + index;
+        atomic.set(KEYS.activity(owner, seq), fitRecord({ seq, ...item }).bytes);
+      }
+      atomic.set(headKey, toBytes({ seq: last + items.length }));
+      atomic.set(KEYS.feedTick, toBytes({}));
+      if ((await atomic.commit()).ok) {
+        this.#notify({ kind: "activity", id: owner });
+        return true;
+      }
+      // Unchanged head: one of build's own checks failed, which no retry changes.
+      if ((await this.#kv.get(headKey)).versionstamp === head.versionstamp) return false;
+      if (attempt >= ACTIVITY_ATTEMPTS) {
+        throw new SvcError(
+          "conflict",
+          `Cannot record a state change: the activity stream of owner ${
+            JSON.stringify(owner.slice(0, 40))
+          } kept changing`,
+        );
+      }
+      // Many writers at once: spread them out a little.
+      if (attempt > 2) await new Promise((resolve) => setTimeout(resolve, Math.random() * attempt));
+    }
   }
 
   /** The run's directory: script text, result, final status and large values. */
@@ -318,16 +449,24 @@ class KvLedger implements Ledger {
     await p.mkdir(this.runDir(status.run_id));
     // A fixed name: the caller's filename is for display only and never becomes a path.
     await p.writeTextFile(joinPath(this.runDir(status.run_id), "script.js"), options.script);
-    const doc: RunDoc = { v: 1, status: fitRecord(bareStatus(status), VALUE_LIMIT).value };
-    const result = await this.#kv.atomic()
-      .check(KEYS.run(status.run_id), null)
-      .set(KEYS.run(status.run_id), toBytes(doc))
-      .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
-      .set(KEYS.active(status.run_id), toBytes({ host_id: options.host.id, pid: options.host.pid }))
-      .set(KEYS.events(status.run_id, 0), fitRecord(options.event).bytes)
-      .set(KEYS.feedTick, toBytes({}))
-      .commit();
-    if (!result.ok) {
+    const record: RunDoc = { v: 1, status: fitRecord(bareStatus(status), VALUE_LIMIT).value };
+    const doc = toBytes(record);
+    const event = fitRecord(options.event).bytes;
+    const ok = await this.#commit((atomic) =>
+      atomic
+        .check(KEYS.run(status.run_id), null)
+        .set(KEYS.run(status.run_id), doc)
+        .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
+        .set(
+          KEYS.active(status.run_id),
+          toBytes({ host_id: options.host.id, pid: options.host.pid }),
+        )
+        .set(KEYS.events(status.run_id, 0), event)
+        .set(KEYS.feedTick, toBytes({})), {
+      owner: status.owner,
+      items: [runActivity(status, { at: options.event.at, state: status.state })],
+    });
+    if (!ok) {
       throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
     }
     this.#notify({ kind: "run", id: status.run_id });
@@ -340,8 +479,15 @@ class KvLedger implements Ledger {
    */
   async write(runId: string, ops: LedgerOp[]): Promise<void> {
     type Mutation = { key: KvKey; value: Uint8Array };
-    const chunks: Array<{ mutations: Mutation[]; bytes: number; status?: RunStatus }> = [];
-    let chunk: (typeof chunks)[number] = { mutations: [], bytes: 0 };
+    type Chunk = {
+      mutations: Mutation[];
+      bytes: number;
+      status?: RunStatus;
+      /** The state changes of the chunk, for the owner's activity stream. */
+      activity?: ActivityAppend;
+    };
+    const chunks: Chunk[] = [];
+    let chunk: Chunk = { mutations: [], bytes: 0 };
     let finalStatus: RunStatus | undefined;
     let events = false;
     const add = (mutation: Mutation, status?: RunStatus) => {
@@ -397,11 +543,17 @@ class KvLedger implements Ledger {
         }
         case "status":
           if (op.event) {
+            const event = op.event.event;
             add(
-              { key: KEYS.events(runId, op.event.seq), value: fitRecord(op.event.event).bytes },
+              { key: KEYS.events(runId, op.event.seq), value: fitRecord(event).bytes },
               op.status,
             );
             events = true;
+            if (event.type === "state") {
+              // In the chunk that holds the state's event: the two commit together.
+              chunk.activity ??= { owner: op.status.owner, items: [] };
+              chunk.activity.items.push(runActivity(op.status, event));
+            }
           } else chunk.status = op.status;
           finalStatus = op.status;
           break;
@@ -411,25 +563,27 @@ class KvLedger implements Ledger {
     const last = ops.findLast((op) => op.kind === "status" || op.kind === "journal");
     const latest = last && "status" in last ? last.status : undefined;
     const terminal = latest !== undefined && TERMINAL_STATES.has(latest.state);
-    for (const [index, { mutations, status }] of chunks.entries()) {
+    for (const [index, { mutations, status, activity }] of chunks.entries()) {
       if (mutations.length === 0 && !status) continue;
-      const atomic = this.#kv.atomic();
-      for (const { key, value } of mutations) atomic.set(key, value);
+      const ends = index === chunks.length - 1 && terminal;
+      let doc: Uint8Array | undefined;
       if (status) {
         const fitted = fitRecord(bareStatus(status), VALUE_LIMIT - REF_ROOM);
-        const doc: RunDoc = { v: 1, status: fitted.value };
-        if (index === chunks.length - 1 && terminal && latest.result !== undefined) {
-          doc.result = await this.#store(runId, latest.result, {
+        const record: RunDoc = { v: 1, status: fitted.value };
+        if (ends && latest.result !== undefined) {
+          record.result = await this.#store(runId, latest.result, {
             room: VALUE_LIMIT - REF_ROOM - fitted.bytes.length,
           });
         }
-        atomic.set(KEYS.run(runId), toBytes(doc));
+        doc = toBytes(record);
       }
-      if (index === chunks.length - 1 && terminal) {
-        atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
-      }
-      if (events) atomic.set(KEYS.feedTick, toBytes({}));
-      await atomic.commit();
+      // Only sets and deletes of this run's own keys: the same again if the activity append retries.
+      await this.#commit((atomic) => {
+        for (const { key, value } of mutations) atomic.set(key, value);
+        if (doc) atomic.set(KEYS.run(runId), doc);
+        if (ends) atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
+        if (events) atomic.set(KEYS.feedTick, toBytes({}));
+      }, activity);
     }
     if (terminal && finalStatus) await this.#writeSummary(finalStatus);
     if (events) this.#notify({ kind: "run", id: runId });
@@ -479,23 +633,35 @@ class KvLedger implements Ledger {
     }));
   }
 
+  /**
+   * Statuses of runs, newest first, older than `before` when given. With `states`, at most
+   * {@linkcode RUN_SCAN_LIMIT} runs are examined.
+   */
   async listRuns(options: ListRunsOptions = {}): Promise<RunStatus[]> {
     const limit = options.limit ?? 100;
+    const before = options.before === undefined
+      ? undefined
+      : checkBefore("run", options.before, "runs");
     const states = options.states === undefined ? undefined : new Set(options.states);
     const out: RunStatus[] = [];
+    let scanned = 0;
     const take = (status: RunStatus) => {
       if (!states || states.has(status.state)) out.push(status);
-      return out.length >= limit;
+      return out.length >= limit || (states !== undefined && ++scanned >= RUN_SCAN_LIMIT);
     };
     if (options.owner !== undefined) {
-      for await (const entry of this.#kv.list(KEYS.runsByOwner(options.owner), { reverse: true })) {
+      const prefix = KEYS.runsByOwner(options.owner);
+      for await (
+        const entry of this.#kv.list(prefix, { reverse: true, ...below(prefix, before) })
+      ) {
         const runId = entry.key.at(-1);
         const run = typeof runId === "string" ? await this.#kv.get(KEYS.run(runId)) : undefined;
         if (run?.value && take(fromBytes<RunDoc>(run.value).status)) break;
       }
       return out;
     }
-    for await (const entry of this.#kv.list(KEYS.allRuns, { reverse: true })) {
+    const prefix = KEYS.allRuns;
+    for await (const entry of this.#kv.list(prefix, { reverse: true, ...below(prefix, before) })) {
       if (entry.value && take(fromBytes<RunDoc>(entry.value).status)) break;
     }
     return out;
@@ -561,16 +727,19 @@ class KvLedger implements Ledger {
       doc.status = fitRecord(doc.status, VALUE_LIMIT - REF_ROOM - beside).value;
       const last = await this.#lastSeq(KEYS.events(runId));
       const event: RunEvent = { type: "state", run_id: runId, at, state: "interrupted" };
-      const result = await this.#kv.atomic()
-        .check(KEYS.run(runId), runEntry.versionstamp)
-        .check(KEYS.active(runId), entry.versionstamp)
-        .set(KEYS.run(runId), toBytes(doc))
-        .set(KEYS.events(runId, last + 1), toBytes(event))
-        .delete(KEYS.active(runId))
-        .delete(KEYS.runCancel(runId))
-        .set(KEYS.feedTick, toBytes({}))
-        .commit();
-      if (!result.ok) continue;
+      const ok = await this.#commit((atomic) =>
+        atomic
+          .check(KEYS.run(runId), runEntry.versionstamp)
+          .check(KEYS.active(runId), entry.versionstamp)
+          .set(KEYS.run(runId), toBytes(doc))
+          .set(KEYS.events(runId, last + 1), toBytes(event))
+          .delete(KEYS.active(runId))
+          .delete(KEYS.runCancel(runId))
+          .set(KEYS.feedTick, toBytes({})), {
+        owner: doc.status.owner,
+        items: [runActivity(doc.status, event)],
+      });
+      if (!ok) continue;
       this.#notify({ kind: "run", id: runId });
       if (host.record) await this.#kv.atomic().delete(KEYS.host(owner.host_id)).commit();
       const status = await this.getRun(runId);
@@ -612,15 +781,16 @@ class KvLedger implements Ledger {
       };
       const seq = (await this.#lastSeq(KEYS.taskEvents(taskId))) + 1;
       const event: TaskEvent = { at: task.ended_at, task_id: taskId, state: "interrupted" };
-      const result = await this.#kv.atomic()
-        .check(KEYS.task(taskId), taskEntry.versionstamp)
-        .check(KEYS.activeTasks(taskId), entry.versionstamp)
-        .set(KEYS.task(taskId), await this.#taskBytes(task))
-        .set(KEYS.taskEvents(taskId, seq), toBytes(event))
-        .delete(KEYS.activeTasks(taskId))
-        .set(KEYS.feedTick, toBytes({}))
-        .commit();
-      if (!result.ok) continue;
+      const bytes = await this.#taskBytes(task);
+      const ok = await this.#commit((atomic) =>
+        atomic
+          .check(KEYS.task(taskId), taskEntry.versionstamp)
+          .check(KEYS.activeTasks(taskId), entry.versionstamp)
+          .set(KEYS.task(taskId), bytes)
+          .set(KEYS.taskEvents(taskId, seq), toBytes(event))
+          .delete(KEYS.activeTasks(taskId))
+          .set(KEYS.feedTick, toBytes({})), taskActivity(task, event));
+      if (!ok) continue;
       this.#notify({ kind: "task", id: taskId });
       recovered.push(taskId);
     }
@@ -630,14 +800,15 @@ class KvLedger implements Ledger {
   /** Records a new task (queued) with its first event. */
   async createTask(task: TaskStatus): Promise<void> {
     const event: TaskEvent = { at: task.created_at, task_id: task.task_id, state: task.state };
-    const result = await this.#kv.atomic()
-      .check(KEYS.task(task.task_id), null)
-      .set(KEYS.task(task.task_id), await this.#taskBytes(task))
-      .set(KEYS.tasksByOwner(task.owner, task.task_id), toBytes({}))
-      .set(KEYS.taskEvents(task.task_id, 0), toBytes(event))
-      .set(KEYS.feedTick, toBytes({}))
-      .commit();
-    if (!result.ok) {
+    const bytes = await this.#taskBytes(task);
+    const ok = await this.#commit((atomic) =>
+      atomic
+        .check(KEYS.task(task.task_id), null)
+        .set(KEYS.task(task.task_id), bytes)
+        .set(KEYS.tasksByOwner(task.owner, task.task_id), toBytes({}))
+        .set(KEYS.taskEvents(task.task_id, 0), toBytes(event))
+        .set(KEYS.feedTick, toBytes({})), taskActivity(task, event));
+    if (!ok) {
       throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
     }
     this.#notify({ kind: "task", id: task.task_id });
@@ -652,26 +823,30 @@ class KvLedger implements Ledger {
     task: TaskStatus,
     options: { eventSeq?: number; expect?: TaskStatus["state"] } = {},
   ): Promise<boolean> {
-    const atomic = this.#kv.atomic();
+    let expected: string | null | undefined;
     if (options.expect !== undefined) {
       const current = await this.#kv.get(KEYS.task(task.task_id));
       if (!current.value || (await this.#taskOf(current.value)).state !== options.expect) {
         return false;
       }
-      atomic.check(KEYS.task(task.task_id), current.versionstamp);
+      expected = current.versionstamp;
     }
-    atomic.set(KEYS.task(task.task_id), await this.#taskBytes(task));
+    const mutations: Array<[KvKey, Uint8Array | null]> = [
+      [KEYS.task(task.task_id), await this.#taskBytes(task)],
+    ];
     if (task.state === "running" && task.host_id !== null) {
-      atomic.set(KEYS.activeTasks(task.task_id), toBytes({ host_id: task.host_id }));
-    } else if (task.state !== "queued") atomic.delete(KEYS.activeTasks(task.task_id));
+      mutations.push([KEYS.activeTasks(task.task_id), toBytes({ host_id: task.host_id })]);
+    } else if (task.state !== "queued") mutations.push([KEYS.activeTasks(task.task_id), null]);
+    let activity: ActivityAppend | undefined;
     if (options.eventSeq !== undefined) {
       const event: TaskEvent = {
         at: task.ended_at ?? task.started_at ?? task.created_at,
         task_id: task.task_id,
         state: task.state,
       };
-      atomic.set(KEYS.taskEvents(task.task_id, options.eventSeq), toBytes(event));
-      atomic.set(KEYS.feedTick, toBytes({}));
+      mutations.push([KEYS.taskEvents(task.task_id, options.eventSeq), toBytes(event)]);
+      mutations.push([KEYS.feedTick, toBytes({})]);
+      activity = taskActivity(task, event);
     }
     if (task.ended_at !== null && task.provider !== null) {
       const call: CallRecord = {
@@ -693,9 +868,15 @@ class KvLedger implements Ledger {
         usage: task.usage,
         cost_usd: task.cost_usd,
       };
-      atomic.set(KEYS.call(call.at, task.task_id, 1), toBytes(call));
+      mutations.push([KEYS.call(call.at, task.task_id, 1), toBytes(call)]);
     }
-    const ok = (await atomic.commit()).ok;
+    const ok = await this.#commit((atomic) => {
+      if (expected !== undefined) atomic.check(KEYS.task(task.task_id), expected);
+      for (const [key, value] of mutations) {
+        if (value === null) atomic.delete(key);
+        else atomic.set(key, value);
+      }
+    }, activity);
     if (ok && options.eventSeq !== undefined) this.#notify({ kind: "task", id: task.task_id });
     return ok;
   }
@@ -706,18 +887,25 @@ class KvLedger implements Ledger {
     return entry.value ? await this.#taskOf(entry.value) : undefined;
   }
 
-  /** Tasks, newest first; only `owner`'s when given. */
-  async listTasks(options: { owner?: string; limit?: number } = {}): Promise<TaskStatus[]> {
+  /** Tasks, newest first (older than `before` when given); only `owner`'s when given. */
+  async listTasks(options: ListOptions = {}): Promise<TaskStatus[]> {
     const limit = options.limit ?? 100;
+    const before = options.before === undefined
+      ? undefined
+      : checkBefore("task", options.before, "tasks");
     const out: TaskStatus[] = [];
     if (options.owner === undefined) {
-      for await (const entry of this.#kv.list(KEYS.allTasks, { reverse: true, limit })) {
+      const prefix = KEYS.allTasks;
+      for await (
+        const entry of this.#kv.list(prefix, { reverse: true, limit, ...below(prefix, before) })
+      ) {
         if (entry.value) out.push(await this.#taskOf(entry.value));
       }
       return out;
     }
+    const prefix = KEYS.tasksByOwner(options.owner);
     for await (
-      const entry of this.#kv.list(KEYS.tasksByOwner(options.owner), { reverse: true, limit })
+      const entry of this.#kv.list(prefix, { reverse: true, limit, ...below(prefix, before) })
     ) {
       const id = entry.key.at(-1);
       const task = typeof id === "string" ? await this.getTask(id) : undefined;
@@ -777,19 +965,25 @@ class KvLedger implements Ledger {
     return await this.getSession(fromBytes<{ session_id: string }>(entry.value).session_id);
   }
 
-  async listSessions(
-    options: { owner?: string; limit?: number } = {},
-  ): Promise<SessionRecord[]> {
+  /** Sessions, newest first (older than `before` when given); only `owner`'s when given. */
+  async listSessions(options: ListOptions = {}): Promise<SessionRecord[]> {
     const limit = options.limit ?? 100;
+    const before = options.before === undefined
+      ? undefined
+      : checkBefore("ses", options.before, "sessions");
     const out: SessionRecord[] = [];
     if (options.owner === undefined) {
-      for await (const entry of this.#kv.list(KEYS.allSessions, { reverse: true, limit })) {
+      const prefix = KEYS.allSessions;
+      for await (
+        const entry of this.#kv.list(prefix, { reverse: true, limit, ...below(prefix, before) })
+      ) {
         if (entry.value) out.push(fromBytes<SessionRecord>(entry.value));
       }
       return out;
     }
+    const prefix = KEYS.sessionsByOwner(options.owner);
     for await (
-      const entry of this.#kv.list(KEYS.sessionsByOwner(options.owner), { reverse: true, limit })
+      const entry of this.#kv.list(prefix, { reverse: true, limit, ...below(prefix, before) })
     ) {
       const id = entry.key.at(-1);
       const session = typeof id === "string" ? await this.getSession(id) : undefined;
@@ -813,11 +1007,14 @@ class KvLedger implements Ledger {
     await atomic.commit();
   }
 
-  /** The call log (runs' calls and tasks), newest first. */
-  async listCalls(options: { limit?: number; owner?: string } = {}): Promise<CallRecord[]> {
+  /** The call log (runs' calls and tasks), newest first; older than the `before` cursor when given. */
+  async listCalls(options: ListOptions = {}): Promise<CallRecord[]> {
     const out: CallRecord[] = [];
     const limit = options.limit ?? 1000;
-    for await (const entry of this.#kv.list(KEYS.calls, { reverse: true })) {
+    const end = options.before === undefined
+      ? {}
+      : { end: [...KEYS.calls, ...parseCallCursor(options.before)] };
+    for await (const entry of this.#kv.list(KEYS.calls, { reverse: true, ...end })) {
       if (!entry.value) continue;
       const call = fromBytes<CallRecord>(entry.value);
       if (options.owner !== undefined && call.owner !== options.owner) continue;

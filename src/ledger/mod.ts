@@ -3,15 +3,24 @@
  * `SVC_HOME`, behind one interface ({@linkcode Ledger}); Deno KV is its first backend.
  * @module
  */
-export { INLINE_LIMIT, openLedger, type OpenLedgerOptions } from "./ledger.ts";
-export type { HostRef, Ledger, LedgerOp, ListRunsOptions, RunEventAt } from "./interface.ts";
+export { INLINE_LIMIT, openLedger, type OpenLedgerOptions, RUN_SCAN_LIMIT } from "./ledger.ts";
+export type {
+  HostRef,
+  Ledger,
+  LedgerOp,
+  ListOptions,
+  ListRunsOptions,
+  RunEventAt,
+} from "./interface.ts";
 export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
 export { type Caller, callerOf, mayAccess, OWNER_LIMIT, ownerScope } from "./caller.ts";
-export { followEvents, type FollowOptions } from "./follow.ts";
+export { followActivity, followEvents, type FollowOptions } from "./follow.ts";
+export { callCursor } from "./cursor.ts";
 export { sha256 } from "./json_bytes.ts";
 export { clipStrings, clipText, fitRecord, VALUE_LIMIT } from "./fit.ts";
 export { SCHEMA_VERSION } from "./keys.ts";
 export {
+  type ActivityItem,
   type BudgetAxis,
   type BudgetFigures,
   type CallCounts,

@@ -436,6 +436,26 @@ export function endsStream(event: RunEvent | TaskEvent): boolean {
     (!("type" in event) || event.type === "state");
 }
 
+/**
+ * One state change of a run or a task in its owner's activity stream: what a board of the
+ * owner's runs and tasks follows. `seq` counts from 0 per owner without gaps; the item commits
+ * with the change it describes.
+ */
+export interface ActivityItem {
+  /** Its position in the owner's stream, from 0. */
+  seq: number;
+  /** When the run or task entered the state (ISO 8601), as its own feed's event says. */
+  at: string;
+  /** Whether a run or a task changed state. */
+  kind: "run" | "task";
+  /** The run's or task's id. */
+  id: string;
+  /** The state it entered. */
+  state: RunState;
+  /** A run's `meta.name`, when its script has one. */
+  name?: string;
+}
+
 /** A persistent multi-turn conversation with one provider. */
 export interface SessionRecord {
   /** The session's id (`ses_...`). */

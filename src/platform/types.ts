@@ -99,10 +99,13 @@ export interface KvAtomic {
 export interface KvStore {
   /** Reads one entry (its `value` null when absent). */
   get(key: KvKey): Promise<KvEntry>;
-  /** Entries under `prefix`, in key order; with `start`, from that key on (inclusive). */
+  /**
+   * Entries under `prefix`, in key order; with `start`, from that key on (inclusive); with
+   * `end`, before that key (exclusive).
+   */
   list(
     prefix: KvKey,
-    options?: { limit?: number; reverse?: boolean; start?: KvKey },
+    options?: { limit?: number; reverse?: boolean; start?: KvKey; end?: KvKey },
   ): AsyncIterable<KvEntry>;
   /** Starts a set of writes that commit together. */
   atomic(): KvAtomic;

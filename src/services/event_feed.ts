@@ -1,8 +1,15 @@
 import type { RunManager } from "../engine/mod.ts";
 import type { TaskManager } from "../dispatch/mod.ts";
-import type { Caller, EventStream, FeedItem } from "../ledger/mod.ts";
+import {
+  type ActivityItem,
+  type Caller,
+  type EventStream,
+  type FeedItem,
+  followActivity,
+  type Ledger,
+} from "../ledger/mod.ts";
 
-/** Options of {@linkcode EventFeed.follow}. */
+/** Options of {@linkcode EventFeed.follow} and {@linkcode EventFeed.activity}. */
 export interface FeedFollowOptions {
   /** Start after this position: the last `seq` the reader saw. Default: from the first event. */
   after?: number;
@@ -20,11 +27,13 @@ export interface FeedFollowOptions {
 export class EventFeed {
   readonly #runs: RunManager;
   readonly #tasks: TaskManager;
+  readonly #ledger: Ledger;
 
-  /** The feed over the run and task services, which check the owner rule. */
-  constructor(services: { runs: RunManager; tasks: TaskManager }) {
+  /** The feed over the run and task services, which check the owner rule, and their ledger. */
+  constructor(services: { runs: RunManager; tasks: TaskManager; ledger: Ledger }) {
     this.#runs = services.runs;
     this.#tasks = services.tasks;
+    this.#ledger = services.ledger;
   }
 
   /** The events of one run or task, from `after` on, ending with its terminal state. */
@@ -36,5 +45,21 @@ export class EventFeed {
     return stream.kind === "run"
       ? this.#runs.events(stream.id, caller, options)
       : this.#tasks.events(stream.id, caller, options);
+  }
+
+  /**
+   * The caller's activity stream: every state change of its owner's runs and tasks, from
+   * `after` on, followed live (from any process) until `signal`; it has no end. An
+   * administrator gets its own owner's stream too, not everyone's: streams are per owner.
+   * While idle it recovers dead hosts' runs and tasks, so that their `interrupted` shows.
+   */
+  activity(caller: Caller, options: FeedFollowOptions = {}): AsyncGenerator<ActivityItem> {
+    return followActivity(this.#ledger, caller.owner, {
+      ...options,
+      onIdle: async () => {
+        await this.#runs.recover();
+        await this.#tasks.recover();
+      },
+    });
   }
 }

@@ -100,7 +100,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       runs?.recover().catch(() => {});
       tasks?.recover().catch(() => {});
     }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
-    const events = new EventFeed({ runs, tasks });
+    const events = new EventFeed({ runs, tasks, ledger });
     let closing: Promise<void> | undefined;
     const close = () =>
       closing ??= (async () => {
