@@ -7,7 +7,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { dispatchHistory } from "../dispatch/mod.ts";
-import type { RunState } from "../ledger/mod.ts";
+import { callCursor, type RunState } from "../ledger/mod.ts";
 import { VERSION } from "../version.ts";
 import type { DashboardHono, RouteContext } from "./app.ts";
 import { errors, jsonContent, nextCursor } from "./route_parts.ts";
@@ -199,7 +199,7 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
     });
     return c.json({
       calls,
-      next_cursor: nextCursor(calls, limit, (call) => call.id),
+      next_cursor: nextCursor(calls, limit, callCursor),
     }, 200);
   });
 

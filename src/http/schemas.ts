@@ -39,7 +39,7 @@ export const PageQuerySchema = z.object({
   limit: z.coerce.number().int("must be a whole number").min(1).max(PAGE_LIMIT).optional()
     .meta({ description: `items per page, 1 to ${PAGE_LIMIT} (default 100)` }),
   cursor: z.string().max(128, "must be at most 128 characters").regex(
-    /^[A-Za-z0-9_-]+$/,
+    /^[A-Za-z0-9_.:~-]+$/,
     "must be a cursor from a previous page's next_cursor",
   ).optional().meta({ description: "the next_cursor of the previous page" }),
 });
