@@ -8,7 +8,7 @@ export type { HostRef, Ledger, LedgerOp, ListRunsOptions, RunEventAt } from "./i
 export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
 export { type Caller, callerOf, mayAccess, OWNER_LIMIT, ownerScope } from "./caller.ts";
 export { followEvents, type FollowOptions } from "./follow.ts";
-export { sha256 } from "./json_bytes.ts";
+export { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 export { clipStrings, clipText, fitRecord, VALUE_LIMIT } from "./fit.ts";
 export { SCHEMA_VERSION } from "./keys.ts";
 export {
