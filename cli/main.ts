@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from "commander";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
+import { addBoardCommands } from "./board_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addRunCommands } from "./run_commands.ts";
 import { EXIT, exitStatusOfError } from "./exit_status.ts";
@@ -92,6 +93,9 @@ function buildProgram(run: Invocation): Command {
     run.exitCode = await action();
   });
   addDispatchCommands(program, async (action) => {
+    run.exitCode = await action();
+  });
+  addBoardCommands(program, async (action) => {
     run.exitCode = await action();
   });
   return program;
