@@ -4,6 +4,21 @@
  * installs the Node platform first.
  * @module
  */
+export { Board, openBoard } from "./board/mod.ts";
+export type {
+  BoardAction,
+  BoardCard,
+  BoardChange,
+  BoardChangesOptions,
+  BoardListOptions,
+  BoardListResult,
+  BoardLogEntry,
+  BoardMode,
+  BoardWriteRequest,
+  BoardWriteResult,
+  CardState,
+  OpenBoardOptions,
+} from "./board/mod.ts";
 export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
 export type {
   AnthropicProviderConfig,

@@ -16,7 +16,7 @@ export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
 export { type Caller, callerOf, mayAccess, OWNER_LIMIT, ownerScope } from "./caller.ts";
 export { followActivity, followEvents, type FollowOptions } from "./follow.ts";
 export { callCursor } from "./cursor.ts";
-export { sha256 } from "./json_bytes.ts";
+export { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 export { clipStrings, clipText, fitRecord, VALUE_LIMIT } from "./fit.ts";
 export { SCHEMA_VERSION } from "./keys.ts";
 export {

@@ -1,3 +1,4 @@
+import { type Board, openBoard } from "../board/mod.ts";
 import { type Config, loadConfig, svcHome } from "../config/mod.ts";
 import {
   type Dispatcher,
@@ -8,7 +9,7 @@ import {
 } from "../dispatch/mod.ts";
 import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
-import { joinPath } from "../platform/mod.ts";
+import { joinPath, platform } from "../platform/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { EventFeed } from "./event_feed.ts";
 
@@ -35,6 +36,13 @@ export interface ServicesOptions {
   recoverEveryMs?: number;
   /** How often readers waiting for events look for other processes' writes, in ms. Default 25. */
   pollMs?: number;
+  /** The board directory. Default: `SVC_DASHBOARD_BOARD_DIR`, else `board` in the data directory. */
+  boardDir?: string;
+}
+
+/** The board directory: the option, else `SVC_DASHBOARD_BOARD_DIR`, else `<home>/board`. */
+function boardDirOf(home: string, option: string | undefined): string {
+  return option ?? (platform().env("SVC_DASHBOARD_BOARD_DIR") || joinPath(home, "board"));
 }
 
 /**
@@ -66,6 +74,8 @@ export interface Services extends AsyncDisposable {
   readonly worktrees: WorktreeManager;
   /** The event feed of every run and task. */
   readonly events: EventFeed;
+  /** The board ledger (cards), in the board directory. */
+  readonly board: Board;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -89,7 +99,11 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const host = new HostLease(ledger);
   let runs: RunManager | undefined;
   let tasks: TaskManager | undefined;
+  let board: Board | undefined;
   try {
+    board = await openBoard(boardDirOf(home, options.boardDir), {
+      ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    });
     const sessions = new SessionStore(ledger);
     tasks = new TaskManager({ dispatcher, ledger, sessions, host });
     const recoveredTasks = await tasks.recover();
@@ -108,6 +122,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
         await runs?.close();
         await tasks?.close();
         await host.close();
+        board?.close();
         ledger.close();
       })();
     return {
@@ -122,6 +137,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       runs,
       worktrees,
       events,
+      board,
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
@@ -129,6 +145,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   } catch (error) {
     await runs?.close().catch(() => {});
     await tasks?.close().catch(() => {});
+    board?.close();
     ledger.close();
     throw error;
   }

@@ -1,0 +1,450 @@
+import { Semaphore } from "../concurrency/mod.ts";
+import { SvcError } from "../errors/mod.ts";
+import { type Caller, fromBytes, mayAccess, toBytes } from "../ledger/mod.ts";
+import { joinPath, type KvEntry, type KvKey, type KvStore, platform } from "../platform/mod.ts";
+import {
+  type BoardCard,
+  type BoardChange,
+  type BoardListResult,
+  type BoardWriteRequest,
+  BoardWriteRequestSchema,
+  type BoardWriteResult,
+  CARD_STATES,
+  type CardState,
+  describeIssue,
+  isCardNumber,
+  refuseBoardDir,
+} from "../schemas/mod.ts";
+import { applyAction } from "./card.ts";
+import { BOARD_SCHEMA_VERSION, KEYS } from "./keys.ts";
+
+/** The actor label recorded when a write names none and the board was opened without one. */
+export const DEFAULT_BY = "svc";
+
+/** Cards a listing returns when it names no limit. */
+export const LIST_DEFAULT = 100;
+/** Most cards one listing returns. */
+export const LIST_LIMIT = 500;
+
+/** How often followers of the change log look for other processes' writes, in ms. */
+const POLL_MS = 25;
+
+/** Attempts of a write that loses its atomic check to other processes, before giving up. */
+const WRITE_ATTEMPTS = 100;
+
+/** Changes read from KV at once while replaying. */
+const CHANGES_BATCH = 500;
+
+/** Options of {@linkcode openBoard}. */
+export interface OpenBoardOptions {
+  /** The actor label of writes that name no `by`. Default `svc`. */
+  by?: string;
+  /** The clock of written times. Default the system's; tests fix it. */
+  clock?: () => Date;
+  /** How often followers of the change log look for other processes' writes, in ms. Default 25. */
+  pollMs?: number;
+}
+
+/** Options of {@linkcode Board.list}. */
+export interface BoardListOptions {
+  /** Most cards returned: 1 to 500, default 100. */
+  limit?: number;
+  /** The `next_cursor` of the previous page. */
+  cursor?: string;
+  /** Only cards in this state. */
+  state?: CardState;
+}
+
+/** Options of {@linkcode Board.changes}. */
+export interface BoardChangesOptions {
+  /** Start after this `seq` (the last one the reader saw). Default: from the first change. */
+  after?: number;
+  /** Stops following; the iteration ends without an error. */
+  signal?: AbortSignal;
+  /** With false, ends after the changes recorded so far. Default true. */
+  follow?: boolean;
+}
+
+/** A card as stored. */
+interface CardDoc {
+  v: 1;
+  card: BoardCard;
+}
+
+/** What a write would do, read at one moment; applying it checks that moment still holds. */
+interface Plan {
+  card: BoardCard;
+  change: BoardChange;
+  n: number;
+  isNew: boolean;
+  headStamp: string | null;
+  /** The counter's versionstamp for a new card, the card's otherwise. */
+  stamp: string | null;
+}
+
+/** A follower of the change log waiting for a change after `after`. */
+interface Waiter {
+  after: number;
+  wake: () => void;
+}
+
+function headSeq(entry: KvEntry): number {
+  return entry.value ? fromBytes<{ seq: number }>(entry.value).seq : -1;
+}
+
+function invalid(message: string): SvcError {
+  return new SvcError("invalid_request", message);
+}
+
+/**
+ * Opens (creating if needed) the board of a directory: a Deno KV file `board.kv` inside it.
+ * Several processes may open the same board; card numbers and change sequence numbers stay
+ * unique and gapless across them.
+ */
+export async function openBoard(dir: string, options: OpenBoardOptions = {}): Promise<Board> {
+  const by = options.by ?? DEFAULT_BY;
+  const checked = BoardWriteRequestSchema.shape.by.safeParse(by);
+  if (!checked.success) {
+    throw new SvcError(
+      "invalid_argument",
+      `Cannot open the board: the default actor ${describeIssue(checked.error)}`,
+    );
+  }
+  const p = platform();
+  await p.mkdir(dir);
+  const kv = await p.openKv(joinPath(dir, "board.kv"));
+  try {
+    await migrate(kv, dir);
+  } catch (error) {
+    kv.close();
+    throw error;
+  }
+  return new Board(dir, kv, {
+    by,
+    clock: options.clock ?? (() => new Date()),
+    pollMs: options.pollMs ?? POLL_MS,
+  });
+}
+
+async function migrate(kv: KvStore, dir: string): Promise<void> {
+  const entry = await kv.get(KEYS.schema);
+  const version = entry.value ? fromBytes<{ version: number }>(entry.value).version : 0;
+  if (version > BOARD_SCHEMA_VERSION) {
+    throw new SvcError(
+      "internal",
+      `Cannot open the board in ${dir}: it has schema version ${version}, this svc knows up to ${BOARD_SCHEMA_VERSION}`,
+    );
+  }
+  if (version !== BOARD_SCHEMA_VERSION) {
+    await kv.atomic().check(KEYS.schema, entry.versionstamp)
+      .set(KEYS.schema, toBytes({ version: BOARD_SCHEMA_VERSION })).commit();
+  }
+}
+
+/**
+ * The board ledger: cards with their logs, and a change log of every applied write, in one KV
+ * file of the board directory. The one service behind every board entry (`POST
+ * /api/board/write`, `svc board write`, the tool `svc_board_write`). Owners see and change only
+ * their cards; administrators see all. Open it with {@linkcode openBoard}.
+ */
+export class Board {
+  /** The board directory. */
+  readonly dir: string;
+  readonly #kv: KvStore;
+  readonly #by: string;
+  readonly #clock: () => Date;
+  readonly #pollMs: number;
+  /** Writes of this process go one at a time; other processes are met by the atomic checks. */
+  readonly #writes = new Semaphore(1);
+  readonly #waiters = new Set<Waiter>();
+  #poll: ReturnType<typeof setTimeout> | undefined;
+  #headStamp: string | null | undefined;
+  #closed = false;
+
+  /** Use {@linkcode openBoard}. */
+  constructor(
+    dir: string,
+    kv: KvStore,
+    options: { by: string; clock: () => Date; pollMs: number },
+  ) {
+    this.dir = dir;
+    this.#kv = kv;
+    this.#by = options.by;
+    this.#clock = options.clock;
+    this.#pollMs = options.pollMs;
+  }
+
+  /**
+   * Performs a board write (`input` is the request body, unchecked) as `caller`. `dry_run`
+   * returns what `apply` would write and persists nothing; `apply` writes the card and its
+   * change in one atomic commit. Errors: `forbidden` for a body holding `board_dir` (before
+   * anything else), `invalid_request` naming the field, `not_found` for a card that is not
+   * there or not the caller's, `conflict` for a transition the table refuses.
+   */
+  async write(input: unknown, caller: Caller): Promise<BoardWriteResult> {
+    refuseBoardDir(input);
+    const request = parseRequest(input);
+    if (request.mode === "dry_run") {
+      const plan = await this.#plan(request, caller);
+      return result(request, plan, false);
+    }
+    this.#assertOpen();
+    const release = await this.#writes.acquire();
+    try {
+      for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+        const plan = await this.#plan(request, caller);
+        if (await this.#commit(plan)) {
+          this.#notify(plan.change.seq);
+          return result(request, plan, true);
+        }
+        // Another process wrote first: read again, after a short random pause.
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.random() * 2 ** Math.min(attempt, 6))
+        );
+      }
+    } finally {
+      release();
+    }
+    throw new SvcError(
+      "unavailable",
+      `Cannot write to the board: other writers kept it busy through ${WRITE_ATTEMPTS} attempts`,
+    );
+  }
+
+  async #plan(request: BoardWriteRequest, caller: Caller): Promise<Plan> {
+    const head = await this.#kv.get(KEYS.head);
+    const at = this.#clock().toISOString();
+    const by = request.by ?? this.#by;
+    let n: number;
+    let current: BoardCard | undefined;
+    let stamp: string | null;
+    if (request.action === "new") {
+      const counter = await this.#kv.get(KEYS.counter);
+      n = (counter.value ? fromBytes<{ last: number }>(counter.value).last : 0) + 1;
+      stamp = counter.versionstamp;
+    } else {
+      // parseRequest made sure of the shape.
+      n = Number(request.issue_id);
+      const entry = await this.#kv.get(KEYS.card(n));
+      current = entry.value ? fromBytes<CardDoc>(entry.value).card : undefined;
+      if (current === undefined || !mayAccess(caller, current.owner)) {
+        throw new SvcError("not_found", `Cannot find card ${n}: no such card`);
+      }
+      stamp = entry.versionstamp;
+    }
+    const card = applyAction(current, request, { issueId: String(n), owner: caller.owner, by, at });
+    const change: BoardChange = {
+      seq: headSeq(head) + 1,
+      at,
+      action: request.action,
+      issue_id: card.issue_id,
+      owner: card.owner,
+      by,
+      state: card.state,
+    };
+    return {
+      card,
+      change,
+      n,
+      isNew: request.action === "new",
+      headStamp: head.versionstamp,
+      stamp,
+    };
+  }
+
+  async #commit(plan: Plan): Promise<boolean> {
+    const { card, change, n } = plan;
+    const doc: CardDoc = { v: 1, card };
+    const atomic = this.#kv.atomic().check(KEYS.head, plan.headStamp);
+    if (plan.isNew) {
+      atomic.check(KEYS.counter, plan.stamp).check(KEYS.card(n), null)
+        .set(KEYS.counter, toBytes({ last: n }))
+        .set(KEYS.byOwner(card.owner, n), toBytes({}));
+    } else {
+      atomic.check(KEYS.card(n), plan.stamp);
+    }
+    const committed = await atomic.set(KEYS.card(n), toBytes(doc))
+      .set(KEYS.change(change.seq), toBytes(change))
+      .set(KEYS.head, toBytes({ seq: change.seq }))
+      .commit();
+    return committed.ok;
+  }
+
+  /** Card `issueId` when the caller may see it; undefined for an unknown card, another owner's, or an id of another shape. */
+  async get(issueId: string, caller: Caller): Promise<BoardCard | undefined> {
+    if (!isCardNumber(issueId)) return undefined;
+    const entry = await this.#kv.get(KEYS.card(Number(issueId)));
+    if (!entry.value) return undefined;
+    const { card } = fromBytes<CardDoc>(entry.value);
+    return mayAccess(caller, card.owner) ? card : undefined;
+  }
+
+  /** The caller's cards (an administrator's: everyone's), newest first, a page at a time. */
+  async list(caller: Caller, options: BoardListOptions = {}): Promise<BoardListResult> {
+    const limit = options.limit ?? LIST_DEFAULT;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > LIST_LIMIT) {
+      throw invalid(
+        `Cannot list the board: 'limit' must be a whole number from 1 to ${LIST_LIMIT}`,
+      );
+    }
+    const state = options.state;
+    if (state !== undefined && !(CARD_STATES as readonly string[]).includes(state)) {
+      throw invalid(`Cannot list the board: 'state' must be one of ${CARD_STATES.join(", ")}`);
+    }
+    const before = cursorPosition(options.cursor);
+    const admin = caller.admin === true;
+    const prefix = admin ? KEYS.cards : KEYS.byOwner(caller.owner);
+    const start: KvKey | undefined = before === undefined ? undefined : [...prefix, -before + 1];
+    const cards: BoardCard[] = [];
+    let more = false;
+    for await (const entry of this.#kv.list(prefix, start ? { start } : {})) {
+      const key = entry.key.at(-1);
+      if (typeof key !== "number") continue;
+      const card = admin
+        ? (entry.value ? fromBytes<CardDoc>(entry.value).card : undefined)
+        : await this.get(String(-key), caller);
+      if (card === undefined || (state !== undefined && card.state !== state)) continue;
+      if (cards.length === limit) {
+        more = true;
+        break;
+      }
+      cards.push(card);
+    }
+    const last = cards.at(-1);
+    return { cards, next_cursor: more && last ? `c${last.issue_id}` : null };
+  }
+
+  /**
+   * The board's changes the caller may see (its own cards'; an administrator's: all), after
+   * `after`, in `seq` order; then, unless `follow` is false, the new ones as any process
+   * writes them, until `signal` aborts or the board closes.
+   */
+  async *changes(caller: Caller, options: BoardChangesOptions = {}): AsyncGenerator<BoardChange> {
+    let after = options.after ?? -1;
+    if (!Number.isSafeInteger(after) || after < -1) {
+      throw invalid("Cannot follow the board: 'after' must be a whole number, at least -1");
+    }
+    const { signal } = options;
+    while (!signal?.aborted && !this.#closed) {
+      const batch: BoardChange[] = [];
+      for await (
+        const entry of this.#kv.list(KEYS.changes, {
+          start: KEYS.change(after + 1),
+          limit: CHANGES_BATCH,
+        })
+      ) {
+        if (entry.value) batch.push(fromBytes<BoardChange>(entry.value));
+      }
+      for (const change of batch) {
+        if (signal?.aborted) return;
+        after = change.seq;
+        if (mayAccess(caller, change.owner)) yield change;
+      }
+      if (batch.length === CHANGES_BATCH) continue;
+      if (options.follow === false) return;
+      await this.#waitBeyond(after, signal);
+    }
+  }
+
+  /** Resolves once a change after `after` exists, the signal aborts or the board closes. */
+  #waitBeyond(after: number, signal: AbortSignal | undefined): Promise<void> {
+    if (this.#closed || signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const waiter: Waiter = {
+        after,
+        wake: () => {
+          this.#waiters.delete(waiter);
+          signal?.removeEventListener("abort", waiter.wake);
+          resolve();
+        },
+      };
+      this.#waiters.add(waiter);
+      signal?.addEventListener("abort", waiter.wake, { once: true });
+      // A write may have landed between the reader's last read and now.
+      this.#kv.get(KEYS.head).then(
+        (head) => headSeq(head) > after && waiter.wake(),
+        () => waiter.wake(),
+      );
+      this.#schedulePoll();
+    });
+  }
+
+  /** Wakes the followers that have not seen change `seq`. */
+  #notify(seq: number): void {
+    for (const waiter of this.#waiters) if (seq > waiter.after) waiter.wake();
+  }
+
+  #schedulePoll(): void {
+    if (this.#poll !== undefined || this.#waiters.size === 0 || this.#closed) return;
+    this.#poll = setTimeout(async () => {
+      try {
+        // One read while nothing changes: the head key every write rewrites.
+        const head = await this.#kv.get(KEYS.head);
+        if (head.versionstamp !== this.#headStamp) {
+          this.#headStamp = head.versionstamp;
+          this.#notify(headSeq(head));
+        }
+      } catch {
+        // A closed store: close() woke the waiters.
+      }
+      this.#poll = undefined;
+      this.#schedulePoll();
+    }, this.#pollMs);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new SvcError("unavailable", "Cannot write to the board: it is closed");
+  }
+
+  /** Closes the KV file; followers end. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const waiter of this.#waiters) waiter.wake();
+    this.#waiters.clear();
+    if (this.#poll !== undefined) clearTimeout(this.#poll);
+    this.#kv.close();
+  }
+}
+
+/** The request checked: its fields, then what depends on the action. */
+function parseRequest(input: unknown): BoardWriteRequest {
+  const parsed = BoardWriteRequestSchema.safeParse(input);
+  if (!parsed.success) {
+    throw invalid(`Cannot write to the board: ${describeIssue(parsed.error)}`);
+  }
+  const request = parsed.data;
+  const issueId = request.issue_id ?? "";
+  if (request.action === "new") {
+    if (issueId !== "") {
+      throw invalid(
+        "Cannot write to the board: 'issue_id' must be empty for new, the board assigns the number",
+      );
+    }
+    if (request.title === undefined) {
+      throw invalid("Cannot write to the board: 'title' is required for new");
+    }
+  } else if (!isCardNumber(issueId)) {
+    throw invalid(`Cannot write to the board: 'issue_id' is required for ${request.action}`);
+  }
+  return request;
+}
+
+function result(request: BoardWriteRequest, plan: Plan, applied: boolean): BoardWriteResult {
+  return {
+    mode: request.mode,
+    applied,
+    action: request.action,
+    card: plan.card,
+    change: plan.change,
+  };
+}
+
+/** The card number a cursor continues before; undefined for none; `invalid_request` for a malformed one. */
+function cursorPosition(cursor: string | undefined): number | undefined {
+  if (cursor === undefined) return undefined;
+  if (typeof cursor !== "string" || !/^c[1-9][0-9]{0,14}$/.test(cursor)) {
+    throw invalid("Cannot list the board: 'cursor' is not a cursor this board gave out");
+  }
+  return Number(cursor.slice(1));
+}
