@@ -14,7 +14,9 @@ import type { AuthSettings } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
 import { errorResponse, renderError, validationError } from "./errors.ts";
 import { jsonBody } from "./json_body.ts";
+import { addBoardRoutes } from "./routes_board.ts";
 import { addDispatchRoutes } from "./routes_dispatch.ts";
+import { addEventRoutes } from "./routes_events.ts";
 import { addInsightRoutes } from "./routes_insights.ts";
 import { addRunRoutes } from "./routes_runs.ts";
 import { addSessionRoutes } from "./routes_sessions.ts";
@@ -104,6 +106,8 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
   addDispatchRoutes(app, context);
   addSessionRoutes(app, context);
   addInsightRoutes(app, context);
+  addBoardRoutes(app, context);
+  addEventRoutes(app, context);
   const document = () =>
     app.getOpenAPI31Document({
       openapi: "3.1.0",
