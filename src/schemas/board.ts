@@ -74,10 +74,11 @@ function evidenceProblem(value: unknown): string | undefined {
 }
 
 /** Any JSON value, nested at most 64 levels and at most {@linkcode EVIDENCE_BYTES} as JSON. */
-const EvidenceSchema: z.ZodType<JsonValue> = z.custom<JsonValue>().superRefine((value, ctx) => {
+// `unknown` rather than `custom`, so that the OpenAPI document can describe it (as any JSON).
+const EvidenceSchema: z.ZodType<JsonValue> = z.unknown().superRefine((value, ctx) => {
   const problem = evidenceProblem(value);
   if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-}).describe(`Any JSON value, at most ${EVIDENCE_BYTES} bytes as JSON`);
+}).describe(`Any JSON value, at most ${EVIDENCE_BYTES} bytes as JSON`) as z.ZodType<JsonValue>;
 
 /** One of {@linkcode BOARD_ACTIONS}. */
 export const BoardActionSchema = z.enum(BOARD_ACTIONS);
@@ -128,8 +129,12 @@ export const BoardWriteRequestSchema = z.strictObject({
     .min(1, "must not be empty").optional(),
   codename: line(NAME_LIMIT, "Codename of the card; empty clears it").optional(),
   evidence: EvidenceSchema.optional(),
-  board_dir: z.never({ error: "is forbidden: the board directory is fixed by the server" })
-    .optional().describe("Forbidden: the board directory is fixed by server configuration"),
+  // `unknown` refined, rather than `never`, so that the OpenAPI document can describe it.
+  board_dir: (z.unknown().refine((value) => value === undefined, {
+    error: "is forbidden: the board directory is fixed by the server",
+  }) as z.ZodType<undefined>).optional().describe(
+    "Forbidden (403): the board directory is fixed by server configuration",
+  ),
 });
 
 /** A board write request, as validated (defaults applied). */
@@ -187,7 +192,7 @@ export const BoardLogEntrySchema = z.object({
   action: BoardActionSchema,
   message: z.string().optional(),
   next: z.string().optional(),
-  evidence: z.custom<JsonValue>().optional().describe("Any JSON value"),
+  evidence: (z.unknown() as z.ZodType<JsonValue>).optional().describe("Any JSON value"),
 });
 /** One entry of a card's log. */
 export interface BoardLogEntry {
@@ -218,7 +223,9 @@ export const BoardCardSchema = z.object({
   labels: z.array(z.string()),
   codename: z.string().optional(),
   next: z.string().optional(),
-  evidence: z.custom<JsonValue>().optional().describe("The latest evidence: any JSON value"),
+  evidence: (z.unknown() as z.ZodType<JsonValue>).optional().describe(
+    "The latest evidence: any JSON value",
+  ),
   created_at: z.string(),
   updated_at: z.string(),
   by: z.string().describe("Who acted last"),
