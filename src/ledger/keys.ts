@@ -25,6 +25,7 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["sessions_by_owner", owner, session_id]` | `{}`: index for listing |
  * | `["session_messages", session_id, seq]` | an API session's history, one message each |
  * | `["calls", at, id, seq]` | every dispatch of runs and tasks, for history and statistics |
+ * | `["reviews", ...]`, `["collaborations", ...]` and their `_by_owner` indexes | see `reviews.ts`, `collaborations.ts` |
  */
 export const KEYS = {
   schema: ["meta", "schema"] as KvKey,
