@@ -11,6 +11,9 @@ import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath } from "../platform/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { EventFeed } from "./event_feed.ts";
+import { CollaborationLog } from "../collaborations/mod.ts";
+import { type CardSource, MemorySearch } from "../memory/mod.ts";
+import { ReviewService } from "../reviews/mod.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -35,6 +38,8 @@ export interface ServicesOptions {
   recoverEveryMs?: number;
   /** How often readers waiting for events look for other processes' writes, in ms. Default 25. */
   pollMs?: number;
+  /** Memory search: where it reads board cards (none without), how long an index is reused. */
+  memory?: { cards?: CardSource; indexTtlMs?: number };
 }
 
 /**
@@ -66,6 +71,12 @@ export interface Services extends AsyncDisposable {
   readonly worktrees: WorktreeManager;
   /** The event feed of every run and task. */
   readonly events: EventFeed;
+  /** Full-text search over the caller's runs, tasks and board cards. */
+  readonly memory: MemorySearch;
+  /** Reviews: runs of the bundled review workflow over a git diff. */
+  readonly reviews: ReviewService;
+  /** The record of agent-to-agent exchanges. */
+  readonly collaborations: CollaborationLog;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -101,6 +112,9 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       tasks?.recover().catch(() => {});
     }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
     const events = new EventFeed({ runs, tasks });
+    const memory = new MemorySearch({ runs, tasks, ...options.memory });
+    const reviews = new ReviewService({ runs, ledger });
+    const collaborations = new CollaborationLog(ledger);
     let closing: Promise<void> | undefined;
     const close = () =>
       closing ??= (async () => {
@@ -122,6 +136,9 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       runs,
       worktrees,
       events,
+      memory,
+      reviews,
+      collaborations,
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
