@@ -4,6 +4,7 @@ import {
   type Caller,
   checkCursor,
   type CollaborationRecord,
+  type CollaborationState,
   isId,
   type Ledger,
   mayAccess,
@@ -12,7 +13,7 @@ import {
   type Page,
   shownId,
 } from "../ledger/mod.ts";
-import { describeIssue } from "../schemas/mod.ts";
+import { type Assert, describeIssue, type SameType } from "../schemas/mod.ts";
 
 /** Longest `peer` (an agent card URL or a name). */
 export const PEER_LIMIT = 2048;
@@ -61,9 +62,27 @@ const updateSchema = z.strictObject({
 });
 
 /** What {@linkcode CollaborationLog.record} takes: a new exchange (its state `submitted` unless given). */
-export type CollaborationInput = z.input<typeof recordSchema>;
+export interface CollaborationInput {
+  /** `inbound`: a peer asked this svc; `outbound`: this svc asked a peer. */
+  direction: "inbound" | "outbound";
+  /** The other agent: its agent card URL or its name (at most 2048 characters). */
+  peer: string;
+  /** Where the exchange is. Default `submitted`. */
+  state?: CollaborationState;
+  /** The skill asked for (at most 256 characters). */
+  skill?: string;
+  /** The svc task that serves or made the exchange. */
+  task_id?: string;
+  /** The svc run that serves or made the exchange. */
+  run_id?: string;
+  /** What was asked and answered, in a few words (at most 4096 characters). */
+  summary?: string;
+}
+type _InputMatches = Assert<SameType<CollaborationInput, z.input<typeof recordSchema>>>;
+
 /** What {@linkcode CollaborationLog.update} takes: the fields that changed. */
-export type CollaborationUpdate = z.input<typeof updateSchema>;
+export type CollaborationUpdate = Partial<Omit<CollaborationInput, "direction" | "peer">>;
+type _UpdateMatches = Assert<SameType<CollaborationUpdate, z.input<typeof updateSchema>>>;
 
 function parsed<T>(schema: z.ZodType<T>, input: unknown, action: string): T {
   const result = schema.safeParse(input);

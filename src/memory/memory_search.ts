@@ -4,7 +4,7 @@ import type { TaskManager } from "../dispatch/mod.ts";
 import type { RunManager } from "../engine/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type Caller, mayAccess, ownerScope, TERMINAL_STATES } from "../ledger/mod.ts";
-import { describeIssue } from "../schemas/mod.ts";
+import { type Assert, describeIssue, type SameType } from "../schemas/mod.ts";
 import type { CardSource } from "./card_source.ts";
 import {
   cardDocument,
@@ -43,6 +43,10 @@ export interface MemorySearchRequest {
   /** Only records of these kinds. Default: all three. */
   kinds?: MemoryKind[];
 }
+
+type _RequestMatches = Assert<
+  SameType<MemorySearchRequest, z.input<typeof MemorySearchRequestSchema>>
+>;
 
 /** One record memory search found. */
 export interface MemoryHit {

@@ -14,7 +14,7 @@ import {
   type RunState,
   type RunStatus,
 } from "../ledger/mod.ts";
-import { describeIssue, type JsonValue } from "../schemas/mod.ts";
+import { type Assert, describeIssue, type JsonValue, type SameType } from "../schemas/mod.ts";
 import { diffWorkdir } from "./git_diff.ts";
 import { readReviewScript, REVIEW_FILENAME } from "./review_script.ts";
 
@@ -49,6 +49,10 @@ export interface ReviewStartRequest {
   /** Seconds the review may take (the run's timeout). */
   timeout?: number;
 }
+
+type _RequestMatches = Assert<
+  SameType<ReviewStartRequest, z.input<typeof ReviewStartRequestSchema>>
+>;
 
 /** One thing a reviewing agent found. */
 export interface Finding {
