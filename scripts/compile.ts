@@ -1,7 +1,8 @@
 /**
  * `deno task compile [--output <path>]`: compiles svc into one executable (default `dist/svc`)
- * with `deno compile`: the same commands as `cli/main.ts`, the guest bootstrap embedded
- * (`--include guest/`), and the grants of {@linkcode COMPILED_PERMISSION_FLAGS} baked in.
+ * with `deno compile`: the same commands as `cli/main.ts`, the guest bootstrap and the bundled
+ * workflows embedded (`--include guest/ --include bundled/`), and the grants of
+ * {@linkcode COMPILED_PERMISSION_FLAGS} baked in.
  *
  * `deno compile` needs the runtime stub `denort` of its version: it downloads it unless
  * `DENORT_BIN` names one. {@linkcode denortAvailable} tells whether this machine has one
@@ -46,6 +47,8 @@ export function compileArgs(output: string): string[] {
     `${ROOT}/deno.json`,
     "--include",
     `${ROOT}/guest/`,
+    "--include",
+    `${ROOT}/bundled/`,
     "--output",
     output,
     `${ROOT}/cli/main.ts`,

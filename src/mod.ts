@@ -105,6 +105,8 @@ export type {
   Caller,
   CallOutcome,
   CallRecord,
+  CollaborationRecord,
+  CollaborationState,
   EventStream,
   FailureCause,
   FailureCounts,
@@ -117,6 +119,9 @@ export type {
   ListOptions,
   ListRunsOptions,
   OpenLedgerOptions,
+  Page,
+  PageOptions,
+  ReviewRecord,
   RunEventAt,
   ScriptErrorRecord,
   SessionRecord,
@@ -124,6 +129,25 @@ export type {
   TaskState,
   TaskStatus,
 } from "./ledger/mod.ts";
+export { CollaborationLog } from "./collaborations/mod.ts";
+export type { CollaborationInput, CollaborationUpdate } from "./collaborations/mod.ts";
+export { MemorySearch } from "./memory/mod.ts";
+export type {
+  CardSource,
+  MemoryCard,
+  MemoryHit,
+  MemoryKind,
+  MemorySearchOptions,
+  MemorySearchRequest,
+} from "./memory/mod.ts";
+export { ReviewService } from "./reviews/mod.ts";
+export type {
+  Finding,
+  ReviewDetail,
+  ReviewServiceOptions,
+  ReviewStartRequest,
+  ReviewSummary,
+} from "./reviews/mod.ts";
 export { EventFeed, openServices } from "./services/mod.ts";
 export type { FeedFollowOptions, RunSettings, Services, ServicesOptions } from "./services/mod.ts";
 export type { ErrorCode } from "./errors/mod.ts";

@@ -77,7 +77,15 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
       if (name === "deno") continue;
       assert.equal(config.imports[name], `npm:${name}@${version}`, `${name} as in deno.json`);
     }
-    for (const file of ["index.js", "index.d.ts", "src/mod.d.ts", "guest/bootstrap.js"]) {
+    for (
+      const file of [
+        "index.js",
+        "index.d.ts",
+        "src/mod.d.ts",
+        "guest/bootstrap.js",
+        "bundled/svc-review.js",
+      ]
+    ) {
       assert.ok((await Deno.stat(`${ROOT}/dist/npm/${file}`)).isFile, file);
     }
   });

@@ -18,7 +18,12 @@ export interface GitResult {
   code: number;
   stdout: string;
   stderr: string;
+  /** True when stdout passed `maxStdoutBytes`: git was stopped and `stdout` holds its start. */
+  truncated?: boolean;
 }
+
+/** Stderr kept of a git command: its messages are short, and it is only shown clipped. */
+const STDERR_LIMIT = 64 * 1024;
 
 /** Where a git command works. */
 export interface GitPlace {
@@ -66,18 +71,55 @@ function gitEnv(): Record<string, string> {
   };
 }
 
-async function spawnGit(args: readonly string[], cwd: string): Promise<GitResult> {
+async function spawnGit(
+  args: readonly string[],
+  cwd: string,
+  maxStdoutBytes: number = Infinity,
+): Promise<GitResult> {
   const p = platform();
   const command = p.which("git");
-  if (!command) throw new SvcError("unavailable", "Cannot use a worktree: git is not installed");
+  if (!command) throw new SvcError("unavailable", "Cannot run git: it is not installed");
   const child = p.spawn(command, { args, cwd, clearEnv: true, env: gitEnv() });
   await child.stdin.close().catch(() => {});
   const [stdout, stderr, status] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
+    readAtMost(child.stdout, maxStdoutBytes, () => child.kill("SIGKILL")),
+    readAtMost(child.stderr, STDERR_LIMIT),
     child.status,
   ]);
-  return { code: status.code, stdout, stderr };
+  return {
+    code: status.code,
+    stdout: stdout.text,
+    stderr: stderr.text,
+    ...(stdout.truncated ? { truncated: true } : {}),
+  };
+}
+
+/**
+ * A stream's text up to `max` bytes; past it the rest is drained unread (or, with `stop`, the
+ * writer is stopped), so that output of any size costs at most `max` bytes of memory.
+ */
+async function readAtMost(
+  stream: ReadableStream<Uint8Array>,
+  max: number,
+  stop?: () => void,
+): Promise<{ text: string; truncated: boolean }> {
+  const decoder = new TextDecoder();
+  let text = "";
+  let size = 0;
+  let truncated = false;
+  for await (const chunk of stream) {
+    if (truncated) continue;
+    const room = max - size;
+    if (chunk.length > room) {
+      text += decoder.decode(chunk.subarray(0, Math.max(0, room)), { stream: true });
+      truncated = true;
+      stop?.();
+      continue;
+    }
+    size += chunk.length;
+    text += decoder.decode(chunk, { stream: true });
+  }
+  return { text: text + decoder.decode(), truncated };
 }
 
 function placeArgs(place: GitPlace): string[] {
@@ -119,14 +161,23 @@ async function driverOverrides(place: GitPlace): Promise<string[]> {
 
 /**
  * Runs `git <args>` so that nothing the repository's configuration names can run: see the
- * module documentation. Throws `unavailable` when git is not installed.
+ * module documentation. With `maxStdoutBytes`, git is stopped once its output passes it (the
+ * result says `truncated`). Throws `unavailable` when git is not installed.
  */
-export async function safeGit(args: readonly string[], place: GitPlace): Promise<GitResult> {
+export async function safeGit(
+  args: readonly string[],
+  place: GitPlace,
+  options: { maxStdoutBytes?: number } = {},
+): Promise<GitResult> {
   const drivers = await driverOverrides(place);
-  return await spawnGit([
-    ...overrideArgs(FIXED_OVERRIDES),
-    ...overrideArgs(drivers),
-    ...placeArgs(place),
-    ...args,
-  ], place.cwd);
+  return await spawnGit(
+    [
+      ...overrideArgs(FIXED_OVERRIDES),
+      ...overrideArgs(drivers),
+      ...placeArgs(place),
+      ...args,
+    ],
+    place.cwd,
+    options.maxStdoutBytes,
+  );
 }

@@ -1,4 +1,7 @@
 import type { ChatMessage } from "./chat.ts";
+import type { CollaborationRecord } from "./collaborations.ts";
+import type { Page, PageOptions } from "./pages.ts";
+import type { ReviewRecord } from "./reviews.ts";
 import type {
   ActivityItem,
   CallRecord,
@@ -195,4 +198,18 @@ export interface Ledger {
 
   /** The call log (runs' calls and tasks), newest first; only `owner`'s when given. */
   listCalls(options?: ListOptions): Promise<CallRecord[]>;
+
+  // Reviews and collaborations (issue 12): src/ledger/reviews.ts, src/ledger/collaborations.ts.
+  /** Records that a run is a review run, and over what. */
+  saveReview(record: ReviewRecord): Promise<void>;
+  /** The review record of a run, or undefined when the run is no review. */
+  getReview(runId: string): Promise<ReviewRecord | undefined>;
+  /** Review records, newest first, a page at a time; only `owner`'s when given. */
+  listReviews(options: PageOptions): Promise<Page<ReviewRecord>>;
+  /** Writes a collaboration: with `create` only a new id, otherwise only an existing one. */
+  saveCollaboration(record: CollaborationRecord, options: { create: boolean }): Promise<boolean>;
+  /** A collaboration by id, or undefined. */
+  getCollaboration(id: string): Promise<CollaborationRecord | undefined>;
+  /** Collaborations, newest first, a page at a time; only `owner`'s when given. */
+  listCollaborations(options: PageOptions): Promise<Page<CollaborationRecord>>;
 }

@@ -27,6 +27,7 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["calls", at, id, seq]` | every dispatch of runs and tasks, for history and statistics |
  * | `["activity", owner, seq]` | the owner's activity stream: one item per state change of its runs and tasks, from seq 0 |
  * | `["activity_head", owner]` | `{seq}`: the stream's last seq, checked by every append so that concurrent writers never share one |
+ * | `["reviews", ...]`, `["collaborations", ...]` and their `_by_owner` indexes | see `reviews.ts`, `collaborations.ts` |
  */
 export const KEYS = {
   schema: ["meta", "schema"] as KvKey,

@@ -22,6 +22,9 @@ import {
   TERMINAL_STATES,
 } from "./records.ts";
 import type { ChatMessage } from "./chat.ts";
+import * as collaborations from "./collaborations.ts";
+import type { Page, PageOptions } from "./pages.ts";
+import * as reviews from "./reviews.ts";
 
 /** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
 export const INLINE_LIMIT = 48 * 1024;
@@ -1022,6 +1025,34 @@ class KvLedger implements Ledger {
       if (out.length >= limit) break;
     }
     return out;
+  }
+
+  // Reviews and collaborations (issue 12): kept in their own files, over the same store.
+  saveReview(record: reviews.ReviewRecord): Promise<void> {
+    return reviews.saveReview(this.#kv, record);
+  }
+
+  getReview(runId: string): Promise<reviews.ReviewRecord | undefined> {
+    return reviews.getReview(this.#kv, runId);
+  }
+
+  listReviews(options: PageOptions): Promise<Page<reviews.ReviewRecord>> {
+    return reviews.listReviews(this.#kv, options);
+  }
+
+  saveCollaboration(
+    record: collaborations.CollaborationRecord,
+    options: { create: boolean },
+  ): Promise<boolean> {
+    return collaborations.saveCollaboration(this.#kv, record, options);
+  }
+
+  getCollaboration(id: string): Promise<collaborations.CollaborationRecord | undefined> {
+    return collaborations.getCollaboration(this.#kv, id);
+  }
+
+  listCollaborations(options: PageOptions): Promise<Page<collaborations.CollaborationRecord>> {
+    return collaborations.listCollaborations(this.#kv, options);
   }
 
   async #lastSeq(prefix: KvKey): Promise<number> {

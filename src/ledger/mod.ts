@@ -51,3 +51,6 @@ export {
 } from "./records.ts";
 export type { ChatMessage } from "./chat.ts";
 export { isId, newId, shownId } from "./ids.ts";
+export { type CollaborationRecord, type CollaborationState } from "./collaborations.ts";
+export { checkCursor, type Page, type PageOptions } from "./pages.ts";
+export type { ReviewRecord } from "./reviews.ts";

@@ -12,6 +12,9 @@ import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { EventFeed } from "./event_feed.ts";
+import { CollaborationLog } from "../collaborations/mod.ts";
+import { type CardSource, MemorySearch } from "../memory/mod.ts";
+import { ReviewService } from "../reviews/mod.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -38,6 +41,8 @@ export interface ServicesOptions {
   pollMs?: number;
   /** The board directory. Default: `SVC_DASHBOARD_BOARD_DIR`, else `board` in the data directory. */
   boardDir?: string;
+  /** Memory search: where it reads board cards (default the board), how long an index is reused. */
+  memory?: { cards?: CardSource; indexTtlMs?: number };
 }
 
 /** The board directory: the option, else `SVC_DASHBOARD_BOARD_DIR`, else `<home>/board`. */
@@ -76,6 +81,12 @@ export interface Services extends AsyncDisposable {
   readonly events: EventFeed;
   /** The board ledger (cards), in the board directory. */
   readonly board: Board;
+  /** Full-text search over the caller's runs, tasks and board cards. */
+  readonly memory: MemorySearch;
+  /** Reviews: runs of the bundled review workflow over a git diff. */
+  readonly reviews: ReviewService;
+  /** The record of agent-to-agent exchanges. */
+  readonly collaborations: CollaborationLog;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -115,6 +126,9 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       tasks?.recover().catch(() => {});
     }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
     const events = new EventFeed({ runs, tasks, ledger });
+    const memory = new MemorySearch({ runs, tasks, cards: board, ...options.memory });
+    const reviews = new ReviewService({ runs, ledger });
+    const collaborations = new CollaborationLog(ledger);
     let closing: Promise<void> | undefined;
     const close = () =>
       closing ??= (async () => {
@@ -138,6 +152,9 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       worktrees,
       events,
       board,
+      memory,
+      reviews,
+      collaborations,
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
