@@ -17,6 +17,7 @@ import { jsonBody } from "./json_body.ts";
 import { addBoardRoutes } from "./routes_board.ts";
 import { addDispatchRoutes } from "./routes_dispatch.ts";
 import { addEventRoutes } from "./routes_events.ts";
+import { addMemoryRoutes } from "./routes_memory.ts";
 import { addInsightRoutes } from "./routes_insights.ts";
 import { addRunRoutes } from "./routes_runs.ts";
 import { addSessionRoutes } from "./routes_sessions.ts";
@@ -108,6 +109,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
   addInsightRoutes(app, context);
   addBoardRoutes(app, context);
   addEventRoutes(app, context);
+  addMemoryRoutes(app, context);
   const document = () =>
     app.getOpenAPI31Document({
       openapi: "3.1.0",
