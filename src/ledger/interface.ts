@@ -1,3 +1,9 @@
+import type {
+  ApprovalDecided,
+  ApprovalDecision,
+  ApprovalRecord,
+  ListApprovalsOptions,
+} from "./approvals.ts";
 import type { ChatMessage } from "./chat.ts";
 import type {
   CallRecord,
@@ -143,4 +149,22 @@ export interface Ledger {
 
   /** The call log (runs' calls and tasks), newest first; only `owner`'s when given. */
   listCalls(options?: { limit?: number; owner?: string }): Promise<CallRecord[]>;
+
+  // Approvals (src/ledger/approvals.ts): calls and dispatches waiting for a person.
+  /** Records a new pending approval. */
+  createApproval(record: ApprovalRecord): Promise<void>;
+  /** An approval by id, or undefined. */
+  getApproval(approvalId: string): Promise<ApprovalRecord | undefined>;
+  /** The approval a dispatch task asked for, or undefined. */
+  approvalOfTask(taskId: string): Promise<ApprovalRecord | undefined>;
+  /** Approvals, newest first: one state's, or pending ones first; `before` continues a listing. */
+  listApprovals(options?: ListApprovalsOptions): Promise<ApprovalRecord[]>;
+  /**
+   * Decides a pending approval atomically; one decided already is returned as it is, with
+   * `decided: false`. Undefined when there is no such approval.
+   */
+  decideApproval(
+    approvalId: string,
+    decision: { state: ApprovalDecision; by: string; reason?: string; at?: string },
+  ): Promise<ApprovalDecided | undefined>;
 }

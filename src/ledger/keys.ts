@@ -25,6 +25,10 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["sessions_by_owner", owner, session_id]` | `{}`: index for listing |
  * | `["session_messages", session_id, seq]` | an API session's history, one message each |
  * | `["calls", at, id, seq]` | every dispatch of runs and tasks, for history and statistics |
+ * | `["approvals", approval_id]` | an approval: a `full` call or dispatch waiting for a person (src/ledger/approvals.ts) |
+ * | `["approvals_by_owner", owner, approval_id]` | `{}`: index for listing an owner's approvals |
+ * | `["approvals_pending", approval_id]` | `{owner}`: approvals not yet decided; removed by the decision |
+ * | `["approval_of_task", task_id]` | `{approval_id}`: the approval a dispatch task asked for |
  */
 export const KEYS = {
   schema: ["meta", "schema"] as KvKey,
@@ -63,6 +67,16 @@ export const KEYS = {
     seq === undefined ? ["session_messages", sessionId] : ["session_messages", sessionId, seq],
   calls: ["calls"] as KvKey,
   call: (at: string, id: string, seq: number): KvKey => ["calls", at, id, seq],
+  // Approvals (src/ledger/approvals.ts).
+  approval: (approvalId: string): KvKey => ["approvals", approvalId],
+  allApprovals: ["approvals"] as KvKey,
+  approvalsByOwner: (owner: string, approvalId?: string): KvKey =>
+    approvalId === undefined
+      ? ["approvals_by_owner", owner]
+      : ["approvals_by_owner", owner, approvalId],
+  approvalsPending: (approvalId?: string): KvKey =>
+    approvalId === undefined ? ["approvals_pending"] : ["approvals_pending", approvalId],
+  approvalOfTask: (taskId: string): KvKey => ["approval_of_task", taskId],
 };
 
 /** Version of the KV schema this code writes. */

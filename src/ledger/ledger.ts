@@ -20,6 +20,13 @@ import {
   TERMINAL_STATES,
 } from "./records.ts";
 import type { ChatMessage } from "./chat.ts";
+import * as approvals from "./approvals.ts";
+import type {
+  ApprovalDecided,
+  ApprovalDecision,
+  ApprovalRecord,
+  ListApprovalsOptions,
+} from "./approvals.ts";
 
 /** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
 export const INLINE_LIMIT = 48 * 1024;
@@ -825,6 +832,30 @@ class KvLedger implements Ledger {
       if (out.length >= limit) break;
     }
     return out;
+  }
+
+  // Approvals: kept in src/ledger/approvals.ts, over this ledger's store.
+  createApproval(record: ApprovalRecord): Promise<void> {
+    return approvals.createApproval(this.#kv, record);
+  }
+
+  getApproval(approvalId: string): Promise<ApprovalRecord | undefined> {
+    return approvals.getApproval(this.#kv, approvalId);
+  }
+
+  approvalOfTask(taskId: string): Promise<ApprovalRecord | undefined> {
+    return approvals.approvalOfTask(this.#kv, taskId);
+  }
+
+  listApprovals(options?: ListApprovalsOptions): Promise<ApprovalRecord[]> {
+    return approvals.listApprovals(this.#kv, options);
+  }
+
+  decideApproval(
+    approvalId: string,
+    decision: { state: ApprovalDecision; by: string; reason?: string; at?: string },
+  ): Promise<ApprovalDecided | undefined> {
+    return approvals.decideApproval(this.#kv, approvalId, decision);
   }
 
   async #lastSeq(prefix: KvKey): Promise<number> {

@@ -41,4 +41,13 @@ export {
   type UsageTotals,
 } from "./records.ts";
 export type { ChatMessage } from "./chat.ts";
+export {
+  APPROVAL_LIMITS,
+  type ApprovalDecided,
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type ApprovalState,
+  approvalText,
+  type ListApprovalsOptions,
+} from "./approvals.ts";
 export { isId, newId, shownId } from "./ids.ts";
