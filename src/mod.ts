@@ -4,11 +4,18 @@
  * installs the Node platform first.
  * @module
  */
+export { ApprovalQueue } from "./approvals/mod.ts";
+export type {
+  ApprovalAction,
+  ApprovalDecideOptions,
+  ApprovalListOptions,
+} from "./approvals/mod.ts";
 export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
 export type {
   AnthropicProviderConfig,
   Config,
   FakeProviderConfig,
+  FullSandboxPolicy,
   HarnessProviderConfig,
   HarnessType,
   LoadedConfig,
@@ -57,6 +64,7 @@ export type {
   ProviderStats,
   ProviderStatus,
   RouteDecision,
+  SandboxAdmission,
   SessionDetail,
   StaleWorktree,
   Usage,
@@ -84,6 +92,10 @@ export type {
 export { SvcError, toSvcError } from "./errors/mod.ts";
 export { callerOf, HostLease, openLedger } from "./ledger/mod.ts";
 export type {
+  ApprovalDecided,
+  ApprovalDecision,
+  ApprovalRecord,
+  ApprovalState,
   BudgetAxis,
   BudgetFigures,
   Caller,
@@ -98,11 +110,13 @@ export type {
   JournalSummary,
   Ledger,
   LedgerOp,
+  ListApprovalsOptions,
   ListRunsOptions,
   OpenLedgerOptions,
   RunEventAt,
   ScriptErrorRecord,
   SessionRecord,
+  TaskApprovalNote,
   TaskEvent,
   TaskState,
   TaskStatus,

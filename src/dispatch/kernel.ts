@@ -3,6 +3,7 @@ import { sandboxAbove, type SandboxLevel } from "../schemas/mod.ts";
 
 /** The sandbox level a call gets, and why it differs from what was asked, if it does. */
 export interface SandboxAdmission {
+  /** The level the call gets (once approved, when `needsApproval`). */
   level: SandboxLevel;
   /** Why the level asked for was lowered; null when the call got what it asked for. */
   clamped: string | null;

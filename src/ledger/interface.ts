@@ -2,6 +2,7 @@ import type {
   ApprovalDecided,
   ApprovalDecision,
   ApprovalRecord,
+  ApprovalState,
   ListApprovalsOptions,
 } from "./approvals.ts";
 import type { ChatMessage } from "./chat.ts";
@@ -46,6 +47,16 @@ export type LedgerOp =
   | { kind: "narration"; seq: number; entry: NarrationEntry }
   | { kind: "security"; seq: number; event: SecurityEvent }
   | { kind: "event"; event: RunEventAt };
+
+/** A task event about the task's approval: which one, its state, and when that happened. */
+export interface TaskApprovalNote {
+  /** The approval (`apr_...`). */
+  approval_id: string;
+  /** Its state: `pending` when the task starts waiting, then the decision. */
+  state: ApprovalState;
+  /** When (ISO 8601): the event's time. */
+  at: string;
+}
 
 /** Options of {@linkcode Ledger.listRuns}. */
 export interface ListRunsOptions {
@@ -120,12 +131,17 @@ export interface Ledger {
   /** Records a new task (queued) with its first event. */
   createTask(task: TaskStatus): Promise<void>;
   /**
-   * Saves a task; with `eventSeq`, its state change joins its feed. With `expect`, only if
-   * the task is still in that state. Returns whether it was written.
+   * Saves a task; with `eventSeq`, its state change joins its feed (with `approval`, the event
+   * is about its approval instead). With `expect`, only if the task is still in that state.
+   * Returns whether it was written.
    */
   saveTask(
     task: TaskStatus,
-    options?: { eventSeq?: number; expect?: TaskStatus["state"] },
+    options?: {
+      eventSeq?: number;
+      expect?: TaskStatus["state"];
+      approval?: TaskApprovalNote;
+    },
   ): Promise<boolean>;
   /** A task's status, or undefined. */
   getTask(taskId: string): Promise<TaskStatus | undefined>;

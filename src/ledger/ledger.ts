@@ -4,7 +4,7 @@ import type { JsonValue } from "../schemas/mod.ts";
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
-import type { HostRef, Ledger, LedgerOp, ListRunsOptions } from "./interface.ts";
+import type { HostRef, Ledger, LedgerOp, ListRunsOptions, TaskApprovalNote } from "./interface.ts";
 import {
   type CallRecord,
   type EventStream,
@@ -657,7 +657,7 @@ class KvLedger implements Ledger {
    */
   async saveTask(
     task: TaskStatus,
-    options: { eventSeq?: number; expect?: TaskStatus["state"] } = {},
+    options: { eventSeq?: number; expect?: TaskStatus["state"]; approval?: TaskApprovalNote } = {},
   ): Promise<boolean> {
     const atomic = this.#kv.atomic();
     if (options.expect !== undefined) {
@@ -672,10 +672,14 @@ class KvLedger implements Ledger {
       atomic.set(KEYS.activeTasks(task.task_id), toBytes({ host_id: task.host_id }));
     } else if (task.state !== "queued") atomic.delete(KEYS.activeTasks(task.task_id));
     if (options.eventSeq !== undefined) {
+      const { approval } = options;
       const event: TaskEvent = {
-        at: task.ended_at ?? task.started_at ?? task.created_at,
+        at: approval?.at ?? task.ended_at ?? task.started_at ?? task.created_at,
         task_id: task.task_id,
         state: task.state,
+        ...(approval
+          ? { approval: { approval_id: approval.approval_id, state: approval.state } }
+          : {}),
       };
       atomic.set(KEYS.taskEvents(task.task_id, options.eventSeq), toBytes(event));
       atomic.set(KEYS.feedTick, toBytes({}));

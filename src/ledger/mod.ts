@@ -4,7 +4,14 @@
  * @module
  */
 export { INLINE_LIMIT, openLedger, type OpenLedgerOptions } from "./ledger.ts";
-export type { HostRef, Ledger, LedgerOp, ListRunsOptions, RunEventAt } from "./interface.ts";
+export type {
+  HostRef,
+  Ledger,
+  LedgerOp,
+  ListRunsOptions,
+  RunEventAt,
+  TaskApprovalNote,
+} from "./interface.ts";
 export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
 export { type Caller, callerOf, mayAccess, OWNER_LIMIT, ownerScope } from "./caller.ts";
 export { followEvents, type FollowOptions } from "./follow.ts";

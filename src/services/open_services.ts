@@ -1,3 +1,4 @@
+import { ApprovalQueue } from "../approvals/mod.ts";
 import { type Config, loadConfig, svcHome } from "../config/mod.ts";
 import {
   type Dispatcher,
@@ -66,6 +67,8 @@ export interface Services extends AsyncDisposable {
   readonly worktrees: WorktreeManager;
   /** The event feed of every run and task. */
   readonly events: EventFeed;
+  /** Calls and dispatches waiting for a person to grant them the `full` sandbox. */
+  readonly approvals: ApprovalQueue;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -122,6 +125,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       runs,
       worktrees,
       events,
+      approvals: new ApprovalQueue({ ledger }),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
