@@ -9,6 +9,7 @@ import { createDispatcher } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { type ApprovalRecord, type Caller, newId, type RunEvent } from "../src/ledger/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
+import { createNarrationPrinter } from "../cli/narration.ts";
 import { ADMIN, fixture, LOCAL, narration, runCommand, tempDir } from "./helpers.ts";
 
 const ASK = ConfigSchema.parse({ sandbox: { full: "ask" } });
@@ -463,4 +464,45 @@ Deno.test("approvals list pending ones first, newest first, in pages; a pending 
   const seen = await s.approvals.get(orphan, LOCAL);
   assert.equal(seen?.state, "cancelled");
   assert.match(seen?.reason ?? "", /the run ended \(succeeded\) while it waited/);
+});
+
+Deno.test("the command line's narration says when a call waits for approval and how it was decided", () => {
+  const lines: string[] = [];
+  const printer = createNarrationPrinter({ line: (text) => lines.push(text) });
+  const at = new Date().toISOString();
+  const base = { type: "approval", run_id: "run_x", at, approval_id: "apr_1", seq: 2 } as const;
+  printer.onEvent({ ...base, state: "pending", label: "deploy" });
+  printer.onEvent({ ...base, state: "denied", label: null });
+  assert.deepEqual(lines, [
+    "? agent call #2 (deploy) waits for a person to approve its full sandbox: approval apr_1",
+    "? agent call #2: approval apr_1 denied",
+  ]);
+});
+
+Deno.test("two people deciding at once: exactly one decision is recorded, the other is told", async () => {
+  await using home = await tempDir();
+  await using s = await askServices(home.path);
+  await using other = await openServices({ home: home.path, recoverEveryMs: 60_000 });
+  for (let round = 0; round < 5; round++) {
+    const id = newId("apr");
+    await s.ledger.createApproval({
+      approval_id: id,
+      owner: "local",
+      state: "pending",
+      kind: "dispatch",
+      prompt_preview: "p",
+      sandbox: "full",
+      asked_at: new Date().toISOString(),
+    });
+    const outcomes = await Promise.allSettled([
+      s.approvals.decide(id, LOCAL, "approve", { by: "alice" }),
+      other.approvals.decide(id, LOCAL, "deny", { by: "bob" }),
+    ]);
+    const won = outcomes.filter((o) => o.status === "fulfilled");
+    assert.equal(won.length, 1, "one decision wins");
+    const lost = outcomes.find((o) => o.status === "rejected");
+    assert.ok(lost?.reason instanceof SvcError && lost.reason.code === "conflict");
+    const stored = await s.ledger.getApproval(id);
+    assert.equal(stored?.state, (won[0] as PromiseFulfilledResult<ApprovalRecord>).value.state);
+  }
 });

@@ -30,6 +30,19 @@ function entry(raw: RawEntry): KvEntry {
   return { key: raw.key as KvKey, value, versionstamp: raw.versionstamp };
 }
 
+/**
+ * Commits a busy database refuses, retried: for under 2 s in all. Two handles on one
+ * KV file (two processes, a host and a dashboard) that both read then write collide in SQLite
+ * ("database is locked": a read transaction cannot become a write one while another writes),
+ * and SQLite's own busy wait does not cover that case.
+ */
+const BUSY_RETRIES = 40;
+
+/** Whether a KV error is SQLite's "database is locked" (SQLITE_BUSY). */
+function busy(error: unknown): boolean {
+  return error instanceof Error && /database is locked/i.test(error.message);
+}
+
 function wrapAtomic(atomic: AtomicLike): KvAtomic {
   const wrapped: KvAtomic = {
     check(key, versionstamp) {
@@ -45,8 +58,16 @@ function wrapAtomic(atomic: AtomicLike): KvAtomic {
       return wrapped;
     },
     async commit() {
-      const result = await atomic.commit();
-      return { ok: result.ok };
+      for (let attempt = 0;; attempt++) {
+        try {
+          const result = await atomic.commit();
+          return { ok: result.ok };
+        } catch (error) {
+          if (!busy(error) || attempt >= BUSY_RETRIES) throw error;
+          // SQLite rolled the commit back whole: it is safe to send it again.
+          await new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, 50)));
+        }
+      }
     },
   };
   return wrapped;
