@@ -161,6 +161,16 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
       case "security":
         printAbove(`! dropped from the guest (${event.event.kind}): ${event.event.detail}`);
         return;
+      case "approval": {
+        // The label comes from the script: the same terminal-safe path as narration prints it.
+        const call = `agent call #${event.seq}${event.label ? ` (${event.label})` : ""}`;
+        if (event.state === "pending") {
+          printAbove(
+            `? ${call} waits for a person to approve its full sandbox: approval ${event.approval_id}`,
+          );
+        } else printAbove(`? ${call}: approval ${event.approval_id} ${event.state}`);
+        return;
+      }
       case "calls":
         calls = event.calls;
         usage = event.usage;

@@ -19,11 +19,18 @@ export type {
   CardState,
   OpenBoardOptions,
 } from "./board/mod.ts";
+export { ApprovalQueue } from "./approvals/mod.ts";
+export type {
+  ApprovalAction,
+  ApprovalDecideOptions,
+  ApprovalListOptions,
+} from "./approvals/mod.ts";
 export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
 export type {
   AnthropicProviderConfig,
   Config,
   FakeProviderConfig,
+  FullSandboxPolicy,
   HarnessProviderConfig,
   HarnessType,
   LoadedConfig,
@@ -72,6 +79,7 @@ export type {
   ProviderStats,
   ProviderStatus,
   RouteDecision,
+  SandboxAdmission,
   SessionDetail,
   StaleWorktree,
   Usage,
@@ -100,6 +108,10 @@ export { SvcError, toSvcError } from "./errors/mod.ts";
 export { callCursor, callerOf, HostLease, openLedger } from "./ledger/mod.ts";
 export type {
   ActivityItem,
+  ApprovalDecided,
+  ApprovalDecision,
+  ApprovalRecord,
+  ApprovalState,
   BudgetAxis,
   BudgetFigures,
   Caller,
@@ -116,6 +128,7 @@ export type {
   JournalSummary,
   Ledger,
   LedgerOp,
+  ListApprovalsOptions,
   ListOptions,
   ListRunsOptions,
   OpenLedgerOptions,
@@ -125,6 +138,7 @@ export type {
   RunEventAt,
   ScriptErrorRecord,
   SessionRecord,
+  TaskApprovalNote,
   TaskEvent,
   TaskState,
   TaskStatus,

@@ -2,6 +2,7 @@
  * A dashboard on a real port over real services in a temp SVC_HOME (fake provider), and a
  * small client for it. Everything is closed and removed when the test's `await using` ends.
  */
+import type { Config } from "../src/config/mod.ts";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import {
   type AuthSettings,
@@ -52,13 +53,21 @@ export interface TestDashboard extends AsyncDisposable {
 
 /** Starts a dashboard on 127.0.0.1 (a free port) over fresh services. */
 export async function startDashboard(
-  options: Partial<ServeDashboardOptions> & { home?: string; fakeLatencyMs?: number } = {},
+  options: Partial<ServeDashboardOptions> & {
+    home?: string;
+    fakeLatencyMs?: number;
+    config?: Config;
+  } = {},
 ): Promise<TestDashboard> {
   const dir = options.home === undefined ? await tempDir("svc-dash-") : undefined;
   const home = options.home ?? dir!.path;
   const services = await openServices({
     home,
-    dispatcher: createDispatcher({ fakeLatencyMs: options.fakeLatencyMs ?? 0 }),
+    dispatcher: createDispatcher({
+      fakeLatencyMs: options.fakeLatencyMs ?? 0,
+      ...(options.config ? { config: options.config } : {}),
+    }),
+    ...(options.config ? { config: options.config } : {}),
   });
   const server = await serveDashboard(services, {
     hostname: "127.0.0.1",

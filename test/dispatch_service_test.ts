@@ -230,37 +230,37 @@ Deno.test("a profile fixes provider and model; an explicit model overrides it", 
 });
 
 Deno.test("kernel admission bounds every call by the ceiling, and full by the server's consent", () => {
-  assert.deepEqual(admitSandbox(undefined, { allowFull: true }), {
+  assert.deepEqual(admitSandbox(undefined, { full: "allow" }), {
     level: "read-only",
     clamped: null,
   });
-  assert.deepEqual(admitSandbox(undefined, { sandboxDefault: "write", allowFull: false }), {
+  assert.deepEqual(admitSandbox(undefined, { sandboxDefault: "write", full: "deny" }), {
     level: "write",
     clamped: null,
   });
-  assert.deepEqual(admitSandbox("full", { sandboxDefault: "full", allowFull: true }), {
+  assert.deepEqual(admitSandbox("full", { sandboxDefault: "full", full: "allow" }), {
     level: "full",
     clamped: null,
   });
-  assert.deepEqual(admitSandbox("write", { sandboxDefault: "read-only", allowFull: true }), {
+  assert.deepEqual(admitSandbox("write", { sandboxDefault: "read-only", full: "allow" }), {
     level: "read-only",
     clamped:
       "write was clamped to read-only: the ceiling is read-only (the default level; sandbox_max raises it)",
   });
   assert.deepEqual(
-    admitSandbox("write", { sandboxDefault: "read-only", sandboxMax: "write", allowFull: false }),
+    admitSandbox("write", { sandboxDefault: "read-only", sandboxMax: "write", full: "deny" }),
     { level: "write", clamped: null },
   );
   assert.deepEqual(
-    admitSandbox("full", { sandboxDefault: "read-only", sandboxMax: "write", allowFull: true }),
+    admitSandbox("full", { sandboxDefault: "read-only", sandboxMax: "write", full: "allow" }),
     { level: "write", clamped: "full was clamped to write: the ceiling is write (sandbox_max)" },
   );
-  assert.deepEqual(admitSandbox("full", { sandboxDefault: "full", allowFull: false }), {
+  assert.deepEqual(admitSandbox("full", { sandboxDefault: "full", full: "deny" }), {
     level: "write",
-    clamped: "full was clamped to write: the server configuration does not set sandbox.allow_full",
+    clamped: "full was clamped to write: the server configuration's sandbox.full is deny",
   });
   assert.equal(
-    admitSandbox("full", { sandboxDefault: "read-only", allowFull: false }).level,
+    admitSandbox("full", { sandboxDefault: "read-only", full: "deny" }).level,
     "read-only",
   );
 });

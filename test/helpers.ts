@@ -232,6 +232,7 @@ export function countingDispatcher(
       count++;
       return inner.dispatch(request, dispatchOptions);
     },
+    admit: (options, context) => inner.admit(options, context),
     count: () => count,
   };
 }

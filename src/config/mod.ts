@@ -26,6 +26,7 @@ export {
   type Config,
   ConfigSchema,
   type FakeProviderConfig,
+  type FullSandboxPolicy,
   type HarnessProviderConfig,
   type HarnessType,
   type OpenAIProviderConfig,

@@ -210,6 +210,12 @@ type _ProviderConfigMatches = Assert<
   SameType<ProviderConfig, z.infer<typeof ProviderConfigSchema>>
 >;
 
+/**
+ * What the configuration says about the `full` sandbox level: never granted (`deny`: clamped
+ * to `write`), granted (`allow`), or granted once a person approves the call (`ask`).
+ */
+export type FullSandboxPolicy = "deny" | "allow" | "ask";
+
 /** A named profile: fixes provider and model (and so protocol and harness) at once. */
 export const ProfileSchema = z.strictObject({
   provider: name,
@@ -229,9 +235,27 @@ const configSchema = z.strictObject({
     effort: z.partialRecord(EffortSchema, z.array(name)).default({}),
   }).default({ prefer: [], tags: {}, effort: {} }),
   sandbox: z.strictObject({
-    /** Whether `full` may be granted at all; otherwise it is clamped to `write`. */
-    allow_full: z.boolean().default(false),
-  }).default({ allow_full: false }),
+    /** Whether `full` is never granted, granted, or granted once a person approves the call. */
+    full: z.enum(["deny", "allow", "ask"]).optional(),
+    /** The older spelling: `true` is `full: "allow"`, `false` is `full: "deny"`. */
+    allow_full: z.boolean().optional(),
+  }).default({}).transform((sandbox, ctx): { full: FullSandboxPolicy } => {
+    const older = sandbox.allow_full === undefined
+      ? undefined
+      : sandbox.allow_full
+      ? "allow"
+      : "deny";
+    if (older !== undefined && sandbox.full !== undefined && older !== sandbox.full) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["allow_full"],
+        message:
+          `is the older spelling of sandbox.full and says '${older}', but sandbox.full says '${sandbox.full}': keep only sandbox.full`,
+      });
+      return z.NEVER;
+    }
+    return { full: sandbox.full ?? older ?? "deny" };
+  }),
 }).superRefine((config, ctx) => {
   const known = new Set(["fake", ...Object.keys(config.providers)]);
   for (const [profile, value] of Object.entries(config.profiles)) {
@@ -295,8 +319,12 @@ export interface Config {
   };
   /** What sandbox levels may be granted. */
   sandbox: {
-    /** Whether `full` may be granted at all; otherwise it is clamped to `write`. */
-    allow_full: boolean;
+    /**
+     * `full` is clamped to `write` (`deny`, the default), granted (`allow`), or granted once a
+     * person approves the call (`ask`). The file may also say `allow_full: true|false`, the
+     * older spelling of `allow` and `deny`.
+     */
+    full: FullSandboxPolicy;
   };
 }
 type _ConfigMatches = Assert<SameType<Config, z.infer<typeof configSchema>>>;

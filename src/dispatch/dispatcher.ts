@@ -5,7 +5,7 @@ import { platform } from "../platform/mod.ts";
 import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
 import { type AvailabilityOptions, AvailabilityTracker } from "./availability.ts";
 import { createFakeProvider } from "./fake.ts";
-import { admitSandbox } from "./kernel.ts";
+import { admitSandbox, type SandboxAdmission } from "./kernel.ts";
 import { chooseRoute, type RouteCandidate, type RouteDecision } from "./router.ts";
 import {
   type ChatMessage,
@@ -51,6 +51,12 @@ export interface DispatchContext {
    * must be able to count what every call costs. The refusal is an {@linkcode UnpricedCallError}.
    */
   requirePrice?: boolean;
+  /**
+   * A person approved this call's `full` sandbox (`sandbox.full: "ask"`). Without it such a
+   * call is refused (`forbidden`): whoever dispatches asks {@linkcode Dispatcher.admit} first
+   * and waits for the approval, so the dispatcher never grants `full` on its own.
+   */
+  fullApproved?: boolean;
 }
 
 /** A dispatch's result with how it was routed and admitted. */
@@ -154,6 +160,11 @@ export interface Dispatcher {
    * A provider's failure rejects as a {@linkcode ProviderError}; a refusal as an SvcError.
    */
   dispatch(input: DispatchInput, context?: DispatchContext): Promise<DispatchOutcome>;
+  /**
+   * The kernel's sandbox decision for a call, without dispatching it: what `dispatch()` would
+   * grant. `needsApproval` says the call must wait for a person first (`sandbox.full: "ask"`).
+   */
+  admit(options: AgentOptions, context?: DispatchContext): SandboxAdmission;
 }
 
 /** Options of {@linkcode createDispatcher}. */
@@ -170,7 +181,7 @@ export interface DispatcherOptions {
    * `providers.<name>.concurrency` counts too; a provider named in neither has no cap.
    */
   concurrency?: Record<string, number>;
-  /** Profiles, routing preferences, prices, tags and the `full` sandbox switch. Default: none. */
+  /** Profiles, routing preferences, prices, tags and the `full` sandbox policy. Default: none. */
   config?: Config;
   /** How long probes are trusted and when failing providers are set aside. */
   availability?: AvailabilityOptions;
@@ -321,6 +332,19 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
     return worktrees.create(dir);
   }
 
+  function admit(options: AgentOptions, context: DispatchContext = {}): SandboxAdmission {
+    const profileSandbox = options.profile !== undefined
+      ? config.profiles[options.profile]?.sandbox
+      : undefined;
+    const requested = options.sandbox ?? profileSandbox;
+    return admitSandbox(requested, {
+      sandboxDefault: context.sandboxDefault ?? requested,
+      ...(context.sandboxMax !== undefined ? { sandboxMax: context.sandboxMax } : {}),
+      full: config.sandbox.full,
+      ...(context.fullApproved ? { approved: true } : {}),
+    });
+  }
+
   return {
     providers: () => [...registry.keys()],
     async status() {
@@ -336,17 +360,16 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
         price: priceOf(c.name),
       }));
     },
+    admit,
     async dispatch(input, context = {}) {
       const { options } = input;
-      const profileSandbox = options.profile !== undefined
-        ? config.profiles[options.profile]?.sandbox
-        : undefined;
-      const requested = options.sandbox ?? profileSandbox;
-      const admission = admitSandbox(requested, {
-        sandboxDefault: context.sandboxDefault ?? requested,
-        ...(context.sandboxMax !== undefined ? { sandboxMax: context.sandboxMax } : {}),
-        allowFull: config.sandbox.allow_full,
-      });
+      const admission = admit(options, context);
+      if (admission.needsApproval) {
+        throw new SvcError(
+          "forbidden",
+          "Cannot grant the full sandbox: the configuration's sandbox.full is ask, and no person approved this call",
+        );
+      }
       const route: RouteDecision = context.fakeOnly
         ? {
           provider: "fake",

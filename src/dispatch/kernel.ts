@@ -1,10 +1,17 @@
+import type { FullSandboxPolicy } from "../config/mod.ts";
 import { sandboxAbove, type SandboxLevel } from "../schemas/mod.ts";
 
 /** The sandbox level a call gets, and why it differs from what was asked, if it does. */
 export interface SandboxAdmission {
+  /** The level the call gets (once approved, when `needsApproval`). */
   level: SandboxLevel;
   /** Why the level asked for was lowered; null when the call got what it asked for. */
   clamped: string | null;
+  /**
+   * Present (true) when the level is `full` under `sandbox.full: "ask"` and no person has
+   * approved it yet: the caller must wait for an approval before the call may be dispatched.
+   */
+  needsApproval?: true;
 }
 
 /** Who decides a call's sandbox level besides the call itself. */
@@ -13,16 +20,20 @@ export interface SandboxPolicy {
   sandboxDefault?: SandboxLevel;
   /** Highest level any call may get (`sandbox_max`); the default level when absent. */
   sandboxMax?: SandboxLevel;
-  /** The server configuration's `sandbox.allow_full`. */
-  allowFull: boolean;
+  /** The server configuration's `sandbox.full`. */
+  full: FullSandboxPolicy;
+  /** A person approved this call's `full` (under `ask`). */
+  approved?: boolean;
 }
 
 /**
  * Kernel admission of a sandbox level. A call asks for `options.sandbox`, else the profile's,
  * else the default (`read-only` unless the run or dispatch says otherwise). Whatever it asks,
  * it gets at most the ceiling: `sandbox_max`, which defaults to the default level, so that a
- * run started `read-only` hands out read-only agents only. `full` needs, on top, the server's
- * `sandbox.allow_full`; otherwise it becomes `write`. Every lowering is explained.
+ * run started `read-only` hands out read-only agents only. `full` is then up to the server's
+ * `sandbox.full`: `deny` makes it `write`, `allow` grants it, `ask` grants it only once a person
+ * approved the call (`needsApproval` until then). The ceiling applies first: a run whose ceiling
+ * is `write` never asks. Every lowering is explained.
  */
 export function admitSandbox(
   requested: SandboxLevel | undefined,
@@ -31,7 +42,7 @@ export function admitSandbox(
   const asked = requested ?? policy.sandboxDefault ?? "read-only";
   const ceiling = policy.sandboxMax ?? policy.sandboxDefault ?? "read-only";
   if (sandboxAbove(asked, ceiling)) {
-    // Nothing is above full, so the ceiling here is write or read-only: no allow_full question.
+    // Nothing is above full, so the ceiling here is write or read-only: no sandbox.full question.
     const source = policy.sandboxMax === undefined
       ? "the default level; sandbox_max raises it"
       : "sandbox_max";
@@ -40,12 +51,14 @@ export function admitSandbox(
       clamped: `${asked} was clamped to ${ceiling}: the ceiling is ${ceiling} (${source})`,
     };
   }
-  if (asked === "full" && !policy.allowFull) {
+  if (asked === "full" && policy.full === "deny") {
     return {
       level: "write",
-      clamped:
-        "full was clamped to write: the server configuration does not set sandbox.allow_full",
+      clamped: "full was clamped to write: the server configuration's sandbox.full is deny",
     };
+  }
+  if (asked === "full" && policy.full === "ask" && policy.approved !== true) {
+    return { level: "full", clamped: null, needsApproval: true };
   }
   return { level: asked, clamped: null };
 }

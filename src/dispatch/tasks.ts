@@ -1,5 +1,6 @@
 import { SvcError } from "../errors/mod.ts";
 import {
+  type ApprovalRecord,
   type Caller,
   type FeedItem,
   followEvents,
@@ -11,6 +12,7 @@ import {
   newId,
   ownerScope,
   shownId,
+  type TaskApprovalNote,
   type TaskEvent,
   type TaskState,
   type TaskStatus,
@@ -23,7 +25,13 @@ import {
   type DispatchTaskRequest,
   type JsonValue,
 } from "../schemas/mod.ts";
-import { type Dispatcher, type DispatchOutcome, ProviderError } from "./dispatcher.ts";
+import {
+  type DispatchContext,
+  type Dispatcher,
+  type DispatchOutcome,
+  ProviderError,
+} from "./dispatcher.ts";
+import { denialText, requestApproval, waitForDecision } from "../approvals/mod.ts";
 import type { SessionStore } from "./sessions.ts";
 import { StopReason } from "./stop.ts";
 import {
@@ -166,12 +174,62 @@ export class TaskManager {
     return live;
   }
 
-  async #save(live: LiveTask, options: { expect?: TaskState } = {}): Promise<boolean> {
+  async #save(
+    live: LiveTask,
+    options: { expect?: TaskState; approval?: TaskApprovalNote } = {},
+  ): Promise<boolean> {
     const seq = live.eventSeq++;
     return await this.#options.ledger.saveTask(live.status, {
       eventSeq: seq,
       expect: options.expect,
+      ...(options.approval ? { approval: options.approval } : {}),
     });
+  }
+
+  /** Saves the task with an approval event, keeping a cancel another process asked for meanwhile. */
+  async #saveApproval(live: LiveTask, note: TaskApprovalNote): Promise<void> {
+    const stored = await this.#options.ledger.getTask(live.status.task_id);
+    if (stored?.cancel_requested) live.status.cancel_requested = true;
+    await this.#save(live, { approval: note });
+  }
+
+  /**
+   * A dispatch that asked for `full` under `sandbox.full: "ask"` waits here for a person, with
+   * its status saying so (`waiting_for_approval`) and its feed getting an event when it starts
+   * waiting and when the approval is decided. A denial fails the task (`forbidden`); a stop
+   * (cancel, timeout) cancels the approval and ends the task as any stop does.
+   */
+  async #awaitApproval(
+    live: LiveTask,
+    options: DispatchTaskRequest,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { status } = live;
+    const asked = await requestApproval(this.#options.ledger, {
+      owner: status.owner,
+      kind: "dispatch",
+      task_id: status.task_id,
+      prompt: status.prompt,
+      ...(status.label !== null ? { label: status.label } : {}),
+      ...(options.provider !== undefined ? { provider: options.provider } : {}),
+    });
+    status.waiting_for_approval = asked.approval_id;
+    const note = (approval: ApprovalRecord): TaskApprovalNote => ({
+      approval_id: approval.approval_id,
+      state: approval.state,
+      at: approval.decided_at ?? approval.asked_at,
+    });
+    await this.#saveApproval(live, note(asked));
+    const decided = await waitForDecision(this.#options.ledger, asked.approval_id, {
+      signal,
+      pollMs: this.#options.cancelPollMs,
+    });
+    delete status.waiting_for_approval;
+    await this.#saveApproval(live, note(decided));
+    signal.throwIfAborted();
+    if (decided.state !== "approved") {
+      throw new SvcError("forbidden", `Cannot dispatch: ${denialText(decided)}`);
+    }
   }
 
   async #run(live: LiveTask): Promise<TaskStatus> {
@@ -201,7 +259,7 @@ export class TaskManager {
       }
     }, this.#options.cancelPollMs);
     try {
-      const outcome = await this.#dispatch(status, controller.signal);
+      const outcome = await this.#dispatch(live, controller.signal);
       this.#settle(status, outcome);
       status.state = "succeeded";
       status.result = outcome.output;
@@ -248,7 +306,8 @@ export class TaskManager {
    * The task's call. A schema call (`schema` or `schema_id`) is validated, and asked again up
    * to `schema_attempts` times; every attempt's usage counts.
    */
-  async #dispatch(status: TaskStatus, signal: AbortSignal): Promise<DispatchOutcome> {
+  async #dispatch(live: LiveTask, signal: AbortSignal): Promise<DispatchOutcome> {
+    const { status } = live;
     const asked = status.options as DispatchTaskRequest;
     const workdir = asked.workdir ?? platform().cwd();
     const agent = await taskAgentType(asked.agentType, workdir);
@@ -271,10 +330,14 @@ export class TaskManager {
       }
       throw error;
     }
+    // Asked once, before the first attempt: schema retries of an approved call do not ask again.
+    const fullApproved = this.#options.dispatcher.admit(options, this.#context(status, options))
+      .needsApproval === true;
+    if (fullApproved) await this.#awaitApproval(live, options, signal);
     const step = await structuredStep(schema, {
       attempts: status.schema_attempts,
       options,
-      once: (options) => this.#once(status, options, signal, system),
+      once: (options) => this.#once(status, options, { signal, system, fullApproved }),
     });
     if (step.ok) return step.outcome;
     if (step.last) this.#settle(status, step.last);
@@ -294,12 +357,20 @@ export class TaskManager {
     throw step.error;
   }
 
+  /** A direct dispatch's own ask is its default; `sandbox_max` alone can bound it lower. */
+  #context(status: TaskStatus, options: DispatchTaskRequest): DispatchContext {
+    return {
+      fakeOnly: status.fake_dispatch,
+      ...(options.sandbox_max !== undefined ? { sandboxMax: options.sandbox_max } : {}),
+    };
+  }
+
   #once(
     status: TaskStatus,
     options: DispatchTaskRequest,
-    signal: AbortSignal,
-    system: string | undefined,
+    call: { signal: AbortSignal; system: string | undefined; fullApproved: boolean },
   ): Promise<DispatchOutcome> {
+    const { signal, system } = call;
     const input = {
       prompt: status.prompt,
       options,
@@ -307,10 +378,9 @@ export class TaskManager {
       signal,
       ...(options.workdir ? { cwd: options.workdir } : {}),
     };
-    // A direct dispatch's own ask is its default; `sandbox_max` alone can bound it lower.
-    const context = {
-      fakeOnly: status.fake_dispatch,
-      ...(options.sandbox_max !== undefined ? { sandboxMax: options.sandbox_max } : {}),
+    const context: DispatchContext = {
+      ...this.#context(status, options),
+      ...(call.fullApproved ? { fullApproved: true } : {}),
     };
     if (options.session === undefined) return this.#options.dispatcher.dispatch(input, context);
     return this.#options.sessions.dispatch(this.#options.dispatcher, input, {

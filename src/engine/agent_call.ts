@@ -21,6 +21,8 @@ import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.t
 import type { BudgetGate } from "./budget.ts";
 import { type AgentReply, ScriptCallError } from "./guest_session.ts";
 import { callWorkdir } from "./call_workdir.ts";
+import { awaitCallApproval, type CallApprovalDeps } from "./call_approval.ts";
+import { denialText } from "../approvals/mod.ts";
 import { callHash } from "./journal.ts";
 import { clip, now, type RunContext } from "./run_context.ts";
 
@@ -34,6 +36,8 @@ export interface AgentCallDeps {
   agentTypes: AgentTypeRegistry;
   /** `agent()` calls one run may make; later ones return null. */
   maxAgents: number;
+  /** Where a call that needs a person's approval (`full` under `sandbox.full: "ask"`) waits. */
+  approvals: CallApprovalDeps;
 }
 
 /** Why a call was refused; the first refused call of each kind is journaled, later ones counted. */
@@ -229,6 +233,51 @@ export async function handleAgentCall(
     return { value: entry.result ?? null, spent: ctx.budget.spent() };
   }
 
+  const options = agent ? applyAgentType(call.options, agent) : call.options;
+  const context: DispatchContext = {
+    fakeOnly: ctx.request.fake_dispatch,
+    sandboxDefault: ctx.request.sandbox_default,
+    ...(ctx.request.sandbox_max !== undefined ? { sandboxMax: ctx.request.sandbox_max } : {}),
+    requirePrice: ctx.budget.needsPrice,
+  };
+  // A person approves `full` before the call takes a slot: the wait holds no permit.
+  if (deps.dispatcher.admit(options, context).needsApproval) {
+    const approval = await awaitCallApproval(ctx, deps.approvals, {
+      seq: decision.seq,
+      call,
+      options,
+      signal,
+    });
+    if (approval.state === "approved") context.fullApproved = true;
+    else {
+      const stopped = approval.state === "cancelled";
+      const reason = stopped
+        ? `the run stopped while the call waited for approval ${approval.approval_id}`
+        : denialText(approval);
+      calls.failed++;
+      ctx.countFailure(stopped ? "stopped" : "forbidden");
+      if (!stopped) {
+        ctx.narrate({
+          kind: "call",
+          text: `agent call #${decision.seq}${callTags(call)} failed: ${reason}`,
+        });
+      }
+      await ctx.journal({
+        ...base(decision.hash),
+        ...ended(),
+        outcome: "failed",
+        provider: null,
+        model: null,
+        usage: { input_tokens: 0, output_tokens: 0 },
+        cost_usd: 0,
+        attempts: 0,
+        reason,
+      });
+      ctx.callsChanged();
+      return { value: null, spent: ctx.budget.spent() };
+    }
+  }
+
   calls.queued++;
   ctx.callsChanged();
   let release: (() => void) | undefined;
@@ -267,15 +316,9 @@ export async function handleAgentCall(
     let cause: FailureCause | undefined;
     let value: JsonValue | undefined;
     try {
-      const context: DispatchContext = {
-        fakeOnly: ctx.request.fake_dispatch,
-        sandboxDefault: ctx.request.sandbox_default,
-        ...(ctx.request.sandbox_max !== undefined ? { sandboxMax: ctx.request.sandbox_max } : {}),
-        requirePrice: ctx.budget.needsPrice,
-      };
       const step = await structuredStep(decision.schema, {
         attempts: ctx.request.schema_attempts,
-        options: agent ? applyAgentType(call.options, agent) : call.options,
+        options,
         once(options) {
           const input = {
             prompt: call.prompt,

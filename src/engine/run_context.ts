@@ -1,6 +1,7 @@
 import { Semaphore } from "../concurrency/mod.ts";
 import { StopReason } from "../dispatch/mod.ts";
 import {
+  type ApprovalRecord,
   clipText,
   type FailureCause,
   INLINE_LIMIT,
@@ -252,6 +253,19 @@ export class RunContext {
     this.#recorded.conditions += size;
     this.status.conditions.push(full);
     this.#saveWithEvent({ type: "condition", run_id: this.runId, at: full.at, condition: full });
+  }
+
+  /** Puts a call's approval into the run's feed: it waits for a person, or was decided. */
+  approvalChanged(approval: ApprovalRecord, call: { seq: number; label: string | null }): void {
+    this.#emit({
+      type: "approval",
+      run_id: this.runId,
+      at: approval.decided_at ?? approval.asked_at,
+      approval_id: approval.approval_id,
+      state: approval.state,
+      seq: call.seq,
+      label: call.label,
+    });
   }
 
   /**

@@ -89,7 +89,10 @@ export interface RunManagerOptions {
   nonce?: () => string;
   /** This process's identity in the ledger, shared with its task manager. Default: its own. */
   host?: HostLease;
-  /** How often the runs of this host look for a cancel asked for by another process, in ms. Default 250. */
+  /**
+   * How often the runs of this host look for a cancel asked for by another process, and a call
+   * waiting for approval for its decision, in ms. Default 250.
+   */
   cancelPollMs?: number;
 }
 
@@ -505,6 +508,7 @@ export class RunManager {
                 schemas,
                 agentTypes,
                 maxAgents: status.limits.max_agents,
+                approvals: { ledger: this.#ledger, pollMs: this.#options.cancelPollMs },
               },
               params,
               signal,

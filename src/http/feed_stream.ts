@@ -19,9 +19,10 @@ export function lastEventId(request: Request): number | "invalid" | undefined {
   return Number(header);
 }
 
-/** The name of an event on the wire: a run event's `type`, `state` for a task's. */
+/** The name of an event on the wire: a run event's `type`; a task's `state`, or `approval`. */
 export function eventName(event: FeedItem["event"]): string {
-  return "type" in event ? event.type : "state";
+  if ("type" in event) return event.type;
+  return "approval" in event && event.approval ? "approval" : "state";
 }
 
 async function itemAt(

@@ -26,7 +26,24 @@ const DispatchStartedSchema = z.object({
 }).meta({ id: "DispatchStarted" });
 
 /** Actions `POST /api/tasks/{task_id}/{action}` performs. */
-export const TASK_ACTIONS = ["cancel"] as const;
+export const TASK_ACTIONS = ["cancel", "approve", "deny"] as const;
+
+/** An approval: a call or a dispatch waiting for a person to grant it the `full` sandbox. */
+export const ApprovalSchema = z.looseObject({
+  approval_id: z.string(),
+  owner: z.string(),
+  state: z.enum(["pending", "approved", "denied", "cancelled"]),
+  kind: z.enum(["call", "dispatch"]),
+  run_id: z.string().optional(),
+  task_id: z.string().optional(),
+  asked_at: z.string(),
+}).meta({ id: "Approval" });
+
+const DecisionBodySchema = z.strictObject({
+  reason: z.string().max(1000, "must be at most 1000 characters").optional().meta({
+    description: "why, in words, recorded with the decision",
+  }),
+});
 
 const TaskActionParamSchema = TaskIdParamSchema.extend({
   action: z.enum(TASK_ACTIONS).meta({ param: { name: "action", in: "path" } }),
@@ -111,18 +128,47 @@ const detailRoute = createRoute({
 const actionRoute = createRoute({
   method: "post",
   path: "/api/tasks/{task_id}/{action}",
-  summary: "Perform an action on a task",
-  description: "`cancel` (idempotent).",
-  request: { params: TaskActionParamSchema },
+  summary: "Perform an action on a task: cancel it, or approve or deny what it waits for",
+  description:
+    "`cancel` (idempotent) answers the task. `approve` and `deny` decide an approval (the " +
+    "path names a dispatch task waiting for one, or the approval itself, `apr_...`) and " +
+    "answer it; deciding again the same way answers the same, the other way 409.",
+  request: {
+    params: TaskActionParamSchema,
+    body: { required: false, content: jsonContent(DecisionBodySchema) },
+  },
   responses: {
-    200: { description: "the task after the action", content: jsonContent(TaskStatusSchema) },
+    200: {
+      description: "the task after a cancel, the approval after a decision",
+      content: jsonContent(z.union([TaskStatusSchema, ApprovalSchema])),
+    },
     ...errors(400, 404, 409),
+  },
+});
+
+const approvalsRoute = createRoute({
+  method: "get",
+  path: "/api/approvals",
+  summary: "The approval queue: calls and dispatches waiting for a person, then decided ones",
+  request: {
+    query: PageQuerySchema.extend({
+      state: z.enum(["pending", "approved", "denied", "cancelled"]).optional().meta({
+        description: "only approvals in this state (default: pending first, then the rest)",
+      }),
+    }),
+  },
+  responses: {
+    200: {
+      description: "a page of approvals",
+      content: jsonContent(pageOf("approvals", ApprovalSchema)),
+    },
+    ...errors(400),
   },
 });
 
 /** Adds the dispatch and task routes. */
 export function addDispatchRoutes(app: DashboardHono, context: RouteContext): void {
-  const { tasks } = context.services;
+  const { tasks, approvals } = context.services;
 
   app.openapi(startRoute, async (c) => {
     const task = await tasks.start(c.req.valid("json"), c.get("caller"));
@@ -173,7 +219,27 @@ export function addDispatchRoutes(app: DashboardHono, context: RouteContext): vo
   });
 
   app.openapi(actionRoute, async (c) => {
-    const { task_id } = c.req.valid("param");
-    return c.json(await tasks.cancel(task_id, c.get("caller")), 200);
+    const { task_id, action } = c.req.valid("param");
+    const caller = c.get("caller");
+    if (action === "cancel") return c.json(await tasks.cancel(task_id, caller), 200);
+    const reason = (c.req.valid("json") as { reason?: string } | undefined)?.reason;
+    const approval = await approvals.decide(task_id, caller, action, {
+      ...(reason !== undefined ? { reason } : {}),
+    });
+    return c.json(approval, 200);
+  });
+
+  app.openapi(approvalsRoute, async (c) => {
+    const query = c.req.valid("query");
+    const limit = query.limit ?? 100;
+    const list = await approvals.list(c.get("caller"), {
+      limit,
+      ...(query.state !== undefined ? { state: query.state } : {}),
+      ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+    });
+    return c.json({
+      approvals: list,
+      next_cursor: nextCursor(list, limit, (a) => a.approval_id),
+    }, 200);
   });
 }

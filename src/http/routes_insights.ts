@@ -176,7 +176,7 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
       auth: { required: context.authRequired },
       kernel: {
         sandbox_levels: ["read-only", "write", "full"],
-        full: services.config.sandbox.allow_full ? "allow" : "deny",
+        full: services.config.sandbox.full,
       },
       scheduler: { mode: "off" as const },
       daemon: { running: false },

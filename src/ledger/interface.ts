@@ -1,3 +1,10 @@
+import type {
+  ApprovalDecided,
+  ApprovalDecision,
+  ApprovalRecord,
+  ApprovalState,
+  ListApprovalsOptions,
+} from "./approvals.ts";
 import type { ChatMessage } from "./chat.ts";
 import type { CollaborationRecord } from "./collaborations.ts";
 import type { Page, PageOptions } from "./pages.ts";
@@ -49,6 +56,16 @@ export type LedgerOp =
   | { kind: "narration"; seq: number; entry: NarrationEntry }
   | { kind: "security"; seq: number; event: SecurityEvent }
   | { kind: "event"; event: RunEventAt };
+
+/** A task event about the task's approval: which one, its state, and when that happened. */
+export interface TaskApprovalNote {
+  /** The approval (`apr_...`). */
+  approval_id: string;
+  /** Its state: `pending` when the task starts waiting, then the decision. */
+  state: ApprovalState;
+  /** When (ISO 8601): the event's time. */
+  at: string;
+}
 
 /** Options of {@linkcode Ledger.listRuns}. */
 export interface ListRunsOptions {
@@ -169,12 +186,17 @@ export interface Ledger {
   createTask(task: TaskStatus): Promise<void>;
   /**
    * Saves a task; with `eventSeq`, its state change joins its feed and its owner's activity
-   * stream. With `expect`, only if
-   * the task is still in that state. Returns whether it was written.
+   * stream (with `approval`, the event is about its approval instead, and no activity item is
+   * added). With `expect`, only if the task is still in that state. Returns whether it was
+   * written.
    */
   saveTask(
     task: TaskStatus,
-    options?: { eventSeq?: number; expect?: TaskStatus["state"] },
+    options?: {
+      eventSeq?: number;
+      expect?: TaskStatus["state"];
+      approval?: TaskApprovalNote;
+    },
   ): Promise<boolean>;
   /** A task's status, or undefined. */
   getTask(taskId: string): Promise<TaskStatus | undefined>;
@@ -212,4 +234,22 @@ export interface Ledger {
   getCollaboration(id: string): Promise<CollaborationRecord | undefined>;
   /** Collaborations, newest first, a page at a time; only `owner`'s when given. */
   listCollaborations(options: PageOptions): Promise<Page<CollaborationRecord>>;
+
+  // Approvals (src/ledger/approvals.ts): calls and dispatches waiting for a person.
+  /** Records a new pending approval. */
+  createApproval(record: ApprovalRecord): Promise<void>;
+  /** An approval by id, or undefined. */
+  getApproval(approvalId: string): Promise<ApprovalRecord | undefined>;
+  /** The approval a dispatch task asked for, or undefined. */
+  approvalOfTask(taskId: string): Promise<ApprovalRecord | undefined>;
+  /** Approvals, newest first: one state's, or pending ones first; `before` continues a listing. */
+  listApprovals(options?: ListApprovalsOptions): Promise<ApprovalRecord[]>;
+  /**
+   * Decides a pending approval atomically; one decided already is returned as it is, with
+   * `decided: false`. Undefined when there is no such approval.
+   */
+  decideApproval(
+    approvalId: string,
+    decision: { state: ApprovalDecision; by: string; reason?: string; at?: string },
+  ): Promise<ApprovalDecided | undefined>;
 }

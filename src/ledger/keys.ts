@@ -28,6 +28,10 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["activity", owner, seq]` | the owner's activity stream: one item per state change of its runs and tasks, from seq 0 |
  * | `["activity_head", owner]` | `{seq}`: the stream's last seq, checked by every append so that concurrent writers never share one |
  * | `["reviews", ...]`, `["collaborations", ...]` and their `_by_owner` indexes | see `reviews.ts`, `collaborations.ts` |
+ * | `["approvals", approval_id]` | an approval: a `full` call or dispatch waiting for a person (src/ledger/approvals.ts) |
+ * | `["approvals_by_owner", owner, approval_id]` | `{}`: index for listing an owner's approvals |
+ * | `["approvals_pending", approval_id]` | `{owner}`: approvals not yet decided; removed by the decision |
+ * | `["approval_of_task", task_id]` | `{approval_id}`: the approval a dispatch task asked for |
  */
 export const KEYS = {
   schema: ["meta", "schema"] as KvKey,
@@ -69,6 +73,16 @@ export const KEYS = {
   activity: (owner: string, seq?: number): KvKey =>
     seq === undefined ? ["activity", owner] : ["activity", owner, seq],
   activityHead: (owner: string): KvKey => ["activity_head", owner],
+  // Approvals (src/ledger/approvals.ts).
+  approval: (approvalId: string): KvKey => ["approvals", approvalId],
+  allApprovals: ["approvals"] as KvKey,
+  approvalsByOwner: (owner: string, approvalId?: string): KvKey =>
+    approvalId === undefined
+      ? ["approvals_by_owner", owner]
+      : ["approvals_by_owner", owner, approvalId],
+  approvalsPending: (approvalId?: string): KvKey =>
+    approvalId === undefined ? ["approvals_pending"] : ["approvals_pending", approvalId],
+  approvalOfTask: (taskId: string): KvKey => ["approval_of_task", taskId],
 };
 
 /** Version of the KV schema this code writes. */

@@ -5,7 +5,14 @@ import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
 import { checkBefore, parseCallCursor } from "./cursor.ts";
-import type { HostRef, Ledger, LedgerOp, ListOptions, ListRunsOptions } from "./interface.ts";
+import type {
+  HostRef,
+  Ledger,
+  LedgerOp,
+  ListOptions,
+  ListRunsOptions,
+  TaskApprovalNote,
+} from "./interface.ts";
 import {
   type ActivityItem,
   type CallRecord,
@@ -25,6 +32,13 @@ import type { ChatMessage } from "./chat.ts";
 import * as collaborations from "./collaborations.ts";
 import type { Page, PageOptions } from "./pages.ts";
 import * as reviews from "./reviews.ts";
+import * as approvals from "./approvals.ts";
+import type {
+  ApprovalDecided,
+  ApprovalDecision,
+  ApprovalRecord,
+  ListApprovalsOptions,
+} from "./approvals.ts";
 
 /** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
 export const INLINE_LIMIT = 48 * 1024;
@@ -824,7 +838,7 @@ class KvLedger implements Ledger {
    */
   async saveTask(
     task: TaskStatus,
-    options: { eventSeq?: number; expect?: TaskStatus["state"] } = {},
+    options: { eventSeq?: number; expect?: TaskStatus["state"]; approval?: TaskApprovalNote } = {},
   ): Promise<boolean> {
     let expected: string | null | undefined;
     if (options.expect !== undefined) {
@@ -842,14 +856,19 @@ class KvLedger implements Ledger {
     } else if (task.state !== "queued") mutations.push([KEYS.activeTasks(task.task_id), null]);
     let activity: ActivityAppend | undefined;
     if (options.eventSeq !== undefined) {
+      const { approval } = options;
       const event: TaskEvent = {
-        at: task.ended_at ?? task.started_at ?? task.created_at,
+        at: approval?.at ?? task.ended_at ?? task.started_at ?? task.created_at,
         task_id: task.task_id,
         state: task.state,
+        ...(approval
+          ? { approval: { approval_id: approval.approval_id, state: approval.state } }
+          : {}),
       };
       mutations.push([KEYS.taskEvents(task.task_id, options.eventSeq), toBytes(event)]);
       mutations.push([KEYS.feedTick, toBytes({})]);
-      activity = taskActivity(task, event);
+      // An approval note is no state change: the owner's activity stream is for those.
+      activity = approval ? undefined : taskActivity(task, event);
     }
     if (task.ended_at !== null && task.provider !== null) {
       const call: CallRecord = {
@@ -1053,6 +1072,30 @@ class KvLedger implements Ledger {
 
   listCollaborations(options: PageOptions): Promise<Page<collaborations.CollaborationRecord>> {
     return collaborations.listCollaborations(this.#kv, options);
+  }
+
+  // Approvals: kept in src/ledger/approvals.ts, over this ledger's store.
+  createApproval(record: ApprovalRecord): Promise<void> {
+    return approvals.createApproval(this.#kv, record);
+  }
+
+  getApproval(approvalId: string): Promise<ApprovalRecord | undefined> {
+    return approvals.getApproval(this.#kv, approvalId);
+  }
+
+  approvalOfTask(taskId: string): Promise<ApprovalRecord | undefined> {
+    return approvals.approvalOfTask(this.#kv, taskId);
+  }
+
+  listApprovals(options?: ListApprovalsOptions): Promise<ApprovalRecord[]> {
+    return approvals.listApprovals(this.#kv, options);
+  }
+
+  decideApproval(
+    approvalId: string,
+    decision: { state: ApprovalDecision; by: string; reason?: string; at?: string },
+  ): Promise<ApprovalDecided | undefined> {
+    return approvals.decideApproval(this.#kv, approvalId, decision);
   }
 
   async #lastSeq(prefix: KvKey): Promise<number> {

@@ -11,6 +11,7 @@ export type {
   ListOptions,
   ListRunsOptions,
   RunEventAt,
+  TaskApprovalNote,
 } from "./interface.ts";
 export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
 export { type Caller, callerOf, mayAccess, OWNER_LIMIT, ownerScope } from "./caller.ts";
@@ -50,6 +51,15 @@ export {
   type UsageTotals,
 } from "./records.ts";
 export type { ChatMessage } from "./chat.ts";
+export {
+  APPROVAL_LIMITS,
+  type ApprovalDecided,
+  type ApprovalDecision,
+  type ApprovalRecord,
+  type ApprovalState,
+  approvalText,
+  type ListApprovalsOptions,
+} from "./approvals.ts";
 export { isId, newId, shownId } from "./ids.ts";
 export { type CollaborationRecord, type CollaborationState } from "./collaborations.ts";
 export { checkCursor, type Page, type PageOptions } from "./pages.ts";

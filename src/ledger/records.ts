@@ -1,5 +1,6 @@
 import type { ErrorCode } from "../errors/mod.ts";
 import type { IsolationTier, JsonValue, SandboxLevel } from "../schemas/mod.ts";
+import type { ApprovalState } from "./approvals.ts";
 
 /** States of a run. `interrupted` is set by the next host when one died while the run ran. */
 export type RunState =
@@ -347,6 +348,17 @@ export type RunEvent =
     label: string | null;
   }
   | { type: "condition"; run_id: string; at: string; condition: RunCondition }
+  | {
+    type: "approval";
+    run_id: string;
+    at: string;
+    /** The approval (`apr_...`): `pending` when the call starts waiting, then its decision. */
+    approval_id: string;
+    state: ApprovalState;
+    /** The call's number in the journal. */
+    seq: number;
+    label: string | null;
+  }
   | { type: "security"; run_id: string; at: string; event: SecurityEvent };
 
 /** States of an asynchronous dispatch (a task): a run's, with the same terminal ones. */
@@ -404,6 +416,11 @@ export interface TaskStatus {
   cancel_requested: boolean;
   /** The host (process) running the task, while it runs. */
   host_id: string | null;
+  /**
+   * While the task waits for a person to approve its `full` sandbox: the approval's id
+   * (`apr_...`), to decide with `POST /api/tasks/{task_id}/approve` or `deny`.
+   */
+  waiting_for_approval?: string;
 }
 
 /** An event of a task: its state changes, in order. */
@@ -412,8 +429,13 @@ export interface TaskEvent {
   at: string;
   /** The task. */
   task_id: string;
-  /** The state it entered. */
+  /** The state it entered (for an approval event: the state it is in, `running`). */
   state: TaskState;
+  /**
+   * Present on an event about the task's approval: it started waiting for a person (`pending`)
+   * or the approval was decided. The task's state did not change.
+   */
+  approval?: { approval_id: string; state: ApprovalState };
 }
 
 /** A stream of the event feed: the events of one run or of one task. */
@@ -432,8 +454,8 @@ export interface FeedItem<E = RunEvent | TaskEvent> {
 
 /** Whether an event is the last of its stream: a change to a state that is never left. */
 export function endsStream(event: RunEvent | TaskEvent): boolean {
-  return "state" in event && TERMINAL_STATES.has(event.state) &&
-    (!("type" in event) || event.type === "state");
+  if ("type" in event) return event.type === "state" && TERMINAL_STATES.has(event.state);
+  return TERMINAL_STATES.has(event.state);
 }
 
 /**

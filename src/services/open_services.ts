@@ -1,4 +1,5 @@
 import { type Board, openBoard } from "../board/mod.ts";
+import { ApprovalQueue } from "../approvals/mod.ts";
 import { type Config, loadConfig, svcHome } from "../config/mod.ts";
 import {
   type Dispatcher,
@@ -87,6 +88,8 @@ export interface Services extends AsyncDisposable {
   readonly reviews: ReviewService;
   /** The record of agent-to-agent exchanges. */
   readonly collaborations: CollaborationLog;
+  /** Calls and dispatches waiting for a person to grant them the `full` sandbox. */
+  readonly approvals: ApprovalQueue;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -155,6 +158,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       memory,
       reviews,
       collaborations,
+      approvals: new ApprovalQueue({ ledger }),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
