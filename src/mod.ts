@@ -177,6 +177,23 @@ export type {
   IsolationBackends,
   UnsafeLocalOptions,
 } from "./isolation/mod.ts";
+export {
+  authSettingsFromEnv,
+  DASHBOARD_HOST,
+  DASHBOARD_PORT,
+  dashboardApp,
+  generateToken,
+  serveDashboard,
+} from "./http/mod.ts";
+export type {
+  ApiErrorBody,
+  AuthSettings,
+  DashboardApp,
+  DashboardAppOptions,
+  DashboardServer,
+  ServeDashboardOptions,
+  TokenBinding,
+} from "./http/mod.ts";
 export { platform, setPlatform } from "./platform/mod.ts";
 export type {
   ChildProcess,

@@ -8,9 +8,9 @@ import { openLedger } from "../src/ledger/mod.ts";
 
 const EXAMPLE = "node_modules/svc/examples/review_fanout.js";
 
-/** The library API from a Node ES module: a workflow in process, and an HTTP server. */
+/** The library API from a Node ES module: a workflow in process, and the dashboard serving it. */
 const LIBRARY_SCRIPT = `
-import { checkScript, openServices, platform } from "svc";
+import { checkScript, openServices, platform, serveDashboard } from "svc";
 
 const services = await openServices({ home: process.env.SVC_HOME });
 const caller = { owner: "lib" };
@@ -19,14 +19,26 @@ const started = await services.runs.start({
   fake_dispatch: true,
 }, caller);
 const status = await services.runs.wait(started.run_id, caller);
+const token = "library-token-0123456789abcdef";
+const dashboard = await serveDashboard(services, {
+  port: 0,
+  auth: { required: true, requireOwner: false, tokens: [{ token, owner: "lib" }], allowedOrigins: [] },
+});
+const headers = { authorization: "Bearer " + token };
+const reply = await fetch(dashboard.url + "/api/workflow/" + started.run_id, { headers });
+const denied = await fetch(dashboard.url + "/api/status");
+const events = await (await fetch(dashboard.url + "/api/workflow/" + started.run_id + "/events", { headers })).text();
+const body = await reply.json();
+const served = {
+  status: reply.status,
+  owner: body.owner,
+  state: body.state,
+  denied: denied.status,
+  endsSucceeded: events.trimEnd().endsWith('"state":"succeeded"}'),
+  url: dashboard.url.replace(/:\\d+$/, ""),
+};
+await dashboard.close();
 await services.close();
-const server = await platform().serve(
-  async (request) => Response.json({ path: new URL(request.url).pathname, method: request.method }),
-  { hostname: "127.0.0.1", port: 0 },
-);
-const reply = await fetch("http://127.0.0.1:" + server.port + "/health", { method: "POST" });
-const served = { status: reply.status, body: await reply.json(), hostname: server.hostname };
-await server.close();
 console.log(JSON.stringify({
   runtime: platform().runtime,
   state: status.state,
@@ -212,7 +224,7 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
   });
 
   await t.step(
-    "the library API runs a workflow in process and serves HTTP under Node",
+    "the library API runs a workflow in process and serves the dashboard under Node",
     async () => {
       await Deno.writeTextFile(`${install}/library.mjs`, LIBRARY_SCRIPT);
       const lib = await timed(
@@ -229,8 +241,11 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
       assert.deepEqual(out.checked, {});
       assert.deepEqual(out.served, {
         status: 200,
-        body: { path: "/health", method: "POST" },
-        hostname: "127.0.0.1",
+        owner: "lib",
+        state: "succeeded",
+        denied: 401,
+        endsSucceeded: true,
+        url: "http://127.0.0.1",
       });
     },
   );

@@ -8,17 +8,10 @@
  */
 import { z } from "zod";
 import { ERROR_CODES } from "../errors/mod.ts";
+import { RUN_STATES, type RunState } from "../ledger/mod.ts";
 
 /** States of runs and tasks (DESIGN.md, "Runs"). */
-export const RunStateSchema = z.enum([
-  "queued",
-  "running",
-  "succeeded",
-  "failed",
-  "cancelled",
-  "timeout",
-  "interrupted",
-]);
+export const RunStateSchema = z.enum(RUN_STATES as [RunState, ...RunState[]]);
 
 /** The API error object of every 4xx and 5xx answer. */
 export const ApiErrorSchema = z.object({

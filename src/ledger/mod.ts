@@ -36,6 +36,7 @@ export {
   type JournalEntry,
   type JournalSummary,
   type NarrationEntry,
+  RUN_STATES,
   type RunCondition,
   type RunError,
   type RunEvent,

@@ -12,6 +12,17 @@ export type RunState =
   | "timeout"
   | "interrupted";
 
+/** Every state of a run or a task, in the order of their lives. */
+export const RUN_STATES: readonly RunState[] = [
+  "queued",
+  "running",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "timeout",
+  "interrupted",
+];
+
 /** States a run or a task (whose `TaskState` is a `RunState`) never leaves. */
 export const TERMINAL_STATES: ReadonlySet<RunState> = new Set([
   "succeeded",
