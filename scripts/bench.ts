@@ -25,6 +25,10 @@ const LOCAL = { owner: "local" };
  *    the ledger's own write). Plus the CPU an idle reader spends polling. Measured once, after
  *    the repetitions, since each measurement already has many events.
  *
+ * 4. The dashboard (`bench_http.ts`): requests per second of an authenticated `GET /api/status`
+ *    beside a bare `Deno.serve` hello-world, and the time from `POST /api/workflow/run` to the
+ *    run's first SSE event and to its first `call` event, compared with the in-process figure.
+ *
  * Every repetition measures the first two in turn; the first two repetitions are warm-ups and
  * are discarded. Every step has a time limit, so the benchmark always ends.
  * @module
@@ -36,6 +40,7 @@ import { openLedger } from "../src/ledger/mod.ts";
 import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
+import { measureHttp } from "./bench_http.ts";
 
 const DEFAULT_RUNS = 15;
 const MAX_RUNS = 1000;
@@ -639,6 +644,8 @@ async function main(args: string[]): Promise<number> {
       await withTempDir(root, (home) => idleCpuPercent(home, DEFAULT_POLL_MS)),
     );
     const idleShort = round(await withTempDir(root, (home) => idleCpuPercent(home, SHORT_POLL_MS)));
+    // The dashboard, once: each figure already holds several rounds.
+    const http = await measureHttp(root);
     const elapsedS = (performance.now() - started) / 1000;
 
     const pick = (key: keyof Repetition): Stats => summarize(reps.map((r) => r[key]));
@@ -664,7 +671,15 @@ async function main(args: string[]): Promise<number> {
       guest_vs_bare: round(guestMb.median / bareMb.median),
       // At least 1 ms, the resolution of `at`, so that the ratio stays finite.
       feed_other_process_vs_same: round(crossDefault.median / Math.max(sameProcess.median, 1)),
+      status_vs_bare_serve: 0,
+      http_first_call_vs_in_process: 0,
     };
+    const bareRps = summarize(http.bareRps);
+    const statusRps = summarize(http.statusRps);
+    const httpFirstEvent = summarize(http.firstEventMs);
+    const httpFirstCall = summarize(http.firstCallMs);
+    ratios.status_vs_bare_serve = round(statusRps.median / bareRps.median);
+    ratios.http_first_call_vs_in_process = round(httpFirstCall.median / inProcess.median);
     const machine = {
       nproc: navigator.hardwareConcurrency,
       os: Deno.build.os,
@@ -709,6 +724,16 @@ async function main(args: string[]): Promise<number> {
       [`CPU of an idle reader, poll ${DEFAULT_POLL_MS} ms`, idleDefault, "% core"],
       [`  poll ${SHORT_POLL_MS} ms`, idleShort, "% core"],
       ["  no reader (same process, asleep)", idleNone, "% core"],
+      ["bare Deno.serve hello-world, own process", bareRps, "req/s"],
+      ["authenticated GET /api/status, dashboard process", statusRps, "req/s"],
+      ["  /api/status / bare serve (medians)", ratios.status_vs_bare_serve, "x"],
+      ["POST /api/workflow/run -> first SSE event", httpFirstEvent, "ms"],
+      ["POST /api/workflow/run -> first call event over SSE", httpFirstCall, "ms"],
+      [
+        "  over HTTP / in process, to the first call (medians)",
+        ratios.http_first_call_vs_in_process,
+        "x",
+      ],
     ]));
     console.log("");
     console.log(JSON.stringify({
@@ -744,6 +769,12 @@ async function main(args: string[]): Promise<number> {
           [`poll_${SHORT_POLL_MS}`]: idleShort,
           none: idleNone,
         },
+      },
+      http: {
+        bare_serve_rps: bareRps,
+        status_rps: statusRps,
+        run_to_first_event_ms: httpFirstEvent,
+        run_to_first_call_ms: httpFirstCall,
       },
       ratios,
     }));
