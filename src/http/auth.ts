@@ -7,6 +7,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { callerOf } from "../ledger/mod.ts";
+import { platform } from "../platform/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type AuthSettings, LOCAL_OWNER } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
@@ -33,10 +34,10 @@ const CORS_HEADERS = {
   "access-control-max-age": "600",
 } as const;
 
-async function digest(text: string): Promise<Uint8Array> {
-  return new Uint8Array(
-    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
-  );
+const encoder = new TextEncoder();
+
+function digest(text: string): Uint8Array {
+  return platform().sha256(encoder.encode(text));
 }
 
 /** Equal digests, compared without an early exit: the time says nothing about where they differ. */
@@ -69,12 +70,10 @@ export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<
   const { settings } = options;
   const allowed = new Set([...settings.allowedOrigins, ...(options.ownOrigins ?? [])]);
   const sameOrigin = options.sameOrigin ?? false;
-  const configured = Promise.all(
-    settings.tokens.map(async (binding) => ({
-      digest: await digest(binding.token),
-      owner: binding.owner,
-    })),
-  );
+  const configured = settings.tokens.map((binding) => ({
+    digest: digest(binding.token),
+    owner: binding.owner,
+  }));
   const local = callerOf(LOCAL_OWNER);
 
   return async function authenticate(c, next) {
@@ -96,8 +95,8 @@ export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<
     const presented = bearerOf(c.req.header("authorization"));
     let match: { owner?: string } | undefined;
     if (presented !== undefined) {
-      const given = await digest(presented);
-      for (const token of await configured) {
+      const given = digest(presented);
+      for (const token of configured) {
         if (sameDigest(given, token.digest) && match === undefined) match = token;
       }
     }

@@ -153,20 +153,50 @@ function countStates(items: ReadonlyArray<{ state: RunState }>): Partial<Record<
   return counts;
 }
 
+/**
+ * How long `/api/status` reuses an owner's counts of active runs and tasks, in ms. The status is
+ * the overview a page polls; counting means two ledger listings, which would make it the
+ * dearest route. The runs and tasks routes are always exact.
+ */
+export const STATUS_COUNTS_TTL_MS = 500;
+/** Most owners whose counts are kept at once. */
+const STATUS_CACHE_OWNERS = 1000;
+
+type ActiveCounts = {
+  runs: Partial<Record<RunState, number>>;
+  tasks: Partial<Record<RunState, number>>;
+};
+
 /** Adds the status, history, statistics, providers, costs and usage routes. */
 export function addInsightRoutes(app: DashboardHono, context: RouteContext): void {
   const { services } = context;
+  const counted = new Map<string, { at: number; counts: Promise<ActiveCounts> }>();
+  const activeCounts = (caller: Parameters<typeof dispatchHistory>[1]): Promise<ActiveCounts> => {
+    const key = `${caller.admin ? "admin" : "owner"}:${caller.owner}`;
+    const now = Date.now();
+    const cached = counted.get(key);
+    if (cached && now - cached.at < STATUS_COUNTS_TTL_MS) return cached.counts;
+    const counts = Promise.all([
+      services.runs.list(caller, { states: ["queued", "running"], limit: 500 }),
+      services.tasks.list(caller, { limit: 500 }),
+    ]).then(([runs, tasks]) => ({
+      runs: countStates(runs),
+      tasks: countStates(tasks.filter((t) => t.state === "queued" || t.state === "running")),
+    }));
+    if (counted.size >= STATUS_CACHE_OWNERS) counted.clear();
+    counted.set(key, { at: now, counts });
+    counts.catch(() => counted.delete(key));
+    return counts;
+  };
   const summary = (caller: Parameters<typeof dispatchHistory>[1], calls?: number) =>
     dispatchHistory(services.ledger, caller, { limit: calls ?? 1000 });
 
   app.openapi(statusRoute, async (c) => {
     const caller = c.get("caller");
-    const [runs, tasks, providers] = await Promise.all([
-      services.runs.list(caller, { states: ["queued", "running"], limit: 500 }),
-      services.tasks.list(caller, { limit: 500 }),
+    const [active, providers] = await Promise.all([
+      activeCounts(caller),
       services.dispatcher.status(),
     ]);
-    const activeTasks = tasks.filter((t) => t.state === "queued" || t.state === "running");
     return c.json({
       service: "svc" as const,
       version: VERSION,
@@ -180,8 +210,8 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
       },
       scheduler: { mode: "off" as const },
       daemon: { running: false },
-      runs: { active: countStates(runs) },
-      tasks: { active: countStates(activeTasks) },
+      runs: { active: active.runs },
+      tasks: { active: active.tasks },
       providers: {
         total: providers.length,
         available: providers.filter((p) => p.available).length,

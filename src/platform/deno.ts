@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { wrapKv } from "./kv.ts";
 import { readBounded } from "./read_bounded.ts";
 import type {
@@ -277,6 +278,7 @@ export const denoPlatform: Platform = {
   args: () => [...Deno.args],
   readStdin: (maxBytes) => readBounded(Deno.stdin.readable, maxBytes),
   exit: (code) => Deno.exit(code),
+  sha256: (data) => new Uint8Array(createHash("sha256").update(data).digest()),
   serve,
   missingGrant,
 };

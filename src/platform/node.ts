@@ -3,6 +3,7 @@
  * package depends on the `deno` npm package and spawns its binary.
  * @module
  */
+import { createHash } from "node:crypto";
 import { openKv as openDenoKv } from "@deno/kv";
 import { getRequestListener } from "@hono/node-server";
 import { spawn as spawnChild } from "node:child_process";
@@ -278,6 +279,7 @@ export const nodePlatform: Platform = {
   readStdin: (maxBytes) =>
     readBounded(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, maxBytes),
   exit: (code) => process.exit(code),
+  sha256: (data) => new Uint8Array(createHash("sha256").update(data).digest()),
   serve,
   // Node has no permission grants (its --permission model is not used): nothing to name.
   missingGrant: () => undefined,

@@ -211,6 +211,11 @@ export interface Platform {
   readStdin(maxBytes: number): Promise<Uint8Array>;
   /** Ends the host process with `code`. */
   exit(code: number): never;
+  /**
+   * The SHA-256 digest of `data`, computed at once: the dashboard hashes every request's token,
+   * and the asynchronous Web Crypto digest costs a round trip through a thread pool.
+   */
+  sha256(data: Uint8Array): Uint8Array;
   /** Serves HTTP with `handler` until closed. Resolves once the server listens. */
   serve(
     handler: (request: Request) => Promise<Response>,
