@@ -5,6 +5,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { SvcError } from "../errors/mod.ts";
+import { readBounded } from "../platform/mod.ts";
 import type { DashboardEnv } from "./env.ts";
 import { errorResponse } from "./errors.ts";
 
@@ -22,36 +23,6 @@ function tooLarge(limit: number): Response {
 
 function invalid(message: string): Response {
   return errorResponse(new SvcError("invalid_request", `Cannot read the request body: ${message}`));
-}
-
-/** The body's bytes, stopping (undefined) as soon as it passes `limit`. */
-async function readBounded(request: Request, limit: number): Promise<Uint8Array | undefined> {
-  const body = request.body;
-  if (!body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = body.getReader();
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        return undefined;
-      }
-      chunks.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
 
 /**
@@ -72,8 +43,13 @@ export function jsonBody(options: { maxBytes?: number } = {}): MiddlewareHandler
     if (method === "GET" || method === "HEAD" || method === "OPTIONS") return await next();
     const length = c.req.header("content-length");
     if (length !== undefined && Number(length) > limit) return tooLarge(limit);
-    const bytes = await readBounded(c.req.raw, limit);
-    if (bytes === undefined) return tooLarge(limit);
+    let bytes: Uint8Array;
+    try {
+      bytes = c.req.raw.body ? await readBounded(c.req.raw.body, limit) : new Uint8Array();
+    } catch (error) {
+      if (error instanceof RangeError) return tooLarge(limit);
+      throw error;
+    }
     if (bytes.byteLength === 0) {
       // An action without a body (a cancel) is fine; a route that needs one says so.
       c.req.bodyCache.json = Promise.resolve(undefined);

@@ -145,8 +145,6 @@ const usageRoute = createRoute({
   },
 });
 
-const STATES = RunStateSchema.options;
-
 function countStates(items: ReadonlyArray<{ state: RunState }>): Partial<Record<RunState, number>> {
   const counts: Partial<Record<RunState, number>> = {};
   for (const item of items) counts[item.state] = (counts[item.state] ?? 0) + 1;
@@ -271,5 +269,4 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
     const { summary: totals } = await summary(c.get("caller"), c.req.valid("query").calls);
     return c.json(totals, 200);
   });
-  void STATES;
 }

@@ -22,6 +22,8 @@ export type {
   SpawnOptions,
 } from "./types.ts";
 
+export { readBounded } from "./read_bounded.ts";
+
 let current: Platform = denoPlatform;
 
 /** The platform the host runs on. */
