@@ -200,9 +200,9 @@ export class RunContext {
     this.persist({ kind: "status", status: recordOf(this.status), event: { seq: -1, event } });
   }
 
-  setState(state: RunState): void {
+  setState(state: RunState, at: string = now()): void {
     this.status.state = state;
-    this.#saveWithEvent({ type: "state", run_id: this.runId, at: now(), state });
+    this.#saveWithEvent({ type: "state", run_id: this.runId, at, state });
   }
 
   narrate(entry: Omit<NarrationEntry, "at">): void {

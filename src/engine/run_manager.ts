@@ -474,7 +474,8 @@ export class RunManager {
       request.timeout * 1000,
     );
     status.started_at = now();
-    run.setState("running");
+    // The state event carries the same instant as the status, so a follower can match them.
+    run.setState("running", status.started_at);
     const projectDir = request.workdir ?? this.#options.projectDir;
     const schemas = new SchemaRegistry([
       joinPath(projectDir, "schemas"),
@@ -583,7 +584,7 @@ export class RunManager {
       status.calls.running = 0;
       status.budget = run.budget.figures();
       run.flushCounts();
-      run.setState(state);
+      run.setState(state, status.ended_at);
     }
     await run.writes;
     this.#holds.get(status.run_id)?.();
