@@ -5,8 +5,8 @@
  *   relative `.ts` imports rewritten to `.js`) and a declaration file (`.d.ts`), in the same
  *   layout, so that `src/isolation/unsafe_local.js` finds `guest/bootstrap.js` where it does
  *   in a checkout.
- * - `guest/`, `bundled/` (workflows svc runs itself, such as the review) and `examples/` are
- *   copied as they are.
+ * - `guest/`, `bundled/` (workflows svc runs itself, such as the review), `examples/` and
+ *   `page/` (the dashboard's board page) are copied as they are.
  * - `npm/` is the template: `package.json` (its dependency versions are filled in from
  *   `deno.json`, `deno` pinned to `.deno-version`, its version from `cli/main.ts`), the
  *   registry README, the `svc` bin shim and the `index.js` entry.
@@ -24,7 +24,7 @@ export const OUT_DIR = `${ROOT}/dist/npm`;
 const SOURCE_DIRS = ["src", "cli"];
 /** Deno-only entry points: `deno task svc`'s launcher computes `deno run` flags. */
 const DENO_ONLY = new Set(["cli/launch.ts"]);
-const COPIED_DIRS = ["guest", "bundled", "examples"];
+const COPIED_DIRS = ["guest", "bundled", "examples", "page"];
 const TEMPLATE_FILES = ["README.md", "bin/svc.js", "index.js", "index.d.ts"];
 
 const COMPILER_OPTIONS: ts.CompilerOptions = {

@@ -1,8 +1,8 @@
 /**
  * `deno task compile [--output <path>]`: compiles svc into one executable (default `dist/svc`)
  * with `deno compile`: the same commands as `cli/main.ts`, the guest bootstrap and the bundled
- * workflows embedded (`--include guest/ --include bundled/`), and the grants of
- * {@linkcode COMPILED_PERMISSION_FLAGS} baked in.
+ * workflows and the board page embedded (`--include guest/ --include bundled/ --include page/`),
+ * and the grants of {@linkcode COMPILED_PERMISSION_FLAGS} baked in.
  *
  * `deno compile` needs the runtime stub `denort` of its version: it downloads it unless
  * `DENORT_BIN` names one. {@linkcode denortAvailable} tells whether this machine has one
@@ -49,6 +49,8 @@ export function compileArgs(output: string): string[] {
     `${ROOT}/guest/`,
     "--include",
     `${ROOT}/bundled/`,
+    "--include",
+    `${ROOT}/page/`,
     "--output",
     output,
     `${ROOT}/cli/main.ts`,

@@ -64,6 +64,7 @@ export type {
   AvailabilityOptions,
   ChatMessage,
   ClaudeModelAlias,
+  DayStats,
   DispatchContext,
   Dispatcher,
   DispatcherOptions,

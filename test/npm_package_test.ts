@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
 import { openLedger } from "../src/ledger/mod.ts";
+import { PAGE_CSP } from "../src/http/mod.ts";
 
 const EXAMPLE = "node_modules/svc/examples/review_fanout.js";
 
@@ -29,7 +30,15 @@ const reply = await fetch(dashboard.url + "/api/workflow/" + started.run_id, { h
 const denied = await fetch(dashboard.url + "/api/status");
 const events = await (await fetch(dashboard.url + "/api/workflow/" + started.run_id + "/events", { headers })).text();
 const body = await reply.json();
+const page = await fetch(dashboard.url + "/");
+const pageText = await page.text();
+const app = await fetch(dashboard.url + "/app.js");
 const served = {
+  page: page.status,
+  pageCsp: page.headers.get("content-security-policy"),
+  pageLoadsApp: pageText.includes('src="/app.js"'),
+  appType: app.headers.get("content-type"),
+  appImports: (await app.text()).includes("./views/runs.js"),
   status: reply.status,
   owner: body.owner,
   state: body.state,
@@ -240,6 +249,11 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
       assert.deepEqual(out.phases, ["ask"]);
       assert.deepEqual(out.checked, {});
       assert.deepEqual(out.served, {
+        page: 200,
+        pageCsp: PAGE_CSP,
+        pageLoadsApp: true,
+        appType: "text/javascript; charset=utf-8",
+        appImports: true,
         status: 200,
         owner: "lib",
         state: "succeeded",

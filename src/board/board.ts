@@ -315,6 +315,15 @@ export class Board {
   }
 
   /**
+   * The position of the board's newest change (-1 for none): where a reader that wants only
+   * the changes from now on starts. Positions are the board's, shared by every caller.
+   */
+  async head(): Promise<number> {
+    this.#assertOpen();
+    return headSeq(await this.#kv.get(KEYS.head));
+  }
+
+  /**
    * The board's changes the caller may see (its own cards'; an administrator's: all), after
    * `after`, in `seq` order; then, unless `follow` is false, the new ones as any process
    * writes them, until `signal` aborts or the board closes.

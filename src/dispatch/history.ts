@@ -36,8 +36,30 @@ export interface UsageSummary {
   unmetered_calls: number;
   /** The same figures per provider, with latency percentiles. */
   by_provider: ProviderStats[];
-  /** Cost and calls per day (UTC), newest first. */
-  by_day: Array<{ day: string; calls: number; cost_usd: number }>;
+  /** Cost, calls and tokens per day (UTC), newest first, each split by provider. */
+  by_day: DayStats[];
+}
+
+/** One day (UTC) of the call log: totals, and the share of each provider that answered. */
+export interface DayStats {
+  /** The day, `YYYY-MM-DD` (UTC). */
+  day: string;
+  /** Calls that day (replayed ones included). */
+  calls: number;
+  /** Cost of the priced calls. */
+  cost_usd: number;
+  /** Tokens in and out. */
+  usage: { input_tokens: number; output_tokens: number };
+  /** The same per provider (replayed calls asked none), by provider name. */
+  providers: Array<
+    {
+      provider: string;
+      calls: number;
+      cost_usd: number;
+      input_tokens: number;
+      output_tokens: number;
+    }
+  >;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -50,7 +72,7 @@ const FAILED = new Set(["failed", "timeout", "cancelled"]);
 /** Sums up calls: counts, failure rates, latency per provider, usage and costs. */
 export function summarizeCalls(calls: CallRecord[]): UsageSummary {
   const providers = new Map<string, CallRecord[]>();
-  const days = new Map<string, { calls: number; cost_usd: number }>();
+  const days = new Map<string, DayStats>();
   const summary: UsageSummary = {
     calls: 0,
     failed: 0,
@@ -72,11 +94,29 @@ export function summarizeCalls(calls: CallRecord[]): UsageSummary {
     if (call.cost_usd === null) summary.unmetered_calls++;
     else summary.cost_usd += call.cost_usd;
     const day = call.at.slice(0, 10);
-    const perDay = days.get(day) ?? { calls: 0, cost_usd: 0 };
+    const perDay = days.get(day) ??
+      { day, calls: 0, cost_usd: 0, usage: { input_tokens: 0, output_tokens: 0 }, providers: [] };
     perDay.calls++;
     perDay.cost_usd += call.cost_usd ?? 0;
+    perDay.usage.input_tokens += call.usage.input_tokens;
+    perDay.usage.output_tokens += call.usage.output_tokens;
     days.set(day, perDay);
     if (call.outcome !== "replayed" && call.provider !== null) {
+      let share = perDay.providers.find((p) => p.provider === call.provider);
+      if (share === undefined) {
+        share = {
+          provider: call.provider,
+          calls: 0,
+          cost_usd: 0,
+          input_tokens: 0,
+          output_tokens: 0,
+        };
+        perDay.providers.push(share);
+      }
+      share.calls++;
+      share.cost_usd += call.cost_usd ?? 0;
+      share.input_tokens += call.usage.input_tokens;
+      share.output_tokens += call.usage.output_tokens;
       const list = providers.get(call.provider) ?? [];
       list.push(call);
       providers.set(call.provider, list);
@@ -100,9 +140,10 @@ export function summarizeCalls(calls: CallRecord[]): UsageSummary {
     });
   }
   summary.by_provider.sort((a, b) => a.provider.localeCompare(b.provider));
-  summary.by_day = [...days].map(([day, v]) => ({ day, ...v })).sort((a, b) =>
-    b.day.localeCompare(a.day)
-  );
+  for (const day of days.values()) {
+    day.providers.sort((a, b) => a.provider.localeCompare(b.provider));
+  }
+  summary.by_day = [...days.values()].sort((a, b) => b.day.localeCompare(a.day));
   return summary;
 }
 

@@ -68,7 +68,7 @@ export { TaskManager } from "./tasks.ts";
 export type { TaskManagerOptions } from "./tasks.ts";
 export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
-export type { ProviderStats, UsageSummary } from "./history.ts";
+export type { DayStats, ProviderStats, UsageSummary } from "./history.ts";
 export { WorktreeManager } from "./worktrees.ts";
 export { type GitPlace, type GitResult, safeGit } from "./safe_git.ts";
 export type { StaleWorktree, Worktree, WorktreeResult } from "./worktrees.ts";

@@ -21,7 +21,7 @@ import { addMemoryRoutes } from "./routes_memory.ts";
 import { addInsightRoutes } from "./routes_insights.ts";
 import { addRunRoutes } from "./routes_runs.ts";
 import { addSessionRoutes } from "./routes_sessions.ts";
-import { landingPage } from "./landing.ts";
+import { pageServer } from "./page.ts";
 
 /** Options of {@linkcode dashboardApp}. */
 export interface DashboardAppOptions {
@@ -41,6 +41,8 @@ export interface DashboardAppOptions {
   startedAt?: number;
   /** Aborting it ends every open event stream (the server is closing). */
   signal?: AbortSignal;
+  /** The folder of the board page's files. Default: `page/` of this installation. */
+  pageDir?: string;
 }
 
 /** The dashboard as a fetch handler, and its OpenAPI document. */
@@ -129,7 +131,12 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
   let cached: Record<string, unknown> | undefined;
   const openapi = () => cached ??= document() as unknown as Record<string, unknown>;
   app.get("/api/openapi.json", (c) => c.json(openapi()));
-  app.get("/", () => landingPage());
+  // The board page: every other GET outside /api/ is one of its files, or 404.
+  const page = pageServer(options.pageDir !== undefined ? { dir: options.pageDir } : {});
+  app.on(["GET", "HEAD"], "/*", async (c) => {
+    if (c.req.path.startsWith("/api/")) return c.notFound();
+    return await page.respond(c.req.path, c.req.raw) ?? c.notFound();
+  });
   const routes = () => {
     const seen = new Map<string, { method: string; path: string }>();
     for (const route of app.routes) {

@@ -17,6 +17,7 @@ export {
 } from "./auth_settings.ts";
 export type { ApiErrorBody } from "./errors.ts";
 export { MAX_BODY_BYTES } from "./json_body.ts";
+export { PAGE_CSP, pageDir } from "./page.ts";
 export {
   DASHBOARD_HOST,
   DASHBOARD_PORT,

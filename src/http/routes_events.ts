@@ -2,10 +2,12 @@
  * `GET /api/events`: the caller's general event stream. Every state change of its runs and
  * tasks (the owner's activity stream) and every change of its board cards, as they happen,
  * resumable: an event's id is `<activity position>.<board position>` (-1 for none yet), so a
- * reconnect with `Last-Event-ID` continues after both.
+ * reconnect with `Last-Event-ID` continues after both. `?from=now` skips the history: the stream
+ * opens with a `ready` event whose id is the current position, so that a page which has just
+ * read its lists follows only what changes after.
  * @module
  */
-import { createRoute } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import type { DashboardHono, RouteContext } from "./app.ts";
 import { mergeSources } from "./merge.ts";
 import { errors, sseContent } from "./route_parts.ts";
@@ -20,6 +22,18 @@ const eventsRoute = createRoute({
     "state) and `card` (a board change: {seq, at, action, issue_id, owner, by, state}). Each " +
     "id is `<activity seq>.<board seq>`; resume with `Last-Event-ID` (or `?after=`). The " +
     "stream does not end.",
+  request: {
+    query: z.object({
+      from: z.enum(["start", "now"]).optional().meta({
+        description: "`start` (default) replays the history first; `now` opens with a `ready` " +
+          "event carrying the current position and sends only later changes. A " +
+          "`Last-Event-ID` header wins over it.",
+      }),
+      after: z.string().max(40).optional().meta({
+        description: "as the `Last-Event-ID` header, for clients that cannot set it",
+      }),
+    }),
+  },
   responses: {
     200: { description: "the event stream", content: sseContent() },
     ...errors(),
@@ -42,10 +56,15 @@ export function addEventRoutes(app: DashboardHono, context: RouteContext): void 
     const given = c.req.header("last-event-id") ?? c.req.query("after") ?? null;
     const at = positions(given);
     const reset = given !== null && given !== "" && at === undefined;
+    const fromNow = at === undefined && c.req.valid("query").from === "now";
     let activity = at?.activity ?? -1;
     let changes = at?.board ?? -1;
     return sseResponse(async function* (signal): AsyncGenerator<SseEvent> {
-      if (reset) {
+      if (fromNow) {
+        activity = await events.activityHead(caller);
+        changes = await board.head();
+        yield { id: `${activity}.${changes}`, event: "ready", data: { from: "now" } };
+      } else if (reset) {
         yield {
           event: "reset",
           data: { reason: "the last event id is not one of this stream's: starting over" },

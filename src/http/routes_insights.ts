@@ -13,6 +13,7 @@ import type { DashboardHono, RouteContext } from "./app.ts";
 import { errors, jsonContent, nextCursor } from "./route_parts.ts";
 import {
   CallRecordSchema,
+  DayStatsSchema,
   pageOf,
   PageQuerySchema,
   ProviderStatusSchema,
@@ -127,7 +128,7 @@ const costsRoute = createRoute({
           cost_usd: z.number(),
           unmetered_calls: z.number(),
         })),
-        by_day: z.array(z.object({ day: z.string(), calls: z.number(), cost_usd: z.number() })),
+        by_day: z.array(DayStatsSchema),
       })),
     },
     ...errors(400),

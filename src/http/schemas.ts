@@ -148,6 +148,21 @@ export const ProviderStatusSchema = z.looseObject({
   concurrency: z.number().nullable(),
 }).meta({ id: "ProviderStatus" });
 
+/** One day of the call log, split by provider (the cost chart's bars). */
+export const DayStatsSchema = z.object({
+  day: z.string().meta({ description: "YYYY-MM-DD, UTC" }),
+  calls: z.number(),
+  cost_usd: z.number(),
+  usage: UsageSchema,
+  providers: z.array(z.object({
+    provider: z.string(),
+    calls: z.number(),
+    cost_usd: z.number(),
+    input_tokens: z.number(),
+    output_tokens: z.number(),
+  })),
+}).meta({ id: "DayStats" });
+
 /** Totals over the call log (`/api/stats`, `/api/usage/summary`). */
 export const UsageSummarySchema = z.looseObject({
   calls: z.number(),
@@ -157,7 +172,7 @@ export const UsageSummarySchema = z.looseObject({
   cost_usd: z.number(),
   unmetered_calls: z.number(),
   by_provider: z.array(z.looseObject({ provider: z.string(), calls: z.number() })),
-  by_day: z.array(z.looseObject({ day: z.string(), calls: z.number(), cost_usd: z.number() })),
+  by_day: z.array(DayStatsSchema),
 }).meta({ id: "UsageSummary" });
 
 /** A page of a list: the items under `key`, and the cursor of the next page (null at the end). */

@@ -164,6 +164,8 @@ export interface Ledger {
     owner: string,
     options?: { after?: number; limit?: number },
   ): Promise<ActivityItem[]>;
+  /** The position of the owner's newest activity item; -1 when it has none. */
+  activityHead(owner: string): Promise<number>;
   /**
    * Resolves once the owner's activity stream has an item after `after`, or at `timeoutMs`, or
    * when `signal` aborts (without throwing). Writes of any process count.

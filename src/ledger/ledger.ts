@@ -281,6 +281,10 @@ class KvLedger implements Ledger {
     return out;
   }
 
+  activityHead(owner: string): Promise<number> {
+    return this.#headOf({ kind: "activity", id: owner });
+  }
+
   waitForActivity(
     owner: string,
     options: { after: number; signal?: AbortSignal; timeoutMs?: number },

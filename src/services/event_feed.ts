@@ -48,6 +48,14 @@ export class EventFeed {
   }
 
   /**
+   * The position of the caller's newest activity item (-1 for none): where a reader that wants
+   * only what happens from now on starts.
+   */
+  activityHead(caller: Caller): Promise<number> {
+    return this.#ledger.activityHead(caller.owner);
+  }
+
+  /**
    * The caller's activity stream: every state change of its owner's runs and tasks, from
    * `after` on, followed live (from any process) until `signal`; it has no end. An
    * administrator gets its own owner's stream too, not everyone's: streams are per owner.

@@ -1,0 +1,33 @@
+import { startDashboard, TOKENS } from "../test/dashboard_helpers.ts";
+await using d = await startDashboard({ fakeLatencyMs: 50 });
+const t = TOKENS.alice;
+const show = async (label: string, p: Promise<{ status: number; body: unknown }>) => {
+  const r = await p; console.log(`### ${label} ${r.status}\n${JSON.stringify(r.body, null, 1).slice(0, 2500)}`);
+};
+const run = await d.json("/api/workflow/run", { token: t, method: "POST", body: { script: `export const meta={name:"demo",phases:["a","b"]};\nphase("a");log("hello <b>x</b>");const r = await parallel([()=>agent("one",{label:"first"}),()=>agent("two")]);phase("b");return r;`, fake_dispatch: true } });
+console.log(JSON.stringify(run.body).slice(0, 300));
+const id = (run.body as { run_id: string }).run_id;
+await new Promise((r) => setTimeout(r, 1500));
+await show("status", d.json(`/api/workflow/${id}`, { token: t }));
+await show("journal", d.json(`/api/workflow/${id}/journal`, { token: t }));
+await show("list", d.json(`/api/workflow`, { token: t }));
+const disp = await d.json("/api/dispatch", { token: t, method: "POST", body: { prompt: "hi" } });
+console.log(JSON.stringify(disp));
+await new Promise((r) => setTimeout(r, 500));
+await show("tasks", d.json(`/api/tasks`, { token: t }));
+await show("card", d.json(`/api/board/write`, { token: t, method: "POST", body: { action: "create", title: "A card", mode: "apply" } }));
+await show("board", d.json(`/api/board`, { token: t }));
+await show("status api", d.json(`/api/status`, { token: t }));
+await show("providers", d.json(`/api/providers`, { token: t }));
+await show("costs", d.json(`/api/costs`, { token: t }));
+await show("usage", d.json(`/api/usage/summary`, { token: t }));
+await show("stats", d.json(`/api/stats`, { token: t }));
+await show("sessions", d.json(`/api/sessions`, { token: t }));
+await show("approvals", d.json(`/api/approvals`, { token: t }));
+await show("history", d.json(`/api/history?limit=2`, { token: t }));
+const ev = await d.request(`/api/workflow/${id}/events`, { token: t });
+const reader = ev.body!.getReader(); let text = ""; const dec = new TextDecoder();
+for (;;) { const { value, done } = await reader.read(); if (done) break; text += dec.decode(value); if (text.length > 6000) break; }
+console.log("### run events\n" + text.slice(0, 6000));
+const ge = await d.request(`/api/events`, { token: t });
+const r2 = ge.body!.getReader(); const { value } = await r2.read(); console.log("### events\n" + dec.decode(value).slice(0, 2000)); await r2.cancel();

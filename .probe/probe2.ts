@@ -1,0 +1,23 @@
+import { startDashboard, TOKENS } from "../test/dashboard_helpers.ts";
+await using d = await startDashboard({ fakeLatencyMs: 50 });
+const t = TOKENS.alice;
+const show = async (label: string, p: Promise<{ status: number; body: unknown }>) => {
+  const r = await p; console.log(`### ${label} ${r.status}\n${JSON.stringify(r.body, null, 1).slice(0, 2500)}`);
+};
+await show("dry", d.json(`/api/board/write`, { token: t, method: "POST", body: { action: "new", title: "A card", body: "text", labels:["x"] } }));
+await show("apply", d.json(`/api/board/write`, { token: t, method: "POST", body: { action: "new", title: "A card", mode: "apply" } }));
+await show("take", d.json(`/api/board/write`, { token: t, method: "POST", body: { action: "take", issue_id: 1, assignee: "me", mode: "apply" } }));
+await show("board", d.json(`/api/board`, { token: t }));
+await show("card", d.json(`/api/board/1`, { token: t }));
+const s = await d.json("/api/sessions", { token: t, method: "POST", body: { name: "s1", provider: "fake" } });
+console.log(JSON.stringify(s));
+await show("dispatch in session", d.json("/api/dispatch", { token: t, method: "POST", body: { prompt: "hello", session: "s1" } }));
+await new Promise((r) => setTimeout(r, 400));
+await show("sessions", d.json(`/api/sessions`, { token: t }));
+await show("session", d.json(`/api/sessions/s1`, { token: t }));
+await show("bad", d.json(`/api/workflow/run`, { token: t, method: "POST", body: { script: "return await agent(" } }));
+const run = await d.json("/api/workflow/run", { token: t, method: "POST", body: { script: `await agent("a", {label:"x"}); throw new Error("boom <i>");`, fake_dispatch: true, budget_tokens: 3 } });
+await new Promise((r) => setTimeout(r, 1200));
+await show("failed", d.json(`/api/workflow/${(run.body as {run_id:string}).run_id}`, { token: t }));
+const ge = await d.request(`/api/events`, { token: t });
+const r2 = ge.body!.getReader(); const { value } = await r2.read(); console.log("### events\n" + new TextDecoder().decode(value).slice(0, 3000)); await r2.cancel();
