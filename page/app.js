@@ -12,7 +12,7 @@ import { RunsView } from "./views/runs.js";
 import { RunView } from "./views/run.js";
 import { StartRunView } from "./views/start_run.js";
 import { BoardView } from "./views/board.js";
-import { TaskView, TasksView } from "./views/tasks.js";
+import { TasksView, TaskView } from "./views/tasks.js";
 import { SessionsView, SessionView } from "./views/sessions.js";
 import { ApprovalsView } from "./views/approvals.js";
 import { ProvidersView } from "./views/providers.js";
@@ -80,8 +80,10 @@ function Connection() {
     : live.state === "failed"
     ? `disconnected: ${live.detail?.message ?? "refused"}`
     : live.state;
-  return html`<span class=${`connection conn-${live.state}`} role="status" aria-live="polite"
-    data-state=${live.state}>${text}</span>`;
+  return html`
+    <span class=${`connection conn-${live.state}`} role="status" aria-live="polite"
+      data-state=${live.state}>${text}</span>
+  `;
 }
 
 function activeCount(map) {
@@ -109,32 +111,46 @@ function Summary({ api }) {
     <a href="#/runs" class="stat"><b>${s ? s.runs.active.running ?? 0 : "…"}</b> running</a>
     <a href="#/runs" class="stat"><b>${s ? s.runs.active.queued ?? 0 : "…"}</b> queued</a>
     <a href="#/tasks" class="stat"><b>${s ? activeCount(s.tasks.active) : "…"}</b> active tasks</a>
-    <a href="#/approvals" class=${`stat ${waiting > 0 ? "attention" : ""}`}><b>${waiting}</b> awaiting approval</a>
+    <a href="#/approvals" class=${`stat ${
+    waiting > 0 ? "attention" : ""
+  }`}><b>${waiting}</b> awaiting approval</a>
     <a href="#/costs" class="stat"><b>${money(spentToday)}</b> today</a>
-    ${s ? html`<span class="stat muted">${s.providers.available}/${s.providers.total} providers</span>` : null}
+    ${
+    s
+      ? html`<span class="stat muted">${s.providers.available}/${s.providers.total} providers</span>`
+      : null
+  }
   </div>`;
 }
 
 function Shell({ api, status, onSignOut }) {
   const route = useRoute();
   useEffect(() => startLive(api), [api]);
-  return html`<div class="shell">
-    <header class="top">
-      <a class="brand" href="#/runs"><span class="logo" aria-hidden="true"></span>svc</a>
-      <nav aria-label="views">
-        ${NAV.map(([key, label]) =>
-          html`<a href=${`#/${key}`} aria-current=${route[0] === key ? "page" : undefined}>${label}</a>`
-        )}
-      </nav>
-      <div class="who">
-        <${Connection} />
-        <span class="muted">${status.caller.owner} · v${status.version}</span>
-        ${api.token !== "" ? html`<button class="link" onClick=${onSignOut}>Forget token</button>` : null}
-      </div>
-    </header>
-    <${Summary} api=${api} />
-    <main tabindex="-1"><${View} api=${api} route=${route} status=${status} /></main>
-  </div>`;
+  return html`
+    <div class="shell">
+      <header class="top">
+        <a class="brand" href="#/runs"><span class="logo" aria-hidden="true"></span>svc</a>
+        <nav aria-label="views">
+            ${NAV.map(([key, label]) =>
+              html`<a href=${`#/${key}`} aria-current=${
+                route[0] === key ? "page" : undefined
+              }>${label}</a>`
+            )}
+          </nav>
+        <div class="who">
+            <${Connection} />
+            <span class="muted">${status.caller.owner} · v${status.version}</span>
+            ${api.token !== ""
+              ? html`<button class="link" onClick=${onSignOut}>Forget token</button>`
+              : null}
+          </div>
+      </header>
+      <${Summary} api=${api} />
+      <main tabindex="-1">
+        <${View} api=${api} route=${route} status=${status} />
+      </main>
+    </div>
+  `;
 }
 
 function TokenForm({ error, onToken }) {
@@ -143,18 +159,20 @@ function TokenForm({ error, onToken }) {
     event.preventDefault();
     if (value.trim() !== "") onToken(value.trim());
   };
-  return html`<div class="gate">
-    <form class="panel gate-form" onSubmit=${submit}>
-      <h1><span class="logo" aria-hidden="true"></span>svc dashboard</h1>
-      <p>This server needs a token. <code>svc dashboard</code> printed it at start-up (with a
-        ready-to-open URL), or see <code>dashboard.token</code> in the svc data directory.</p>
-      <label for="token">Token</label>
-      <input id="token" type="password" autocomplete="off" value=${value} autofocus
-        onInput=${(e) => setValue(e.currentTarget.value)} />
-      <${ErrorBox} error=${error} title="Not signed in" />
-      <button type="submit" class="primary">Open the dashboard</button>
-    </form>
-  </div>`;
+  return html`
+    <div class="gate">
+      <form class="panel gate-form" onSubmit=${submit}>
+        <h1><span class="logo" aria-hidden="true"></span>svc dashboard</h1>
+        <p>This server needs a token. <code>svc dashboard</code> printed it at start-up (with a
+            ready-to-open URL), or see <code>dashboard.token</code> in the svc data directory.</p>
+        <label for="token">Token</label>
+        <input id="token" type="password" autocomplete="off" value=${value} autofocus
+          onInput=${(e) => setValue(e.currentTarget.value)} />
+        <${ErrorBox} error=${error} title="Not signed in" />
+        <button type="submit" class="primary">Open the dashboard</button>
+      </form>
+    </div>
+  `;
 }
 
 function App() {
@@ -197,16 +215,22 @@ function App() {
   if (gate.state === "checking") return html`<p class="empty">Connecting…</p>`;
   if (gate.state === "token") return html`<${TokenForm} error=${gate.error} onToken=${useToken} />`;
   if (gate.state === "down") {
-    return html`<div class="gate"><div class="panel gate-form">
-      <${ErrorBox} error=${gate.error} title="Cannot open the dashboard" />
-      <button class="primary" onClick=${() => setApi(new Api(api.token))}>Try again</button>
-    </div></div>`;
+    return html`
+      <div class="gate">
+        <div class="panel gate-form">
+          <${ErrorBox} error=${gate.error} title="Cannot open the dashboard" />
+          <button class="primary" onClick=${() => setApi(new Api(api.token))}>Try again</button>
+        </div>
+      </div>
+    `;
   }
-  return html`<${Shell} api=${api} status=${gate.status}
-    onSignOut=${() => {
-      storeToken("");
-      setApi(new Api(""));
-    }} />`;
+  return html`
+    <${Shell} api=${api} status=${gate.status}
+      onSignOut=${() => {
+        storeToken("");
+        setApi(new Api(""));
+      }} />
+  `;
 }
 
 render(html`<${App} />`, document.getElementById("app"));

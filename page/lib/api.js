@@ -92,7 +92,9 @@ export class Api {
   async json(path, options = {}) {
     const init = {
       method: options.method ?? (options.body === undefined ? "GET" : "POST"),
-      headers: this.headers(options.body === undefined ? {} : { "content-type": "application/json" }),
+      headers: this.headers(
+        options.body === undefined ? {} : { "content-type": "application/json" },
+      ),
       cache: "no-store",
       signal: options.signal,
     };

@@ -7,13 +7,7 @@ import htm from "../vendor/htm.js";
 import { h, render } from "../vendor/preact.js";
 
 export { render };
-export {
-  useCallback,
-  useEffect,
-  useMemo,
-  useRef,
-  useState,
-} from "../vendor/hooks.js";
+export { useCallback, useEffect, useMemo, useRef, useState } from "../vendor/hooks.js";
 
 /** `html\`<p>${text}</p>\`` builds Preact elements. */
 export const html = htm.bind(h);

@@ -62,8 +62,7 @@ export function useResource(load, deps, options = {}) {
     setState((s) => ({ ...s, loading: true }));
     loadRef.current(controller.signal).then(
       (data) => !controller.signal.aborted && setState({ data, error: undefined, loading: false }),
-      (error) =>
-        !controller.signal.aborted && setState((s) => ({ ...s, error, loading: false })),
+      (error) => !controller.signal.aborted && setState((s) => ({ ...s, error, loading: false })),
     );
     return () => controller.abort();
   }, [...deps, tick]);

@@ -10,16 +10,20 @@ export function StateBadge({ state }) {
 export function ErrorBox({ error, title }) {
   if (!error) return null;
   const code = error.code ? ` (${error.code})` : "";
-  return html`<div class="error-box" role="alert">
-    <strong>${title ?? "Something went wrong"}${code}</strong>
-    <div>${error.message ?? String(error)}</div>
-  </div>`;
+  return html`
+    <div class="error-box" role="alert">
+      <strong>${title ?? "Something went wrong"}${code}</strong>
+      <div>${error.message ?? String(error)}</div>
+    </div>
+  `;
 }
 
 /** A titled block of a view. */
 export function Section({ title, actions, children }) {
   return html`<section class="panel">
-    <header class="panel-head"><h2>${title}</h2>${actions ? html`<div class="actions">${actions}</div>` : null}</header>
+    <header class="panel-head"><h2>${title}</h2>${
+    actions ? html`<div class="actions">${actions}</div>` : null
+  }</header>
     ${children}
   </section>`;
 }

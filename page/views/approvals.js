@@ -24,17 +24,22 @@ function Approval({ api, item, onDecided }) {
   const where = item.kind === "call"
     ? html`call #${item.call_seq} of run <a href=${`#/runs/${seg(item.run_id)}`}>${item.run_id}</a>`
     : html`dispatch <a href=${`#/tasks/${seg(item.task_id)}`}>${item.task_id}</a>`;
-  return html`<li class="panel approval">
-    <p><b>${item.label ?? "A call"}</b> asks for the <b>${item.sandbox}</b> sandbox: ${where}
-      ${item.provider ? ` on ${item.provider}` : ""} <span class="muted">(${age(item.asked_at)} ago)</span></p>
-    <${TextBlock} text=${item.prompt_preview} label="prompt" />
-    <label>Reason (optional)<input value=${reason} maxlength="1000" onInput=${(e) => setReason(e.currentTarget.value)} /></label>
-    <${ErrorBox} error=${error} title="Cannot decide" />
-    <div class="actions">
-      <button class="primary" disabled=${busy} onClick=${() => decide("approve")}>Approve</button>
-      <button class="danger" disabled=${busy} onClick=${() => decide("deny")}>Deny</button>
-    </div>
-  </li>`;
+  return html`
+    <li class="panel approval">
+      <p><b>${item.label ?? "A call"}</b> asks for the <b>${item.sandbox}</b> sandbox: ${where}
+          ${item.provider ? ` on ${item.provider}` : ""} <span class="muted">(${age(
+            item.asked_at,
+          )} ago)</span></p>
+      <${TextBlock} text=${item.prompt_preview} label="prompt" />
+      <label>Reason (optional)<input value=${reason} maxlength="1000" onInput=${(e) =>
+        setReason(e.currentTarget.value)} /></label>
+      <${ErrorBox} error=${error} title="Cannot decide" />
+      <div class="actions">
+        <button class="primary" disabled=${busy} onClick=${() => decide("approve")}>Approve</button>
+        <button class="danger" disabled=${busy} onClick=${() => decide("deny")}>Deny</button>
+      </div>
+    </li>
+  `;
 }
 
 /** `#/approvals`. */
@@ -48,10 +53,14 @@ export function ApprovalsView({ api }) {
   const list = approvals.data?.approvals ?? [];
   return html`<${Section} title="Waiting for approval">
     <${ErrorBox} error=${approvals.error} title="Cannot list the approvals" />
-    ${list.length === 0 && !approvals.loading
+    ${
+    list.length === 0 && !approvals.loading
       ? html`<${Empty}>Nothing is waiting for a person.<//>`
-      : html`<ul class="approvals">${list.map((item) =>
-        html`<${Approval} key=${item.approval_id} api=${api} item=${item} onDecided=${approvals.reload} />`
-      )}</ul>`}
+      : html`<ul class="approvals">${
+        list.map((item) =>
+          html`<${Approval} key=${item.approval_id} api=${api} item=${item} onDecided=${approvals.reload} />`
+        )
+      }</ul>`
+  }
   <//>`;
 }

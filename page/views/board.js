@@ -19,21 +19,23 @@ const ACTIONS = {
 };
 
 function Card({ card, selected, onSelect }) {
-  return html`<li>
-    <button class=${`card ${selected ? "selected" : ""}`} onClick=${() => onSelect(card.issue_id)}
-      aria-pressed=${selected} aria-label=${`card ${card.issue_id}: ${card.title}`}>
-      <span class="card-id mono">#${card.issue_id}</span>
-      <span class="card-title">${card.title}</span>
-      <span class="card-meta">
-        ${card.project ? html`<span class="tag">${card.project}</span>` : null}
-        ${card.priority ? html`<span class="tag prio">${card.priority}</span>` : null}
-        ${card.codename ? html`<span class="tag">${card.codename}</span>` : null}
-        ${card.labels.map((l) => html`<span class="tag label">${l}</span>`)}
-      </span>
-      ${card.next ? html`<span class="card-next">next: ${card.next}</span>` : null}
-      <span class="muted small">${card.by} · ${age(card.updated_at)} ago</span>
-    </button>
-  </li>`;
+  return html`
+    <li>
+      <button class=${`card ${selected ? "selected" : ""}`} onClick=${() => onSelect(card.issue_id)}
+        aria-pressed=${selected} aria-label=${`card ${card.issue_id}: ${card.title}`}>
+          <span class="card-id mono">#${card.issue_id}</span>
+          <span class="card-title">${card.title}</span>
+          <span class="card-meta">
+            ${card.project ? html`<span class="tag">${card.project}</span>` : null}
+            ${card.priority ? html`<span class="tag prio">${card.priority}</span>` : null}
+            ${card.codename ? html`<span class="tag">${card.codename}</span>` : null}
+            ${card.labels.map((l) => html`<span class="tag label">${l}</span>`)}
+          </span>
+          ${card.next ? html`<span class="card-next">next: ${card.next}</span>` : null}
+          <span class="muted small">${card.by} · ${age(card.updated_at)} ago</span>
+        </button>
+    </li>
+  `;
 }
 
 /** The body of a write from the form's fields: empty fields are left out. */
@@ -54,9 +56,24 @@ function Preview({ outcome }) {
   const card = outcome.card;
   return html`<div class="preview" aria-label="dry run result">
     <p><b>${outcome.applied ? "Applied" : "Dry run"}:</b> ${outcome.action}
-      ${card ? html` → card <span class="mono">#${card.issue_id}</span> “${card.title}” is <b>${card.state}</b>` : null}</p>
+      ${
+    card
+      ? html`
+        → card <span class="mono">#${card.issue_id}</span> “${card.title}” is <b>${card.state}</b>
+      `
+      : null
+  }</p>
     ${outcome.applied ? null : html`<p class="muted">Nothing was written. Apply to write it.</p>`}
-    ${card && !outcome.applied ? html`<details><summary>The card as it would be</summary><${TextBlock} text=${asText(card)} /></details>` : null}
+    ${
+    card && !outcome.applied
+      ? html`
+        <details>
+          <summary>The card as it would be</summary>
+          <${TextBlock} text=${asText(card)} />
+        </details>
+      `
+      : null
+  }
   </div>`;
 }
 
@@ -92,60 +109,121 @@ function WriteForm({ api, action: fixedAction, card, onDone }) {
     }
   };
   const input = (key, label, props = {}) =>
-    html`<label>${label}<input name=${key} value=${fields[key] ?? ""} onInput=${set(key)} ...${props} /></label>`;
+    html`<label>${label}<input name=${key} value=${fields[key] ?? ""} onInput=${
+      set(key)
+    } ...${props} /></label>`;
   return html`<form class="board-write" onSubmit=${(e) => {
     e.preventDefault();
     send("dry_run");
   }}>
-    ${card
-      ? html`<div class="row"><label>Action <select name="action" value=${action} onChange=${(e) => {
-        setAction(e.currentTarget.value);
-        setPreview(undefined);
-      }}>${choices.map((a) => html`<option value=${a}>${a}</option>`)}</select></label>
-        ${input("by", "By", { placeholder: "who acts" })}</div>`
-      : null}
-    ${action === "new"
+    ${
+    card
+      ? html`
+        <div
+          class="row"><label>Action <select name="action" value=${action} onChange=${(e) => {
+            setAction(e.currentTarget.value);
+            setPreview(undefined);
+          }}>${choices.map((a) => html`<option value=${a}>${a}</option>`)}</select></label>
+                ${input("by", "By", { placeholder: "who acts" })}</div>
+      `
+      : null
+  }
+    ${
+    action === "new"
       ? html`${input("title", "Title", { required: true, maxlength: 200 })}
-        <div class="row">${input("project", "Project")}${input("priority", "Priority")}${input("labels", "Labels (comma-separated)")}</div>
-        <label>Description<textarea name="desc" rows="3" value=${fields.desc ?? ""} onInput=${set("desc")}></textarea></label>`
-      : html`<label>Message<textarea name="message" rows="2" value=${fields.message ?? ""} onInput=${set("message")}></textarea></label>`}
+        <div class="row">${input("project", "Project")}${input("priority", "Priority")}${
+        input("labels", "Labels (comma-separated)")
+      }</div>
+        <label>Description<textarea name="desc" rows="3" value=${fields.desc ?? ""} onInput=${
+        set("desc")
+      }></textarea></label>`
+      : html`<label>Message<textarea name="message" rows="2" value=${
+        fields.message ?? ""
+      } onInput=${set("message")}></textarea></label>`
+  }
     ${input("next", "Next step")}
     <${ErrorBox} error=${error} title="The board refused it" />
     ${preview ? html`<${Preview} outcome=${preview} />` : null}
     <div class="actions">
       <button type="submit" disabled=${busy}>Preview (dry run)</button>
       <button type="button" class="primary" disabled=${busy || !preview}
-        title=${preview ? "write it" : "preview it first"} onClick=${() => send("apply")}>Apply</button>
+        title=${preview ? "write it" : "preview it first"} onClick=${() =>
+    send("apply")}>Apply</button>
     </div>
   </form>`;
 }
 
 function CardDetail({ api, issueId, onClose }) {
-  const card = useResource((signal) => api.json(`/api/board/${encodeURIComponent(issueId)}`, { signal }), [issueId], {
-    kinds: ["card"],
-  });
+  const card = useResource(
+    (signal) => api.json(`/api/board/${encodeURIComponent(issueId)}`, { signal }),
+    [issueId],
+    {
+      kinds: ["card"],
+    },
+  );
   const c = card.data;
   return html`<aside class="panel card-detail" aria-label=${`card ${issueId}`}>
     <header class="panel-head"><h2>#${issueId} ${c?.title ?? ""}</h2>
       <button class="link" onClick=${onClose} aria-label="close the card">Close</button></header>
     <${ErrorBox} error=${card.error} title="Cannot read the card" />
-    ${c
+    ${
+    c
       ? html`<dl class="facts">
           <dt>state</dt><dd>${c.state}</dd>
-          ${c.project ? html`<dt>project</dt><dd>${c.project}</dd>` : null}
-          ${c.priority ? html`<dt>priority</dt><dd>${c.priority}</dd>` : null}
-          ${c.codename ? html`<dt>codename</dt><dd>${c.codename}</dd>` : null}
-          ${c.next ? html`<dt>next</dt><dd>${c.next}</dd>` : null}
+          ${
+        c.project
+          ? html`
+            <dt>project</dt>
+            <dd>${c.project}</dd>
+          `
+          : null
+      }
+          ${
+        c.priority
+          ? html`
+            <dt>priority</dt>
+            <dd>${c.priority}</dd>
+          `
+          : null
+      }
+          ${
+        c.codename
+          ? html`
+            <dt>codename</dt>
+            <dd>${c.codename}</dd>
+          `
+          : null
+      }
+          ${
+        c.next
+          ? html`
+            <dt>next</dt>
+            <dd>${c.next}</dd>
+          `
+          : null
+      }
           <dt>owner</dt><dd>${c.owner}</dd>
         </dl>
         ${c.desc ? html`<${TextBlock} text=${c.desc} label="description" />` : null}
         <h3>Log</h3>
-        <ol class="card-log">${c.log.map((entry) =>
-          html`<li><time>${clock(entry.at)}</time> <b>${entry.action}</b> by ${entry.by}${entry.message ? html`: <span class="text">${entry.message}</span>` : null}</li>`
-        )}</ol>
-        ${(ACTIONS[c.state] ?? []).length === 0 ? html`<p class="muted">A ${c.state} card takes no more writes.</p>` : html`<h3>Act on it</h3>
-        <${WriteForm} api=${api} card=${c} key=${`${c.issue_id}-${c.state}`} onDone=${() => card.reload()} />`}`
-      : null}
+        <ol class="card-log">${
+        c.log.map((entry) =>
+          html`<li><time>${clock(entry.at)}</time> <b>${entry.action}</b> by ${entry.by}${
+            entry.message ? html`: <span class="text">${entry.message}</span>` : null
+          }</li>`
+        )
+      }</ol>
+        ${
+        (ACTIONS[c.state] ?? []).length === 0
+          ? html`<p class="muted">A ${c.state} card takes no more writes.</p>`
+          : html`
+            <h3>Act on it</h3>
+            <${WriteForm} api=${api} card=${c} key=${`${c.issue_id}-${c.state}`} onDone=${() =>
+              card.reload()} />
+          `
+      }`
+      : null
+  }
   </aside>`;
 }
 
@@ -153,44 +231,66 @@ function CardDetail({ api, issueId, onClose }) {
 export function BoardView({ api }) {
   const [selected, setSelected] = useState();
   const [creating, setCreating] = useState(false);
-  const board = useResource(async (signal) => {
-    const cards = [];
-    let cursor;
-    do {
-      const query = new URLSearchParams({ limit: "500" });
-      if (cursor) query.set("cursor", cursor);
-      const page = await api.json(`/api/board?${query}`, { signal });
-      cards.push(...page.cards);
-      cursor = page.next_cursor;
-    } while (cursor && cards.length < 2000);
-    return cards;
-  }, [], { kinds: ["card"] });
+  const board = useResource(
+    async (signal) => {
+      const cards = [];
+      let cursor;
+      do {
+        const query = new URLSearchParams({ limit: "500" });
+        if (cursor) query.set("cursor", cursor);
+        const page = await api.json(`/api/board?${query}`, { signal });
+        cards.push(...page.cards);
+        cursor = page.next_cursor;
+      } while (cursor && cards.length < 2000);
+      return cards;
+    },
+    [],
+    { kinds: ["card"] },
+  );
   const cards = board.data ?? [];
-  return html`<div class="board-view">
-    <${Section} title="Board" actions=${html`<button class="primary" onClick=${() => setCreating((c) => !c)}
-      aria-expanded=${creating}>${creating ? "Close" : "New card"}</button>`}>
-      ${creating
-        ? html`<div class="new-card"><${WriteForm} api=${api} action="new" onDone=${(outcome) => {
-          setCreating(false);
-          if (outcome.card) setSelected(outcome.card.issue_id);
-        }} /></div>`
-        : null}
-      <${ErrorBox} error=${board.error} title="Cannot read the board" />
-      <div class="columns">
-        ${COLUMNS.map((state) => {
-          const inColumn = cards.filter((c) => c.state === state);
-          return html`<section class="column" aria-label=${`${state} cards`}>
+  return html`
+    <div class="board-view">
+      <${Section} title="Board" actions=${html`
+        <button class="primary" onClick=${() => setCreating((c) => !c)}
+          aria-expanded=${creating}>${creating ? "Close" : "New card"}</button>
+      `}>
+          ${creating
+            ? html`
+              <div class="new-card">
+                <${WriteForm} api=${api} action="new" onDone=${(outcome) => {
+                  setCreating(false);
+                  if (outcome.card) setSelected(outcome.card.issue_id);
+                }} />
+              </div>
+            `
+            : null}
+          <${ErrorBox} error=${board.error} title="Cannot read the board" />
+          <div class="columns">
+            ${COLUMNS.map((state) => {
+              const inColumn = cards.filter((c) => c.state === state);
+              return html`<section class="column" aria-label=${`${state} cards`}>
             <h3>${state} <span class="muted">${inColumn.length}</span></h3>
-            ${inColumn.length === 0
-              ? html`<${Empty}>none<//>`
-              : html`<ul class="cards">${inColumn.map((card) =>
-                html`<${Card} key=${card.issue_id} card=${card} selected=${selected === card.issue_id}
-                  onSelect=${setSelected} />`
-              )}</ul>`}
+            ${
+                inColumn.length === 0
+                  ? html`<${Empty}>none<//>`
+                  : html`<ul class="cards">${
+                    inColumn.map((card) =>
+                      html`
+                        <${Card} key=${card
+                          .issue_id} card=${card} selected=${selected === card.issue_id}
+                          onSelect=${setSelected} />
+                      `
+                    )
+                  }</ul>`
+              }
           </section>`;
-        })}
+            })}
+          </div>
+        <//>
+        ${selected
+          ? html`<${CardDetail} api=${api} issueId=${selected} onClose=${() =>
+            setSelected(undefined)} />`
+          : null}
       </div>
-    <//>
-    ${selected ? html`<${CardDetail} api=${api} issueId=${selected} onClose=${() => setSelected(undefined)} />` : null}
-  </div>`;
+  `;
 }

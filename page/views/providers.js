@@ -18,24 +18,41 @@ export function ProvidersView({ api }) {
   const list = providers.data?.providers ?? [];
   return html`<${Section} title="Providers">
     <${ErrorBox} error=${providers.error} title="Cannot list the providers" />
-    ${list.length === 0 && !providers.loading
+    ${
+    list.length === 0 && !providers.loading
       ? html`<${Empty}>No providers.<//>`
-      : html`<ul class="providers">${list.map((p) => {
-        const cap = p.concurrency;
-        return html`<li key=${p.name} class=${`panel provider ${p.available ? "up" : "down"}`}>
-          <header><b>${p.name}</b> <span class="muted">${p.kind}${p.version ? ` ${p.version}` : ""}</span>
-            <span class=${`badge ${p.available ? "state-succeeded" : "state-failed"}`}>${p.available ? "available" : "unavailable"}</span></header>
+      : html`<ul class="providers">${
+        list.map((p) => {
+          const cap = p.concurrency;
+          return html`<li key=${p.name} class=${`panel provider ${p.available ? "up" : "down"}`}>
+          <header><b>${p.name}</b> <span class="muted">${p.kind}${
+            p.version ? ` ${p.version}` : ""
+          }</span>
+            <span class=${`badge ${p.available ? "state-succeeded" : "state-failed"}`}>${
+            p.available ? "available" : "unavailable"
+          }</span></header>
           <p class="muted small">${p.reason}</p>
           <div class="load">
             <span>load</span>
-            ${cap
-              ? html`<meter min="0" max=${cap} value=${p.running} high=${Math.max(1, cap - 1)} aria-label=${`load of ${p.name}`}>${p.running}/${cap}</meter>`
-              : null}
+            ${
+            cap
+              ? html`
+                <meter min="0" max=${cap} value=${p.running} high=${Math.max(1, cap - 1)}
+                  aria-label=${`load of ${p.name}`}>${p.running}/${cap}</meter>
+              `
+              : null
+          }
             <span>${p.running} running${cap ? ` of ${cap}` : " (no cap)"}</span>
           </div>
-          ${p.tags?.length ? html`<div>${p.tags.map((t) => html`<span class="tag">${t}</span>`)}</div>` : null}
+          ${
+            p.tags?.length
+              ? html`<div>${p.tags.map((t) => html`<span class="tag">${t}</span>`)}</div>`
+              : null
+          }
           <p class="small">${price(p.price)}</p>
         </li>`;
-      })}</ul>`}
+        })
+      }</ul>`
+  }
   <//>`;
 }

@@ -46,43 +46,79 @@ function phaseTree(meta, narration, entries) {
 
 function CallRow({ entry }) {
   const failed = entry.outcome === "failed" || entry.outcome === "skipped";
-  return html`<li class=${`call outcome-${entry.outcome}`}>
-    <details>
-      <summary>
-        <span class="seq mono">#${entry.seq}</span>
-        <span class="label">${entry.label ?? "(no label)"}</span>
-        <span class=${`badge outcome outcome-${entry.outcome}`}>${entry.outcome}</span>
-        <span class="muted">${entry.provider ?? "no provider"}${entry.model && entry.model !== entry.provider ? ` · ${entry.model}` : ""}</span>
-        <span class="figures muted">${count(tokens(entry.usage))} tok · ${money(entry.cost_usd)} · ${duration(entry.duration_ms)}</span>
-        <span class="result-preview">${failed ? entry.reason ?? "" : preview(entry.result, 120)}</span>
-      </summary>
-      <div class="call-detail">
-        ${failed
-          ? html`<div class="error-box"><strong>${entry.outcome}</strong><div>${entry.reason ?? "no reason recorded"}</div></div>`
-          : html`<${TextBlock} text=${asText(entry.result)} label=${`result of call ${entry.seq}`} />`}
-        <dl class="facts">
-          ${entry.route ? html`<dt>route</dt><dd>${entry.route}</dd>` : null}
-          ${entry.sandbox ? html`<dt>sandbox</dt><dd>${entry.sandbox}${entry.sandbox_clamped ? ` (${entry.sandbox_clamped})` : ""}</dd>` : null}
-          <dt>attempts</dt><dd>${entry.attempts}</dd>
-          <dt>tokens</dt><dd>${entry.usage.input_tokens} in · ${entry.usage.output_tokens} out</dd>
-          ${entry.replayed_from ? html`<dt>replayed from</dt><dd><a href=${`#/runs/${seg(entry.replayed_from)}`}>${entry.replayed_from}</a></dd>` : null}
-          <dt>started</dt><dd>${clock(entry.started_at)}</dd>
-        </dl>
-      </div>
-    </details>
-  </li>`;
+  return html`
+    <li class=${`call outcome-${entry.outcome}`}>
+      <details>
+        <summary>
+          <span class="seq mono">#${entry.seq}</span>
+          <span class="label">${entry.label ?? "(no label)"}</span>
+          <span class=${`badge outcome outcome-${entry.outcome}`}>${entry.outcome}</span>
+          <span class="muted">${entry.provider ??
+            "no provider"}${entry.model && entry.model !== entry.provider
+            ? ` · ${entry.model}`
+            : ""}</span>
+          <span class="figures muted">${count(tokens(entry.usage))} tok · ${money(
+            entry.cost_usd,
+          )} · ${duration(entry.duration_ms)}</span>
+          <span class="result-preview">${failed
+            ? entry.reason ?? ""
+            : preview(entry.result, 120)}</span>
+        </summary>
+        <div class="call-detail">
+            ${failed
+              ? html`<div class="error-box"><strong>${entry.outcome}</strong><div>${
+                entry.reason ?? "no reason recorded"
+              }</div></div>`
+              : html`<${TextBlock} text=${
+                asText(entry.result)
+              } label=${`result of call ${entry.seq}`} />`}
+            <dl class="facts">
+              ${entry.route
+                ? html`
+                  <dt>route</dt>
+                  <dd>${entry.route}</dd>
+                `
+                : null}
+              ${entry.sandbox
+                ? html`
+                  <dt>sandbox</dt>
+                  <dd>${entry.sandbox}${entry.sandbox_clamped
+                    ? ` (${entry.sandbox_clamped})`
+                    : ""}</dd>
+                `
+                : null}
+              <dt>attempts</dt><dd>${entry.attempts}</dd>
+              <dt>tokens</dt><dd>${entry.usage.input_tokens} in · ${entry.usage
+                .output_tokens} out</dd>
+              ${entry.replayed_from
+                ? html`
+                  <dt>replayed from</dt>
+                  <dd><a href=${`#/runs/${seg(entry.replayed_from)}`}>${entry
+                    .replayed_from}</a></dd>
+                `
+                : null}
+              <dt>started</dt><dd>${clock(entry.started_at)}</dd>
+            </dl>
+          </div>
+      </details>
+    </li>
+  `;
 }
 
 function Budget({ budget }) {
   if (!budget || budget.total === null) return null;
   const share = Math.min(1, budget.total > 0 ? budget.spent / budget.total : 1);
   const unit = budget.unit === "usd" ? money : count;
-  return html`<div class="budget">
-    <span>budget</span>
-    <meter min="0" max="1" value=${share} low="0.7" high="0.9" optimum="0"
-      aria-label="budget spent">${Math.round(share * 100)}%</meter>
-    <span class="muted">${unit(budget.spent)} of ${unit(budget.total)} ${budget.unit === "usd" ? "" : "tokens"}</span>
-  </div>`;
+  return html`
+    <div class="budget">
+      <span>budget</span>
+      <meter min="0" max="1" value=${share} low="0.7" high="0.9" optimum="0"
+        aria-label="budget spent">${Math.round(share * 100)}%</meter>
+      <span class="muted">${unit(budget.spent)} of ${unit(budget.total)} ${budget.unit === "usd"
+        ? ""
+        : "tokens"}</span>
+    </div>
+  `;
 }
 
 function Problems({ status }) {
@@ -90,22 +126,33 @@ function Problems({ status }) {
   for (const c of status.conditions) {
     items.push(html`<li class="condition"><b>${c.type}</b> ${c.message}</li>`);
   }
-  if (status.conditions_dropped > 0) items.push(html`<li>…and ${status.conditions_dropped} more conditions</li>`);
+  if (status.conditions_dropped > 0) {
+    items.push(html`<li>…and ${status.conditions_dropped} more conditions</li>`);
+  }
   for (const [kind, n] of Object.entries(status.failures ?? {})) {
     items.push(html`<li class="failure"><b>${kind}</b> × ${n}</li>`);
   }
   for (const e of status.script_errors) {
     const where = e.file ? ` (${e.file}:${e.line ?? "?"})` : "";
-    items.push(html`<li class="failure"><b>${e.fn}() item ${e.index}</b> ${e.name}: ${e.message}${where}</li>`);
+    items.push(
+      html`<li class="failure"><b>${e.fn}() item ${e.index}</b> ${e.name}: ${e.message}${where}</li>`,
+    );
   }
   for (const s of status.security_events) {
     items.push(html`<li class="security"><b>security: ${s.kind}</b> ${s.detail}</li>`);
   }
   if (status.fake_provider_only) {
-    items.push(html`<li class="condition"><b>fake provider only</b> no real provider is configured: answers are fake</li>`);
+    items.push(html`
+      <li
+        class="condition"><b>fake provider only</b> no real provider is configured: answers are fake</li>
+    `);
   }
   if (items.length === 0) return null;
-  return html`<${Section} title="Conditions and problems"><ul class="problems">${items}</ul><//>`;
+  return html`
+    <${Section} title="Conditions and problems">
+      <ul class="problems">${items}</ul>
+      <//>
+  `;
 }
 
 function Ending({ status }) {
@@ -121,9 +168,11 @@ function Ending({ status }) {
   }
   return html`<div class="result ending">
     <h3>Result</h3>
-    ${status.result === undefined
+    ${
+    status.result === undefined
       ? html`<p class="muted">The script returned nothing.</p>`
-      : html`<${TextBlock} text=${asText(status.result)} label="run result" />`}
+      : html`<${TextBlock} text=${asText(status.result)} label="run result" />`
+  }
   </div>`;
 }
 
@@ -190,7 +239,11 @@ export function RunView({ api, runId }) {
     };
   }, [runId]);
 
-  const tree = useMemo(() => phaseTree(status?.meta, narration, journal), [status, narration, journal]);
+  const tree = useMemo(() => phaseTree(status?.meta, narration, journal), [
+    status,
+    narration,
+    journal,
+  ]);
   const narrationEnd = useRef();
   useEffect(() => narrationEnd.current?.scrollIntoView?.({ block: "nearest" }), [narration.length]);
 
@@ -216,59 +269,100 @@ export function RunView({ api, runId }) {
       setActing(false);
     }
   };
-  return html`<div class="run-view">
-    <header class="run-head panel">
-      <div class="title-line">
-        <h1>${status.name ?? status.filename}</h1>
-        <${StateBadge} state=${status.state} />
-        <span class="mono muted small">${status.run_id}</span>
-        ${feed === "reconnecting" ? html`<span class="connection conn-reconnecting">reconnecting…</span>` : null}
+  return html`
+    <div class="run-view">
+      <header class="run-head panel">
+          <div class="title-line">
+            <h1>${status.name ?? status.filename}</h1>
+            <${StateBadge} state=${status.state} />
+            <span class="mono muted small">${status.run_id}</span>
+            ${feed === "reconnecting"
+              ? html`<span class="connection conn-reconnecting">reconnecting…</span>`
+              : null}
+          </div>
+          ${status.meta?.description ? html`<p class="muted">${status.meta.description}</p>` : null}
+          <div class="figures-line">
+            <span><b>${calls.total}</b> calls</span>
+            <span>${calls.running} running · ${calls.queued} queued</span>
+            <span>${calls.succeeded} ok · ${calls.failed} failed · ${calls
+              .replayed} replayed · ${calls.skipped} skipped</span>
+            <span><b>${count(tokens(usage))}</b> tokens</span>
+            <span><b>${money(usage.cost_usd)}</b></span>
+            <span title="how long it has run">${duration(
+              between(
+                status.started_at ?? status.created_at,
+                status.ended_at ?? new Date(now).toISOString(),
+              ),
+            )}</span>
+            ${status.fake_dispatch ? html`<span class="tag">fake dispatch</span>` : null}
+            ${status.resumed_from
+              ? html`<span>resumed from <a href=${`#/runs/${
+                seg(status.resumed_from)
+              }`}>${status.resumed_from}</a></span>`
+              : null}
+          </div>
+          <${Budget} budget=${status.budget} />
+          <div class="actions">
+            ${ended
+              ? html`
+                <button onClick=${() => act("resume")} disabled=${acting}
+                  title="Start a new run of the same script that replays this run's journaled calls">Resume</button>
+              `
+              : html`<button class="danger" onClick=${() =>
+                act("cancel")} disabled=${acting}>Cancel run</button>`}
+            <a class="button" href="#/runs">All runs</a>
+          </div>
+          <${ErrorBox} error=${error} title="That did not work" />
+        </header>
+      <${Ending} status=${status} />
+      <${Problems} status=${status} />
+      <div class="run-columns">
+        <${Section} title="Calls by phase">
+            ${journal.length === 0 && calls.running === 0
+              ? html`<${Empty}>No calls yet.<//>`
+              : html`<ol class="tree">${
+                tree.map((phase) =>
+                  html`
+                    <li
+                      class="phase"><div class="phase-title">${phase
+                        .title} <span class="muted">(${phase.calls.length})</span></div>
+                                  ${phase.calls.length > 0
+                                    ? html`<ul class="calls">${
+                                      phase.calls.map((entry) =>
+                                        html`<${CallRow} key=${entry.seq} entry=${entry} />`
+                                      )
+                                    }</ul>`
+                                    : null}
+                                </li>
+                  `
+                )
+              }</ol>`}
+            ${calls.running + calls.queued > 0
+              ? html`
+                <p
+                  class="live-calls"><span class="spinner" aria-hidden="true"></span>${calls
+                    .running} running, ${calls.queued} queued</p>
+              `
+              : null}
+          <//>
+          <${Section} title="Narration">
+            ${narration.length === 0 ? html`<${Empty}>Nothing narrated yet.<//>` : html`
+              <ol class="narration"
+                aria-live="polite">${narration.map((n, i) =>
+                  html`
+                    <li key=${i}
+                      class=${`narr narr-${n.kind}`}><time>${clock(
+                        n.at,
+                      )}</time><span class="kind">${n.kind}</span><span class="text">${n
+                        .text}</span></li>
+                  `
+                )}<li ref=${narrationEnd} class="end" aria-hidden="true"></li></ol>
+            `}
+            ${status.narration_dropped > 0
+              ? html`<p class="muted">${status.narration_dropped} lines were dropped (the narration limit).</p>`
+              : null}
+          <//>
+        </div>
       </div>
-      ${status.meta?.description ? html`<p class="muted">${status.meta.description}</p>` : null}
-      <div class="figures-line">
-        <span><b>${calls.total}</b> calls</span>
-        <span>${calls.running} running · ${calls.queued} queued</span>
-        <span>${calls.succeeded} ok · ${calls.failed} failed · ${calls.replayed} replayed · ${calls.skipped} skipped</span>
-        <span><b>${count(tokens(usage))}</b> tokens</span>
-        <span><b>${money(usage.cost_usd)}</b></span>
-        <span title="how long it has run">${duration(between(status.started_at ?? status.created_at, status.ended_at ?? new Date(now).toISOString()))}</span>
-        ${status.fake_dispatch ? html`<span class="tag">fake dispatch</span>` : null}
-        ${status.resumed_from ? html`<span>resumed from <a href=${`#/runs/${seg(status.resumed_from)}`}>${status.resumed_from}</a></span>` : null}
-      </div>
-      <${Budget} budget=${status.budget} />
-      <div class="actions">
-        ${ended
-          ? html`<button onClick=${() => act("resume")} disabled=${acting}
-              title="Start a new run of the same script that replays this run's journaled calls">Resume</button>`
-          : html`<button class="danger" onClick=${() => act("cancel")} disabled=${acting}>Cancel run</button>`}
-        <a class="button" href="#/runs">All runs</a>
-      </div>
-      <${ErrorBox} error=${error} title="That did not work" />
-    </header>
-    <${Ending} status=${status} />
-    <${Problems} status=${status} />
-    <div class="run-columns">
-      <${Section} title="Calls by phase">
-        ${journal.length === 0 && calls.running === 0
-          ? html`<${Empty}>No calls yet.<//>`
-          : html`<ol class="tree">${tree.map((phase) =>
-            html`<li class="phase"><div class="phase-title">${phase.title} <span class="muted">(${phase.calls.length})</span></div>
-              ${phase.calls.length > 0 ? html`<ul class="calls">${phase.calls.map((entry) =>
-                html`<${CallRow} key=${entry.seq} entry=${entry} />`)}</ul>` : null}
-            </li>`
-          )}</ol>`}
-        ${calls.running + calls.queued > 0
-          ? html`<p class="live-calls"><span class="spinner" aria-hidden="true"></span>${calls.running} running, ${calls.queued} queued</p>`
-          : null}
-      <//>
-      <${Section} title="Narration">
-        ${narration.length === 0
-          ? html`<${Empty}>Nothing narrated yet.<//>`
-          : html`<ol class="narration" aria-live="polite">${narration.map((n, i) =>
-            html`<li key=${i} class=${`narr narr-${n.kind}`}><time>${clock(n.at)}</time><span class="kind">${n.kind}</span><span class="text">${n.text}</span></li>`
-          )}<li ref=${narrationEnd} class="end" aria-hidden="true"></li></ol>`}
-        ${status.narration_dropped > 0 ? html`<p class="muted">${status.narration_dropped} lines were dropped (the narration limit).</p>` : null}
-      <//>
-    </div>
-  </div>`;
+  `;
 }

@@ -81,7 +81,14 @@ export function StartRunView({ api }) {
   };
   const pickSample = (event) => {
     const sample = SAMPLES[event.currentTarget.value];
-    if (sample) setForm((f) => ({ ...f, script: sample.script, filename: sample.filename, args: sample.args }));
+    if (sample) {
+      setForm((f) => ({
+        ...f,
+        script: sample.script,
+        filename: sample.filename,
+        args: sample.args,
+      }));
+    }
   };
   const pickFile = async (event) => {
     const file = event.currentTarget.files?.[0];
@@ -98,7 +105,11 @@ export function StartRunView({ api }) {
     setError(undefined);
     let body;
     try {
-      body = { script: form.script, filename: form.filename || "script.js", fake_dispatch: form.fake };
+      body = {
+        script: form.script,
+        filename: form.filename || "script.js",
+        fake_dispatch: form.fake,
+      };
       if (form.args.trim() !== "") {
         try {
           body.args = JSON.parse(form.args);
@@ -126,33 +137,45 @@ export function StartRunView({ api }) {
       setBusy(false);
     }
   };
-  return html`<${Section} title="Start a run">
-    <form class="start-run" onSubmit=${submit}>
-      <div class="row">
-        <label>Sample <select onChange=${pickSample} aria-label="sample script">
-          <option value="">choose…</option>
-          ${Object.keys(SAMPLES).map((name) => html`<option value=${name}>${name}</option>`)}
-        </select></label>
-        <label>File <input type="file" accept=".js,.mjs,text/javascript" onChange=${pickFile} /></label>
-        <label>Name <input name="filename" value=${form.filename} onInput=${set("filename")} maxlength="255" /></label>
-      </div>
-      <label for="script">Script</label>
-      <textarea id="script" name="script" class="code" rows="16" spellcheck="false" required
-        placeholder="return await agent('Say hello');" value=${form.script} onInput=${set("script")}></textarea>
-      <label for="args">args (JSON, optional)</label>
-      <textarea id="args" name="args" class="code" rows="3" spellcheck="false" value=${form.args}
-        onInput=${set("args")}></textarea>
-      <div class="row">
-        <label>Budget (tokens) <input name="budget_tokens" inputmode="numeric" value=${form.budgetTokens} onInput=${set("budgetTokens")} /></label>
-        <label>Budget (USD) <input name="budget_usd" inputmode="decimal" value=${form.budgetUsd} onInput=${set("budgetUsd")} /></label>
-        <label>Timeout (s) <input name="timeout" inputmode="numeric" value=${form.timeout} onInput=${set("timeout")} /></label>
-        <label class="check"><input type="checkbox" name="fake_dispatch" checked=${form.fake} onChange=${set("fake")} /> Fake dispatch (no real agent is called)</label>
-      </div>
-      <${ErrorBox} error=${error} title="Cannot start the run" />
-      <div class="actions">
-        <button type="submit" class="primary" disabled=${busy}>${busy ? "Starting…" : "Start the run"}</button>
-        <a class="button" href="#/runs">Back to runs</a>
-      </div>
-    </form>
-  <//>`;
+  return html`
+    <${Section} title="Start a run">
+      <form class="start-run" onSubmit=${submit}>
+        <div class="row">
+          <label>Sample <select onChange=${pickSample} aria-label="sample script">
+              <option value="">choose…</option>
+              ${Object.keys(SAMPLES).map((name) => html`<option value=${name}>${name}</option>`)}
+            </select></label>
+          <label>File <input type="file" accept=".js,.mjs,text/javascript" onChange=${pickFile} /></label>
+          <label>Name <input name="filename" value=${form.filename} onInput=${set(
+            "filename",
+          )} maxlength="255" /></label>
+        </div>
+        <label for="script">Script</label>
+        <textarea id="script" name="script" class="code" rows="16" spellcheck="false" required
+          placeholder="return await agent('Say hello');" value=${form.script}
+          onInput=${set("script")}></textarea>
+        <label for="args">args (JSON, optional)</label>
+        <textarea id="args" name="args" class="code" rows="3" spellcheck="false" value=${form.args}
+          onInput=${set("args")}></textarea>
+        <div class="row">
+          <label>Budget (tokens) <input name="budget_tokens" inputmode="numeric" value=${form
+            .budgetTokens} onInput=${set("budgetTokens")} /></label>
+          <label>Budget (USD) <input name="budget_usd" inputmode="decimal" value=${form
+            .budgetUsd} onInput=${set("budgetUsd")} /></label>
+          <label>Timeout (s) <input name="timeout" inputmode="numeric" value=${form
+            .timeout} onInput=${set("timeout")} /></label>
+          <label
+            class="check"><input type="checkbox" name="fake_dispatch" checked=${form
+              .fake} onChange=${set("fake")} /> Fake dispatch (no real agent is called)</label>
+        </div>
+        <${ErrorBox} error=${error} title="Cannot start the run" />
+        <div class="actions">
+          <button type="submit" class="primary" disabled=${busy}>${busy
+            ? "Starting…"
+            : "Start the run"}</button>
+          <a class="button" href="#/runs">Back to runs</a>
+        </div>
+      </form>
+      <//>
+  `;
 }

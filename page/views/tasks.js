@@ -2,7 +2,18 @@
 import { html, useEffect, useState } from "../lib/html.js";
 import { useNow, useResource } from "../lib/live.js";
 import { followEvents } from "../lib/sse.js";
-import { age, asText, between, count, duration, money, preview, seg, TERMINAL, tokens } from "../lib/format.js";
+import {
+  age,
+  asText,
+  between,
+  count,
+  duration,
+  money,
+  preview,
+  seg,
+  TERMINAL,
+  tokens,
+} from "../lib/format.js";
 import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
 
 function DispatchForm({ api }) {
@@ -23,15 +34,20 @@ function DispatchForm({ api }) {
       setBusy(false);
     }
   };
-  return html`<form class="dispatch-form" onSubmit=${submit}>
-    <label for="prompt">Dispatch a prompt to an agent</label>
-    <textarea id="prompt" rows="3" required value=${prompt} onInput=${(e) => setPrompt(e.currentTarget.value)}></textarea>
-    <div class="row">
-      <label class="check"><input type="checkbox" checked=${fake} onChange=${(e) => setFake(e.currentTarget.checked)} /> Fake dispatch</label>
-      <button type="submit" class="primary" disabled=${busy}>Dispatch</button>
-    </div>
-    <${ErrorBox} error=${error} title="Cannot dispatch" />
-  </form>`;
+  return html`
+    <form class="dispatch-form" onSubmit=${submit}>
+      <label for="prompt">Dispatch a prompt to an agent</label>
+      <textarea id="prompt" rows="3" required value=${prompt} onInput=${(e) =>
+        setPrompt(e.currentTarget.value)}></textarea>
+      <div class="row">
+        <label
+          class="check"><input type="checkbox" checked=${fake} onChange=${(e) =>
+            setFake(e.currentTarget.checked)} /> Fake dispatch</label>
+        <button type="submit" class="primary" disabled=${busy}>Dispatch</button>
+      </div>
+      <${ErrorBox} error=${error} title="Cannot dispatch" />
+    </form>
+  `;
 }
 
 /** `#/tasks`. */
@@ -44,21 +60,43 @@ export function TasksView({ api }) {
   return html`<${Section} title="Tasks and dispatches">
     <${DispatchForm} api=${api} />
     <${ErrorBox} error=${tasks.error} title="Cannot list the tasks" />
-    ${list.length === 0 && !tasks.loading
-      ? html`<${Empty}>No tasks yet.<//>`
-      : html`<div class="table-wrap"><table>
-        <thead><tr><th>State</th><th>Task</th><th>Provider</th><th class="num">Tokens</th><th class="num">Cost</th><th class="num">Took</th><th class="num">Started</th></tr></thead>
-        <tbody>${list.map((t) =>
-          html`<tr key=${t.task_id} class=${`row-${t.state}`}>
-            <td><${StateBadge} state=${t.state} />${t.waiting_for_approval ? html` <span class="badge attention">approval</span>` : null}</td>
-            <td><a href=${`#/tasks/${seg(t.task_id)}`}>${t.label ?? preview(t.prompt, 60)}</a><div class="muted mono small">${t.task_id}</div></td>
-            <td>${t.provider ?? "—"}</td>
-            <td class="num">${count(tokens(t.usage))}</td>
-            <td class="num">${money(t.cost_usd)}</td>
-            <td class="num">${duration(between(t.started_at ?? t.created_at, t.ended_at))}</td>
-            <td class="num">${age(t.created_at, now)} ago</td>
-          </tr>`
-        )}</tbody></table></div>`}
+    ${
+    list.length === 0 && !tasks.loading ? html`<${Empty}>No tasks yet.<//>` : html`
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th>State</th>
+              <th>Task</th>
+              <th>Provider</th>
+              <th class="num">Tokens</th>
+              <th class="num">Cost</th>
+              <th class="num">Took</th>
+              <th class="num">Started</th>
+            </tr>
+          </thead>
+          <tbody>${list.map((t) =>
+            html`
+              <tr key=${t.task_id} class=${`row-${t.state}`}>
+                <td><${StateBadge} state=${t.state} />${t.waiting_for_approval
+                  ? html`
+                    <span class="badge attention">approval</span>
+                  `
+                  : null}</td>
+                <td><a href=${`#/tasks/${seg(t.task_id)}`}>${t.label ??
+                  preview(t.prompt, 60)}</a><div class="muted mono small">${t.task_id}</div></td>
+                <td>${t.provider ?? "—"}</td>
+                <td class="num">${count(tokens(t.usage))}</td>
+                <td class="num">${money(t.cost_usd)}</td>
+                <td class="num">${duration(between(t.started_at ?? t.created_at, t.ended_at))}</td>
+                <td class="num">${age(t.created_at, now)} ago</td>
+              </tr>
+            `
+          )}</tbody>
+        </table>
+      </div>
+    `
+  }
   <//>`;
 }
 
@@ -77,7 +115,9 @@ export function TaskView({ api, taskId }) {
     return () => controller.abort();
   }, [taskId]);
   const t = task.data;
-  if (task.error && !t) return html`<${ErrorBox} error=${task.error} title="Cannot show this task" />`;
+  if (task.error && !t) {
+    return html`<${ErrorBox} error=${task.error} title="Cannot show this task" />`;
+  }
   if (!t) return html`<p class="empty">Loading ${taskId}…</p>`;
   const cancel = async () => {
     setError(undefined);
@@ -88,23 +128,50 @@ export function TaskView({ api, taskId }) {
       setError(e);
     }
   };
-  return html`<${Section} title=${`Task ${t.label ?? t.task_id}`}
-    actions=${html`${TERMINAL.has(t.state) ? null : html`<button class="danger" onClick=${cancel}>Cancel task</button>`}
+  return html`
+    <${Section} title=${`Task ${t.label ?? t.task_id}`}
+      actions=${html`${
+        TERMINAL.has(t.state)
+          ? null
+          : html`<button class="danger" onClick=${cancel}>Cancel task</button>`
+      }
       <a class="button" href="#/tasks">All tasks</a>`}>
-    <div class="title-line"><${StateBadge} state=${t.state} /><span class="mono muted small">${t.task_id}</span></div>
-    <${ErrorBox} error=${error} title="Cannot cancel" />
-    <dl class="facts">
-      <dt>provider</dt><dd>${t.provider ?? "—"}${t.model ? ` · ${t.model}` : ""}</dd>
-      ${t.route ? html`<dt>route</dt><dd>${t.route}</dd>` : null}
-      <dt>tokens</dt><dd>${t.usage.input_tokens} in · ${t.usage.output_tokens} out</dd>
-      <dt>cost</dt><dd>${money(t.cost_usd)}</dd>
-      <dt>took</dt><dd>${duration(between(t.started_at ?? t.created_at, t.ended_at))}</dd>
-      ${t.session_id ? html`<dt>session</dt><dd><a href=${`#/sessions/${seg(t.session_id)}`}>${t.session_id}</a></dd>` : null}
-      ${t.waiting_for_approval ? html`<dt>approval</dt><dd><a href="#/approvals">waiting for a person</a></dd>` : null}
-    </dl>
-    <h3>Prompt</h3>
-    <${TextBlock} text=${t.prompt} label="prompt" />
-    ${t.error ? html`<${ErrorBox} error=${t.error} title=${t.state} />` : null}
-    ${t.result !== undefined ? html`<h3>Result</h3><${TextBlock} text=${asText(t.result)} label="task result" />` : null}
-  <//>`;
+        <div class="title-line"><${StateBadge} state=${t.state} /><span class="mono muted small">${t
+          .task_id}</span></div>
+        <${ErrorBox} error=${error} title="Cannot cancel" />
+        <dl class="facts">
+          <dt>provider</dt><dd>${t.provider ?? "—"}${t.model ? ` · ${t.model}` : ""}</dd>
+          ${t.route
+            ? html`
+              <dt>route</dt>
+              <dd>${t.route}</dd>
+            `
+            : null}
+          <dt>tokens</dt><dd>${t.usage.input_tokens} in · ${t.usage.output_tokens} out</dd>
+          <dt>cost</dt><dd>${money(t.cost_usd)}</dd>
+          <dt>took</dt><dd>${duration(between(t.started_at ?? t.created_at, t.ended_at))}</dd>
+          ${t.session_id
+            ? html`
+              <dt>session</dt>
+              <dd><a href=${`#/sessions/${seg(t.session_id)}`}>${t.session_id}</a></dd>
+            `
+            : null}
+          ${t.waiting_for_approval
+            ? html`
+              <dt>approval</dt>
+              <dd><a href="#/approvals">waiting for a person</a></dd>
+            `
+            : null}
+        </dl>
+        <h3>Prompt</h3>
+        <${TextBlock} text=${t.prompt} label="prompt" />
+        ${t.error ? html`<${ErrorBox} error=${t.error} title=${t.state} />` : null}
+        ${t.result !== undefined
+          ? html`
+            <h3>Result</h3>
+            <${TextBlock} text=${asText(t.result)} label="task result" />
+          `
+          : null}
+      <//>
+  `;
 }
