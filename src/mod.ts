@@ -136,6 +136,7 @@ export type {
   PageOptions,
   ReviewRecord,
   RunEventAt,
+  RunInput,
   ScriptErrorRecord,
   SessionRecord,
   TaskApprovalNote,
@@ -209,7 +210,11 @@ export type {
   ServeOptions,
   SpawnOptions,
 } from "./platform/mod.ts";
-export { WorkflowRunRequestSchema } from "./schemas/mod.ts";
+export {
+  MAX_ARGS_BYTES,
+  WorkflowResumeRequestSchema,
+  WorkflowRunRequestSchema,
+} from "./schemas/mod.ts";
 export type {
   AgentOptions,
   Effort,
@@ -219,5 +224,6 @@ export type {
   Schema,
   SchemaIssue,
   SchemaResult,
+  WorkflowResumeRequest,
   WorkflowRunRequest,
 } from "./schemas/mod.ts";
