@@ -13,7 +13,7 @@ import { addBoardCommands } from "./board_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addRunCommands } from "./run_commands.ts";
 import { EXIT, exitStatusOfError } from "./exit_status.ts";
-import { UsageError, workflowRun } from "./workflow_run.ts";
+import { UsageError, workflowResume, workflowRun } from "./workflow_run.ts";
 
 export { VERSION };
 
@@ -89,6 +89,22 @@ function buildProgram(run: Invocation): Command {
     .exitOverride()
     .action(async (script: string, flags) => {
       run.exitCode = await workflowRun(script, flags);
+    });
+  workflow
+    .command("resume")
+    .description(
+      "Run an ended run again from the script and args it recorded, replaying its journaled calls",
+    )
+    .argument("<run_id>", "the run to resume: one that has ended")
+    .option("--fake-dispatch", "send every agent() call to the fake provider this time")
+    .option("--no-fake-dispatch", "send calls to the real providers this time")
+    .option("--timeout <seconds>", "wall-clock limit of the new run (default: the run's)")
+    .option("--budget-tokens <n>", "the new run's token budget (default: the run's)")
+    .option("--budget-usd <n>", "the new run's currency budget (default: the run's)")
+    .option("--json", "print the whole run status object instead of the returned value")
+    .exitOverride()
+    .action(async (runId: string, flags) => {
+      run.exitCode = await workflowResume(runId, flags);
     });
   addRunCommands(workflow, async (action) => {
     run.exitCode = await action();

@@ -190,7 +190,7 @@ async function workflowWatch(
     return EXIT.interrupted;
   }
   const status = await host.runs.wait(runId, host.caller);
-  await reportEnd(status, { json: flags.json, home: host.home });
+  await reportEnd(status, { json: flags.json });
   return exitStatusOfState(status.state);
 }
 

@@ -56,7 +56,7 @@ export async function narrateRun(
  */
 export async function reportEnd(
   status: RunStatus,
-  options: { json?: boolean; ref?: string; home: string; flags?: RerunFlags },
+  options: { json?: boolean; ref?: string; flags?: RerunFlags } = {},
 ): Promise<void> {
   const runId = status.run_id;
   const { journal } = status;
@@ -78,7 +78,6 @@ export async function reportEnd(
     printLine(
       `svc: resume it with: ${
         resumeCommand(status, {
-          home: options.home,
           ...(options.ref ? { ref: options.ref } : {}),
           ...(options.flags ? { flags: options.flags } : {}),
         })

@@ -16,6 +16,16 @@ export interface WorkflowRunFlags extends RerunFlags {
   json?: boolean;
 }
 
+/** Options of `svc workflow resume`, as commander hands them over. */
+export interface WorkflowResumeFlags {
+  /** `--fake-dispatch` true, `--no-fake-dispatch` false, neither: the source run's. */
+  fakeDispatch?: boolean;
+  timeout?: string;
+  budgetTokens?: string;
+  budgetUsd?: string;
+  json?: boolean;
+}
+
 export { UsageError };
 /** Exit statuses of the command line: they live in `cli/exit_status.ts` (README, "Exit statuses"). */
 export { EXIT } from "./exit_status.ts";
@@ -85,7 +95,11 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
   }
   await using host = await openHost();
   await reportInterrupted(host);
-  return await follow(host, request, { flags, ref: source.ref });
+  return await follow(host, () => host.runs.start(request, host.caller), {
+    json: flags.json,
+    flags,
+    ref: source.ref,
+  });
 }
 
 /**
@@ -119,20 +133,41 @@ async function reportInterrupted(host: Host): Promise<void> {
     printLine(
       `svc: run ${runId} (${status.filename}) was interrupted: its host stopped before it ended`,
     );
-    printLine(`svc: resume it with: ${resumeCommand(status, { home: host.home })}`);
+    printLine(`svc: resume it with: ${resumeCommand(status)}`);
   }
 }
 
+/**
+ * `svc workflow resume <run_id>`: runs an ended run again from the script and args the ledger
+ * recorded, replaying its journaled calls; narrates and prints as `svc workflow run` does.
+ */
+export async function workflowResume(runId: string, flags: WorkflowResumeFlags): Promise<number> {
+  const changes: Record<string, unknown> = {
+    ...(flags.fakeDispatch !== undefined ? { fake_dispatch: flags.fakeDispatch } : {}),
+    timeout: parseTimeout(flags.timeout),
+    budget_tokens: parseNumber("--budget-tokens", flags.budgetTokens, true),
+    budget_usd: parseNumber("--budget-usd", flags.budgetUsd, false),
+  };
+  await using host = await openHost();
+  await reportInterrupted(host);
+  return await follow(host, () => host.runs.resume(runId, host.caller, changes), {
+    json: flags.json,
+  });
+}
+
+/**
+ * Starts a run with `start`, narrates it to its end and reports it; Ctrl-C cancels it (twice:
+ * quits). With `flags` and `ref` (a run of a script file), the resume hint repeats them.
+ */
 async function follow(
   host: Host,
-  request: Record<string, unknown>,
-  options: { flags: WorkflowRunFlags; ref: string },
+  start: () => Promise<RunStatus>,
+  options: { json?: boolean | undefined; flags?: WorkflowRunFlags; ref?: string },
 ): Promise<number> {
-  const { flags } = options;
   const { runs: manager, caller } = host;
   const p = platform();
   // A refusal (a bad script, an unknown run to resume) exits by its error code, as anywhere.
-  const started = await manager.start(request, caller);
+  const started = await start();
   const runId = started.run_id;
   printLine(
     `svc: run ${runId} started (${started.filename}${started.name ? `, "${started.name}"` : ""}${
@@ -166,6 +201,10 @@ async function follow(
   } finally {
     removeInterrupt();
   }
-  await reportEnd(status, { json: flags.json, ref: options.ref, home: host.home, flags });
+  await reportEnd(status, {
+    json: options.json,
+    ...(options.ref !== undefined ? { ref: options.ref } : {}),
+    ...(options.flags !== undefined ? { flags: options.flags } : {}),
+  });
   return exitStatusOfState(status.state);
 }

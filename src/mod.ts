@@ -137,6 +137,7 @@ export type {
   PageOptions,
   ReviewRecord,
   RunEventAt,
+  RunInput,
   ScriptErrorRecord,
   SessionRecord,
   TaskApprovalNote,
@@ -210,7 +211,11 @@ export type {
   ServeOptions,
   SpawnOptions,
 } from "./platform/mod.ts";
-export { WorkflowRunRequestSchema } from "./schemas/mod.ts";
+export {
+  MAX_ARGS_BYTES,
+  WorkflowResumeRequestSchema,
+  WorkflowRunRequestSchema,
+} from "./schemas/mod.ts";
 export type {
   AgentOptions,
   Effort,
@@ -220,5 +225,6 @@ export type {
   Schema,
   SchemaIssue,
   SchemaResult,
+  WorkflowResumeRequest,
   WorkflowRunRequest,
 } from "./schemas/mod.ts";

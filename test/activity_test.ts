@@ -131,7 +131,7 @@ Deno.test("a run and a task whose host died appear as interrupted in their owner
   const dead = { id: newId("host"), pid: 2 ** 22 + 1 };
   const run = queuedRun("alice", template);
   await s.ledger.createRun(run, {
-    script: "return 1;",
+    input: { script: "return 1;" },
     host: dead,
     event: { type: "state", run_id: run.run_id, at: run.created_at, state: "queued" },
   });

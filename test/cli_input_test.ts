@@ -118,21 +118,69 @@ Deno.test("a run that does not succeed ends with the command that resumes it", a
   assert.match(resumed.stderr, /1 calls: 0 live, 1 replayed/);
 });
 
-Deno.test("a script from standard input is resumed from the copy svc kept", async () => {
+Deno.test("a script from standard input is resumed with `svc workflow resume`, which runs the copy svc kept with its args", async () => {
   await using home = await tempDir();
-  const failed = await runCli(["workflow", "run", "-", "--fake-dispatch"], {
+  const failed = await runCli(["workflow", "run", "-", "--fake-dispatch", "--args", '{"n": 4}'], {
     home: home.path,
-    input: `await agent("one"); throw new Error("boom");\n`,
+    input: `const a = await agent("one"); if (args.n > 3) throw new Error("boom"); return a;\n`,
   });
   assert.equal(failed.code, 1);
   const runId = /run (run_[0-9a-z]+) failed/.exec(failed.stderr)?.[1];
   assert.match(
     failed.stderr,
-    new RegExp(
-      `^svc: resume it with: svc workflow run ${home.path}/runs/${runId}/script\\.js --fake-dispatch --resume-from ${runId}$`,
-      "m",
-    ),
+    new RegExp(`^svc: resume it with: svc workflow resume ${runId}$`, "m"),
   );
+  // The same script and args: it fails again, after replaying its one call.
+  const again = await runCli(["workflow", "resume", runId!, "--json"], { home: home.path });
+  assert.equal(again.code, 1, again.stderr);
+  const status = JSON.parse(again.stdout);
+  assert.equal(status.resumed_from, runId);
+  assert.equal(status.error.message, "Error: boom (stdin.js:1:53)", "the args came back");
+  assert.deepEqual([status.journal.replayed, status.journal.live], [1, 0]);
+  assert.match(
+    again.stderr,
+    new RegExp(`^svc: run ${status.run_id} started \\(stdin\\.js, resuming ${runId}\\)$`, "m"),
+  );
+  assert.match(
+    again.stderr,
+    new RegExp(`^svc: resume it with: svc workflow resume ${status.run_id}$`, "m"),
+  );
+});
+
+Deno.test("svc workflow resume changes only what its flags name, and exits by the error of a run it cannot resume", async () => {
+  await using home = await tempDir();
+  const first = await runCli(
+    ["workflow", "run", "-", "--fake-dispatch", "--timeout", "300", "--json"],
+    { home: home.path, input: `return await agent("one");\n` },
+  );
+  assert.equal(first.code, 0, first.stderr);
+  const source = JSON.parse(first.stdout);
+  const resumed = await runCli(
+    ["workflow", "resume", source.run_id, "--timeout", "60", "--budget-tokens", "9000", "--json"],
+    { home: home.path },
+  );
+  assert.equal(resumed.code, 0, resumed.stderr);
+  const status = JSON.parse(resumed.stdout);
+  assert.deepEqual(
+    [status.timeout, status.budget.tokens.cap, status.fake_dispatch, status.journal.replayed],
+    [60, 9000, true, 1],
+  );
+  const live = await runCli(["workflow", "resume", source.run_id, "--no-fake-dispatch", "--json"], {
+    home: home.path,
+  });
+  assert.equal(live.code, 0, live.stderr);
+  assert.equal(JSON.parse(live.stdout).fake_dispatch, false);
+
+  const unknown = await runCli(["workflow", "resume", "run_0000000000unknown"], {
+    home: home.path,
+  });
+  assert.equal(unknown.code, 3, "an unknown run exits as not_found does everywhere");
+  assert.match(unknown.stderr, /^svc: Cannot resume run 'run_0000000000unknown': no such run$/m);
+  const badTimeout = await runCli(["workflow", "resume", source.run_id, "--timeout", "soon"], {
+    home: home.path,
+  });
+  assert.equal(badTimeout.code, 2);
+  assert.match(badTimeout.stderr, /^svc: Cannot use --timeout 'soon'/m);
 });
 
 Deno.test("without a terminal, call counts print only when they change, at most once a second", async () => {

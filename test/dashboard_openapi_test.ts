@@ -39,6 +39,8 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/workflow",
       "GET /api/workflow/{run_id}/journal",
       "POST /api/workflow/{run_id}/cancel",
+      "POST /api/workflow/{run_id}/resume",
+      "GET /api/workflow/{run_id}/script",
       "GET /api/status",
       "GET /api/history",
       "GET /api/stats",
@@ -92,6 +94,17 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
   await check("GET", "/api/workflow/{run_id}", `/api/workflow/${runId}`);
   await check("GET", "/api/workflow/{run_id}/journal", `/api/workflow/${runId}/journal`);
   await check("POST", "/api/workflow/{run_id}/cancel", `/api/workflow/${runId}/cancel`);
+  await check("GET", "/api/workflow/{run_id}/script", `/api/workflow/${runId}/script`);
+  const resumed = await check(
+    "POST",
+    "/api/workflow/{run_id}/resume",
+    `/api/workflow/${runId}/resume`,
+    {
+      fake_dispatch: true,
+    },
+  );
+  await d.services.runs.wait(String(resumed.run_id), { owner: "alice" });
+  await check("POST", "/api/workflow/{run_id}/resume", "/api/workflow/run_01nope/resume", {});
   await check("GET", "/api/workflow/{run_id}", "/api/workflow/run_01nope");
   await check("GET", "/api/dispatch/{task_id}", `/api/dispatch/${task.task_id}`);
   await check("GET", "/api/tasks", "/api/tasks");

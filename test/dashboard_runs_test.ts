@@ -59,6 +59,7 @@ Deno.test("another owner's run, task and session answer 404 on every route that 
     ["GET", `/api/workflow/${runId}/journal`, "/api/workflow/run_01zzzzzzzzzzzzzzzz/journal"],
     ["GET", `/api/workflow/${runId}/events`, "/api/workflow/run_01zzzzzzzzzzzzzzzz/events"],
     ["POST", `/api/workflow/${runId}/cancel`, "/api/workflow/run_01zzzzzzzzzzzzzzzz/cancel"],
+    ["GET", `/api/workflow/${runId}/script`, "/api/workflow/run_01zzzzzzzzzzzzzzzz/script"],
     ["GET", `/api/dispatch/${taskId}`, "/api/dispatch/task_01zzzzzzzzzzzzzzzz"],
     ["GET", `/api/dispatch/${taskId}/events`, "/api/dispatch/task_01zzzzzzzzzzzzzzzz/events"],
     ["POST", `/api/dispatch/${taskId}/cancel`, "/api/dispatch/task_01zzzzzzzzzzzzzzzz/cancel"],

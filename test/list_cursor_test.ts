@@ -39,7 +39,7 @@ async function template(s: Services, caller: Caller): Promise<RunStatus> {
 async function recordRun(s: Services, owner: string, template: RunStatus): Promise<string> {
   const status = { ...structuredClone(template), run_id: newId("run"), owner };
   await s.ledger.createRun(status, {
-    script: "return 1;",
+    input: { script: "return 1;" },
     host: s.host.ref,
     event: { type: "state", run_id: status.run_id, at: status.created_at, state: "queued" },
   });

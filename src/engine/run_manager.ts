@@ -21,13 +21,23 @@ import {
   ownerScope,
   type RunError,
   type RunEvent,
+  type RunInput,
   type RunState,
   type RunStatus,
   shownId,
   TERMINAL_STATES,
 } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
-import { describeIssue, type JsonValue, WorkflowRunRequestSchema } from "../schemas/mod.ts";
+import {
+  CONCURRENCY_LIMIT,
+  describeIssue,
+  type JsonValue,
+  MAX_AGENTS_LIMIT,
+  type WorkflowResumeRequest,
+  WorkflowResumeRequestSchema,
+  type WorkflowRunRequest,
+  WorkflowRunRequestSchema,
+} from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { handleAgentCall } from "./agent_call.ts";
 import { BudgetGate } from "./budget.ts";
@@ -263,7 +273,12 @@ export class RunManager {
     const release = await this.#host.hold();
     try {
       await this.#ledger.createRun(status, {
-        script: request.script,
+        input: {
+          script: request.script,
+          ...(request.args !== undefined ? { args: request.args } : {}),
+          schema_attempts: request.schema_attempts,
+          ...(request.script_dir !== undefined ? { script_dir: request.script_dir } : {}),
+        },
         host: this.#host.ref,
         event: { type: "state", run_id: status.run_id, at: createdAt, state: "queued" },
       });
@@ -291,17 +306,60 @@ export class RunManager {
     return snapshot;
   }
 
+  /**
+   * Starts a new run that replays a finished one: the source's script, filename, args,
+   * isolation, sandbox levels, workdir, timeout, fake dispatch, budgets, limits and schema
+   * attempts, with `resume_from` the source. `options` (checked by
+   * `WorkflowResumeRequestSchema`) may change `fake_dispatch`, `timeout` and the budgets. Another
+   * owner's run is `not_found`; a run still queued or running is a `conflict`.
+   */
+  async resume(runId: string, caller: Caller, options: unknown = {}): Promise<RunStatus> {
+    const parsed = WorkflowResumeRequestSchema.safeParse(options ?? {});
+    if (!parsed.success) {
+      throw new SvcError(
+        "invalid_request",
+        `Cannot resume run '${shownId(runId)}': ${describeIssue(parsed.error)}`,
+      );
+    }
+    const source = await this.#visible(runId, caller, "resume");
+    const input = await this.#ledger.getRunInput(runId);
+    if (!input) {
+      throw new SvcError("not_found", `Cannot resume run '${shownId(runId)}': no such run`);
+    }
+    // start() refuses a source still running, as for any resume_from.
+    return await this.start(replayRequest(source, input, parsed.data), caller);
+  }
+
+  /**
+   * What a run was started with: its filename, script and args (when it got any); not_found
+   * for an unknown id or a run the caller may not see.
+   */
+  async input(
+    runId: string,
+    caller: Caller,
+  ): Promise<{ run_id: string; filename: string; script: string; args?: JsonValue }> {
+    const status = await this.#visible(runId, caller, "read the script of");
+    const input = await this.#ledger.getRunInput(runId);
+    if (!input) {
+      throw new SvcError(
+        "not_found",
+        `Cannot read the script of run '${shownId(runId)}': no such run`,
+      );
+    }
+    return {
+      run_id: runId,
+      filename: status.filename,
+      script: input.script,
+      ...(input.args !== undefined ? { args: input.args } : {}),
+    };
+  }
+
   async #replaySource(runId: string, caller: Caller): Promise<ReplaySource> {
     const source = await this.get(runId, caller);
     if (!source) {
       throw new SvcError("not_found", `Cannot resume from run '${runId}': no such run`);
     }
-    if (!TERMINAL_STATES.has(source.state)) {
-      throw new SvcError(
-        "conflict",
-        `Cannot resume from run '${runId}': it is still ${source.state}`,
-      );
-    }
+    refuseUnended(source);
     return new ReplaySource(runId, await this.#ledger.getJournal(runId));
   }
 
@@ -626,6 +684,50 @@ export class RunManager {
       if (error instanceof SvcError) throw new ScriptCallError("Error", error.message);
       throw error;
     }
+  }
+}
+
+/**
+ * The request that runs `source` again from its recorded input, resuming from it, with what
+ * `changes` names changed. Limits out of a request's range (only a host's own defaults can be)
+ * are left to that default again.
+ */
+function replayRequest(
+  source: RunStatus,
+  input: RunInput,
+  changes: WorkflowResumeRequest,
+): Omit<WorkflowRunRequest, "schema_attempts"> & { schema_attempts?: number } {
+  const { limits, budget } = source;
+  const budgetTokens = changes.budget_tokens ?? budget.tokens.cap ?? undefined;
+  const budgetUsd = changes.budget_usd ?? budget.usd.cap ?? undefined;
+  return {
+    script: input.script,
+    filename: source.filename,
+    ...(input.args !== undefined ? { args: input.args } : {}),
+    sandbox_default: source.sandbox_default,
+    sandbox_max: source.sandbox_max,
+    isolation: source.isolation,
+    ...(source.workdir !== null ? { workdir: source.workdir } : {}),
+    ...(input.script_dir !== undefined ? { script_dir: input.script_dir } : {}),
+    timeout: changes.timeout ?? source.timeout,
+    fake_dispatch: changes.fake_dispatch ?? source.fake_dispatch,
+    ...(budgetTokens !== undefined ? { budget_tokens: budgetTokens } : {}),
+    ...(budgetUsd !== undefined ? { budget_usd: budgetUsd } : {}),
+    resume_from: source.run_id,
+    ...(limits.max_agents <= MAX_AGENTS_LIMIT ? { max_agents: limits.max_agents } : {}),
+    ...(limits.concurrency <= CONCURRENCY_LIMIT ? { concurrency: limits.concurrency } : {}),
+    // Runs recorded before schema_attempts was kept ran with the default, which applies again.
+    ...(input.schema_attempts !== undefined ? { schema_attempts: input.schema_attempts } : {}),
+  };
+}
+
+/** Only a run that has ended can be resumed: a running one is still writing its journal. */
+function refuseUnended(source: RunStatus): void {
+  if (!TERMINAL_STATES.has(source.state)) {
+    throw new SvcError(
+      "conflict",
+      `Cannot resume from run '${source.run_id}': it is still ${source.state}`,
+    );
   }
 }
 

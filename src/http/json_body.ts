@@ -50,13 +50,16 @@ export function jsonBody(options: { maxBytes?: number } = {}): MiddlewareHandler
       if (error instanceof RangeError) return tooLarge(limit);
       throw error;
     }
+    const type = c.req.header("content-type") ?? "";
+    const declaredJson = /^application\/json\s*(;|$)/i.test(type);
     if (bytes.byteLength === 0) {
-      // An action without a body (a cancel) is fine; a route that needs one says so.
-      c.req.bodyCache.json = Promise.resolve(undefined);
+      // An action without a body (a cancel, a resume) is fine; a route that needs one says so.
+      // A client that declares JSON on every request and sends nothing has sent an empty
+      // object: the route's validation reads that rather than failing to parse nothing.
+      c.req.bodyCache.json = Promise.resolve(declaredJson ? {} : undefined);
       return await next();
     }
-    const type = c.req.header("content-type") ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type)) {
+    if (!declaredJson) {
       return invalid("send it as JSON with the header 'Content-Type: application/json'");
     }
     let text: string;

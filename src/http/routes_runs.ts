@@ -1,13 +1,14 @@
 /**
- * Workflow runs over HTTP: start (202 at once), list, status, journal, cancel, events.
+ * Workflow runs over HTTP: start (202 at once), list, status, journal, script, cancel, resume,
+ * events.
  * The owner is the token's; another owner's run answers 404 like an unknown id.
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
-import type { RunState } from "../ledger/mod.ts";
-import { WorkflowRunBodySchema } from "../schemas/mod.ts";
+import type { RunState, RunStatus } from "../ledger/mod.ts";
+import { WorkflowResumeBodySchema, WorkflowRunBodySchema } from "../schemas/mod.ts";
 import type { DashboardHono, RouteContext } from "./app.ts";
 import { feedResponse, noSuch } from "./feed_stream.ts";
 import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
@@ -99,6 +100,49 @@ const cancelRoute = createRoute({
   },
 });
 
+/** What `GET /api/workflow/{run_id}/script` answers: what the run was started with. */
+const RunScriptSchema = z.object({
+  run_id: z.string(),
+  filename: z.string().meta({ description: "the script's file name, as in messages" }),
+  script: z.string().meta({ description: "the script's source, as given" }),
+  args: z.unknown().optional().meta({
+    description: "the args the script got; absent when it got none (or the run is older " +
+      "than their recording)",
+  }),
+}).meta({ id: "RunScript" });
+
+const scriptRoute = createRoute({
+  method: "get",
+  path: "/api/workflow/{run_id}/script",
+  summary: "The script and args a run was started with",
+  request: { params: RunIdParamSchema },
+  responses: {
+    200: { description: "the run's input", content: jsonContent(RunScriptSchema) },
+    ...errors(404),
+  },
+});
+
+const resumeRoute = createRoute({
+  method: "post",
+  path: "/api/workflow/{run_id}/resume",
+  summary: "Resume a run that has ended",
+  description: "Starts a new run of the source run's script with its args and settings, " +
+    "replaying its journaled calls (`resume_from`); answers 202 like `POST /api/workflow/run`. " +
+    "The body is optional: it may change `fake_dispatch`, `timeout`, `budget_tokens` and " +
+    "`budget_usd`. A run still queued or running answers 409.",
+  request: {
+    params: RunIdParamSchema,
+    body: { required: false, content: jsonContent(WorkflowResumeBodySchema) },
+  },
+  responses: {
+    202: {
+      description: "the new run was recorded and starts",
+      content: jsonContent(RunStartedSchema),
+    },
+    ...errors(400, 404, 409, 503),
+  },
+});
+
 const eventsRoute = createRoute({
   method: "get",
   path: "/api/workflow/{run_id}/events",
@@ -131,6 +175,16 @@ function parseStates(text: string | undefined): RunState[] | undefined {
   return states as RunState[];
 }
 
+/** The answer of a route that started a run: its handle, and where to follow it. */
+function started(status: RunStatus): z.infer<typeof RunStartedSchema> {
+  return {
+    run_id: status.run_id,
+    state: status.state,
+    status_url: `/api/workflow/${status.run_id}`,
+    events_url: `/api/workflow/${status.run_id}/events`,
+  };
+}
+
 /** Adds the workflow run routes. */
 export function addRunRoutes(app: DashboardHono, context: RouteContext): void {
   const { runs } = context.services;
@@ -139,13 +193,18 @@ export function addRunRoutes(app: DashboardHono, context: RouteContext): void {
     const { owner_user_id: _ignored, ...body } = c.req.valid("json") as
       & z.infer<typeof WorkflowRunBodySchema>
       & { owner_user_id?: unknown };
-    const status = await runs.start(body, c.get("caller"));
-    return c.json({
-      run_id: status.run_id,
-      state: status.state,
-      status_url: `/api/workflow/${status.run_id}`,
-      events_url: `/api/workflow/${status.run_id}/events`,
-    }, 202);
+    return c.json(started(await runs.start(body, c.get("caller"))), 202);
+  });
+
+  app.openapi(resumeRoute, async (c) => {
+    const { run_id } = c.req.valid("param");
+    // No body reads as an empty object: nothing changes.
+    return c.json(started(await runs.resume(run_id, c.get("caller"), c.req.valid("json"))), 202);
+  });
+
+  app.openapi(scriptRoute, async (c) => {
+    const { run_id } = c.req.valid("param");
+    return c.json(await runs.input(run_id, c.get("caller")), 200);
   });
 
   app.openapi(listRoute, async (c) => {

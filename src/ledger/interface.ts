@@ -17,6 +17,7 @@ import type {
   JournalEntry,
   NarrationEntry,
   RunEvent,
+  RunInput,
   RunState,
   RunStatus,
   SecurityEvent,
@@ -113,12 +114,14 @@ export interface Ledger {
   taskDir(taskId: string): string;
 
   /**
-   * Records a new run, its script and its first event (seq 0), as running on `host`; its state
-   * enters the owner's activity stream in the same commit.
+   * Records a new run, its input (script, args, ...) and its first event (seq 0), as running on
+   * `host`; its state enters the owner's activity stream in the same commit. The input is
+   * written before the run exists, so whoever sees the run can read its input. `args` over
+   * `MAX_ARGS_BYTES` as JSON are refused (`invalid_request`).
    */
   createRun(
     status: RunStatus,
-    options: { script: string; host: HostRef; event: RunEvent },
+    options: { input: RunInput; host: HostRef; event: RunEvent },
   ): Promise<void>;
   /**
    * Commits a run's writes in order; a terminal status ends the run's feed and its cancel
@@ -127,6 +130,11 @@ export interface Ledger {
   write(runId: string, ops: LedgerOp[]): Promise<void>;
   /** The run's full status, or undefined when there is no such run. */
   getRun(runId: string): Promise<RunStatus | undefined>;
+  /**
+   * What the run was started with (its script, args, ...), or undefined when there is no such
+   * run. A run recorded before args were kept reads without them.
+   */
+  getRunInput(runId: string): Promise<RunInput | undefined>;
   /** The run's journal in call order, results included. */
   getJournal(runId: string): Promise<JournalEntry[]>;
   /**

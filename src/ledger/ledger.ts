@@ -1,10 +1,11 @@
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, type KvAtomic, type KvKey, type KvStore, platform } from "../platform/mod.ts";
-import type { JsonValue } from "../schemas/mod.ts";
+import { jsonByteLength, type JsonValue, MAX_ARGS_BYTES } from "../schemas/mod.ts";
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
 import { checkBefore, parseCallCursor } from "./cursor.ts";
+import { isId } from "./ids.ts";
 import type {
   HostRef,
   Ledger,
@@ -21,6 +22,7 @@ import {
   type JournalEntry,
   type NarrationEntry,
   type RunEvent,
+  type RunInput,
   type RunStatus,
   type SecurityEvent,
   type SessionRecord,
@@ -64,6 +66,17 @@ const ACTIVITY_ATTEMPTS = 100;
 
 /** A JSON value kept inline, or in a blob file of the run directory. */
 type Stored = { value: JsonValue } | { ref: string };
+
+/**
+ * `input.json` of a run directory: what the run was started with besides its script (kept in
+ * `script.js` beside it) and its status. Absent for runs recorded before it existed.
+ */
+interface InputDoc {
+  v: 1;
+  args?: JsonValue;
+  schema_attempts?: number;
+  script_dir?: string;
+}
 
 interface RunDoc {
   v: 1;
@@ -461,15 +474,29 @@ class KvLedger implements Ledger {
     return task;
   }
 
-  /** Records a new run and writes its script into the run directory. */
+  /**
+   * Records a new run and writes its input into the run directory: the script as `script.js`,
+   * the rest as `input.json`. Both are written before the run's record, so that a reader who
+   * finds the run finds its input.
+   */
   async createRun(
     status: RunStatus,
-    options: { script: string; host: HostRef; event: RunEvent },
+    options: { input: RunInput; host: HostRef; event: RunEvent },
   ): Promise<void> {
+    const { script, ...rest } = options.input;
+    if (rest.args !== undefined && jsonByteLength(rest.args) > MAX_ARGS_BYTES) {
+      throw new SvcError(
+        "invalid_request",
+        `Cannot record run ${status.run_id}: its args are larger than ${MAX_ARGS_BYTES} bytes as JSON`,
+      );
+    }
     const p = platform();
-    await p.mkdir(this.runDir(status.run_id));
-    // A fixed name: the caller's filename is for display only and never becomes a path.
-    await p.writeTextFile(joinPath(this.runDir(status.run_id), "script.js"), options.script);
+    const dir = this.runDir(status.run_id);
+    await p.mkdir(dir);
+    // Fixed names: the caller's filename is for display only and never becomes a path.
+    await p.writeTextFile(joinPath(dir, "script.js"), script);
+    const input: InputDoc = { v: 1, ...rest };
+    await p.writeTextFile(joinPath(dir, "input.json"), JSON.stringify(input));
     const record: RunDoc = { v: 1, status: fitRecord(bareStatus(status), VALUE_LIMIT).value };
     const doc = toBytes(record);
     const event = fitRecord(options.event).bytes;
@@ -642,6 +669,40 @@ class KvLedger implements Ledger {
     status.security_events = await this.#list<SecurityEvent>(KEYS.security(runId));
     if (doc.result) status.result = await this.#load(runId, doc.result);
     return status;
+  }
+
+  /**
+   * What the run was started with: `script.js` and `input.json` of its directory. A run
+   * recorded before `input.json` existed reads with its script alone.
+   */
+  async getRunInput(runId: string): Promise<RunInput | undefined> {
+    // Only the id of a recorded run ever becomes a path.
+    if (!isId("run", runId) || !(await this.#kv.get(KEYS.run(runId))).value) return undefined;
+    const dir = this.runDir(runId);
+    const p = platform();
+    let script: string;
+    try {
+      script = await p.readTextFile(joinPath(dir, "script.js"));
+    } catch (error) {
+      throw new SvcError(
+        "internal",
+        `Cannot read the input of run ${runId}: its script file in ${dir} cannot be read`,
+        { cause: error },
+      );
+    }
+    let text: string;
+    try {
+      text = await p.readTextFile(joinPath(dir, "input.json"));
+    } catch (error) {
+      if (error instanceof Error && error.name === "NotFound") return { script };
+      throw new SvcError(
+        "internal",
+        `Cannot read the input of run ${runId}: its input.json in ${dir} cannot be read`,
+        { cause: error },
+      );
+    }
+    const { v: _v, ...rest } = JSON.parse(text) as InputDoc;
+    return { script, ...rest };
   }
 
   /** The run's journal in call order, results included. */

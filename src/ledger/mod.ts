@@ -40,6 +40,7 @@ export {
   type RunCondition,
   type RunError,
   type RunEvent,
+  type RunInput,
   type RunState,
   type RunStatus,
   type ScriptErrorRecord,

@@ -217,6 +217,23 @@ export interface JournalSummary {
   usage: UsageTotals;
 }
 
+/**
+ * What a run was started with that its status does not keep: the script, and the request's
+ * `args`, `schema_attempts` and `script_dir`. Together with the status it is the whole request,
+ * so a run can be started again from the ledger (a resume; a queued run taken by another host).
+ * Runs recorded before svc kept it read with the script alone.
+ */
+export interface RunInput {
+  /** The script's source, as given. */
+  script: string;
+  /** The `args` the script got; absent when it got none (or the run predates their recording). */
+  args?: JsonValue;
+  /** Attempts of a schema call whose result fails validation; absent for older runs. */
+  schema_attempts?: number;
+  /** The folder the script came from (set by the command line), for its relative `workflow()` refs. */
+  script_dir?: string;
+}
+
 /** The status object of a run: what `GET /api/workflow/{run_id}` and `--json` return. */
 export interface RunStatus {
   /** The run's id (`run_...`). */

@@ -30,15 +30,31 @@ export function jsonProblem(value: unknown, maxDepth: number = MAX_JSON_DEPTH): 
   return undefined;
 }
 
-/** A JSON value supplied by a caller, nested at most {@linkcode MAX_JSON_DEPTH} levels deep. */
-export const BoundedJsonSchema: z.ZodType<JsonValue> = z.unknown().superRefine(
-  (value, ctx) => {
-    const problem = jsonProblem(value);
-    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-  },
+/** How many bytes `value` takes as UTF-8 JSON; `value` must have passed {@linkcode jsonProblem}. */
+export function jsonByteLength(value: JsonValue): number {
+  return new TextEncoder().encode(JSON.stringify(value)).byteLength;
+}
+
+/**
+ * A JSON value supplied by a caller, nested at most {@linkcode MAX_JSON_DEPTH} levels deep and,
+ * with `maxBytes`, at most that many bytes as UTF-8 JSON (a value the ledger records whole).
+ */
+export function boundedJson(options: { maxBytes?: number } = {}): z.ZodType<JsonValue> {
+  const { maxBytes } = options;
   // `unknown` rather than `custom`, so that the OpenAPI document can describe it (as any JSON).
-).meta({
-  description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels deep`,
-}) as z.ZodType<
-  JsonValue
->;
+  return z.unknown().superRefine((value, ctx) => {
+    // The size is measured only once the depth is known to be safe to serialise.
+    const problem = jsonProblem(value) ??
+      (maxBytes !== undefined && jsonByteLength(value as JsonValue) > maxBytes
+        ? `must be at most ${maxBytes} bytes as JSON`
+        : undefined);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+  }).meta({
+    description: `any JSON value, nested at most ${MAX_JSON_DEPTH} levels deep${
+      maxBytes === undefined ? "" : `, at most ${maxBytes} bytes as JSON`
+    }`,
+  }) as z.ZodType<JsonValue>;
+}
+
+/** A JSON value supplied by a caller, nested at most {@linkcode MAX_JSON_DEPTH} levels deep. */
+export const BoundedJsonSchema: z.ZodType<JsonValue> = boundedJson();

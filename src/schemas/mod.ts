@@ -16,12 +16,23 @@ export {
   type SandboxLevel,
   SandboxLevelSchema,
 } from "./agent_options.ts";
-export { BoundedJsonSchema, jsonProblem, type JsonValue, MAX_JSON_DEPTH } from "./json.ts";
+export {
+  boundedJson,
+  BoundedJsonSchema,
+  jsonByteLength,
+  jsonProblem,
+  type JsonValue,
+  MAX_JSON_DEPTH,
+} from "./json.ts";
 export {
   CONCURRENCY_LIMIT,
   IsolationSchema,
   type IsolationTier,
   MAX_AGENTS_LIMIT,
+  MAX_ARGS_BYTES,
+  WorkflowResumeBodySchema,
+  type WorkflowResumeRequest,
+  WorkflowResumeRequestSchema,
   WorkflowRunBodySchema,
   type WorkflowRunRequest,
   WorkflowRunRequestSchema,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { sandboxAbove, SandboxLevelSchema } from "./agent_options.ts";
-import { BoundedJsonSchema, type JsonValue } from "./json.ts";
+import { boundedJson, type JsonValue } from "./json.ts";
 import type { Assert, SameType } from "./same_type.ts";
 import type { SandboxLevel } from "./agent_options.ts";
 import type { Schema } from "./schema.ts";
@@ -21,6 +21,18 @@ export const MAX_AGENTS_LIMIT = 1000;
  * is a process tree on the host; per-provider caps still apply on top.
  */
 export const CONCURRENCY_LIMIT = 64;
+/**
+ * The largest `args` a run accepts, in bytes of UTF-8 JSON: the ledger records them with the
+ * run (`input.json` in its directory), so that the run can be resumed or started elsewhere.
+ */
+export const MAX_ARGS_BYTES = 1024 * 1024;
+
+/** Seconds a run may take: at most a week. */
+const timeoutSchema = z.number().int("must be whole seconds").positive().max(7 * 24 * 3600);
+const budgetFields = {
+  budget_tokens: z.number().int("must be a whole number of tokens").positive().optional(),
+  budget_usd: z.number().positive().optional(),
+};
 
 const workflowRunFields = {
   script: z.string().min(1, "must not be empty"),
@@ -30,7 +42,7 @@ const workflowRunFields = {
     /^(?!\.\.?$)[^/\\\x00-\x1f\x7f]+$/,
     "must be a file name without '/', '\\' or control characters",
   ).optional(),
-  args: BoundedJsonSchema.optional(),
+  args: boundedJson({ maxBytes: MAX_ARGS_BYTES }).optional(),
   sandbox_default: SandboxLevelSchema.default("read-only"),
   /** The ceiling of every call's sandbox level; `sandbox_default` when absent. */
   sandbox_max: SandboxLevelSchema.optional(),
@@ -40,10 +52,9 @@ const workflowRunFields = {
     /^[^\x00-\x1f\x7f]*$/,
     "must be a path without control characters",
   ).optional(),
-  timeout: z.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(3600),
+  timeout: timeoutSchema.default(3600),
   fake_dispatch: z.boolean().default(false),
-  budget_tokens: z.number().int("must be a whole number of tokens").positive().optional(),
-  budget_usd: z.number().positive().optional(),
+  ...budgetFields,
   resume_from: z.string().regex(/^run_[0-9a-z]+$/, "must be a run id like run_01abc").optional(),
   /** `agent()` calls the run may make, sub-workflows included; later ones return null. Default 200. */
   max_agents: z.number().int("must be a whole number").min(1).max(MAX_AGENTS_LIMIT).optional(),
@@ -136,3 +147,33 @@ type _WorkflowRunRequestMatches = Assert<
  * protocol: unknown fields and out-of-range values are refused, defaults filled in.
  */
 export const WorkflowRunRequestSchema: Schema<WorkflowRunRequest> = workflowRunRequestSchema;
+
+/**
+ * What a resume of a run may change (`POST /api/workflow/{run_id}/resume`, `svc workflow
+ * resume`): everything else is the source run's. Each field overrides the source's value.
+ */
+export interface WorkflowResumeRequest {
+  /** Answer every `agent()` call with the fake provider, or not. */
+  fake_dispatch?: boolean;
+  /** Seconds the new run may take. */
+  timeout?: number;
+  /** The new run's budget in tokens. */
+  budget_tokens?: number;
+  /** The new run's budget in USD. */
+  budget_usd?: number;
+}
+
+const workflowResumeRequestSchema = z.strictObject({
+  fake_dispatch: z.boolean().optional(),
+  timeout: timeoutSchema.optional(),
+  ...budgetFields,
+});
+type _WorkflowResumeRequestMatches = Assert<
+  SameType<WorkflowResumeRequest, z.infer<typeof workflowResumeRequestSchema>>
+>;
+
+/** Validates what a resume may change: unknown fields and out-of-range values are refused. */
+export const WorkflowResumeRequestSchema: Schema<WorkflowResumeRequest> =
+  workflowResumeRequestSchema;
+/** The same, as the zod schema the HTTP route's OpenAPI document is generated from. */
+export const WorkflowResumeBodySchema = workflowResumeRequestSchema;
