@@ -51,8 +51,8 @@ export async function findChromium(): Promise<ChromiumLookup> {
     if (path !== undefined) return { path, from: "PATH" };
   }
   return {
-    skip: `no Chromium found (looked for ${CHROMIUM_NAMES.join(", ")} on PATH; ` +
-      `install Debian's chromium or set ${CHROMIUM_ENV} to an executable)`,
+    skip: `no Chromium on PATH (${CHROMIUM_NAMES.join(", ")}); ` +
+      `install Debian's chromium or set ${CHROMIUM_ENV}`,
   };
 }
 
@@ -71,18 +71,30 @@ export async function findExecutable(name: string): Promise<string | undefined> 
 export const CHROMIUM: ChromiumLookup = await findChromium();
 
 /**
- * Declares a test that needs the browser. Without one it is registered as ignored and a line says
- * why, so a run without Chromium shows skipped tests rather than silently passing ones.
+ * Declares a test that needs the browser. Without one it is registered as ignored, its name ending
+ * in `[ignored: <why>]` (as the compile test does), so the runner's own line for it says why.
  */
 export function pageTest(
   name: string,
   fn: (t: Deno.TestContext) => Promise<void>,
   options: Omit<Deno.TestDefinition, "name" | "fn" | "ignore"> = {},
 ): void {
-  if (CHROMIUM.skip !== undefined) {
-    console.log(`skipped page test "${name}": ${CHROMIUM.skip}`);
-  }
-  Deno.test({ ...options, name, fn, ignore: CHROMIUM.skip !== undefined });
+  skippableTest(name, fn, { ...options, skip: CHROMIUM.skip });
+}
+
+/** Declares a test, ignored with `[ignored: <skip>]` after its name when `skip` is given. */
+export function skippableTest(
+  name: string,
+  fn: (t: Deno.TestContext) => Promise<void>,
+  options: Omit<Deno.TestDefinition, "name" | "fn" | "ignore"> & { skip?: string } = {},
+): void {
+  const { skip, ...rest } = options;
+  Deno.test({
+    ...rest,
+    name: skip === undefined ? name : `${name} [ignored: ${skip}]`,
+    fn,
+    ignore: skip !== undefined,
+  });
 }
 
 /** One error a page reported. */

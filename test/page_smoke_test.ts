@@ -3,13 +3,16 @@
  * caught, screenshots are saved, and a closed browser leaves no process or profile behind.
  */
 import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
 import { startDashboard } from "./dashboard_helpers.ts";
 import {
   ARTIFACT_DIR,
+  CHROMIUM,
   findExecutable,
   launchBrowser,
   pageTest,
   saveScreenshot,
+  skippableTest,
 } from "./page_helpers.ts";
 
 pageTest(
@@ -99,19 +102,18 @@ async function livingProcesses(marks: string[]): Promise<string[]> {
 }
 
 /** The profile directory the browser runs with, as its own chrome://version page shows it. */
-async function profileDir(page: import("playwright-core").Page): Promise<string> {
+async function profileDir(page: Page): Promise<string> {
   await page.goto("chrome://version");
   const profile = (await page.locator("#profile_path").innerText()).trim();
   return profile.replace(/\/Default$/, "");
 }
 
 const PS = await findExecutable("ps");
-const processTest = PS === undefined
-  ? (name: string, fn: () => Promise<void>) => {
-    console.log(`skipped "${name}": no ps(1) on PATH to list the browser's processes`);
-    Deno.test({ name, fn, ignore: true });
-  }
-  : pageTest;
+/** A page test that also needs ps(1) to list the browser's processes. */
+function processTest(name: string, fn: () => Promise<void>): void {
+  const noPs = PS === undefined ? "no ps(1) on PATH to list the browser's processes" : undefined;
+  skippableTest(name, fn, { skip: CHROMIUM.skip ?? noPs });
+}
 
 processTest(
   "closing the browser ends every Chromium process it started and removes its profile",
