@@ -107,7 +107,10 @@ export interface PageProblem {
   url: string;
 }
 
-/** A launched browser for one test: `await using` closes it, ends its processes and removes its profile. */
+/**
+ * A launched browser for one test: `await using` closes it, ends its processes and removes its
+ * profile. Disposing twice closes once.
+ */
 export interface TestBrowser extends AsyncDisposable {
   /** The playwright browser, for anything the helpers do not cover. */
   browser: Browser;
@@ -180,6 +183,7 @@ export async function launchBrowser(
     });
     page.on("crash", () => problems.push({ kind: "crash", text: "page crashed", url: page.url() }));
   };
+  let closed: Promise<void> | undefined;
   const takeErrors = () => problems.splice(0, problems.length);
   const assertNoErrors = () => {
     if (problems.length === 0) return;
@@ -200,11 +204,16 @@ export async function launchBrowser(
       return page;
     },
     async [Symbol.asyncDispose]() {
-      try {
-        await closeBounded(browser, pid, options.closeBoundMs ?? CLOSE_BOUND_MS);
-      } finally {
-        await Deno.remove(configDir, { recursive: true }).catch(() => {});
-      }
+      // Once only: a test may close the browser to look at what is left, and `await using`
+      // then disposes it again.
+      closed ??= (async () => {
+        try {
+          await closeBounded(browser, pid, options.closeBoundMs ?? CLOSE_BOUND_MS);
+        } finally {
+          await Deno.remove(configDir, { recursive: true }).catch(() => {});
+        }
+      })();
+      await closed;
       assertNoErrors();
     },
   };

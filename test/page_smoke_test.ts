@@ -118,7 +118,7 @@ function processTest(name: string, fn: () => Promise<void>): void {
 processTest(
   "closing the browser ends every Chromium process it started and removes its profile",
   async () => {
-    const browser = await launchBrowser();
+    await using browser = await launchBrowser();
     const profile = await profileDir(await browser.newPage());
     const marks = [profile, browser.configDir];
     assert.ok((await Deno.stat(profile)).isDirectory);
@@ -135,7 +135,7 @@ processTest(
 processTest(
   "a browser that hangs while closing is killed with its whole process group",
   async () => {
-    const browser = await launchBrowser({ closeBoundMs: 500 });
+    await using browser = await launchBrowser({ closeBoundMs: 500 });
     const profile = await profileDir(await browser.newPage());
     // A stopped browser never answers the close command, as a wedged one would not.
     Deno.kill(browser.pid, "SIGSTOP");
