@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { startDashboard } from "./dashboard_helpers.ts";
+import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import {
   ARTIFACT_DIR,
   CHROMIUM,
@@ -24,7 +24,12 @@ pageTest(
     const response = await page.goto(`${dashboard.url}/`);
     assert.equal(response?.status(), 200);
     assert.match(await page.title(), /svc/);
+    // Without a token the page asks the API once, is refused, and asks for one.
+    await page.getByLabel("Token").waitFor();
     assert.match(await page.locator("h1").first().innerText(), /svc/);
+    assert.deepEqual(browser.takeErrors().map((e) => e.text), [
+      `Failed to load resource: the server responded with a status of 401 (Unauthorized) (${dashboard.url}/api/status:0)`,
+    ]);
     await Deno.remove(`${ARTIFACT_DIR}/smoke.png`).catch(() => {});
     const path = await saveScreenshot(page, "smoke");
     const png = await Deno.readFile(path);
@@ -58,13 +63,14 @@ pageTest(
     await using dashboard = await startDashboard();
     await using browser = await launchBrowser();
     const page = await browser.newPage();
-    await page.goto(`${dashboard.url}/`);
+    await page.goto(`${dashboard.url}/#token=${TOKENS.alice}`);
+    await page.getByRole("heading", { name: "Runs" }).waitFor();
     const refused = page.waitForEvent(
       "console",
       (m) => m.text().includes("Content Security Policy"),
     );
     await page.evaluate(
-      `document.body.insertAdjacentHTML("beforeend", '<img src="/x.png" onerror="document.title=1">')`,
+      `document.body.insertAdjacentHTML("beforeend", '<img src="/favicon.svg" onload="document.title=1">')`,
     );
     await refused;
     const errors = browser.takeErrors();

@@ -10,95 +10,108 @@ import { launchBrowser, pageTest, saveScreenshot } from "./page_helpers.ts";
 
 const HOSTILE = `<img src=x onerror="window.__pwned=1">`;
 
-pageTest("a dispatch from the tasks view shows its result; an approval is granted from its view", async () => {
-  await using d = await startDashboard({
-    config: ConfigSchema.parse({ sandbox: { full: "ask" } }),
-  });
-  await using browser = await launchBrowser();
-  const page = await browser.newPage();
-  await page.goto(`${d.url}/#token=${TOKENS.alice}`);
-  await page.getByRole("link", { name: "Tasks", exact: true }).click();
-  await page.getByLabel("Dispatch a prompt to an agent").fill(`Echo ${HOSTILE}`);
-  await page.getByRole("button", { name: "Dispatch" }).click();
-  await page.waitForURL(/#\/tasks\/task_/);
-  await page.getByLabel("task result").waitFor();
-  assert.equal(
-    await page.getByLabel("task result").innerText(),
-    `fake response to: Echo ${HOSTILE}`,
-  );
-  await page.locator(".badge", { hasText: "succeeded" }).waitFor();
-  // A dispatch that asks for the full sandbox waits for a person.
-  const waiting = await d.json("/api/dispatch", {
-    token: TOKENS.alice,
-    body: { prompt: `deploy ${HOSTILE}`, sandbox: "full", fake_dispatch: true, label: "deploy" },
-  });
-  const taskId = String(waiting.body.task_id);
-  await page.locator(".summary .attention", { hasText: "1" }).waitFor();
-  await page.getByRole("link", { name: "Approvals" }).click();
-  const item = page.locator(".approval", { hasText: "deploy" });
-  await item.waitFor();
-  assert.equal(await page.locator(".approval img").count(), 0);
-  await saveScreenshot(page, "approvals");
-  await item.getByLabel("Reason (optional)").fill("release day");
-  await item.getByRole("button", { name: "Approve" }).click();
-  await page.getByText("Nothing is waiting for a person.").waitFor();
-  const done = await d.json(`/api/dispatch/${taskId}`, { token: TOKENS.alice });
-  assert.notEqual(done.body.state, "queued");
-  for (let i = 0; i < 200; i++) {
-    const task = await d.json(`/api/dispatch/${taskId}`, { token: TOKENS.alice });
-    if (task.body.state === "succeeded") break;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  await page.getByRole("link", { name: "Tasks", exact: true }).click();
-  await page.locator("tr", { hasText: "deploy" }).locator(".badge", { hasText: "succeeded" })
-    .waitFor();
-  await saveScreenshot(page, "tasks");
-  assert.equal(await page.evaluate("window.__pwned"), undefined);
-  browser.assertNoErrors();
-});
+pageTest(
+  "a dispatch from the tasks view shows its result; an approval is granted from its view",
+  async () => {
+    await using d = await startDashboard({
+      config: ConfigSchema.parse({ sandbox: { full: "ask" } }),
+    });
+    await using browser = await launchBrowser();
+    const page = await browser.newPage();
+    await page.goto(`${d.url}/#token=${TOKENS.alice}`);
+    await page.getByRole("link", { name: "Tasks", exact: true }).click();
+    await page.getByLabel("Dispatch a prompt to an agent").fill(`Echo ${HOSTILE}`);
+    await page.getByRole("button", { name: "Dispatch" }).click();
+    await page.waitForURL(/#\/tasks\/task_/);
+    await page.getByLabel("task result").waitFor();
+    assert.equal(
+      await page.getByLabel("task result").innerText(),
+      `fake response to: Echo ${HOSTILE}`,
+    );
+    await page.locator(".badge", { hasText: "succeeded" }).waitFor();
+    // A dispatch that asks for the full sandbox waits for a person.
+    const waiting = await d.json("/api/dispatch", {
+      token: TOKENS.alice,
+      body: { prompt: `deploy ${HOSTILE}`, sandbox: "full", fake_dispatch: true, label: "deploy" },
+    });
+    const taskId = String(waiting.body.task_id);
+    await page.locator(".summary .attention", { hasText: "1" }).waitFor();
+    await page.getByRole("link", { name: "Approvals" }).click();
+    const item = page.locator(".approval", { hasText: "deploy" });
+    await item.waitFor();
+    assert.equal(await page.locator(".approval img").count(), 0);
+    await saveScreenshot(page, "approvals");
+    await item.getByLabel("Reason (optional)").fill("release day");
+    await item.getByRole("button", { name: "Approve" }).click();
+    await page.getByText("Nothing is waiting for a person.").waitFor();
+    const done = await d.json(`/api/dispatch/${taskId}`, { token: TOKENS.alice });
+    assert.notEqual(done.body.state, "queued");
+    for (let i = 0; i < 200; i++) {
+      const task = await d.json(`/api/dispatch/${taskId}`, { token: TOKENS.alice });
+      if (task.body.state === "succeeded") break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await page.getByRole("link", { name: "Tasks", exact: true }).click();
+    await page.locator("tr", { hasText: "deploy" }).locator(".badge", { hasText: "succeeded" })
+      .waitFor();
+    await saveScreenshot(page, "tasks");
+    assert.equal(await page.evaluate("window.__pwned"), undefined);
+    browser.assertNoErrors();
+  },
+);
 
-pageTest("sessions show their turns; providers their availability; costs a chart by day and provider", async () => {
-  await using d = await startDashboard();
-  await d.json("/api/sessions", {
-    token: TOKENS.alice,
-    body: { name: "pairing", provider: "fake" },
-  });
-  const turn = await d.json("/api/dispatch", {
-    token: TOKENS.alice,
-    body: { prompt: `first ${HOSTILE}`, session: "pairing" },
-  });
-  for (let i = 0; i < 200; i++) {
-    const task = await d.json(`/api/dispatch/${turn.body.task_id}`, { token: TOKENS.alice });
-    if (task.body.state === "succeeded") break;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  await using browser = await launchBrowser();
-  const page = await browser.newPage();
-  await page.goto(`${d.url}/#token=${TOKENS.alice}`);
-  await page.getByRole("link", { name: "Sessions" }).click();
-  await page.getByRole("link", { name: "pairing" }).click();
-  const turns = page.locator(".turn");
-  await turns.nth(1).waitFor();
-  assert.deepEqual(await turns.locator(".text-block").allInnerTexts(), [
-    `first ${HOSTILE}`,
-    `fake response to: first ${HOSTILE}`,
-  ]);
-  await page.getByRole("link", { name: "Providers" }).click();
-  const fake = page.locator(".provider", { hasText: "fake" });
-  await fake.waitFor();
-  assert.match(await fake.innerText(), /available/);
-  await page.getByRole("link", { name: "Costs" }).click();
-  const chart = page.getByRole("img", { name: /per day for the last 14 days, by provider/ });
-  await chart.waitFor();
-  await page.getByRole("button", { name: "Tokens" }).click();
-  // Today's bar has one segment for the one provider that answered, and it has a height.
-  const bars = chart.locator("rect.series");
-  await bars.first().waitFor();
-  assert.equal(await bars.count(), 1);
-  assert.ok(Number(await bars.first().getAttribute("height")) > 0);
-  assert.match(await bars.first().locator("title").textContent() ?? "", /fake: 1[0-9]/);
-  await page.locator(".provider-bars li", { hasText: "fake" }).waitFor();
-  await saveScreenshot(page, "costs");
-  assert.equal(await page.evaluate("window.__pwned"), undefined);
-  browser.assertNoErrors();
-});
+pageTest(
+  "sessions show their turns; providers their availability; costs a chart by day and provider",
+  async () => {
+    await using d = await startDashboard();
+    await d.json("/api/sessions", {
+      token: TOKENS.alice,
+      body: { name: "pairing", provider: "fake" },
+    });
+    const turn = await d.json("/api/dispatch", {
+      token: TOKENS.alice,
+      body: { prompt: `first ${HOSTILE}`, session: "pairing" },
+    });
+    for (let i = 0; i < 200; i++) {
+      const task = await d.json(`/api/dispatch/${turn.body.task_id}`, { token: TOKENS.alice });
+      if (task.body.state === "succeeded") break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await using browser = await launchBrowser();
+    const page = await browser.newPage();
+    await page.goto(`${d.url}/#token=${TOKENS.alice}`);
+    await page.getByRole("link", { name: "Sessions" }).click();
+    await page.getByRole("link", { name: "pairing" }).click();
+    const turns = page.locator(".turn");
+    await turns.nth(1).waitFor();
+    assert.deepEqual(await turns.locator(".text-block").allInnerTexts(), [
+      `first ${HOSTILE}`,
+      `fake response to: first ${HOSTILE}`,
+    ]);
+    await page.getByRole("link", { name: "Providers" }).click();
+    const fake = page.locator(".provider", { hasText: "fake" });
+    await fake.waitFor();
+    assert.match(await fake.innerText(), /available/);
+    await page.getByRole("link", { name: "Costs" }).click();
+    const chart = page.getByRole("img", { name: /per day for the last 14 days, by provider/ });
+    await chart.waitFor();
+    await page.getByRole("button", { name: "Tokens" }).click();
+    // Today's bar has one segment for the one provider that answered, and it has a height.
+    const bars = chart.locator("rect.series");
+    await bars.first().waitFor();
+    assert.equal(await bars.count(), 1);
+    assert.ok(Number(await bars.first().getAttribute("height")) > 0);
+    const usage = (await d.json("/api/usage/summary", { token: TOKENS.alice })).body.usage as {
+    input_tokens: number;
+    output_tokens: number;
+  };
+  assert.match(
+    await bars.first().locator("title").textContent() ?? "",
+    new RegExp(`fake: ${usage.input_tokens + usage.output_tokens}$`),
+  );
+    await page.locator(".provider-bars li", { hasText: "fake" }).waitFor();
+    await saveScreenshot(page, "costs");
+    assert.equal(await page.evaluate("window.__pwned"), undefined);
+    browser.assertNoErrors();
+  },
+);

@@ -183,6 +183,7 @@ export function RunView({ api, runId }) {
   const [narration, setNarration] = useState([]);
   const [counts, setCounts] = useState();
   const [error, setError] = useState();
+  const [loadError, setLoadError] = useState();
   const [feed, setFeed] = useState("connecting");
   const [acting, setActing] = useState(false);
   const now = useNow(1000);
@@ -193,8 +194,12 @@ export function RunView({ api, runId }) {
     const controller = new AbortController();
     const { signal } = controller;
     let timer;
+    // A failed re-read keeps what is shown: the stream's state says the server is away.
     const readStatus = () =>
-      api.json(path, { signal }).then(setStatus, (e) => !signal.aborted && setError(e));
+      api.json(path, { signal }).then((s) => {
+        setStatus(s);
+        setLoadError(undefined);
+      }, (e) => !signal.aborted && setLoadError(e));
     const readJournal = () =>
       api.json(`${path}/journal`, { signal }).then((j) => setJournal(j.entries), () => {});
     const soon = () => {
@@ -215,7 +220,7 @@ export function RunView({ api, runId }) {
       signal,
       onStatus: (state, detail) => {
         setFeed(state);
-        if (state === "failed") setError(detail);
+        if (state === "failed") setLoadError(detail);
       },
       onEvent: ({ event, data }) => {
         if (event === "reset") {
@@ -247,7 +252,9 @@ export function RunView({ api, runId }) {
   const narrationEnd = useRef();
   useEffect(() => narrationEnd.current?.scrollIntoView?.({ block: "nearest" }), [narration.length]);
 
-  if (error && !status) return html`<${ErrorBox} error=${error} title="Cannot show this run" />`;
+  if (loadError && !status) {
+    return html`<${ErrorBox} error=${loadError} title="Cannot show this run" />`;
+  }
   if (!status) return html`<p class="empty">Loading ${runId}…</p>`;
   const calls = counts ?? status.calls;
   const usage = counts?.usage ?? status.journal.usage;

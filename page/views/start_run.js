@@ -151,11 +151,11 @@ export function StartRunView({ api }) {
           )} maxlength="255" /></label>
         </div>
         <label for="script">Script</label>
-        <textarea id="script" name="script" class="code" rows="16" spellcheck="false" required
+        <textarea id="script" name="script" class="code" rows="16" spellcheck=${false} required
           placeholder="return await agent('Say hello');" value=${form.script}
           onInput=${set("script")}></textarea>
         <label for="args">args (JSON, optional)</label>
-        <textarea id="args" name="args" class="code" rows="3" spellcheck="false" value=${form.args}
+        <textarea id="args" name="args" class="code" rows="3" spellcheck=${false} value=${form.args}
           onInput=${set("args")}></textarea>
         <div class="row">
           <label>Budget (tokens) <input name="budget_tokens" inputmode="numeric" value=${form
