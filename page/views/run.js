@@ -286,6 +286,12 @@ export function RunView({ api, runId }) {
             ${feed === "reconnecting"
               ? html`<span class="connection conn-reconnecting">reconnecting…</span>`
               : null}
+            ${feed === "failed"
+              ? html`<span class="connection conn-failed">not following: ${
+                loadError?.message ??
+                  "refused"
+              }</span>`
+              : null}
           </div>
           ${status.meta?.description ? html`<p class="muted">${status.meta.description}</p>` : null}
           <div class="figures-line">
