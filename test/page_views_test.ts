@@ -102,13 +102,13 @@ pageTest(
     assert.equal(await bars.count(), 1);
     assert.ok(Number(await bars.first().getAttribute("height")) > 0);
     const usage = (await d.json("/api/usage/summary", { token: TOKENS.alice })).body.usage as {
-    input_tokens: number;
-    output_tokens: number;
-  };
-  assert.match(
-    await bars.first().locator("title").textContent() ?? "",
-    new RegExp(`fake: ${usage.input_tokens + usage.output_tokens}$`),
-  );
+      input_tokens: number;
+      output_tokens: number;
+    };
+    assert.match(
+      await bars.first().locator("title").textContent() ?? "",
+      new RegExp(`fake: ${usage.input_tokens + usage.output_tokens}$`),
+    );
     await page.locator(".provider-bars li", { hasText: "fake" }).waitFor();
     await saveScreenshot(page, "costs");
     assert.equal(await page.evaluate("window.__pwned"), undefined);
