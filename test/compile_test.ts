@@ -14,14 +14,14 @@ const SKIP_REASON = `no denort ${Deno.version.deno} for ${Deno.build.target} ` +
 
 if (!DENORT) console.log(`compile_test: the compiled binary is not tested: ${SKIP_REASON}`);
 
-Deno.test("deno task compile embeds the guest bootstrap and the bundled workflows, and bakes in the host's grants", () => {
+Deno.test("deno task compile embeds the guest bootstrap, the bundled workflows and the board page, and bakes in the host's grants", () => {
   const args = compileArgs("/out/svc");
   assert.equal(args[0], "compile");
   for (const flag of COMPILED_PERMISSION_FLAGS) assert.ok(args.includes(flag), flag);
   assert.ok(!args.includes("-A") && !args.includes("--allow-all"));
   assert.ok(!args.some((a) => a.startsWith("--allow-net") || a.startsWith("--allow-sys")));
-  assert.equal(args[args.indexOf("--include") + 1], `${ROOT}/guest/`);
-  assert.equal(args[args.lastIndexOf("--include") + 1], `${ROOT}/bundled/`);
+  const included = args.flatMap((a, i) => a === "--include" ? [args[i + 1]] : []);
+  assert.deepEqual(included, [`${ROOT}/guest/`, `${ROOT}/bundled/`, `${ROOT}/page/`]);
   assert.equal(args[args.indexOf("--output") + 1], "/out/svc");
   assert.equal(args.at(-1), `${ROOT}/cli/main.ts`);
 });

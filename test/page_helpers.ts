@@ -92,7 +92,22 @@ export function skippableTest(
   Deno.test({
     ...rest,
     name: skip === undefined ? name : `${name} [ignored: ${skip}]`,
-    fn,
+    fn: async (t) => {
+      try {
+        await fn(t);
+      } catch (error) {
+        // A failing test whose browser then reports page errors while closing throws a
+        // SuppressedError, which the runner prints without either error: name both.
+        if (error instanceof SuppressedError) {
+          const cause = error.suppressed instanceof Error ? error.suppressed : undefined;
+          const closing = error.error instanceof Error ? error.error.message : String(error.error);
+          throw new Error(
+            `${cause?.stack ?? String(error.suppressed)}\n\nand then, while closing: ${closing}`,
+          );
+        }
+        throw error;
+      }
+    },
     ignore: skip !== undefined,
   });
 }

@@ -148,8 +148,8 @@ pageTest(
       await page.locator('.top [data-state="live"]').waitFor();
       const narrated = await page.locator(".narr-log .text").allInnerTexts();
       assert.deepEqual(narrated, Array.from({ length: lines }, (_, i) => `line ${i + 1}`));
-      const calls = await page.locator(".call").count();
-      assert.equal(calls, lines);
+      await page.locator(".call").nth(lines - 1).waitFor();
+      assert.equal(await page.locator(".call").count(), lines);
       for (const problem of browser.takeErrors()) {
         assert.match(problem.text, /ERR_CONNECTION_REFUSED|Failed to load resource/, problem.text);
       }

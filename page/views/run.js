@@ -204,10 +204,10 @@ export function RunView({ api, runId }) {
       api.json(`${path}/journal`, { signal }).then((j) => setJournal(j.entries), () => {});
     const soon = () => {
       if (timer !== undefined) return;
+      // The journal first: the result never shows above a tree that lacks its last calls.
       timer = setTimeout(() => {
         timer = undefined;
-        readJournal();
-        readStatus();
+        readJournal().then(readStatus);
       }, 200);
     };
     reload.current = () => {
