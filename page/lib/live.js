@@ -75,7 +75,7 @@ export function useResource(load, deps, options = {}) {
         timer = setTimeout(() => {
           timer = undefined;
           setTick((t) => t + 1);
-        }, options.debounceMs ?? 300);
+        }, options.debounceMs ?? 100);
       }
     };
     const off = onLive((event) => {
