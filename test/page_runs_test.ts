@@ -5,10 +5,20 @@
  */
 import assert from "node:assert/strict";
 import { serveDashboard } from "../src/http/mod.ts";
-import { startDashboard, TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
+import { startDashboard, type TestDashboard, TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { launchBrowser, pageTest, saveScreenshot } from "./page_helpers.ts";
 
 const HOSTILE = `<img src=x onerror="window.__pwned=1">`;
+
+/** Starts a fake-dispatch run of `script` as alice through the API; resolves to its id. */
+async function startRun(d: TestDashboard, script: string): Promise<string> {
+  const started = await d.json("/api/workflow/run", {
+    token: TOKENS.alice,
+    body: { script, fake_dispatch: true },
+  });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  return String(started.body.run_id);
+}
 
 const LIVE_SCRIPT = `export const meta = { name: "review sweep", phases: ["ask", "sum up"] };
 phase("ask");
@@ -77,15 +87,11 @@ pageTest(
   "a long run is cancelled from its page, then resumed: the finished call is replayed",
   async () => {
     await using d = await startDashboard({ fakeLatencyMs: 1500 });
-    const started = await d.json("/api/workflow/run", {
-      token: TOKENS.alice,
-      body: {
-        script: `const a = await agent("first", { label: "first" });\nlog("first done");\n` +
-          `const b = await agent("second", { label: "second" });\nreturn [a, b];`,
-        fake_dispatch: true,
-      },
-    });
-    const runId = String(started.body.run_id);
+    const runId = await startRun(
+      d,
+      `const a = await agent("first", { label: "first" });\nlog("first done");\n` +
+        `const b = await agent("second", { label: "second" });\nreturn [a, b];`,
+    );
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     await page.goto(`${d.url}/#token=${TOKENS.alice}`);
@@ -116,16 +122,11 @@ pageTest(
   async () => {
     await using d = await startDashboard({ fakeLatencyMs: 250 });
     const lines = 14;
-    const started = await d.json("/api/workflow/run", {
-      token: TOKENS.alice,
-      body: {
-        script:
-          `for (let i = 1; i <= ${lines}; i++) { log("line " + i); await agent("step " + i); }` +
-          `\nreturn "done";`,
-        fake_dispatch: true,
-      },
-    });
-    const runId = String(started.body.run_id);
+    const runId = await startRun(
+      d,
+      `for (let i = 1; i <= ${lines}; i++) { log("line " + i); await agent("step " + i); }` +
+        `\nreturn "done";`,
+    );
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     await page.goto(`${d.url}/#token=${TOKENS.alice}`);

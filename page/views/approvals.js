@@ -1,26 +1,19 @@
 /** Calls and dispatches waiting for a person: approve or deny each, with a reason. */
 import { html, useState } from "../lib/html.js";
+import { useAction } from "../lib/action.js";
 import { useResource } from "../lib/live.js";
 import { age, seg } from "../lib/format.js";
 import { Empty, ErrorBox, Section, TextBlock } from "../lib/ui.js";
 
 function Approval({ api, item, onDecided }) {
   const [reason, setReason] = useState("");
-  const [error, setError] = useState();
-  const [busy, setBusy] = useState(false);
-  const decide = async (action) => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const { busy, error, run } = useAction();
+  const decide = (action) =>
+    run(async () => {
       const body = reason.trim() === "" ? {} : { reason: reason.trim() };
       await api.json(`/api/tasks/${seg(item.approval_id)}/${action}`, { body });
       onDecided();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const where = item.kind === "call"
     ? html`call #${item.call_seq} of run <a href=${`#/runs/${seg(item.run_id)}`}>${item.run_id}</a>`
     : html`dispatch <a href=${`#/tasks/${seg(item.task_id)}`}>${item.task_id}</a>`;

@@ -4,6 +4,7 @@
  * explicit step: the two modes of `POST /api/board/write`.
  */
 import { html, useState } from "../lib/html.js";
+import { useAction } from "../lib/action.js";
 import { useResource } from "../lib/live.js";
 import { age, asText, clock } from "../lib/format.js";
 import { Empty, ErrorBox, Section, TextBlock } from "../lib/ui.js";
@@ -83,17 +84,14 @@ function WriteForm({ api, action: fixedAction, card, onDone }) {
   const [action, setAction] = useState(fixedAction ?? choices[0]);
   const [fields, setFields] = useState({});
   const [preview, setPreview] = useState();
-  const [error, setError] = useState();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const set = (key) => (event) => {
     const value = event.currentTarget.value;
     setFields((f) => ({ ...f, [key]: value }));
     setPreview(undefined);
   };
-  const send = async (mode) => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const send = (mode) =>
+    run(async () => {
       const outcome = await api.json("/api/board/write", {
         body: { ...writeBody(action, fields, card?.issue_id), mode },
       });
@@ -102,12 +100,7 @@ function WriteForm({ api, action: fixedAction, card, onDone }) {
         setFields({});
         onDone?.(outcome);
       } else setPreview(outcome);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const input = (key, label, props = {}) =>
     html`<label>${label}<input name=${key} value=${fields[key] ?? ""} onInput=${
       set(key)

@@ -4,6 +4,7 @@
  * Live from `/api/workflow/<id>/events` (the run's own feed, from its first event).
  */
 import { html, useEffect, useMemo, useRef, useState } from "../lib/html.js";
+import { useAction } from "../lib/action.js";
 import { followEvents } from "../lib/sse.js";
 import { useNow } from "../lib/live.js";
 import {
@@ -182,10 +183,9 @@ export function RunView({ api, runId }) {
   const [journal, setJournal] = useState([]);
   const [narration, setNarration] = useState([]);
   const [counts, setCounts] = useState();
-  const [error, setError] = useState();
+  const { busy: acting, error, run } = useAction();
   const [loadError, setLoadError] = useState();
   const [feed, setFeed] = useState("connecting");
-  const [acting, setActing] = useState(false);
   const now = useNow(1000);
   const reload = useRef(() => {});
   const path = `/api/workflow/${seg(runId)}`;
@@ -259,10 +259,8 @@ export function RunView({ api, runId }) {
   const calls = counts ?? status.calls;
   const usage = counts?.usage ?? status.journal.usage;
   const ended = TERMINAL.has(status.state);
-  const act = async (what) => {
-    setActing(true);
-    setError(undefined);
-    try {
+  const act = (what) =>
+    run(async () => {
       if (what === "cancel") {
         await api.json(`${path}/cancel`, { method: "POST", body: {} });
         reload.current();
@@ -270,12 +268,7 @@ export function RunView({ api, runId }) {
         const next = await api.json(`${path}/resume`, { method: "POST", body: {} });
         location.hash = `#/runs/${seg(next.run_id)}`;
       }
-    } catch (e) {
-      setError(e);
-    } finally {
-      setActing(false);
-    }
-  };
+    });
   return html`
     <div class="run-view">
       <header class="run-head panel">

@@ -3,6 +3,7 @@
  * with `args`, a budget, a timeout and fake dispatch; `POST /api/workflow/run`.
  */
 import { html, useState } from "../lib/html.js";
+import { useAction } from "../lib/action.js";
 import { seg } from "../lib/format.js";
 import { ErrorBox, Section } from "../lib/ui.js";
 
@@ -62,6 +63,29 @@ function numberOrUndefined(text, name, { integer = false } = {}) {
   return value;
 }
 
+/** The body of `POST /api/workflow/run` from the form; throws, naming the field, on bad input. */
+function requestBody(form) {
+  const body = {
+    script: form.script,
+    filename: form.filename || "script.js",
+    fake_dispatch: form.fake,
+  };
+  if (form.args.trim() !== "") {
+    try {
+      body.args = JSON.parse(form.args);
+    } catch (e) {
+      throw new Error(`args must be JSON: ${e.message}`);
+    }
+  }
+  const timeout = numberOrUndefined(form.timeout, "timeout", { integer: true });
+  if (timeout !== undefined) body.timeout = timeout;
+  const tokens = numberOrUndefined(form.budgetTokens, "the token budget", { integer: true });
+  if (tokens !== undefined) body.budget_tokens = tokens;
+  const usd = numberOrUndefined(form.budgetUsd, "the USD budget");
+  if (usd !== undefined) body.budget_usd = usd;
+  return body;
+}
+
 /** `#/runs/new`. */
 export function StartRunView({ api }) {
   const [form, setForm] = useState({
@@ -73,8 +97,7 @@ export function StartRunView({ api }) {
     timeout: "3600",
     fake: true,
   });
-  const [error, setError] = useState();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const set = (key) => (event) => {
     const target = event.currentTarget;
     setForm((f) => ({ ...f, [key]: target.type === "checkbox" ? target.checked : target.value }));
@@ -100,42 +123,12 @@ export function StartRunView({ api }) {
     const script = await file.text();
     setForm((f) => ({ ...f, script, filename: file.name.replace(/[^A-Za-z0-9._-]/g, "_") }));
   };
-  const submit = async (event) => {
+  const submit = (event) => {
     event.preventDefault();
-    setError(undefined);
-    let body;
-    try {
-      body = {
-        script: form.script,
-        filename: form.filename || "script.js",
-        fake_dispatch: form.fake,
-      };
-      if (form.args.trim() !== "") {
-        try {
-          body.args = JSON.parse(form.args);
-        } catch (e) {
-          throw new Error(`args must be JSON: ${e.message}`);
-        }
-      }
-      const timeout = numberOrUndefined(form.timeout, "timeout", { integer: true });
-      if (timeout !== undefined) body.timeout = timeout;
-      const tokens = numberOrUndefined(form.budgetTokens, "the token budget", { integer: true });
-      if (tokens !== undefined) body.budget_tokens = tokens;
-      const usd = numberOrUndefined(form.budgetUsd, "the USD budget");
-      if (usd !== undefined) body.budget_usd = usd;
-    } catch (e) {
-      setError(e);
-      return;
-    }
-    setBusy(true);
-    try {
-      const started = await api.json("/api/workflow/run", { body });
+    run(async () => {
+      const started = await api.json("/api/workflow/run", { body: requestBody(form) });
       location.hash = `#/runs/${seg(started.run_id)}`;
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return html`
     <${Section} title="Start a run">

@@ -1,5 +1,6 @@
 /** Tasks (asynchronous dispatches): the list, one task with its result, cancel, a new dispatch. */
 import { html, useEffect, useState } from "../lib/html.js";
+import { useAction } from "../lib/action.js";
 import { useNow, useResource } from "../lib/live.js";
 import { followEvents } from "../lib/sse.js";
 import {
@@ -19,20 +20,13 @@ import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
 function DispatchForm({ api }) {
   const [prompt, setPrompt] = useState("");
   const [fake, setFake] = useState(true);
-  const [error, setError] = useState();
-  const [busy, setBusy] = useState(false);
-  const submit = async (event) => {
+  const { busy, error, run } = useAction();
+  const submit = (event) => {
     event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    run(async () => {
       const task = await api.json("/api/dispatch", { body: { prompt, fake_dispatch: fake } });
       location.hash = `#/tasks/${seg(task.task_id)}`;
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return html`
     <form class="dispatch-form" onSubmit=${submit}>
@@ -104,7 +98,7 @@ export function TasksView({ api }) {
 export function TaskView({ api, taskId }) {
   const path = `/api/dispatch/${seg(taskId)}`;
   const task = useResource((signal) => api.json(path, { signal }), [taskId], { kinds: ["task"] });
-  const [error, setError] = useState();
+  const { error, run } = useAction();
   useEffect(() => {
     const controller = new AbortController();
     followEvents(`${path}/events`, {
@@ -119,15 +113,11 @@ export function TaskView({ api, taskId }) {
     return html`<${ErrorBox} error=${task.error} title="Cannot show this task" />`;
   }
   if (!t) return html`<p class="empty">Loading ${taskId}…</p>`;
-  const cancel = async () => {
-    setError(undefined);
-    try {
+  const cancel = () =>
+    run(async () => {
       await api.json(`${path}/cancel`, { method: "POST", body: {} });
       task.reload();
-    } catch (e) {
-      setError(e);
-    }
-  };
+    });
   return html`
     <${Section} title=${`Task ${t.label ?? t.task_id}`}
       actions=${html`${
