@@ -13,6 +13,7 @@ import {
   type FeedItem,
   followEvents,
   HostLease,
+  type HostRef,
   isId,
   type JournalEntry,
   type Ledger,
@@ -104,6 +105,19 @@ export interface RunManagerOptions {
    * waiting for approval for its decision, in ms. Default 250.
    */
   cancelPollMs?: number;
+}
+
+/** A checked run request with the run's first status, ready to record and launch. */
+interface PreparedRun {
+  status: RunStatus;
+  request: WorkflowRunRequest;
+  body: string;
+  warnings: string[];
+  scriptDir: string | undefined;
+  replay: ReplaySource | undefined;
+  budget: BudgetGate;
+  /** Set when a queued run can no longer start: it fails with this error at once. */
+  refused?: RunError;
 }
 
 /** Options of {@linkcode RunManager.events}. */
@@ -205,6 +219,85 @@ export class RunManager {
    * first status (`queued`) at once. Bad input throws an SvcError before any process starts.
    */
   async start(input: unknown, caller: Caller): Promise<RunStatus> {
+    const prepared = await this.#prepare(input, caller);
+    const release = await this.#host.hold();
+    try {
+      await this.#record(prepared, this.#host.ref);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return this.#launch(prepared, release);
+  }
+
+  /**
+   * Validates and records the run as `queued` without running it: a worker (the daemon's)
+   * claims it with {@linkcode work}, in this process or another. Bad input throws an SvcError
+   * and records nothing.
+   */
+  async enqueue(input: unknown, caller: Caller): Promise<RunStatus> {
+    const prepared = await this.#prepare(input, caller);
+    await this.#record(prepared, null);
+    return structuredClone(prepared.status);
+  }
+
+  /**
+   * Claims a queued run and runs it in this process; resolves with its first status once it
+   * has started (its end: {@linkcode wait}). Undefined when another worker claimed it first or
+   * it is no longer queued, so that workers racing for one run never both run it.
+   */
+  async work(runId: string): Promise<RunStatus | undefined> {
+    if (!isId("run", runId)) return undefined;
+    const release = await this.#host.hold();
+    let claimed = false;
+    try {
+      claimed = await this.#ledger.claimRun(runId, this.#host.ref);
+      if (!claimed) {
+        release();
+        return undefined;
+      }
+      return await this.#resumeQueued(runId, release);
+    } catch (error) {
+      if (!claimed) release();
+      throw error;
+    }
+  }
+
+  /** Starts a run this host has just claimed, from what the ledger kept of its request. */
+  async #resumeQueued(runId: string, release: () => void): Promise<RunStatus> {
+    const status = await this.#ledger.getRun(runId);
+    const input = await this.#ledger.getRunInput(runId);
+    if (!status || !input) {
+      release();
+      throw new SvcError("not_found", `Cannot work on run '${shownId(runId)}': no such run`);
+    }
+    const caller: Caller = { owner: status.owner };
+    const request = queuedRequest(status, input);
+    let prepared: PreparedRun;
+    try {
+      prepared = await this.#prepare(request, caller, status);
+    } catch (error) {
+      // What was valid when queued may not be now (a script_dir removed, a resumed run gone):
+      // the run fails with the reason instead of staying queued forever.
+      const e = toSvcError(error);
+      const parsed = WorkflowRunRequestSchema.safeParse(request);
+      prepared = {
+        status,
+        // The run fails before its script is read: any valid request serves the context.
+        request: parsed.success ? parsed.data : WorkflowRunRequestSchema.parse({ script: "null" }),
+        body: "",
+        warnings: [],
+        scriptDir: undefined,
+        replay: undefined,
+        budget: new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd }),
+        refused: { code: e.code === "internal" ? "invalid_request" : e.code, message: e.message },
+      };
+    }
+    return this.#launch(prepared, release);
+  }
+
+  /** Checks a request and builds the run's first status (`queued`), or uses `queued`'s. */
+  async #prepare(input: unknown, caller: Caller, queued?: RunStatus): Promise<PreparedRun> {
     const parsed = WorkflowRunRequestSchema.safeParse(input);
     if (!parsed.success) {
       throw new SvcError("invalid_request", `Cannot start the run: ${describeIssue(parsed.error)}`);
@@ -221,6 +314,8 @@ export class RunManager {
       ? await this.#replaySource(request.resume_from, caller)
       : undefined;
     const budget = new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd });
+    const common = { request, body: checked.body, warnings: checked.warnings, scriptDir, replay };
+    if (queued) return { ...common, status: queued, budget };
     const limits = {
       max_agents: request.max_agents ?? this.#options.maxAgents,
       concurrency: request.concurrency ?? this.#options.concurrency,
@@ -270,27 +365,32 @@ export class RunManager {
         usage: { input_tokens: 0, output_tokens: 0, cost_usd: 0 },
       },
     };
-    const release = await this.#host.hold();
-    try {
-      await this.#ledger.createRun(status, {
-        input: {
-          script: request.script,
-          ...(request.args !== undefined ? { args: request.args } : {}),
-          schema_attempts: request.schema_attempts,
-          ...(request.script_dir !== undefined ? { script_dir: request.script_dir } : {}),
-        },
-        host: this.#host.ref,
-        event: { type: "state", run_id: status.run_id, at: createdAt, state: "queued" },
-      });
-    } catch (error) {
-      release();
-      throw error;
-    }
+    return { ...common, status, budget };
+  }
+
+  /** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */
+  async #record(prepared: PreparedRun, host: HostRef | null): Promise<void> {
+    const { status, request } = prepared;
+    await this.#ledger.createRun(status, {
+      input: {
+        script: request.script,
+        ...(request.args !== undefined ? { args: request.args } : {}),
+        schema_attempts: request.schema_attempts,
+        ...(request.script_dir !== undefined ? { script_dir: request.script_dir } : {}),
+      },
+      host,
+      event: { type: "state", run_id: status.run_id, at: status.created_at, state: "queued" },
+    });
+  }
+
+  /** Runs a recorded run in this process, holding `release` (its part of the host lease). */
+  #launch(prepared: PreparedRun, release: () => void): RunStatus {
+    const { status, request, budget, replay } = prepared;
     this.#holds.set(status.run_id, release);
     this.#startCancelPoll();
     const run = new RunContext(status, request, {
       ledger: this.#ledger,
-      concurrency: limits.concurrency,
+      concurrency: status.limits.concurrency,
       budget,
       replay,
       maxNarration: this.#options.maxNarration,
@@ -302,7 +402,13 @@ export class RunManager {
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);
-    run.done = this.#execute(run, { body: checked.body, warnings: checked.warnings, scriptDir });
+    run.done = prepared.refused
+      ? this.#finish(run, "failed", { error: prepared.refused })
+      : this.#execute(run, {
+        body: prepared.body,
+        warnings: prepared.warnings,
+        scriptDir: prepared.scriptDir,
+      });
     return snapshot;
   }
 
@@ -473,6 +579,17 @@ export class RunManager {
       return structuredClone(run.status);
     }
     await this.#ledger.requestRunCancel(runId);
+    if (status.state === "queued") {
+      // Queued and unclaimed: claim it here and end it at once, since no worker may be about.
+      await this.work(runId).catch(() => undefined);
+      const claimed = this.#runs.get(runId);
+      if (claimed) {
+        claimed.controller.abort(
+          new RunStop("cancelled", "the run was cancelled before it started"),
+        );
+        return structuredClone(await claimed.done);
+      }
+    }
     return (await this.get(runId, caller)) ?? status;
   }
 
@@ -719,6 +836,15 @@ function replayRequest(
     // Runs recorded before schema_attempts was kept ran with the default, which applies again.
     ...(input.schema_attempts !== undefined ? { schema_attempts: input.schema_attempts } : {}),
   };
+}
+
+/** The request a queued run was recorded with, rebuilt from its status and input. */
+function queuedRequest(
+  status: RunStatus,
+  input: RunInput,
+): ReturnType<typeof replayRequest> {
+  const { resume_from: _self, ...request } = replayRequest(status, input, {});
+  return { ...request, ...(status.resumed_from ? { resume_from: status.resumed_from } : {}) };
 }
 
 /** Only a run that has ended can be resumed: a running one is still writing its journal. */

@@ -9,6 +9,7 @@ import type { ChatMessage } from "./chat.ts";
 import type { CollaborationRecord } from "./collaborations.ts";
 import type { Page, PageOptions } from "./pages.ts";
 import type { ReviewRecord } from "./reviews.ts";
+import type { AutomationRecord, FiredSlot, LeaseState, WebhookDelivery } from "./daemon.ts";
 import type {
   ActivityItem,
   CallRecord,
@@ -31,6 +32,36 @@ export interface HostRef {
   id: string;
   /** Its process id, to tell a dead host from a live one on the same machine. */
   pid: number;
+  /** `daemon` for a daemon, whose queue worker claims queued work; absent for other hosts. */
+  role?: "daemon";
+}
+
+/** A host as the ledger knows it: the processes that share it. */
+export interface HostInfo {
+  /** The host's id. */
+  host_id: string;
+  /** Its process id. */
+  pid: number;
+  /** `daemon` (it claims queued work), or `host` (a command line, a dashboard, ...). */
+  role: "daemon" | "host";
+  /** When it started (ISO 8601). */
+  started_at: string;
+  /** Its last heartbeat (ISO 8601). */
+  heartbeat_at: string;
+  /** Whether it is alive: a fresh heartbeat, and its process exists where that can be checked. */
+  alive: boolean;
+}
+
+/** Work waiting for a worker to claim it. */
+export interface QueueItem {
+  /** A run or a dispatch task. */
+  kind: "run" | "task";
+  /** Its id. */
+  id: string;
+  /** Its owner. */
+  owner: string;
+  /** When it was queued (ISO 8601). */
+  queued_at: string;
 }
 
 /** A run's event with its place in the run's feed. */
@@ -115,13 +146,14 @@ export interface Ledger {
 
   /**
    * Records a new run, its input (script, args, ...) and its first event (seq 0), as running on
-   * `host`; its state enters the owner's activity stream in the same commit. The input is
+   * `host`, or, with `host` null, queued for a worker to claim ({@linkcode Ledger.claimRun});
+   * its state enters the owner's activity stream in the same commit. The input is
    * written before the run exists, so whoever sees the run can read its input. `args` over
    * `MAX_ARGS_BYTES` as JSON are refused (`invalid_request`).
    */
   createRun(
     status: RunStatus,
-    options: { input: RunInput; host: HostRef; event: RunEvent },
+    options: { input: RunInput; host: HostRef | null; event: RunEvent },
   ): Promise<void>;
   /**
    * Commits a run's writes in order; a terminal status ends the run's feed and its cancel
@@ -192,8 +224,11 @@ export interface Ledger {
   /** Marks `interrupted` the running tasks of hosts that are gone; returns their ids. */
   recoverInterruptedTasks(self: HostRef): Promise<string[]>;
 
-  /** Records a new task (queued) with its first event and its owner's activity item. */
-  createTask(task: TaskStatus): Promise<void>;
+  /**
+   * Records a new task (queued) with its first event and its owner's activity item; with
+   * `queue`, it waits in the queue for a worker to claim (by saving it with `expect: "queued"`).
+   */
+  createTask(task: TaskStatus, options?: { queue?: boolean }): Promise<void>;
   /**
    * Saves a task; with `eventSeq`, its state change joins its feed and its owner's activity
    * stream (with `approval`, the event is about its approval instead, and no activity item is
@@ -262,4 +297,41 @@ export interface Ledger {
     approvalId: string,
     decision: { state: ApprovalDecision; by: string; reason?: string; at?: string },
   ): Promise<ApprovalDecided | undefined>;
+
+  // The queue, hosts and the daemon (issue 14): src/ledger/daemon.ts.
+  /** Queued runs and tasks no worker has claimed yet, oldest first. */
+  listQueue(options?: { limit?: number }): Promise<QueueItem[]>;
+  /**
+   * Claims a queued run for `host`: takes it off the queue and records the host, atomically,
+   * so that two workers never both get it. False when it is not (or no longer) queued.
+   */
+  claimRun(runId: string, host: HostRef): Promise<boolean>;
+  /** The hosts sharing this ledger, with their role and whether they are alive. */
+  listHosts(): Promise<HostInfo[]>;
+  /** Takes or renews a named lease for `holder` (one holder at a time; it expires after `ttlMs`). */
+  acquireLease(name: string, options: { holder: string; ttlMs: number }): Promise<LeaseState>;
+  /** Gives a lease up, if `holder` holds it. */
+  releaseLease(name: string, holder: string): Promise<void>;
+  /** Saves an automation made through the API. */
+  saveAutomation(record: AutomationRecord): Promise<void>;
+  /** Automations made through the API, oldest first. */
+  listAutomations(): Promise<AutomationRecord[]>;
+  /** Deletes an automation made through the API; false when there is none. */
+  deleteAutomation(automationId: string): Promise<boolean>;
+  /** The last slot an automation fired, or undefined. */
+  lastSlot(automationId: string): Promise<FiredSlot | undefined>;
+  /** Claims a slot of an automation: true once per slot, and only for a slot after the last. */
+  claimSlot(automationId: string, slot: string): Promise<boolean>;
+  /** Records what a claimed slot started. */
+  saveSlot(automationId: string, fired: FiredSlot): Promise<void>;
+  /**
+   * Records a new webhook delivery; a delivery id seen before for the hook records nothing and
+   * returns the delivery recorded first.
+   */
+  claimDelivery(delivery: WebhookDelivery): Promise<WebhookDelivery | undefined>;
+  /**
+   * Saves what a delivery started (with `duplicate`, only notes the repeat) and adds it to the
+   * hook owner's activity stream.
+   */
+  saveDelivery(delivery: WebhookDelivery, options?: { duplicate?: boolean }): Promise<void>;
 }

@@ -32,6 +32,8 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["approvals_by_owner", owner, approval_id]` | `{}`: index for listing an owner's approvals |
  * | `["approvals_pending", approval_id]` | `{owner}`: approvals not yet decided; removed by the decision |
  * | `["approval_of_task", task_id]` | `{approval_id}`: the approval a dispatch task asked for |
+ * | `["queue", "run" \| "task", id]` | `{owner, at}`: work queued for a worker (a daemon) to claim |
+ * | `["leases", ...]`, `["automations", ...]`, `["automation_slots", ...]`, `["webhook_deliveries", ...]` | see `daemon.ts` |
  */
 export const KEYS = {
   schema: ["meta", "schema"] as KvKey,
@@ -51,6 +53,9 @@ export const KEYS = {
   runCancel: (runId: string): KvKey => ["run_cancel", runId],
   feedTick: ["meta", "feed_tick"] as KvKey,
   host: (hostId: string): KvKey => ["hosts", hostId],
+  hosts: ["hosts"] as KvKey,
+  queue: (kind: "run" | "task", id?: string): KvKey =>
+    id === undefined ? ["queue", kind] : ["queue", kind, id],
   task: (taskId: string): KvKey => ["tasks", taskId],
   activeTasks: (taskId?: string): KvKey =>
     taskId === undefined ? ["active_tasks"] : ["active_tasks", taskId],

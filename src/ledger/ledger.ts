@@ -7,6 +7,7 @@ import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
 import { checkBefore, parseCallCursor } from "./cursor.ts";
 import { isId } from "./ids.ts";
 import type {
+  HostInfo,
   HostRef,
   Ledger,
   LedgerOp,
@@ -35,6 +36,8 @@ import * as collaborations from "./collaborations.ts";
 import type { Page, PageOptions } from "./pages.ts";
 import * as reviews from "./reviews.ts";
 import * as approvals from "./approvals.ts";
+import * as daemon from "./daemon.ts";
+import type { QueueItem } from "./interface.ts";
 import type {
   ApprovalDecided,
   ApprovalDecision,
@@ -100,6 +103,7 @@ interface HostDoc {
   pid: number;
   started_at: string;
   heartbeat_at: string;
+  role?: "daemon";
 }
 
 /** What a reader waits on: the feed of a run or a task, or an owner's activity stream. */
@@ -481,9 +485,10 @@ class KvLedger implements Ledger {
    */
   async createRun(
     status: RunStatus,
-    options: { input: RunInput; host: HostRef; event: RunEvent },
+    options: { input: RunInput; host: HostRef | null; event: RunEvent },
   ): Promise<void> {
     const { script, ...rest } = options.input;
+    const { host } = options;
     if (rest.args !== undefined && jsonByteLength(rest.args) > MAX_ARGS_BYTES) {
       throw new SvcError(
         "invalid_request",
@@ -506,8 +511,10 @@ class KvLedger implements Ledger {
         .set(KEYS.run(status.run_id), doc)
         .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
         .set(
-          KEYS.active(status.run_id),
-          toBytes({ host_id: options.host.id, pid: options.host.pid }),
+          host ? KEYS.active(status.run_id) : KEYS.queue("run", status.run_id),
+          host
+            ? toBytes({ host_id: host.id, pid: host.pid })
+            : toBytes({ owner: status.owner, at: status.created_at }),
         )
         .set(KEYS.events(status.run_id, 0), event)
         .set(KEYS.feedTick, toBytes({})), {
@@ -769,7 +776,12 @@ class KvLedger implements Ledger {
 
   /** Says that this host is alive. Hosts refresh it while they have runs. */
   async heartbeat(host: HostRef, startedAt: string): Promise<void> {
-    const doc: HostDoc = { pid: host.pid, started_at: startedAt, heartbeat_at: now() };
+    const doc: HostDoc = {
+      pid: host.pid,
+      started_at: startedAt,
+      heartbeat_at: now(),
+      ...(host.role ? { role: host.role } : {}),
+    };
     await this.#kv.atomic().set(KEYS.host(host.id), toBytes(doc)).commit();
   }
 
@@ -880,16 +892,23 @@ class KvLedger implements Ledger {
   }
 
   /** Records a new task (queued) with its first event. */
-  async createTask(task: TaskStatus): Promise<void> {
+  async createTask(task: TaskStatus, options: { queue?: boolean } = {}): Promise<void> {
     const event: TaskEvent = { at: task.created_at, task_id: task.task_id, state: task.state };
     const bytes = await this.#taskBytes(task);
-    const ok = await this.#commit((atomic) =>
-      atomic
+    const ok = await this.#commit((atomic) => {
+      if (options.queue) {
+        atomic.set(
+          KEYS.queue("task", task.task_id),
+          toBytes({ owner: task.owner, at: task.created_at }),
+        );
+      }
+      return atomic
         .check(KEYS.task(task.task_id), null)
         .set(KEYS.task(task.task_id), bytes)
         .set(KEYS.tasksByOwner(task.owner, task.task_id), toBytes({}))
         .set(KEYS.taskEvents(task.task_id, 0), toBytes(event))
-        .set(KEYS.feedTick, toBytes({})), taskActivity(task, event));
+        .set(KEYS.feedTick, toBytes({}));
+    }, taskActivity(task, event));
     if (!ok) {
       throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
     }
@@ -919,6 +938,8 @@ class KvLedger implements Ledger {
     if (task.state === "running" && task.host_id !== null) {
       mutations.push([KEYS.activeTasks(task.task_id), toBytes({ host_id: task.host_id })]);
     } else if (task.state !== "queued") mutations.push([KEYS.activeTasks(task.task_id), null]);
+    // Claimed or ended: no longer waiting for a worker.
+    if (task.state !== "queued") mutations.push([KEYS.queue("task", task.task_id), null]);
     let activity: ActivityAppend | undefined;
     if (options.eventSeq !== undefined) {
       const { approval } = options;
@@ -1161,6 +1182,114 @@ class KvLedger implements Ledger {
     decision: { state: ApprovalDecision; by: string; reason?: string; at?: string },
   ): Promise<ApprovalDecided | undefined> {
     return approvals.decideApproval(this.#kv, approvalId, decision);
+  }
+
+  // The queue, hosts and the daemon's records (issue 14).
+  async listQueue(options: { limit?: number } = {}): Promise<QueueItem[]> {
+    const limit = options.limit ?? 100;
+    const out: QueueItem[] = [];
+    for (const kind of ["run", "task"] as const) {
+      for await (const entry of this.#kv.list(KEYS.queue(kind), { limit })) {
+        const id = entry.key.at(-1);
+        if (typeof id !== "string" || !entry.value) continue;
+        const doc = fromBytes<{ owner: string; at: string }>(entry.value);
+        out.push({ kind, id, owner: doc.owner, queued_at: doc.at });
+      }
+    }
+    // Oldest first across both kinds: ids sort by creation time after their prefix.
+    out.sort((a, b) => a.id.slice(a.kind.length).localeCompare(b.id.slice(b.kind.length)));
+    return out.slice(0, limit);
+  }
+
+  async claimRun(runId: string, host: HostRef): Promise<boolean> {
+    const queued = await this.#kv.get(KEYS.queue("run", runId));
+    if (!queued.value) return false;
+    return (await this.#kv.atomic()
+      .check(KEYS.queue("run", runId), queued.versionstamp)
+      .check(KEYS.active(runId), null)
+      .delete(KEYS.queue("run", runId))
+      .set(KEYS.active(runId), toBytes({ host_id: host.id, pid: host.pid }))
+      .commit()).ok;
+  }
+
+  async listHosts(): Promise<HostInfo[]> {
+    const out: HostInfo[] = [];
+    for await (const entry of this.#kv.list(KEYS.hosts)) {
+      const id = entry.key.at(-1);
+      if (typeof id !== "string" || !entry.value) continue;
+      const doc = fromBytes<HostDoc>(entry.value);
+      out.push({
+        host_id: id,
+        pid: doc.pid,
+        role: doc.role ?? "host",
+        started_at: doc.started_at,
+        heartbeat_at: doc.heartbeat_at,
+        alive: platform().processAlive(doc.pid) !== false &&
+          Date.now() - Date.parse(doc.heartbeat_at) < STALE_HOST_MS,
+      });
+    }
+    return out;
+  }
+
+  acquireLease(
+    name: string,
+    options: { holder: string; ttlMs: number },
+  ): Promise<daemon.LeaseState> {
+    return daemon.acquireLease(this.#kv, name, options);
+  }
+
+  releaseLease(name: string, holder: string): Promise<void> {
+    return daemon.releaseLease(this.#kv, name, holder);
+  }
+
+  saveAutomation(record: daemon.AutomationRecord): Promise<void> {
+    return daemon.saveAutomation(this.#kv, record);
+  }
+
+  listAutomations(): Promise<daemon.AutomationRecord[]> {
+    return daemon.listAutomations(this.#kv);
+  }
+
+  deleteAutomation(automationId: string): Promise<boolean> {
+    return daemon.deleteAutomation(this.#kv, automationId);
+  }
+
+  lastSlot(automationId: string): Promise<daemon.FiredSlot | undefined> {
+    return daemon.lastSlot(this.#kv, automationId);
+  }
+
+  claimSlot(automationId: string, slot: string): Promise<boolean> {
+    return daemon.claimSlot(this.#kv, automationId, slot);
+  }
+
+  saveSlot(automationId: string, fired: daemon.FiredSlot): Promise<void> {
+    return daemon.saveSlot(this.#kv, automationId, fired);
+  }
+
+  claimDelivery(delivery: daemon.WebhookDelivery): Promise<daemon.WebhookDelivery | undefined> {
+    return daemon.claimDelivery(this.#kv, delivery);
+  }
+
+  async saveDelivery(
+    delivery: daemon.WebhookDelivery,
+    options: { duplicate?: boolean } = {},
+  ): Promise<void> {
+    const item: ActivityDraft = {
+      at: new Date().toISOString(),
+      kind: "webhook",
+      id: delivery.hook,
+      state: options.duplicate
+        ? "duplicate"
+        : delivery.outcome === "failed"
+        ? "failed"
+        : "accepted",
+      delivery_id: delivery.delivery_id,
+      ...(delivery.run_id ? { run_id: delivery.run_id } : {}),
+      ...(delivery.task_id ? { task_id: delivery.task_id } : {}),
+    };
+    await this.#commit((atomic) => {
+      if (!options.duplicate) atomic.set(daemon.deliveryKey(delivery), fitRecord(delivery).bytes);
+    }, { owner: delivery.owner, items: [item] });
   }
 
   async #lastSeq(prefix: KvKey): Promise<number> {

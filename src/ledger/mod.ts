@@ -5,11 +5,13 @@
  */
 export { INLINE_LIMIT, openLedger, type OpenLedgerOptions, RUN_SCAN_LIMIT } from "./ledger.ts";
 export type {
+  HostInfo,
   HostRef,
   Ledger,
   LedgerOp,
   ListOptions,
   ListRunsOptions,
+  QueueItem,
   RunEventAt,
   TaskApprovalNote,
 } from "./interface.ts";
@@ -66,3 +68,10 @@ export { isId, newId, shownId } from "./ids.ts";
 export { type CollaborationRecord, type CollaborationState } from "./collaborations.ts";
 export { checkCursor, type Page, type PageOptions } from "./pages.ts";
 export type { ReviewRecord } from "./reviews.ts";
+export type {
+  AutomationAction,
+  AutomationRecord,
+  FiredSlot,
+  LeaseState,
+  WebhookDelivery,
+} from "./daemon.ts";

@@ -496,14 +496,23 @@ export interface ActivityItem {
   seq: number;
   /** When the run or task entered the state (ISO 8601), as its own feed's event says. */
   at: string;
-  /** Whether a run or a task changed state. */
-  kind: "run" | "task";
-  /** The run's or task's id. */
+  /** Whether a run or a task changed state, or a webhook delivery was handled. */
+  kind: "run" | "task" | "webhook";
+  /** The run's or task's id; for a webhook delivery, the hook's name. */
   id: string;
-  /** The state it entered. */
-  state: RunState;
+  /**
+   * The state the run or task entered; for a webhook delivery, its outcome (`accepted`: what
+   * it starts is queued; `failed`: starting it was refused; `duplicate`: a repeated delivery).
+   */
+  state: RunState | "accepted" | "failed" | "duplicate";
   /** A run's `meta.name`, when its script has one. */
   name?: string;
+  /** A webhook delivery's id. */
+  delivery_id?: string;
+  /** The run a webhook delivery started. */
+  run_id?: string;
+  /** The task a webhook delivery started. */
+  task_id?: string;
 }
 
 /** A persistent multi-turn conversation with one provider. */

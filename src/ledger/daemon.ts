@@ -1,0 +1,204 @@
+/**
+ * The daemon's records in the ledger, as functions over the KV store that the KV ledger
+ * delegates to: leases (which daemon leads the scheduler), automations and the last slot each
+ * fired, and webhook deliveries (so that a repeated delivery does nothing twice).
+ *
+ * | key | value |
+ * |---|---|
+ * | `["leases", name]` | `{holder, expires_at}`: held until it expires or is released |
+ * | `["automations", automation_id]` | an automation made through the API |
+ * | `["automation_slots", automation_id]` | `{slot, at, item}`: the last slot that fired |
+ * | `["webhook_deliveries", hook, delivery_id]` | a delivery and what it started |
+ * @module
+ */
+import type { JsonValue } from "../schemas/mod.ts";
+import type { KvKey, KvStore } from "../platform/mod.ts";
+import { fitRecord } from "./fit.ts";
+import { fromBytes, toBytes } from "./json_bytes.ts";
+
+/** Who holds a lease, until when. */
+export interface LeaseState {
+  /** Whether the asker holds it now. */
+  held: boolean;
+  /** Its holder (the asker's id when `held`), or null when nobody holds it. */
+  holder: string | null;
+  /** When the holder's hold ends unless renewed (ISO 8601), or null. */
+  expires_at: string | null;
+}
+
+/** What an automation does when it fires: start a named workflow, or dispatch a prompt. */
+export type AutomationAction =
+  | { workflow: string; args?: JsonValue; fake_dispatch?: boolean }
+  | { dispatch: Record<string, JsonValue> };
+
+/** A named workflow or dispatch on a cron schedule. */
+export interface AutomationRecord {
+  /** `aut_...` for one made through the API; `config.<name>` for one of the configuration file. */
+  automation_id: string;
+  /** Its name, for people. */
+  name: string;
+  /** Whose work it starts: only its owner sees it. */
+  owner: string;
+  /** The cron expression (five or six fields). */
+  cron: string;
+  /** The time zone the expression is read in (IANA name); UTC when absent. */
+  timezone?: string;
+  /** What firing does. */
+  action: AutomationAction;
+  /** Where it was defined: the configuration file, or the API. */
+  source: "config" | "api";
+  /** When it was made (ISO 8601). */
+  created_at: string;
+}
+
+/** The last slot an automation fired, and what that started. */
+export interface FiredSlot {
+  /** The slot (ISO 8601): the time the schedule named, not when it ran. */
+  slot: string;
+  /** When it fired (ISO 8601). */
+  at: string;
+  /** The run or task it started, or the error that stopped it. */
+  item: { run_id: string } | { task_id: string } | { error: string };
+}
+
+/** One webhook delivery, as received and handled. */
+export interface WebhookDelivery {
+  /** The hook's name (from the configuration). */
+  hook: string;
+  /** The sender's delivery id (`X-GitHub-Delivery` or `webhook-id`). */
+  delivery_id: string;
+  /** The hook's owner, who owns what the delivery started. */
+  owner: string;
+  /** When it was received (ISO 8601). */
+  received_at: string;
+  /** `accepted` once what it starts is queued; `failed` when that was refused. */
+  outcome: "received" | "accepted" | "failed";
+  /** The run it started. */
+  run_id?: string;
+  /** The task it started. */
+  task_id?: string;
+  /** Why starting failed. */
+  error?: { code: string; message: string };
+}
+
+const LEASES: KvKey = ["leases"];
+const AUTOMATIONS: KvKey = ["automations"];
+const SLOTS: KvKey = ["automation_slots"];
+const DELIVERIES: KvKey = ["webhook_deliveries"];
+
+/**
+ * Takes or renews the lease `name` for `holder` for `ttlMs`: granted when nobody holds it, its
+ * hold has expired, or `holder` holds it already. One atomic check, so that two askers never
+ * both hold it.
+ */
+export async function acquireLease(
+  kv: KvStore,
+  name: string,
+  options: { holder: string; ttlMs: number },
+): Promise<LeaseState> {
+  const key = [...LEASES, name];
+  const current = await kv.get(key);
+  const doc = current.value
+    ? fromBytes<{ holder: string; expires_at: string }>(current.value)
+    : undefined;
+  const nowMs = Date.now();
+  if (doc && doc.holder !== options.holder && Date.parse(doc.expires_at) > nowMs) {
+    return { held: false, holder: doc.holder, expires_at: doc.expires_at };
+  }
+  const next = {
+    holder: options.holder,
+    expires_at: new Date(nowMs + options.ttlMs).toISOString(),
+  };
+  const ok = (await kv.atomic().check(key, current.versionstamp).set(key, toBytes(next)).commit())
+    .ok;
+  if (ok) return { held: true, ...next };
+  const after = await kv.get(key);
+  const won = after.value ? fromBytes<{ holder: string; expires_at: string }>(after.value) : null;
+  return { held: false, holder: won?.holder ?? null, expires_at: won?.expires_at ?? null };
+}
+
+/** Gives the lease up, if `holder` holds it. */
+export async function releaseLease(kv: KvStore, name: string, holder: string): Promise<void> {
+  const key = [...LEASES, name];
+  const current = await kv.get(key);
+  if (!current.value || fromBytes<{ holder: string }>(current.value).holder !== holder) return;
+  await kv.atomic().check(key, current.versionstamp).delete(key).commit();
+}
+
+/** Saves an automation made through the API. */
+export async function saveAutomation(kv: KvStore, record: AutomationRecord): Promise<void> {
+  await kv.atomic().set([...AUTOMATIONS, record.automation_id], fitRecord(record).bytes).commit();
+}
+
+/** The automations made through the API, oldest first. */
+export async function listAutomations(kv: KvStore): Promise<AutomationRecord[]> {
+  const out: AutomationRecord[] = [];
+  for await (const entry of kv.list(AUTOMATIONS)) {
+    if (entry.value) out.push(fromBytes<AutomationRecord>(entry.value));
+  }
+  return out;
+}
+
+/** Deletes an automation and its last slot; false when there was none. */
+export async function deleteAutomation(kv: KvStore, automationId: string): Promise<boolean> {
+  const key = [...AUTOMATIONS, automationId];
+  const current = await kv.get(key);
+  if (!current.value) return false;
+  return (await kv.atomic().check(key, current.versionstamp).delete(key).delete([
+    ...SLOTS,
+    automationId,
+  ]).commit()).ok;
+}
+
+/** The last slot an automation fired, or undefined. */
+export async function lastSlot(kv: KvStore, automationId: string): Promise<FiredSlot | undefined> {
+  const entry = await kv.get([...SLOTS, automationId]);
+  return entry.value ? fromBytes<FiredSlot>(entry.value) : undefined;
+}
+
+/**
+ * Records that an automation fires `slot`: only when it is later than the last slot recorded,
+ * checked and written in one atomic commit, so that a slot fires once across every daemon
+ * however their clocks and leases overlap. Returns whether this caller may fire it.
+ */
+export async function claimSlot(
+  kv: KvStore,
+  automationId: string,
+  slot: string,
+): Promise<boolean> {
+  const key = [...SLOTS, automationId];
+  const current = await kv.get(key);
+  const last = current.value ? fromBytes<FiredSlot>(current.value) : undefined;
+  if (last && Date.parse(last.slot) >= Date.parse(slot)) return false;
+  const claimed: FiredSlot = { slot, at: new Date().toISOString(), item: { error: "starting" } };
+  return (await kv.atomic().check(key, current.versionstamp).set(key, toBytes(claimed)).commit())
+    .ok;
+}
+
+/** Records what a claimed slot started (or why it did not). */
+export async function saveSlot(kv: KvStore, automationId: string, fired: FiredSlot): Promise<void> {
+  const key = [...SLOTS, automationId];
+  const current = await kv.get(key);
+  if (current.value && fromBytes<FiredSlot>(current.value).slot !== fired.slot) return;
+  await kv.atomic().check(key, current.versionstamp).set(key, fitRecord(fired).bytes).commit();
+}
+
+/**
+ * Records a new delivery, unless its id was seen for this hook: then returns the delivery
+ * recorded first, and records nothing.
+ */
+export async function claimDelivery(
+  kv: KvStore,
+  delivery: WebhookDelivery,
+): Promise<WebhookDelivery | undefined> {
+  const key = [...DELIVERIES, delivery.hook, delivery.delivery_id];
+  const ok = (await kv.atomic().check(key, null).set(key, fitRecord(delivery).bytes).commit()).ok;
+  if (ok) return undefined;
+  const entry = await kv.get(key);
+  return entry.value ? fromBytes<WebhookDelivery>(entry.value) : delivery;
+}
+
+/** The key of a delivery, for the ledger to write it with its activity item. */
+export function deliveryKey(delivery: WebhookDelivery): KvKey {
+  return [...DELIVERIES, delivery.hook, delivery.delivery_id];
+}
