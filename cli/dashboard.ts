@@ -95,7 +95,8 @@ async function generatedToken(
   return { token, fresh: true, path };
 }
 
-function parsePort(text: string): number {
+/** A `--port` value: 0 to 65535. */
+export function parsePort(text: string): number {
   const port = Number(text);
   if (!/^\d{1,5}$/.test(text) || port > 65535) {
     throw new UsageError(`Cannot listen on port '${text.slice(0, 20)}': a port is 0 to 65535`);

@@ -9,6 +9,7 @@ import { platform } from "../src/platform/mod.ts";
 import { VERSION } from "../src/version.ts";
 import { printLine } from "./terminal.ts";
 import { addDashboardCommand } from "./dashboard.ts";
+import { addDaemonCommands } from "./daemon.ts";
 import { addBoardCommands } from "./board_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addRunCommands } from "./run_commands.ts";
@@ -116,6 +117,9 @@ function buildProgram(run: Invocation): Command {
     run.exitCode = await action();
   });
   addBoardCommands(program, async (action) => {
+    run.exitCode = await action();
+  });
+  addDaemonCommands(program, async (action) => {
     run.exitCode = await action();
   });
   return program;

@@ -103,6 +103,8 @@ export async function configuredGrants(): Promise<HostGrants> {
   const executables = [deno, prlimit, p.which("git"), p.which("kill")];
   const env: string[] = [];
   const net: string[] = [];
+  // Webhook secrets are read from the variables the configuration names.
+  for (const hook of Object.values(config.webhooks)) env.push(hook.secret_env);
   for (const settings of Object.values(config.providers)) {
     if (settings.type === "openai" || settings.type === "anthropic") {
       const url = new URL(settings.base_url ?? "https://api.anthropic.com");
@@ -124,13 +126,14 @@ export async function configuredGrants(): Promise<HostGrants> {
 }
 
 /** Commands that listen on a port, and so need net access to their address. */
-const SERVER_COMMANDS = new Set(["dashboard"]);
+const SERVER_COMMANDS = new Set(["dashboard", "daemon"]);
 
 /**
  * The address a server command will listen on (its `--host`, else 127.0.0.1), to grant net
  * access to; undefined for other commands.
  */
 export function listenGrant(argv: readonly string[]): string | undefined {
+  if (argv[0] === "health") return healthGrant(argv);
   if (!SERVER_COMMANDS.has(argv[0] ?? "")) return undefined;
   let host = "127.0.0.1";
   for (let i = 1; i < argv.length; i++) {
@@ -140,6 +143,22 @@ export function listenGrant(argv: readonly string[]): string | undefined {
   }
   if (host === "::" || host === "[::]") return "[::]";
   return /^[A-Za-z0-9.\-:\[\]]{1,253}$/.test(host) ? host : undefined;
+}
+
+/** `svc health` reads its `--url` (default 127.0.0.1): the host and port to grant. */
+function healthGrant(argv: readonly string[]): string | undefined {
+  let url = "http://127.0.0.1:41522/health";
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--url" && argv[i + 1] !== undefined) url = argv[++i]!;
+    else if (arg.startsWith("--url=")) url = arg.slice("--url=".length);
+  }
+  try {
+    const { host } = new URL(url);
+    return /^[A-Za-z0-9.\-:\[\]]{1,260}$/.test(host) ? host : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

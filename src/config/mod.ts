@@ -36,4 +36,6 @@ export {
   type ProviderConfig,
   ProviderConfigSchema,
   type ProviderSettings,
+  WEBHOOK_BODY_LIMIT,
+  type WebhookConfig,
 } from "./schema.ts";

@@ -1,8 +1,12 @@
 import { z } from "zod";
 import {
   type Assert,
+  type AutomationConfig,
+  AutomationConfigSchema,
+  boundedJson,
   type Effort,
   EffortSchema,
+  type JsonValue,
   type SameType,
   type Schema,
 } from "../schemas/mod.ts";
@@ -216,6 +220,77 @@ type _ProviderConfigMatches = Assert<
  */
 export type FullSandboxPolicy = "deny" | "allow" | "ask";
 
+/** Largest webhook body a hook may accept, in bytes. */
+export const WEBHOOK_BODY_LIMIT = 25 * 1024 * 1024;
+
+/**
+ * A webhook of the configuration file (`webhooks.<name>`, served at `POST /webhooks/<name>`):
+ * its shared secret (the NAME of the variable holding it), its signature style, its owner, and
+ * what a delivery does: run a saved workflow with the payload as `args`, or dispatch a prompt
+ * rendered from `prompt_template` over the payload.
+ */
+export const WebhookConfigSchema = z.strictObject({
+  secret_env: envName,
+  style: z.enum(["github", "standard"]).default("github"),
+  owner: z.string().min(1).max(128).optional(),
+  workflow: name.max(64).optional(),
+  prompt_template: z.string().min(1).max(8192).optional(),
+  /** Dispatch options (provider, sandbox, ...) of a `prompt_template` hook. */
+  options: z.record(z.string(), boundedJson()).optional(),
+  fake_dispatch: z.boolean().optional(),
+  max_body_bytes: z.number().int().positive().max(WEBHOOK_BODY_LIMIT).default(1024 * 1024),
+  /** Standard Webhooks: how far `webhook-timestamp` may be from now, in seconds. */
+  tolerance_s: z.number().int().positive().max(3600).default(300),
+}).superRefine((hook, ctx) => {
+  if ((hook.workflow === undefined) === (hook.prompt_template === undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["workflow"],
+      message: "give exactly one of 'workflow' and 'prompt_template'",
+    });
+  }
+  if (hook.options !== undefined && hook.workflow !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["options"],
+      message: "goes with 'prompt_template' only",
+    });
+  }
+});
+
+/** A webhook of the configuration file. */
+export interface WebhookConfig {
+  /** The NAME of the environment variable holding the shared secret (never the secret). */
+  secret_env: string;
+  /** `github` (`X-Hub-Signature-256`) or `standard` (Standard Webhooks). Default github. */
+  style: "github" | "standard";
+  /** Whose work a delivery starts. Default `local`. */
+  owner?: string | undefined;
+  /** The saved workflow a delivery runs, with the payload as `args`. */
+  workflow?: string | undefined;
+  /** The prompt a delivery dispatches: `{{payload.a.b}}` takes a field of the payload. */
+  prompt_template?: string | undefined;
+  /** Dispatch options of a `prompt_template` hook. */
+  options?: Record<string, JsonValue> | undefined;
+  /** Send the work to the fake provider. */
+  fake_dispatch?: boolean | undefined;
+  /** Largest body accepted, in bytes. Default 1 MiB. */
+  max_body_bytes: number;
+  /** Standard Webhooks: the timestamp tolerance in seconds. Default 300. */
+  tolerance_s: number;
+}
+type _WebhookConfigMatches = Assert<SameType<WebhookConfig, z.infer<typeof WebhookConfigSchema>>>;
+
+/** The daemon's settings. */
+export const DaemonConfigSchema = z.strictObject({
+  /** Queued runs and tasks one daemon works on at once. */
+  concurrency: z.number().int().positive().max(256).default(4),
+  /** Whether this host's daemons run the scheduler. */
+  scheduler: z.boolean().default(true),
+  /** A missed slot younger than this fires once when the scheduler comes back, in seconds; 0: never. */
+  catch_up_s: z.number().int().nonnegative().default(3600),
+}).default({ concurrency: 4, scheduler: true, catch_up_s: 3600 });
+
 /** A named profile: fixes provider and model (and so protocol and harness) at once. */
 export const ProfileSchema = z.strictObject({
   provider: name,
@@ -225,6 +300,9 @@ export const ProfileSchema = z.strictObject({
 
 const configSchema = z.strictObject({
   providers: z.record(name, ProviderConfigSchema).default({}),
+  daemon: DaemonConfigSchema,
+  automations: z.record(name.max(64), AutomationConfigSchema).default({}),
+  webhooks: z.record(name.max(64), WebhookConfigSchema).default({}),
   profiles: z.record(name, ProfileSchema).default({}),
   routing: z.strictObject({
     /** Providers `auto` tries first, in order. */
@@ -317,6 +395,19 @@ export interface Config {
     /** Per effort: the providers to route it to, in order. */
     effort: { [E in Effort]?: string[] };
   };
+  /** The daemon: how much queued work it takes at once, the scheduler. */
+  daemon: {
+    /** Queued runs and tasks one daemon works on at once. Default 4. */
+    concurrency: number;
+    /** Whether this host's daemons run the scheduler. Default true. */
+    scheduler: boolean;
+    /** A missed slot younger than this many seconds fires once on return; 0: never. Default 3600. */
+    catch_up_s: number;
+  };
+  /** Automations by name: saved workflows or dispatches on a cron schedule. */
+  automations: Record<string, AutomationConfig>;
+  /** Webhooks by name, served by the daemon at `POST /webhooks/<name>`. */
+  webhooks: Record<string, WebhookConfig>;
   /** What sandbox levels may be granted. */
   sandbox: {
     /**

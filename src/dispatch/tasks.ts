@@ -16,6 +16,7 @@ import {
   type TaskEvent,
   type TaskState,
   type TaskStatus,
+  type WorkTrigger,
 } from "../ledger/mod.ts";
 import { withDefaults } from "../options/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
@@ -62,6 +63,9 @@ interface LiveTask {
   controller: AbortController;
   done: Promise<TaskStatus>;
   eventSeq: number;
+  /** Settles once the task is claimed for this process (true) or found taken (false). */
+  claimed: Promise<boolean>;
+  onClaim: (won: boolean) => void;
 }
 
 function now(): string {
@@ -103,8 +107,23 @@ export class TaskManager {
     return parsed.data;
   }
 
-  /** Records a task of the caller without running it; `work()` runs it, in this process or another. */
-  async enqueue(input: unknown, caller: Caller): Promise<TaskStatus> {
+  /**
+   * Records a task of the caller in the queue without running it: a worker (the daemon's, or
+   * a process started for it) claims it with `work()`; only one ever runs it.
+   */
+  enqueue(
+    input: unknown,
+    caller: Caller,
+    options: { trigger?: WorkTrigger } = {},
+  ): Promise<TaskStatus> {
+    return this.#create(input, caller, { queue: true, ...options });
+  }
+
+  async #create(
+    input: unknown,
+    caller: Caller,
+    options: { queue: boolean; trigger?: WorkTrigger },
+  ): Promise<TaskStatus> {
     const request = this.#parse(input);
     const { prompt, timeout, fake_dispatch, schema_attempts, ...agentOptions } = request;
     if (prompt.length > PROMPT_LIMIT) {
@@ -137,14 +156,15 @@ export class TaskManager {
       worktree: null,
       cancel_requested: false,
       host_id: null,
+      ...(options.trigger ? { trigger: options.trigger } : {}),
     };
-    await this.#options.ledger.createTask(task);
+    await this.#options.ledger.createTask(task, { queue: options.queue });
     return task;
   }
 
   /** Records a task of the caller and runs it in this process; returns its first status (`queued`) at once. */
   async start(input: unknown, caller: Caller): Promise<TaskStatus> {
-    const task = await this.enqueue(input, caller);
+    const task = await this.#create(input, caller, { queue: false });
     const started = structuredClone(task);
     this.#begin(task);
     return started;
@@ -162,15 +182,34 @@ export class TaskManager {
     return await this.#begin(task).done;
   }
 
+  /**
+   * Claims a queued task (atomically: one claimant wins) and runs it in this process. Resolves
+   * once the claim is decided: with the promise of the task's end, or undefined when it was
+   * not queued or another worker took it. A daemon's queue worker calls it.
+   */
+  async claim(taskId: string): Promise<{ done: Promise<TaskStatus> } | undefined> {
+    if (!isId("task", taskId) || this.#live.has(taskId)) return undefined;
+    const task = await this.#options.ledger.getTask(taskId);
+    if (!task || task.state !== "queued") return undefined;
+    const live = this.#begin(task);
+    return (await live.claimed) ? { done: live.done } : undefined;
+  }
+
   #begin(task: TaskStatus): LiveTask {
+    let onClaim: (won: boolean) => void = () => {};
+    const claimed = new Promise<boolean>((resolve) => onClaim = resolve);
     const live: LiveTask = {
       status: task,
       controller: new AbortController(),
       done: Promise.resolve(task),
       eventSeq: 1,
+      claimed,
+      onClaim,
     };
     this.#live.set(task.task_id, live);
     live.done = this.#run(live);
+    // A claim still undecided when the run ends (it threw first) was lost.
+    live.done.finally(() => live.onClaim(false)).catch(() => {});
     return live;
   }
 
@@ -235,7 +274,14 @@ export class TaskManager {
   async #run(live: LiveTask): Promise<TaskStatus> {
     const { status, controller } = live;
     await new Promise((resolve) => setTimeout(resolve, 0));
-    const release = await this.#host.hold();
+    let release: () => void;
+    try {
+      release = await this.#host.hold();
+    } catch (error) {
+      this.#live.delete(status.task_id);
+      live.onClaim(false);
+      throw error;
+    }
     status.state = "running";
     status.started_at = now();
     status.host_id = this.#host.ref.id;
@@ -243,8 +289,10 @@ export class TaskManager {
       // Someone else claimed it, or it was cancelled while queued.
       this.#live.delete(status.task_id);
       release();
+      live.onClaim(false);
       return (await this.#options.ledger.getTask(status.task_id)) ?? status;
     }
+    live.onClaim(true);
     const timer = setTimeout(
       () =>
         controller.abort(

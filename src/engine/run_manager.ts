@@ -27,6 +27,7 @@ import {
   type RunStatus,
   shownId,
   TERMINAL_STATES,
+  type WorkTrigger,
 } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import {
@@ -235,8 +236,13 @@ export class RunManager {
    * claims it with {@linkcode work}, in this process or another. Bad input throws an SvcError
    * and records nothing.
    */
-  async enqueue(input: unknown, caller: Caller): Promise<RunStatus> {
+  async enqueue(
+    input: unknown,
+    caller: Caller,
+    options: { trigger?: WorkTrigger } = {},
+  ): Promise<RunStatus> {
     const prepared = await this.#prepare(input, caller);
+    if (options.trigger) prepared.status.trigger = options.trigger;
     await this.#record(prepared, null);
     return structuredClone(prepared.status);
   }

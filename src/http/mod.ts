@@ -25,3 +25,5 @@ export {
   serveDashboard,
   type ServeDashboardOptions,
 } from "./serve.ts";
+export { type DaemonApp, daemonApp } from "./daemon_app.ts";
+export { DAEMON_PORT, type DaemonServer, serveDaemon } from "./serve_daemon.ts";

@@ -1,5 +1,5 @@
 import { SvcError } from "../errors/mod.ts";
-import { joinPath, platform } from "../platform/mod.ts";
+import { dirName, joinPath, platform } from "../platform/mod.ts";
 import { makeScratchDir } from "../scratch/mod.ts";
 import { guestImportMap } from "./guest_imports.ts";
 import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
@@ -34,10 +34,6 @@ const DATA_HEADROOM_MB = 768;
  */
 export function defaultBootstrapPath(): string {
   return decodeURIComponent(new URL("../../guest/bootstrap.js", import.meta.url).pathname);
-}
-
-function dirname(path: string): string {
-  return path.slice(0, path.lastIndexOf("/")) || "/";
 }
 
 /**
@@ -76,7 +72,7 @@ async function guestDeno(): Promise<string> {
 async function runnableBootstrap(bootstrap: string, scratch: string): Promise<string> {
   const p = platform();
   if (!p.embedded) return bootstrap;
-  const source = dirname(bootstrap);
+  const source = dirName(bootstrap);
   const target = joinPath(scratch, "guest");
   await p.mkdir(target);
   for (const name of await p.readDir(source)) {

@@ -117,6 +117,18 @@ export async function acquireLease(
   return { held: false, holder: won?.holder ?? null, expires_at: won?.expires_at ?? null };
 }
 
+/** Who holds a lease now (`held` is always false: nobody asked). */
+export async function readLease(kv: KvStore, name: string): Promise<LeaseState> {
+  const entry = await kv.get([...LEASES, name]);
+  const doc = entry.value
+    ? fromBytes<{ holder: string; expires_at: string }>(entry.value)
+    : undefined;
+  if (!doc || Date.parse(doc.expires_at) <= Date.now()) {
+    return { held: false, holder: null, expires_at: null };
+  }
+  return { held: false, holder: doc.holder, expires_at: doc.expires_at };
+}
+
 /** Gives the lease up, if `holder` holds it. */
 export async function releaseLease(kv: KvStore, name: string, holder: string): Promise<void> {
   const key = [...LEASES, name];

@@ -21,10 +21,24 @@ export class HostLease {
   #first: Promise<void> | undefined;
 
   /** A new identity on `ledger`; its heartbeat starts with the first hold. */
-  constructor(ledger: Ledger, options: { heartbeatMs?: number } = {}) {
+  constructor(ledger: Ledger, options: { heartbeatMs?: number; role?: "daemon" } = {}) {
     this.#ledger = ledger;
     this.#intervalMs = options.heartbeatMs ?? HEARTBEAT_MS;
-    this.ref = { id: newId("host"), pid: platform().pid() };
+    this.ref = {
+      id: newId("host"),
+      pid: platform().pid(),
+      ...(options.role ? { role: options.role } : {}),
+    };
+  }
+
+  /** When this host started (ISO 8601). */
+  get startedAt(): string {
+    return this.#startedAt;
+  }
+
+  /** Writes the heartbeat now: a write to the ledger that fails when the ledger cannot be written. */
+  beat(): Promise<void> {
+    return this.#ledger.heartbeat(this.ref, this.#startedAt);
   }
 
   /**

@@ -310,6 +310,8 @@ export interface Ledger {
   listHosts(): Promise<HostInfo[]>;
   /** Takes or renews a named lease for `holder` (one holder at a time; it expires after `ttlMs`). */
   acquireLease(name: string, options: { holder: string; ttlMs: number }): Promise<LeaseState>;
+  /** Who holds a lease now, without asking for it. */
+  readLease(name: string): Promise<LeaseState>;
   /** Gives a lease up, if `holder` holds it. */
   releaseLease(name: string, holder: string): Promise<void>;
   /** Saves an automation made through the API. */

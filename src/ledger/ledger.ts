@@ -1238,6 +1238,10 @@ class KvLedger implements Ledger {
     return daemon.acquireLease(this.#kv, name, options);
   }
 
+  readLease(name: string): Promise<daemon.LeaseState> {
+    return daemon.readLease(this.#kv, name);
+  }
+
   releaseLease(name: string, holder: string): Promise<void> {
     return daemon.releaseLease(this.#kv, name, holder);
   }

@@ -53,6 +53,7 @@ export {
   type TaskStatus,
   TERMINAL_STATES,
   type UsageTotals,
+  type WorkTrigger,
 } from "./records.ts";
 export type { ChatMessage } from "./chat.ts";
 export {

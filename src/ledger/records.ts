@@ -234,6 +234,11 @@ export interface RunInput {
   script_dir?: string;
 }
 
+/** What started a run or a task that no caller started directly. */
+export type WorkTrigger =
+  | { kind: "automation"; automation_id: string; slot: string }
+  | { kind: "webhook"; hook: string; delivery_id: string };
+
 /** The status object of a run: what `GET /api/workflow/{run_id}` and `--json` return. */
 export interface RunStatus {
   /** The run's id (`run_...`). */
@@ -262,6 +267,8 @@ export interface RunStatus {
   timeout: number;
   /** The run this one resumed from, if any. */
   resumed_from: string | null;
+  /** What started the run when no caller did directly: an automation's slot or a webhook delivery. */
+  trigger?: WorkTrigger;
   /** When the run was recorded (ISO 8601). */
   created_at: string;
   /** When its script started, once it did. */
@@ -444,6 +451,8 @@ export interface TaskStatus {
   cancel_requested: boolean;
   /** The host (process) running the task, while it runs. */
   host_id: string | null;
+  /** What started the task when no caller did directly: an automation's slot or a webhook delivery. */
+  trigger?: WorkTrigger;
   /**
    * While the task waits for a person to approve its `full` sandbox: the approval's id
    * (`apr_...`), to decide with `POST /api/tasks/{task_id}/approve` or `deny`.

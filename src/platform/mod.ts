@@ -36,6 +36,11 @@ export function setPlatform(implementation: Platform): void {
   current = implementation;
 }
 
+/** The folder of a `/`-separated path (`/` for a file at the root). */
+export function dirName(path: string): string {
+  return path.slice(0, path.lastIndexOf("/")) || "/";
+}
+
 /** Joins path segments with `/`, collapsing duplicate separators. */
 export function joinPath(...parts: string[]): string {
   return parts.join("/").replace(/\/{2,}/g, "/");

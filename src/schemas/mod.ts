@@ -81,3 +81,11 @@ export {
 export { describeIssue } from "./issues.ts";
 export type { Assert, SameType } from "./same_type.ts";
 export type { Schema, SchemaIssue, SchemaResult } from "./schema.ts";
+export {
+  AUTOMATION_ARGS_BYTES,
+  type AutomationConfig,
+  AutomationConfigSchema,
+  type AutomationRequest,
+  AutomationRequestSchema,
+  cronProblem,
+} from "./automation.ts";

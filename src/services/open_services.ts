@@ -16,6 +16,7 @@ import { EventFeed } from "./event_feed.ts";
 import { CollaborationLog } from "../collaborations/mod.ts";
 import { type CardSource, MemorySearch } from "../memory/mod.ts";
 import { ReviewService } from "../reviews/mod.ts";
+import { Automations } from "../automations/mod.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -40,6 +41,8 @@ export interface ServicesOptions {
   recoverEveryMs?: number;
   /** How often readers waiting for events look for other processes' writes, in ms. Default 25. */
   pollMs?: number;
+  /** `daemon` for a daemon: other processes then leave queued work to it. */
+  role?: "daemon";
   /** The board directory. Default: `SVC_DASHBOARD_BOARD_DIR`, else `board` in the data directory. */
   boardDir?: string;
   /** Memory search: where it reads board cards (default the board), how long an index is reused. */
@@ -90,6 +93,8 @@ export interface Services extends AsyncDisposable {
   readonly collaborations: CollaborationLog;
   /** Calls and dispatches waiting for a person to grant them the `full` sandbox. */
   readonly approvals: ApprovalQueue;
+  /** Saved workflows and dispatches on cron schedules (the daemon's scheduler fires them). */
+  readonly automations: Automations;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -110,7 +115,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const ledger = await openLedger(home, {
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
   });
-  const host = new HostLease(ledger);
+  const host = new HostLease(ledger, options.role ? { role: options.role } : {});
   let runs: RunManager | undefined;
   let tasks: TaskManager | undefined;
   let board: Board | undefined;
@@ -159,6 +164,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       reviews,
       collaborations,
       approvals: new ApprovalQueue({ ledger }),
+      automations: new Automations({ ledger, config }),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,

@@ -1,0 +1,168 @@
+/**
+ * `svc daemon` (the resident process: queue worker, scheduler, webhooks, `/health`) and
+ * `svc health` (reads a daemon's `/health`, prints it, exits non-zero when it is unhealthy).
+ * @module
+ */
+import type { Command } from "commander";
+import { SvcError } from "../src/errors/mod.ts";
+import { startDaemon } from "../src/daemon/mod.ts";
+import { DAEMON_PORT, serveDaemon } from "../src/http/mod.ts";
+import { openServices } from "../src/services/mod.ts";
+import { platform } from "../src/platform/mod.ts";
+import { svcHome } from "../src/config/mod.ts";
+import { printJson, printLine, printOut } from "./terminal.ts";
+import { EXIT } from "./exit_status.ts";
+import { parsePort } from "./dashboard.ts";
+import { UsageError } from "./workflow_input.ts";
+
+/** The URL `svc health` reads by default. */
+export const DEFAULT_HEALTH_URL = `http://127.0.0.1:${DAEMON_PORT}/health`;
+
+/** How long `svc health` waits for an answer, in ms. */
+const HEALTH_TIMEOUT_MS = 5_000;
+
+/** Runs the daemon until Ctrl-C or SIGTERM; resolves to the exit status. */
+async function daemon(flags: { host: string; port: string }): Promise<number> {
+  const port = parsePort(flags.port);
+  const services = await openServices({ home: svcHome(), role: "daemon" });
+  const running = await startDaemon(services);
+  let server;
+  try {
+    server = await serveDaemon(running, { hostname: flags.host, port });
+  } catch (error) {
+    await running.stop();
+    await services.close();
+    throw new SvcError(
+      "unavailable",
+      `Cannot listen on ${flags.host}:${port}: ${
+        error instanceof Error ? error.message : "failed"
+      }`,
+    );
+  }
+  const health = await running.health();
+  printLine(`svc: daemon on ${server.url} (health: ${server.url}/health; Ctrl-C stops it)`);
+  printLine(
+    `svc: working on up to ${health.worker.concurrency} queued items; scheduler ${health.scheduler.mode}; ${health.webhooks.hooks.length} webhook(s)`,
+  );
+  if (services.recovered.runs.length + services.recovered.tasks.length > 0) {
+    printLine(
+      `svc: marked interrupted: ${services.recovered.runs.length} run(s), ${services.recovered.tasks.length} task(s) of hosts that died`,
+    );
+  }
+  await new Promise<void>((resolve) => {
+    const remove = platform().onStop(() => {
+      remove();
+      resolve();
+    });
+  });
+  printLine("svc: stopping the daemon (running work is cancelled)");
+  await running.stop();
+  await server.close();
+  await services.close();
+  return EXIT.ok;
+}
+
+function healthUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`Cannot read --url '${text.slice(0, 200)}': it is not a URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new UsageError(`Cannot read --url '${text.slice(0, 200)}': it must be http or https`);
+  }
+  if (url.pathname === "/" || url.pathname === "") url.pathname = "/health";
+  return url;
+}
+
+/** Lines of a health snapshot for people. */
+function healthLines(url: URL, health: Record<string, unknown>): string[] {
+  const get = (path: string): unknown =>
+    path.split(".").reduce<unknown>(
+      (at, key) =>
+        at !== null && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined,
+      health,
+    );
+  const lines = [
+    `${url.href}: ${String(get("status"))} (svc ${String(get("version"))}, up ${
+      String(get("uptime_s"))
+    } s)`,
+    `  kernel     sandbox ceiling ${String(get("kernel.sandbox_ceiling"))}, full: ${
+      String(get("kernel.full"))
+    }`,
+    `  scheduler  ${String(get("scheduler.mode"))}, ${
+      String(get("scheduler.automations"))
+    } automation(s), next ${String(get("scheduler.next_slot_at") ?? "-")}`,
+    `  queue      ${String(get("queue.runs"))} run(s), ${
+      String(get("queue.tasks"))
+    } task(s) waiting`,
+    `  running    ${String(get("running.runs"))} run(s), ${
+      String(get("running.tasks"))
+    } task(s) of at most ${String(get("worker.concurrency"))}`,
+    `  ledger     ${get("ledger.ok") === true ? "ok" : "FAILING"}${
+      get("ledger.write_ms") !== null && get("ledger.write_ms") !== undefined
+        ? `, a write takes ${String(get("ledger.write_ms"))} ms`
+        : ""
+    }`,
+    `  hosts      ${String(get("hosts.alive"))} alive, ${String(get("hosts.daemons"))} daemon(s)`,
+  ];
+  const problems = get("problems");
+  if (Array.isArray(problems)) {
+    for (const problem of problems) lines.push(`  ! ${String(problem)}`);
+  }
+  return lines;
+}
+
+/** Reads a daemon's health; exit 0 when healthy, 1 when unhealthy, 5 when unreachable. */
+async function health(flags: { url: string; json?: boolean }): Promise<number> {
+  const url = healthUrl(flags.url);
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
+      redirect: "error",
+    });
+  } catch (error) {
+    const why = error instanceof Error && error.name === "TimeoutError"
+      ? `no answer within ${HEALTH_TIMEOUT_MS / 1000} s`
+      : "nothing answers there";
+    throw new SvcError("unavailable", `Cannot read the health of ${url.href}: ${why}`);
+  }
+  const text = await response.text();
+  let body: Record<string, unknown>;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error();
+    body = parsed as Record<string, unknown>;
+  } catch {
+    throw new SvcError(
+      "unavailable",
+      `Cannot read the health of ${url.href}: the answer (HTTP ${response.status}) is not a health snapshot`,
+    );
+  }
+  if (flags.json) await printJson(body, 2);
+  else await printOut(healthLines(url, body));
+  return response.status === 200 && body.status === "ok" ? EXIT.ok : EXIT.failed;
+}
+
+/** Adds `daemon` and `health` to the program; `run` sets the exit status. */
+export function addDaemonCommands(
+  program: Command,
+  run: (action: () => Promise<number>) => Promise<void>,
+): void {
+  program
+    .command("daemon")
+    .description(
+      "Run the daemon: claim queued runs and dispatches, fire automations, receive webhooks, serve /health",
+    )
+    .option("--host <host>", "address to listen on", "127.0.0.1")
+    .option("--port <port>", "port to listen on (0 picks a free one)", String(DAEMON_PORT))
+    .action((flags: { host: string; port: string }) => run(() => daemon(flags)));
+  program
+    .command("health")
+    .description("Read a daemon's /health; exit 0 when healthy, 1 when not, 5 when unreachable")
+    .option("--url <url>", "the daemon's health URL", DEFAULT_HEALTH_URL)
+    .option("--json", "print the snapshot as JSON")
+    .action((flags: { url: string; json?: boolean }) => run(() => health(flags)));
+}

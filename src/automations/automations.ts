@@ -1,0 +1,141 @@
+import { SvcError } from "../errors/mod.ts";
+import type { Config } from "../config/mod.ts";
+import {
+  type AutomationAction,
+  type AutomationRecord,
+  type Caller,
+  type FiredSlot,
+  isId,
+  type Ledger,
+  mayAccess,
+  newId,
+  shownId,
+} from "../ledger/mod.ts";
+import { type AutomationConfig, AutomationRequestSchema, describeIssue } from "../schemas/mod.ts";
+
+/** Most automations made through the API, all owners together: each is a timer of the leader. */
+export const AUTOMATION_LIMIT = 500;
+
+/** An automation with the last slot it fired. */
+export interface AutomationView extends AutomationRecord {
+  /** The last slot it fired and what that started; null before the first. */
+  last_fired: FiredSlot | null;
+}
+
+/** The owner of configured work that names none. */
+const DEFAULT_OWNER = "local";
+
+/** The action of a request or a configured automation. */
+function actionOf(value: AutomationConfig): AutomationAction {
+  if (value.dispatch !== undefined) return { dispatch: value.dispatch };
+  return {
+    workflow: value.workflow!,
+    ...(value.args !== undefined ? { args: value.args } : {}),
+    ...(value.fake_dispatch !== undefined ? { fake_dispatch: value.fake_dispatch } : {}),
+  };
+}
+
+/** The configuration file's automations, as records (`config.<name>`). */
+export function configuredAutomations(config: Config, at: string): AutomationRecord[] {
+  return Object.entries(config.automations).map(([name, value]) => ({
+    automation_id: `config.${name}`,
+    name,
+    owner: value.owner ?? DEFAULT_OWNER,
+    cron: value.cron,
+    ...(value.timezone !== undefined ? { timezone: value.timezone } : {}),
+    action: actionOf(value),
+    source: "config",
+    created_at: at,
+  }));
+}
+
+/**
+ * Automations: named workflows or dispatches on a cron schedule, from the configuration file
+ * (read-only here) and made through the API (kept in the ledger). The daemon's scheduler fires
+ * them; this service lists, creates and deletes them under the owner rule.
+ */
+export class Automations {
+  readonly #ledger: Ledger;
+  readonly #configured: AutomationRecord[];
+
+  /** The automations of `config` and of `ledger`. */
+  constructor(options: { ledger: Ledger; config: Config }) {
+    this.#ledger = options.ledger;
+    this.#configured = configuredAutomations(options.config, new Date().toISOString());
+  }
+
+  /** Every automation, of every owner: what the scheduler fires. */
+  async all(): Promise<AutomationRecord[]> {
+    return [...this.#configured, ...(await this.#ledger.listAutomations())];
+  }
+
+  /** The caller's automations (everyone's for an administrator), with their last slot. */
+  async list(caller: Caller): Promise<AutomationView[]> {
+    const mine = (await this.all()).filter((record) => mayAccess(caller, record.owner));
+    return await Promise.all(mine.map(async (record) => ({
+      ...record,
+      last_fired: (await this.#ledger.lastSlot(record.automation_id)) ?? null,
+    })));
+  }
+
+  /** Makes an automation of the caller from a request (`AutomationRequestSchema`). */
+  async create(input: unknown, caller: Caller): Promise<AutomationView> {
+    const parsed = AutomationRequestSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new SvcError(
+        "invalid_request",
+        `Cannot create the automation: ${describeIssue(parsed.error)}`,
+      );
+    }
+    const all = await this.all();
+    if (all.length - this.#configured.length >= AUTOMATION_LIMIT) {
+      throw new SvcError(
+        "conflict",
+        `Cannot create the automation: there are ${AUTOMATION_LIMIT} already; delete some first`,
+      );
+    }
+    const request = parsed.data;
+    if (all.some((record) => record.owner === caller.owner && record.name === request.name)) {
+      throw new SvcError(
+        "conflict",
+        `Cannot create the automation: '${request.name}' exists already`,
+      );
+    }
+    const record: AutomationRecord = {
+      automation_id: newId("aut"),
+      name: request.name,
+      owner: caller.owner,
+      cron: request.cron,
+      ...(request.timezone !== undefined ? { timezone: request.timezone } : {}),
+      action: actionOf(request),
+      source: "api",
+      created_at: new Date().toISOString(),
+    };
+    await this.#ledger.saveAutomation(record);
+    return { ...record, last_fired: null };
+  }
+
+  /**
+   * Deletes one of the caller's automations. An unknown id and another owner's answer
+   * `not_found` alike; one of the configuration file is a `conflict` (edit the file).
+   */
+  async delete(automationId: string, caller: Caller): Promise<void> {
+    const configured = this.#configured.find((record) => record.automation_id === automationId);
+    if (configured && mayAccess(caller, configured.owner)) {
+      throw new SvcError(
+        "conflict",
+        `Cannot delete automation '${automationId}': it is defined in the configuration file`,
+      );
+    }
+    const found = isId("aut", automationId)
+      ? (await this.#ledger.listAutomations()).find((r) => r.automation_id === automationId)
+      : undefined;
+    if (!found || !mayAccess(caller, found.owner)) {
+      throw new SvcError(
+        "not_found",
+        `Cannot delete automation '${shownId(automationId)}': no such automation`,
+      );
+    }
+    await this.#ledger.deleteAutomation(automationId);
+  }
+}

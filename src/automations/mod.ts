@@ -1,0 +1,12 @@
+/**
+ * Automations: named workflows and dispatches on cron schedules, from the configuration file and
+ * the API; the daemon's scheduler fires them.
+ * @module
+ */
+export {
+  AUTOMATION_LIMIT,
+  Automations,
+  type AutomationView,
+  configuredAutomations,
+} from "./automations.ts";
+export { latestSlot, nextSlot } from "./cron.ts";
