@@ -6,6 +6,7 @@ import { dispatchHistory, type StaleWorktree, type UsageSummary } from "../src/d
 import { SvcError } from "../src/errors/mod.ts";
 import { EffortSchema } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
+import { daemonAlive } from "../src/services/mod.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";
@@ -95,8 +96,11 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
   await using host = await openHost();
   if (!flags.wait) {
     const task = await host.tasks.enqueue(request, host.caller);
-    const worker = await workerCommand(task.task_id);
-    p.spawnDetached(worker.command, { args: worker.args });
+    // A live daemon claims it from the queue; without one, a worker process of its own does.
+    if (!(await daemonAlive(host.ledger))) {
+      const worker = await workerCommand(task.task_id);
+      p.spawnDetached(worker.command, { args: worker.args });
+    }
     printLine(`svc: task ${task.task_id} queued; follow it with: svc task status ${task.task_id}`);
     await json({ task_id: task.task_id, state: task.state });
     return EXIT.ok;

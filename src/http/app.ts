@@ -14,6 +14,7 @@ import type { AuthSettings } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
 import { errorResponse, renderError, validationError } from "./errors.ts";
 import { jsonBody } from "./json_body.ts";
+import { addAutomationRoutes } from "./routes_automations.ts";
 import { addBoardRoutes } from "./routes_board.ts";
 import { addDispatchRoutes } from "./routes_dispatch.ts";
 import { addEventRoutes } from "./routes_events.ts";
@@ -112,6 +113,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
   addBoardRoutes(app, context);
   addEventRoutes(app, context);
   addMemoryRoutes(app, context);
+  addAutomationRoutes(app, context);
   const document = () =>
     app.getOpenAPI31Document({
       openapi: "3.1.0",

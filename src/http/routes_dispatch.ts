@@ -3,6 +3,7 @@
  * cancel, its event stream; the task list, a task's detail, and actions on a task.
  * @module
  */
+import { submitTask } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { DispatchRequestSchema } from "../schemas/mod.ts";
@@ -171,7 +172,7 @@ export function addDispatchRoutes(app: DashboardHono, context: RouteContext): vo
   const { tasks, approvals } = context.services;
 
   app.openapi(startRoute, async (c) => {
-    const task = await tasks.start(c.req.valid("json"), c.get("caller"));
+    const task = await submitTask(context.services, c.req.valid("json"), c.get("caller"));
     return c.json({
       task_id: task.task_id,
       state: task.state,

@@ -8,6 +8,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { dispatchHistory } from "../dispatch/mod.ts";
 import { callCursor, type RunState } from "../ledger/mod.ts";
+import { SCHEDULER_LEASE } from "../daemon/mod.ts";
 import { VERSION } from "../version.ts";
 import type { DashboardHono, RouteContext } from "./app.ts";
 import { errors, jsonContent, nextCursor } from "./route_parts.ts";
@@ -47,9 +48,24 @@ const StatusSchema = z.object({
     }),
   }),
   scheduler: z.object({
-    mode: z.enum(["leader", "standby", "off"]),
+    mode: z.enum(["leader", "standby", "off"]).meta({
+      description: "`leader`: a live daemon fires automations; `standby`: daemons run but " +
+        "none leads yet; `off`: no daemon runs",
+    }),
+    leader: z.string().nullable().meta({ description: "the host id of the leading daemon" }),
   }),
-  daemon: z.object({ running: z.boolean() }),
+  daemon: z.object({
+    running: z.boolean().meta({ description: "a live daemon claims queued work" }),
+    count: z.number(),
+  }),
+  hosts: z.array(z.object({
+    host_id: z.string(),
+    pid: z.number(),
+    role: z.enum(["daemon", "host"]),
+    started_at: z.string(),
+    heartbeat_at: z.string(),
+    alive: z.boolean(),
+  })).meta({ description: "the processes sharing the ledger" }),
   runs: z.object({ active: CountsSchema }),
   tasks: z.object({ active: CountsSchema }),
   providers: z.object({ total: z.number(), available: z.number() }),
@@ -192,10 +208,14 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
 
   app.openapi(statusRoute, async (c) => {
     const caller = c.get("caller");
-    const [active, providers] = await Promise.all([
+    const [active, providers, hosts, lease] = await Promise.all([
       activeCounts(caller),
       services.dispatcher.status(),
+      services.ledger.listHosts(),
+      services.ledger.readLease(SCHEDULER_LEASE),
     ]);
+    const daemons = hosts.filter((host) => host.alive && host.role === "daemon");
+    const leader = daemons.find((host) => host.host_id === lease.holder)?.host_id ?? null;
     return c.json({
       service: "svc" as const,
       version: VERSION,
@@ -207,8 +227,12 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
         sandbox_levels: ["read-only", "write", "full"],
         full: services.config.sandbox.full,
       },
-      scheduler: { mode: "off" as const },
-      daemon: { running: false },
+      scheduler: {
+        mode: leader ? "leader" as const : daemons.length > 0 ? "standby" as const : "off" as const,
+        leader,
+      },
+      daemon: { running: daemons.length > 0, count: daemons.length },
+      hosts,
       runs: { active: active.runs },
       tasks: { active: active.tasks },
       providers: {

@@ -4,6 +4,7 @@
  * The owner is the token's; another owner's run answers 404 like an unknown id.
  * @module
  */
+import { submitRun } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
@@ -193,7 +194,7 @@ export function addRunRoutes(app: DashboardHono, context: RouteContext): void {
     const { owner_user_id: _ignored, ...body } = c.req.valid("json") as
       & z.infer<typeof WorkflowRunBodySchema>
       & { owner_user_id?: unknown };
-    return c.json(started(await runs.start(body, c.get("caller"))), 202);
+    return c.json(started(await submitRun(context.services, body, c.get("caller"))), 202);
   });
 
   app.openapi(resumeRoute, async (c) => {

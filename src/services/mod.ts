@@ -10,3 +10,4 @@ export {
   type ServicesOptions,
 } from "./open_services.ts";
 export { EventFeed, type FeedFollowOptions } from "./event_feed.ts";
+export { daemonAlive, submitRun, submitTask } from "./submit.ts";
