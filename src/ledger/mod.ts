@@ -66,3 +66,9 @@ export { isId, newId, shownId } from "./ids.ts";
 export { type CollaborationRecord, type CollaborationState } from "./collaborations.ts";
 export { checkCursor, type Page, type PageOptions } from "./pages.ts";
 export type { ReviewRecord } from "./reviews.ts";
+export {
+  A2A_SEQ_PREFIX,
+  type A2aTaskListOptions,
+  type A2aTaskPage,
+  type A2aTaskRecord,
+} from "./a2a_tasks.ts";
