@@ -124,7 +124,7 @@ export async function configuredGrants(): Promise<HostGrants> {
 }
 
 /** Commands that listen on a port, and so need net access to their address. */
-const SERVER_COMMANDS = new Set(["dashboard"]);
+const SERVER_COMMANDS = new Set(["dashboard", "a2a-server"]);
 
 /**
  * The address a server command will listen on (its `--host`, else 127.0.0.1), to grant net

@@ -3,6 +3,7 @@
  * address as the base URL its cards name.
  * @module
  */
+import { SvcError } from "../errors/mod.ts";
 import { platform } from "../platform/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { type A2aApp, a2aApp, type A2aAppOptions } from "./app.ts";
@@ -36,9 +37,29 @@ export interface A2aServer extends AsyncDisposable {
   close(): Promise<void>;
 }
 
+/** A public URL checked: http or https, no query or fragment; without its trailing slashes. */
+function publicBase(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    url = new URL("invalid:");
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash) {
+    throw new SvcError(
+      "invalid_argument",
+      `Cannot use '${
+        text.slice(0, 200)
+      }' as the public URL: it must be an http or https URL without query or fragment`,
+    );
+  }
+  return url.href.replace(/\/+$/, "");
+}
+
 /** Serves the A2A app over `services` until closed. Resolves once it listens. */
 export async function serveA2a(services: Services, options: ServeA2aOptions): Promise<A2aServer> {
   const hostname = options.hostname ?? A2A_HOST;
+  const base = options.publicUrl !== undefined ? publicBase(options.publicUrl) : undefined;
   const serving: { app?: A2aApp } = {};
   const server = await platform().serve(
     (request) =>
@@ -58,7 +79,7 @@ export async function serveA2a(services: Services, options: ServeA2aOptions): Pr
   try {
     serving.app = await a2aApp(services, {
       ...options,
-      baseUrl: (options.publicUrl ?? url).replace(/\/+$/, ""),
+      baseUrl: base ?? url,
       places: options.places ?? {
         projectDir: p.cwd(),
         home: services.home,
