@@ -108,6 +108,10 @@ export async function configuredGrants(): Promise<HostGrants> {
       const url = new URL(settings.base_url ?? "https://api.anthropic.com");
       net.push(url.port ? `${url.hostname}:${url.port}` : url.hostname);
       env.push(settings.api_key_env ?? "ANTHROPIC_API_KEY");
+    } else if (settings.type === "a2a") {
+      const url = new URL(settings.url);
+      net.push(url.port ? `${url.hostname}:${url.port}` : url.hostname);
+      if (settings.token_env) env.push(settings.token_env);
     } else if (settings.type !== "fake") {
       const command = settings.command ?? settings.type;
       executables.push(command.includes("/") ? command : p.which(command));
