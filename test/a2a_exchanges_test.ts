@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { TaskState } from "@a2a-js/sdk";
 import { serveDashboard } from "../src/http/mod.ts";
+import { A2A_SEQ_PREFIX, newId } from "../src/ledger/mod.ts";
 import { ARGS_KEY, FAKE_KEY, WORKFLOW_KEY } from "../src/a2a/mod.ts";
 import {
   answerText,
@@ -231,4 +232,38 @@ Deno.test("a contextId continues one svc session across messages", async () => {
   const b = await a2a.services.tasks.get(second.metadata?.["svc.task_id"], { owner: "alice" });
   assert.equal(a?.options.session, `a2a-${first.contextId}`);
   assert.equal(b?.options.session, a?.options.session);
+});
+
+Deno.test("a task whose svc work was interrupted by a dead host reads as failed, not working forever", async () => {
+  await using a2a = await startA2a();
+  const alice = { owner: "alice" };
+  const svcTask = await a2a.services.tasks.enqueue({ prompt: "orphan" }, alice);
+  assert.ok(
+    await a2a.services.ledger.saveTask(
+      { ...svcTask, state: "interrupted", ended_at: new Date().toISOString() },
+      { eventSeq: 1, expect: "queued" },
+    ),
+  );
+  // The A2A task as the dead host left it: working, naming its svc task.
+  const id = crypto.randomUUID();
+  await a2a.services.ledger.saveA2aTask({
+    task_id: id,
+    owner: "alice",
+    seq: newId(A2A_SEQ_PREFIX),
+    context_id: "ctx",
+    state: "TASK_STATE_WORKING",
+    created_at: new Date().toISOString(),
+    updated_at: new Date().toISOString(),
+    task: {
+      id,
+      contextId: "ctx",
+      status: { state: "TASK_STATE_WORKING" },
+      metadata: { "svc.task_id": svcTask.task_id },
+    },
+  });
+  const client = await sdkClient(a2a.url, TOKENS.alice);
+  const task = await client.getTask({ tenant: "", id, historyLength: undefined });
+  assert.equal(task.status?.state, TaskState.TASK_STATE_FAILED);
+  const stored = await a2a.services.ledger.getA2aTask("alice", id);
+  assert.equal(stored?.state, "TASK_STATE_FAILED");
 });

@@ -26,6 +26,7 @@ import {
 } from "./agent_card.ts";
 import { SvcExecutor } from "./executor.ts";
 import { isLegacyRequest, jsonRpcHandler } from "./json_rpc.ts";
+import { staleSettler } from "./stale_tasks.ts";
 import { LedgerTaskStore } from "./task_store.ts";
 import { type WorkflowSkill, workflowSkills } from "./workflow_skills.ts";
 
@@ -77,7 +78,10 @@ export async function a2aApp(services: Services, options: A2aAppOptions): Promis
   const executor = new SvcExecutor(services, { places: options.places });
   const handler = new DefaultRequestHandler(
     AgentCard.fromJSON(agentCardJson(await source())),
-    new LedgerTaskStore(services.ledger, { onSaved: (task) => executor.noteSaved(task) }),
+    new LedgerTaskStore(services.ledger, {
+      onSaved: (task) => executor.noteSaved(task),
+      settle: staleSettler(services),
+    }),
     executor,
   );
   const serveJsonRpc = jsonRpcHandler(handler, {

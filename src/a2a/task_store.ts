@@ -10,6 +10,7 @@ import type { ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
 import { A2A_SEQ_PREFIX, type A2aTaskRecord, isId, type Ledger, newId } from "../ledger/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { callerOfContext } from "./caller_user.ts";
+import type { StaleSettler } from "./stale_tasks.ts";
 import { stateName } from "./state_map.ts";
 
 /** The shape of a task id svc accepts: what the SDK makes (a UUID) and similar ids, bounded. */
@@ -22,11 +23,28 @@ const SAVE_ATTEMPTS = 5;
 export class LedgerTaskStore implements TaskStore {
   readonly #ledger: Ledger;
   readonly #onSaved: ((task: Task) => void) | undefined;
+  readonly #settle: StaleSettler | undefined;
 
-  /** A store over `ledger`; `onSaved` hears of every task written (the executor waits on it). */
-  constructor(ledger: Ledger, options: { onSaved?: (task: Task) => void } = {}) {
+  /**
+   * A store over `ledger`; `onSaved` hears of every task written (the executor waits on it),
+   * `settle` may end a task read that no host will ever end ({@linkcode staleSettler}).
+   */
+  constructor(
+    ledger: Ledger,
+    options: { onSaved?: (task: Task) => void; settle?: StaleSettler } = {},
+  ) {
     this.#ledger = ledger;
     this.#onSaved = options.onSaved;
+    this.#settle = options.settle;
+  }
+
+  /** The task of a record, settled (and saved so) when its svc work was interrupted. */
+  async #read(record: A2aTaskRecord, context: ServerCallContext): Promise<Task> {
+    const task = Task.fromJSON(record.task);
+    const settled = await this.#settle?.(task, record.owner);
+    if (!settled) return task;
+    await this.save(settled, context);
+    return settled;
   }
 
   /** Saves the task as the caller's (keeping its first-save order). */
@@ -59,7 +77,7 @@ export class LedgerTaskStore implements TaskStore {
     const { owner } = callerOfContext(context);
     if (typeof taskId !== "string" || !TASK_ID_PATTERN.test(taskId)) return undefined;
     const record = await this.#ledger.getA2aTask(owner, taskId);
-    return record ? Task.fromJSON(record.task) : undefined;
+    return record ? await this.#read(record, context) : undefined;
   }
 
   /** The caller's tasks, newest first, filtered as the request asks. */
@@ -80,11 +98,12 @@ export class LedgerTaskStore implements TaskStore {
         (status === undefined || record.state === status) &&
         (after === undefined || Date.parse(record.updated_at) > after),
     });
-    const tasks = page.records.map((record) => {
-      const task = Task.fromJSON(record.task);
+    const tasks: Task[] = [];
+    for (const record of page.records) {
+      const task = await this.#read(record, context);
       if (params.includeArtifacts !== true) task.artifacts = [];
-      return task;
-    });
+      tasks.push(task);
+    }
     return {
       tasks,
       nextPageToken: page.next ?? "",
