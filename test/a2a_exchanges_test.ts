@@ -142,6 +142,17 @@ Deno.test("bad JSON-RPC input answers a JSON-RPC error, never a 5xx or a stack",
     },
     { body: `{"a":${"[".repeat(100)}${"]".repeat(100)}}`, code: -32600 },
     {
+      body: send({
+        message: { messageId: "m\u001b[31m", role: "ROLE_USER", parts: [{ text: "x" }] },
+      }),
+      code: -32602,
+    },
+    {
+      body: JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tasks/get", params: { id: "a\nb" } }),
+      code: -32602,
+      legacy: true,
+    },
+    {
       body: send({ message: { messageId: "m", parts: [{ text: "y".repeat(1100 * 1024) }] } }),
       code: -32600,
       status: 413,

@@ -89,14 +89,24 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * An id of a sane size and without control characters: ids reach the SDK's log lines (the
+ * server's terminal) and the ledger's keys.
+ */
+function isSafeId(value: unknown): boolean {
+  // deno-lint-ignore no-control-regex -- refusing control characters is the point
+  return typeof value === "string" && value.length <= ID_LIMIT &&
+    !/[\u0000-\u001f\u007f-\u009f]/.test(value);
+}
+
 /** What is wrong with a request's params, in words; undefined when they are within bounds. */
 function boundsProblem(params: unknown): string | undefined {
   if (params === undefined) return undefined;
   if (!isRecord(params)) return "'params' must be an object";
   for (const key of ["id", "taskId", "contextId", "pageToken", "tenant"]) {
     const value = params[key];
-    if (value !== undefined && (typeof value !== "string" || value.length > ID_LIMIT)) {
-      return `'params.${key}' must be a string of at most ${ID_LIMIT} characters`;
+    if (value !== undefined && !isSafeId(value)) {
+      return `'params.${key}' must be a string of at most ${ID_LIMIT} characters without control characters`;
     }
   }
   const message = params.message;
@@ -104,8 +114,8 @@ function boundsProblem(params: unknown): string | undefined {
   if (!isRecord(message)) return "'params.message' must be an object";
   for (const key of ["messageId", "taskId", "contextId"]) {
     const value = message[key];
-    if (value !== undefined && (typeof value !== "string" || value.length > ID_LIMIT)) {
-      return `'params.message.${key}' must be a string of at most ${ID_LIMIT} characters`;
+    if (value !== undefined && !isSafeId(value)) {
+      return `'params.message.${key}' must be a string of at most ${ID_LIMIT} characters without control characters`;
     }
   }
   const parts = message.parts;
@@ -122,7 +132,7 @@ function boundsProblem(params: unknown): string | undefined {
   if (
     references !== undefined &&
     (!Array.isArray(references) || references.length > REFERENCES_LIMIT ||
-      references.some((r) => typeof r !== "string" || r.length > ID_LIMIT))
+      references.some((r) => !isSafeId(r)))
   ) {
     return `'params.message.referenceTaskIds' is at most ${REFERENCES_LIMIT} ids`;
   }
