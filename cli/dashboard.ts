@@ -28,8 +28,8 @@ import { printLine } from "./terminal.ts";
 import { EXIT } from "./exit_status.ts";
 import { UsageError } from "./workflow_input.ts";
 
-/** Flags of `svc dashboard`. */
-interface DashboardFlags {
+/** Token flags of `svc dashboard` (and `svc a2a-server`, which takes the same tokens). */
+export interface DashboardFlags {
   host: string;
   port: string;
   token?: string;
@@ -56,7 +56,7 @@ async function readTokenFile(path: string): Promise<TokenBinding[]> {
 }
 
 /** The settings of this start: variables, then files, then flags. */
-async function settingsOf(flags: DashboardFlags): Promise<AuthSettings> {
+export async function settingsOf(flags: DashboardFlags): Promise<AuthSettings> {
   let settings = authSettingsFromEnv((name) => platform().env(name));
   for (const file of flags.tokenFile ?? []) {
     settings = withTokens(settings, await readTokenFile(file));
@@ -82,7 +82,7 @@ async function settingsOf(flags: DashboardFlags): Promise<AuthSettings> {
  * With authentication required and no token configured: the saved generated token, or a new
  * one saved now. Returns the token and whether it is new (then it is printed, once).
  */
-async function generatedToken(
+export async function generatedToken(
   home: string,
 ): Promise<{ token: string; fresh: boolean; path: string }> {
   const p = platform();
@@ -157,7 +157,8 @@ export async function dashboard(flags: DashboardFlags): Promise<number> {
   return EXIT.ok;
 }
 
-function collect(value: string, previous: string[] = []): string[] {
+/** Commander's collector of a repeatable option. */
+export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 

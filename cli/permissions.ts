@@ -110,6 +110,10 @@ export async function configuredGrants(): Promise<HostGrants> {
       const url = new URL(settings.base_url ?? "https://api.anthropic.com");
       net.push(url.port ? `${url.hostname}:${url.port}` : url.hostname);
       env.push(settings.api_key_env ?? "ANTHROPIC_API_KEY");
+    } else if (settings.type === "a2a") {
+      const url = new URL(settings.url);
+      net.push(url.port ? `${url.hostname}:${url.port}` : url.hostname);
+      if (settings.token_env) env.push(settings.token_env);
     } else if (settings.type !== "fake") {
       const command = settings.command ?? settings.type;
       executables.push(command.includes("/") ? command : p.which(command));
@@ -126,7 +130,7 @@ export async function configuredGrants(): Promise<HostGrants> {
 }
 
 /** Commands that listen on a port, and so need net access to their address. */
-const SERVER_COMMANDS = new Set(["dashboard", "daemon"]);
+const SERVER_COMMANDS = new Set(["dashboard", "daemon", "a2a-server"]);
 
 /**
  * The address a server command will listen on (its `--host`, else 127.0.0.1), to grant net

@@ -101,9 +101,11 @@ function declarations(files: string[]): Map<string, string> {
 async function denoJsonVersions(): Promise<Map<string, string>> {
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`));
   const versions = new Map<string, string>();
-  for (const specifier of Object.values(config.imports ?? {})) {
+  for (const [name, specifier] of Object.entries(config.imports ?? {})) {
     const match = /^npm:(@?[^@]+)@(.+)$/.exec(String(specifier));
-    if (match) versions.set(match[1]!, match[2]!);
+    // An alias (`"@a2a-js/sdk-v03": "npm:@a2a-js/sdk@0.3.14"`, an older line for tests) is not
+    // the version the source imports under the package's own name.
+    if (match && match[1] === name) versions.set(name, match[2]!);
   }
   return versions;
 }

@@ -22,6 +22,7 @@ export function svcHome(): string {
 
 export { defaultConfig, loadConfig, type LoadedConfig } from "./load.ts";
 export {
+  type A2aProviderConfig,
   type AnthropicProviderConfig,
   type Config,
   ConfigSchema,

@@ -100,6 +100,16 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
     /** Turn `effort` into an extended-thinking budget (default true). */
     thinking: z.boolean().optional(),
   }),
+  // Agents elsewhere (issue 14): a remote A2A agent, another svc host among them.
+  z.strictObject({
+    type: z.literal("a2a"),
+    ...common,
+    url: z.url({ protocol: /^https?$/ }),
+    token_env: z.string().regex(
+      /^[A-Z_][A-Z0-9_]*$/,
+      "must be the NAME of an environment variable",
+    ).optional(),
+  }),
 ]);
 
 /** Prices in USD per million tokens, used when a provider reports no cost of its own. */
@@ -201,6 +211,16 @@ export interface AnthropicProviderConfig extends ProviderSettings {
   thinking?: boolean;
 }
 
+/** An agent elsewhere, over the A2A protocol (docs/PROVIDERS.md). */
+export interface A2aProviderConfig extends ProviderSettings {
+  /** The kind of provider. */
+  type: "a2a";
+  /** The agent's base URL: its card is at `{url}/.well-known/agent-card.json`. */
+  url: string;
+  /** The NAME of the environment variable holding the bearer token (never the token itself). */
+  token_env?: string;
+}
+
 /** A configured provider; `type` says which kind. */
 export type ProviderConfig =
   | FakeProviderConfig
@@ -209,7 +229,8 @@ export type ProviderConfig =
   | HarnessProviderConfig<"gemini">
   | HarnessProviderConfig<"opencode">
   | OpenAIProviderConfig
-  | AnthropicProviderConfig;
+  | AnthropicProviderConfig
+  | A2aProviderConfig;
 type _ProviderConfigMatches = Assert<
   SameType<ProviderConfig, z.infer<typeof ProviderConfigSchema>>
 >;

@@ -1,6 +1,6 @@
 import { type Config, type ProviderConfig, svcHome } from "../config/mod.ts";
 import { joinPath } from "../platform/mod.ts";
-import { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
+import { a2aAgentProvider, anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import { claudeProvider, codexProvider, geminiProvider, opencodeProvider } from "./harness/mod.ts";
 import type { Provider } from "./types.ts";
@@ -43,6 +43,12 @@ export function providerFromConfig(
         timeoutMs: settings.timeout_ms,
         ...(settings.thinking !== undefined ? { thinking: settings.thinking } : {}),
         ...(settings.model_aliases ? { modelAliases: settings.model_aliases } : {}),
+      });
+    case "a2a":
+      return a2aAgentProvider({
+        name,
+        url: settings.url,
+        ...(settings.token_env !== undefined ? { tokenEnv: settings.token_env } : {}),
       });
     case "claude":
     case "codex":
@@ -93,7 +99,7 @@ export function dispatcherFromConfig(
 ): Dispatcher {
   const { scratchRoot, ...rest } = options;
   const hasHarness = Object.values(config.providers)
-    .some((settings) => !["fake", "openai", "anthropic"].includes(settings.type));
+    .some((settings) => !["fake", "openai", "anthropic", "a2a"].includes(settings.type));
   const root = scratchRoot ?? (hasHarness ? joinPath(svcHome(), "tmp") : undefined);
   const providers = Object.entries(config.providers)
     .map(([name, settings]) => providerFromConfig(name, settings, { scratchRoot: root }))

@@ -2,8 +2,19 @@
  * Dispatch: the one way a call reaches a provider.
  * @module
  */
-export { anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
-export type { AnthropicOptions, ApiClientOptions, OpenAICompatibleOptions } from "./api/mod.ts";
+export {
+  A2A_USAGE_KEY,
+  a2aAgentProvider,
+  anthropicProvider,
+  openaiCompatibleProvider,
+  usageOfReply,
+} from "./api/mod.ts";
+export type {
+  A2aAgentOptions,
+  AnthropicOptions,
+  ApiClientOptions,
+  OpenAICompatibleOptions,
+} from "./api/mod.ts";
 export { createDispatcher, ProviderError, UnpricedCallError } from "./dispatcher.ts";
 export type {
   DispatchContext,

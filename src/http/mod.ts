@@ -16,6 +16,10 @@ export {
   withTokens,
 } from "./auth_settings.ts";
 export type { ApiErrorBody } from "./errors.ts";
+// The A2A server (src/a2a/) authenticates and answers errors as the dashboard does.
+export { dashboardAuth, type DashboardAuthOptions } from "./auth.ts";
+export type { DashboardEnv } from "./env.ts";
+export { errorResponse, renderError } from "./errors.ts";
 export { MAX_BODY_BYTES } from "./json_body.ts";
 export { PAGE_CSP, pageDir } from "./page.ts";
 export {

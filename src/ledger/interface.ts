@@ -7,6 +7,7 @@ import type {
 } from "./approvals.ts";
 import type { ChatMessage } from "./chat.ts";
 import type { CollaborationRecord } from "./collaborations.ts";
+import type { A2aTaskListOptions, A2aTaskPage, A2aTaskRecord } from "./a2a_tasks.ts";
 import type { Page, PageOptions } from "./pages.ts";
 import type { ReviewRecord } from "./reviews.ts";
 import type { AutomationRecord, FiredSlot, LeaseState, WebhookDelivery } from "./daemon.ts";
@@ -336,4 +337,11 @@ export interface Ledger {
    * hook owner's activity stream.
    */
   saveDelivery(delivery: WebhookDelivery, options?: { duplicate?: boolean }): Promise<void>;
+  // A2A tasks (issue 14): src/ledger/a2a_tasks.ts
+  /** Writes an owner's A2A task (indexing it on its first write); false when it changed meanwhile. */
+  saveA2aTask(record: A2aTaskRecord): Promise<boolean>;
+  /** An owner's A2A task by id, or undefined (another owner's too). */
+  getA2aTask(owner: string, taskId: string): Promise<A2aTaskRecord | undefined>;
+  /** An owner's A2A tasks, newest first, a page at a time. */
+  listA2aTasks(owner: string, options: A2aTaskListOptions): Promise<A2aTaskPage>;
 }

@@ -28,6 +28,7 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["activity", owner, seq]` | the owner's activity stream: one item per state change of its runs and tasks, from seq 0 |
  * | `["activity_head", owner]` | `{seq}`: the stream's last seq, checked by every append so that concurrent writers never share one |
  * | `["reviews", ...]`, `["collaborations", ...]` and their `_by_owner` indexes | see `reviews.ts`, `collaborations.ts` |
+ * | `["a2a_tasks", ...]`, `["a2a_tasks_by_owner", ...]` | A2A tasks per owner: see `a2a_tasks.ts` |
  * | `["approvals", approval_id]` | an approval: a `full` call or dispatch waiting for a person (src/ledger/approvals.ts) |
  * | `["approvals_by_owner", owner, approval_id]` | `{}`: index for listing an owner's approvals |
  * | `["approvals_pending", approval_id]` | `{owner}`: approvals not yet decided; removed by the decision |

@@ -38,6 +38,7 @@ import * as reviews from "./reviews.ts";
 import * as approvals from "./approvals.ts";
 import * as daemon from "./daemon.ts";
 import type { QueueItem } from "./interface.ts";
+import * as a2aTasks from "./a2a_tasks.ts";
 import type {
   ApprovalDecided,
   ApprovalDecision,
@@ -1294,6 +1295,22 @@ class KvLedger implements Ledger {
     await this.#commit((atomic) => {
       if (!options.duplicate) atomic.set(daemon.deliveryKey(delivery), fitRecord(delivery).bytes);
     }, { owner: delivery.owner, items: [item] });
+  }
+
+  // A2A tasks (issue 14): kept in src/ledger/a2a_tasks.ts, over this ledger's store.
+  saveA2aTask(record: a2aTasks.A2aTaskRecord): Promise<boolean> {
+    return a2aTasks.saveA2aTask(this.#kv, record);
+  }
+
+  getA2aTask(owner: string, taskId: string): Promise<a2aTasks.A2aTaskRecord | undefined> {
+    return a2aTasks.getA2aTask(this.#kv, owner, taskId);
+  }
+
+  listA2aTasks(
+    owner: string,
+    options: a2aTasks.A2aTaskListOptions,
+  ): Promise<a2aTasks.A2aTaskPage> {
+    return a2aTasks.listA2aTasks(this.#kv, owner, options);
   }
 
   async #lastSeq(prefix: KvKey): Promise<number> {

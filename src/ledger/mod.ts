@@ -76,3 +76,9 @@ export type {
   LeaseState,
   WebhookDelivery,
 } from "./daemon.ts";
+export {
+  A2A_SEQ_PREFIX,
+  type A2aTaskListOptions,
+  type A2aTaskPage,
+  type A2aTaskRecord,
+} from "./a2a_tasks.ts";

@@ -8,3 +8,5 @@ export type { AnthropicOptions } from "./anthropic.ts";
 export type { ApiClientOptions } from "./http.ts";
 export { openaiCompatibleProvider } from "./openai_compatible.ts";
 export type { OpenAICompatibleOptions } from "./openai_compatible.ts";
+export { A2A_USAGE_KEY, a2aAgentProvider, usageOfReply } from "./a2a_agent.ts";
+export type { A2aAgentOptions } from "./a2a_agent.ts";
