@@ -27,6 +27,7 @@ export type {
 } from "./approvals/mod.ts";
 export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
 export type {
+  A2aProviderConfig,
   AnthropicProviderConfig,
   Config,
   FakeProviderConfig,
@@ -39,6 +40,7 @@ export type {
   ProfileConfig,
   ProviderConfig,
   ProviderSettings,
+  WebhookConfig,
 } from "./config/mod.ts";
 export {
   anthropicProvider,
@@ -108,11 +110,16 @@ export type {
 export { SvcError, toSvcError } from "./errors/mod.ts";
 export { callCursor, callerOf, HostLease, openLedger } from "./ledger/mod.ts";
 export type {
+  A2aTaskListOptions,
+  A2aTaskPage,
+  A2aTaskRecord,
   ActivityItem,
   ApprovalDecided,
   ApprovalDecision,
   ApprovalRecord,
   ApprovalState,
+  AutomationAction,
+  AutomationRecord,
   BudgetAxis,
   BudgetFigures,
   Caller,
@@ -124,9 +131,12 @@ export type {
   FailureCause,
   FailureCounts,
   FeedItem,
+  FiredSlot,
+  HostInfo,
   HostRef,
   JournalEntry,
   JournalSummary,
+  LeaseState,
   Ledger,
   LedgerOp,
   ListApprovalsOptions,
@@ -135,6 +145,7 @@ export type {
   OpenLedgerOptions,
   Page,
   PageOptions,
+  QueueItem,
   ReviewRecord,
   RunEventAt,
   RunInput,
@@ -144,6 +155,8 @@ export type {
   TaskEvent,
   TaskState,
   TaskStatus,
+  WebhookDelivery,
+  WorkTrigger,
 } from "./ledger/mod.ts";
 export { CollaborationLog } from "./collaborations/mod.ts";
 export type { CollaborationInput, CollaborationUpdate } from "./collaborations/mod.ts";
@@ -164,7 +177,9 @@ export type {
   ReviewStartRequest,
   ReviewSummary,
 } from "./reviews/mod.ts";
-export { EventFeed, openServices } from "./services/mod.ts";
+export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./services/mod.ts";
+export { Automations, type AutomationView } from "./automations/mod.ts";
+export type { AutomationConfig, AutomationConfigFields, AutomationRequest } from "./schemas/mod.ts";
 export type { FeedFollowOptions, RunSettings, Services, ServicesOptions } from "./services/mod.ts";
 export type { ErrorCode } from "./errors/mod.ts";
 export {

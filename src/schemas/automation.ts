@@ -3,6 +3,7 @@ import { Cron } from "croner";
 import { DispatchRequestSchema } from "./dispatch.ts";
 import { boundedJson, type JsonValue } from "./json.ts";
 import { describeIssue } from "./issues.ts";
+import type { Assert, SameType } from "./same_type.ts";
 
 /** Longest cron expression accepted. */
 const CRON_LIMIT = 120;
@@ -54,17 +55,24 @@ const automationFields = {
   }),
 };
 
-interface ActionFields {
+/** The schedule and action every automation has. */
+export interface AutomationConfigFields {
+  /** The cron expression (five or six fields). */
   cron: string;
+  /** The IANA time zone it is read in; UTC when absent. */
   timezone?: string | undefined;
+  /** The saved workflow to run. */
   workflow?: string | undefined;
+  /** The workflow's `args`. */
   args?: JsonValue | undefined;
+  /** Send the work to the fake provider. */
   fake_dispatch?: boolean | undefined;
+  /** A dispatch request, instead of `workflow`. */
   dispatch?: Record<string, JsonValue> | undefined;
 }
 
 /** Checks the cron, the time zone and that exactly one action is given. */
-function refineAction(value: ActionFields, ctx: z.RefinementCtx): void {
+function refineAction(value: AutomationConfigFields, ctx: z.RefinementCtx): void {
   const zone = value.timezone === undefined ? undefined : timezoneProblem(value.timezone);
   if (zone) ctx.addIssue({ code: "custom", path: ["timezone"], message: zone });
   const cron = cronProblem(value.cron, zone ? undefined : value.timezone);
@@ -97,8 +105,12 @@ export const AutomationRequestSchema = z.strictObject({
   ...automationFields,
 }).superRefine(refineAction);
 
-/** A validated automation request. */
-export type AutomationRequest = z.infer<typeof AutomationRequestSchema>;
+/** A validated automation request: its name, schedule and action. */
+export interface AutomationRequest extends AutomationConfigFields {
+  /** The automation's name, unique per owner. */
+  name: string;
+}
+type _RequestMatches = Assert<SameType<AutomationRequest, z.infer<typeof AutomationRequestSchema>>>;
 
 /** An automation of the configuration file (`automations.<name>`): the request and its owner. */
 export const AutomationConfigSchema = z.strictObject({
@@ -109,4 +121,8 @@ export const AutomationConfigSchema = z.strictObject({
 }).superRefine(refineAction);
 
 /** A validated automation of the configuration file. */
-export type AutomationConfig = z.infer<typeof AutomationConfigSchema>;
+export interface AutomationConfig extends AutomationConfigFields {
+  /** Whose work it starts; default `local`. */
+  owner?: string | undefined;
+}
+type _ConfigMatches = Assert<SameType<AutomationConfig, z.infer<typeof AutomationConfigSchema>>>;

@@ -84,6 +84,7 @@ export type { Schema, SchemaIssue, SchemaResult } from "./schema.ts";
 export {
   AUTOMATION_ARGS_BYTES,
   type AutomationConfig,
+  type AutomationConfigFields,
   AutomationConfigSchema,
   type AutomationRequest,
   AutomationRequestSchema,
