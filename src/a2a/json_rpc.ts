@@ -94,9 +94,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * server's terminal) and the ledger's keys.
  */
 function isSafeId(value: unknown): boolean {
+  if (typeof value !== "string" || value.length > ID_LIMIT) return false;
   // deno-lint-ignore no-control-regex -- refusing control characters is the point
-  return typeof value === "string" && value.length <= ID_LIMIT &&
-    !/[\u0000-\u001f\u007f-\u009f]/.test(value);
+  return !/[\u0000-\u001f\u007f-\u009f]/.test(value);
 }
 
 /** What is wrong with a request's params, in words; undefined when they are within bounds. */
