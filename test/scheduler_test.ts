@@ -67,7 +67,12 @@ Deno.test("an automation fires once per slot with two daemons on one ledger, and
   for (const slot of slots) assert.match(slot, /:\d\d\.000Z$/);
   for (const listed of runs) {
     const run = await second.services.runs.get(listed.run_id, { owner: "local" });
-    assert.equal(run?.state, "succeeded");
+    // The daemon that stopped cancelled what it was running; everything else ran to its end.
+    if (run?.state === "cancelled") {
+      assert.match(run.error?.message ?? "", /shutting down/);
+      continue;
+    }
+    assert.equal(run?.state, "succeeded", JSON.stringify(run?.error));
     assert.deepEqual(run?.result, { args: { from: "config" } });
   }
 });
