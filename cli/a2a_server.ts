@@ -9,16 +9,10 @@ import type { Command } from "commander";
 import { A2A_HOST, A2A_PORT, serveA2a } from "../src/a2a/mod.ts";
 import { svcHome } from "../src/config/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { LOCAL_OWNER, withTokens } from "../src/http/mod.ts";
+import { LOCAL_OWNER } from "../src/http/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { openServices } from "../src/services/mod.ts";
-import {
-  collect,
-  type DashboardFlags,
-  generatedToken,
-  parsePort,
-  settingsOf,
-} from "./dashboard.ts";
+import { collect, type DashboardFlags, parsePort, serverAuth } from "./dashboard.ts";
 import { EXIT } from "./exit_status.ts";
 import { printLine } from "./terminal.ts";
 
@@ -31,13 +25,8 @@ interface A2aServerFlags extends DashboardFlags {
 export async function a2aServer(flags: A2aServerFlags): Promise<number> {
   const p = platform();
   const port = parsePort(flags.port);
-  let settings = await settingsOf(flags);
   const home = svcHome();
-  let generated: { token: string; fresh: boolean; path: string } | undefined;
-  if (settings.required && settings.tokens.length === 0) {
-    generated = await generatedToken(home);
-    settings = withTokens(settings, [{ token: generated.token }]);
-  }
+  const { settings, generated } = await serverAuth(flags, home);
   const services = await openServices({ home });
   let server;
   try {

@@ -104,17 +104,28 @@ export function parsePort(text: string): number {
   return port;
 }
 
+/**
+ * The tokens a server command accepts (variables, files, flags) and, when a token is required
+ * and none is configured, the generated one of `home`.
+ */
+export async function serverAuth(
+  flags: DashboardFlags,
+  home: string,
+): Promise<
+  { settings: AuthSettings; generated?: { token: string; fresh: boolean; path: string } }
+> {
+  const settings = await settingsOf(flags);
+  if (!settings.required || settings.tokens.length > 0) return { settings };
+  const generated = await generatedToken(home);
+  return { settings: withTokens(settings, [{ token: generated.token }]), generated };
+}
+
 /** Runs the dashboard until asked to stop; resolves to the exit status. */
 export async function dashboard(flags: DashboardFlags): Promise<number> {
   const p = platform();
   const port = parsePort(flags.port);
-  let settings = await settingsOf(flags);
   const home = svcHome();
-  let generated: { token: string; fresh: boolean; path: string } | undefined;
-  if (settings.required && settings.tokens.length === 0) {
-    generated = await generatedToken(home);
-    settings = withTokens(settings, [{ token: generated.token }]);
-  }
+  const { settings, generated } = await serverAuth(flags, home);
   const services = await openServices({ home });
   let server;
   try {

@@ -16,7 +16,7 @@ export interface DaemonOptions {
   concurrency?: number;
   /** Whether to run the scheduler. Default: the configuration's `daemon.scheduler`. */
   scheduler?: boolean;
-  /** How often the worker looks at the queue, in ms. Default 200. */
+  /** How often the worker looks at the queue, in ms. Default 100. */
   pollMs?: number;
   /** How often the scheduler ticks, in ms. Default 1000. */
   tickMs?: number;

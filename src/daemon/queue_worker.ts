@@ -5,7 +5,7 @@ import type { Services } from "../services/mod.ts";
 export interface QueueWorkerOptions {
   /** Queued items this worker runs at once. Default: the configuration's `daemon.concurrency`. */
   concurrency?: number;
-  /** How often it looks at the queue, in ms. Default 200. */
+  /** How often it looks at the queue, in ms. Default 100. */
   pollMs?: number;
 }
 
@@ -42,7 +42,7 @@ export class QueueWorker {
   constructor(services: Services, options: QueueWorkerOptions = {}) {
     this.#services = services;
     this.#concurrency = options.concurrency ?? services.config.daemon.concurrency;
-    this.#pollMs = options.pollMs ?? 200;
+    this.#pollMs = options.pollMs ?? 100;
   }
 
   /** Starts looking at the queue. */
