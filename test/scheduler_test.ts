@@ -55,7 +55,8 @@ Deno.test("an automation fires once per slot with two daemons on one ledger, and
     return runs.length >= before + 2 ? runs : undefined;
   }, { what: "the remaining daemon to fire two more slots" });
   assert.equal((await second.daemon.health()).scheduler.mode, "leader");
-  await second.daemon.stop();
+  // No more slots; the worker goes on until the fired runs have all run.
+  await second.daemon.scheduler.stop();
   const runs = await eventually(async () => {
     const all = await second.services.runs.list({ owner: "local" });
     return all.every((run) => run.state !== "queued" && run.state !== "running") ? all : undefined;
