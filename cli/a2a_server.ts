@@ -10,9 +10,14 @@ import { A2A_HOST, A2A_PORT, serveA2a } from "../src/a2a/mod.ts";
 import { svcHome } from "../src/config/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { LOCAL_OWNER } from "../src/http/mod.ts";
-import { platform } from "../src/platform/mod.ts";
 import { openServices } from "../src/services/mod.ts";
-import { collect, type DashboardFlags, parsePort, serverAuth } from "./dashboard.ts";
+import {
+  type DashboardFlags,
+  parsePort,
+  serverAuth,
+  untilStopped,
+  withTokenOptions,
+} from "./dashboard.ts";
 import { EXIT } from "./exit_status.ts";
 import { printLine } from "./terminal.ts";
 
@@ -23,7 +28,6 @@ interface A2aServerFlags extends DashboardFlags {
 
 /** Runs the A2A server until asked to stop; resolves to the exit status. */
 export async function a2aServer(flags: A2aServerFlags): Promise<number> {
-  const p = platform();
   const port = parsePort(flags.port);
   const home = svcHome();
   const { settings, generated } = await serverAuth(flags, home);
@@ -58,12 +62,7 @@ export async function a2aServer(flags: A2aServerFlags): Promise<number> {
   } else if (generated) {
     printLine(`svc: the token is in ${generated.path}`);
   }
-  await new Promise<void>((resolve) => {
-    const remove = p.onStop(() => {
-      remove();
-      resolve();
-    });
-  });
+  await untilStopped();
   printLine("svc: stopping the A2A server");
   await server.close();
   await services.close();
@@ -75,24 +74,13 @@ export function addA2aServerCommand(
   program: Command,
   run: (action: () => Promise<number>) => Promise<void>,
 ): void {
-  program
+  const command = program
     .command("a2a-server")
     .description(
       "Serve dispatches and named workflows to other agents over the A2A protocol (JSON-RPC, 1.0 and 0.3)",
     )
     .option("--host <host>", "address to listen on", A2A_HOST)
     .option("--port <port>", "port to listen on (0 picks a free one)", String(A2A_PORT))
-    .option("--public-url <url>", "the base URL the agent card names (behind a proxy)")
-    .option(
-      "--token <token>",
-      "accept this bearer token (prefer --token-file: flags show in process listings)",
-    )
-    .option("--token-owner <owner>", "the owner --token acts as (default: local)")
-    .option("--owner-token <owner:token>", "accept a token bound to an owner (repeatable)", collect)
-    .option(
-      "--token-file <path>",
-      "accept the tokens of a file: one per line, token or owner:token (repeatable)",
-      collect,
-    )
-    .action((flags: A2aServerFlags) => run(() => a2aServer(flags)));
+    .option("--public-url <url>", "the base URL the agent card names (behind a proxy)");
+  withTokenOptions(command).action((flags: A2aServerFlags) => run(() => a2aServer(flags)));
 }

@@ -8,11 +8,10 @@ import { SvcError } from "../src/errors/mod.ts";
 import { startDaemon } from "../src/daemon/mod.ts";
 import { DAEMON_PORT, serveDaemon } from "../src/http/mod.ts";
 import { openServices } from "../src/services/mod.ts";
-import { platform } from "../src/platform/mod.ts";
 import { svcHome } from "../src/config/mod.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { EXIT } from "./exit_status.ts";
-import { parsePort } from "./dashboard.ts";
+import { parsePort, untilStopped } from "./dashboard.ts";
 import { UsageError } from "./workflow_input.ts";
 
 /** The URL `svc health` reads by default. */
@@ -49,12 +48,7 @@ async function daemon(flags: { host: string; port: string }): Promise<number> {
       `svc: marked interrupted: ${services.recovered.runs.length} run(s), ${services.recovered.tasks.length} task(s) of hosts that died`,
     );
   }
-  await new Promise<void>((resolve) => {
-    const remove = platform().onStop(() => {
-      remove();
-      resolve();
-    });
-  });
+  await untilStopped();
   printLine("svc: stopping the daemon (running work is cancelled)");
   await running.stop();
   await server.close();

@@ -122,7 +122,6 @@ export async function serverAuth(
 
 /** Runs the dashboard until asked to stop; resolves to the exit status. */
 export async function dashboard(flags: DashboardFlags): Promise<number> {
-  const p = platform();
   const port = parsePort(flags.port);
   const home = svcHome();
   const { settings, generated } = await serverAuth(flags, home);
@@ -155,13 +154,7 @@ export async function dashboard(flags: DashboardFlags): Promise<number> {
   } else if (generated) {
     printLine(`svc: the API token is in ${generated.path}`);
   }
-  const stopped = new Promise<void>((resolve) => {
-    const remove = p.onStop(() => {
-      remove();
-      resolve();
-    });
-  });
-  await stopped;
+  await untilStopped();
   printLine("svc: stopping the dashboard");
   await server.close();
   await services.close();
@@ -173,16 +166,9 @@ export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-/** Adds `dashboard` to the program; `run` sets the exit status. */
-export function addDashboardCommand(
-  program: Command,
-  run: (action: () => Promise<number>) => Promise<void>,
-): void {
-  program
-    .command("dashboard")
-    .description("Serve the dashboard: the authenticated /api/* routes and the board page")
-    .option("--host <host>", "address to listen on", DASHBOARD_HOST)
-    .option("--port <port>", "port to listen on (0 picks a free one)", String(DASHBOARD_PORT))
+/** Adds the token options a server command shares with the dashboard. */
+export function withTokenOptions(command: Command): Command {
+  return command
     .option(
       "--token <token>",
       "accept this bearer token (prefer --token-file: flags show in process listings)",
@@ -193,6 +179,28 @@ export function addDashboardCommand(
       "--token-file <path>",
       "accept the tokens of a file: one per line, token or owner:token (repeatable)",
       collect,
-    )
-    .action((flags: DashboardFlags) => run(() => dashboard(flags)));
+    );
+}
+
+/** Resolves once the process is asked to stop (Ctrl-C, SIGTERM). */
+export function untilStopped(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const remove = platform().onStop(() => {
+      remove();
+      resolve();
+    });
+  });
+}
+
+/** Adds `dashboard` to the program; `run` sets the exit status. */
+export function addDashboardCommand(
+  program: Command,
+  run: (action: () => Promise<number>) => Promise<void>,
+): void {
+  const command = program
+    .command("dashboard")
+    .description("Serve the dashboard: the authenticated /api/* routes and the board page")
+    .option("--host <host>", "address to listen on", DASHBOARD_HOST)
+    .option("--port <port>", "port to listen on (0 picks a free one)", String(DASHBOARD_PORT));
+  withTokenOptions(command).action((flags: DashboardFlags) => run(() => dashboard(flags)));
 }
