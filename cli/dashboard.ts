@@ -128,7 +128,12 @@ export async function dashboard(flags: DashboardFlags): Promise<number> {
   const services = await openServices({ home });
   let server;
   try {
-    server = await serveDashboard(services, { hostname: flags.host, port, auth: settings });
+    server = await serveDashboard(services, {
+      hostname: flags.host,
+      port,
+      auth: settings,
+      logError: printLine,
+    });
   } catch (error) {
     await services.close();
     if (error instanceof SvcError) throw error;
@@ -140,6 +145,7 @@ export async function dashboard(flags: DashboardFlags): Promise<number> {
     );
   }
   printLine(`svc: dashboard on ${server.url} (Ctrl-C stops it)`);
+  printLine(`svc: tool protocol (MCP, Streamable HTTP) on ${server.url}/mcp`);
   if (!settings.required) {
     printLine(
       `svc: authentication is off (SVC_DASHBOARD_AUTH_REQUIRED=false): every request without a valid token acts as owner '${LOCAL_OWNER}'`,

@@ -11,6 +11,7 @@ import { printLine } from "./terminal.ts";
 import { addDashboardCommand } from "./dashboard.ts";
 import { addDaemonCommands } from "./daemon.ts";
 import { addA2aServerCommand } from "./a2a_server.ts";
+import { addMcpCommand } from "./mcp.ts";
 import { addBoardCommands } from "./board_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addRunCommands } from "./run_commands.ts";
@@ -118,6 +119,9 @@ function buildProgram(run: Invocation): Command {
     run.exitCode = await action();
   });
   addA2aServerCommand(program, async (action) => {
+    run.exitCode = await action();
+  });
+  addMcpCommand(program, async (action) => {
     run.exitCode = await action();
   });
   addBoardCommands(program, async (action) => {

@@ -211,6 +211,8 @@ export type {
   ServeDashboardOptions,
   TokenBinding,
 } from "./http/mod.ts";
+export { mcpHttpHandler, serveMcpStdio } from "./mcp/mod.ts";
+export type { McpHttpHandler, McpHttpOptions, McpStdioOptions } from "./mcp/mod.ts";
 export { platform, setPlatform } from "./platform/mod.ts";
 export type {
   ChildProcess,

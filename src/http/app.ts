@@ -1,6 +1,6 @@
 /**
- * The dashboard's Hono application: the security layer over `/api/*`, the body reader, every
- * route, the OpenAPI document generated from the routes' schemas, and the one error handler.
+ * The dashboard's Hono application: the security layer over `/api/*` and `/mcp`, the body
+ * reader, every route, the tool protocol's Streamable HTTP endpoint, the OpenAPI document generated from the routes' schemas, and the one error handler.
  * It is a `fetch` handler: tests call it in process, `serveDashboard()` puts it on a port.
  * @module
  */
@@ -9,10 +9,12 @@ import type { Services } from "../services/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { SchemaIssue } from "../schemas/mod.ts";
 import { VERSION } from "../version.ts";
+import { mcpHttpHandler } from "../mcp/mod.ts";
 import { dashboardAuth } from "./auth.ts";
 import type { AuthSettings } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
 import { errorResponse, renderError, validationError } from "./errors.ts";
+import { hostCheck } from "./host_check.ts";
 import { jsonBody } from "./json_body.ts";
 import { addAutomationRoutes } from "./routes_automations.ts";
 import { addBoardRoutes } from "./routes_board.ts";
@@ -40,6 +42,13 @@ export interface DashboardAppOptions {
   retryMs?: number;
   /** When the server started (ms since the epoch), for its uptime. Default: now. */
   startedAt?: number;
+  /**
+   * The host names requests may carry in `Host` (DNS-rebinding protection); absent, any. A
+   * server on a loopback address passes {@linkcode LOOPBACK_HOSTS}.
+   */
+  allowedHosts?: readonly string[];
+  /** Where internal errors of the tool-protocol endpoint are reported. Default: dropped. */
+  logError?: (message: string) => void;
   /** Aborting it ends every open event stream (the server is closing). */
   signal?: AbortSignal;
   /** The folder of the board page's files. Default: `page/` of this installation. */
@@ -90,14 +99,21 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
       )
       : new Response("Not found\n", { status: 404, headers: { "content-type": "text/plain" } })
   );
-  app.use(
-    "/api/*",
-    dashboardAuth({
-      settings: options.auth,
-      ownOrigins: options.ownOrigins ?? [],
-      sameOrigin: options.sameOrigin ?? false,
-    }),
-  );
+  if (options.allowedHosts) app.use("*", hostCheck(options.allowedHosts));
+  const authenticate = dashboardAuth({
+    settings: options.auth,
+    ownOrigins: options.ownOrigins ?? [],
+    sameOrigin: options.sameOrigin ?? false,
+  });
+  app.use("/api/*", authenticate);
+  // The tool protocol over Streamable HTTP: the same tokens, the token's owner is the caller.
+  const mcp = mcpHttpHandler(services, {
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.logError ? { logError: options.logError } : {}),
+  });
+  options.signal?.addEventListener("abort", () => void mcp.close(), { once: true });
+  app.use("/mcp", authenticate);
+  app.all("/mcp", (c) => mcp.fetch(c.req.raw, c.get("caller")));
   app.use("/api/*", jsonBody({ maxBytes: options.maxBodyBytes }));
   const context: RouteContext = {
     services,

@@ -30,7 +30,8 @@ export interface DashboardAuthOptions {
 /** Methods and headers a page of an allowed origin may use. */
 const CORS_HEADERS = {
   "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
-  "access-control-allow-headers": "Authorization, Content-Type, Last-Event-ID",
+  "access-control-allow-headers":
+    "Authorization, Content-Type, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id",
   "access-control-max-age": "600",
 } as const;
 

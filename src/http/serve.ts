@@ -6,6 +6,7 @@
 import { platform } from "../platform/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { type DashboardApp, dashboardApp, type DashboardAppOptions } from "./app.ts";
+import { LOOPBACK_HOSTS } from "./host_check.ts";
 
 /** The dashboard's default port (the specification's). */
 export const DASHBOARD_PORT = 41521;
@@ -14,7 +15,7 @@ export const DASHBOARD_HOST = "127.0.0.1";
 
 /** Options of {@linkcode serveDashboard}. */
 export interface ServeDashboardOptions
-  extends Omit<DashboardAppOptions, "ownOrigins" | "sameOrigin"> {
+  extends Omit<DashboardAppOptions, "ownOrigins" | "sameOrigin" | "allowedHosts"> {
   /** Address to listen on. Default 127.0.0.1. */
   hostname?: string;
   /** Port to listen on; 0 picks a free one. Default 41521. */
@@ -37,11 +38,17 @@ function isWildcard(hostname: string): boolean {
   return hostname === "0.0.0.0" || hostname === "::" || hostname === "[::]";
 }
 
+/** Whether the server listens on this machine's loopback only. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "127.0.0.1" || hostname === "::1" || hostname === "[::1]" ||
+    hostname === "localhost";
+}
+
 /** The origins a page served by this server has. */
 function ownOrigins(hostname: string, port: number): string[] {
   const host = hostname.includes(":") && !hostname.startsWith("[") ? `[${hostname}]` : hostname;
   const origins = [`http://${host}:${port}`];
-  if (hostname === "127.0.0.1" || hostname === "::1" || hostname === "localhost") {
+  if (isLoopback(hostname)) {
     origins.push(`http://localhost:${port}`, `http://127.0.0.1:${port}`, `http://[::1]:${port}`);
   }
   return [...new Set(origins)];
@@ -67,6 +74,8 @@ export async function serveDashboard(
     ...options,
     ownOrigins: ownOrigins(hostname, server.port),
     sameOrigin: isWildcard(hostname),
+    // On a loopback address only this machine's names reach it: a rebound name is refused.
+    ...(isLoopback(hostname) ? { allowedHosts: LOOPBACK_HOSTS } : {}),
     signal: closing.signal,
   });
   const shown = hostname.includes(":") ? `[${hostname}]` : hostname;

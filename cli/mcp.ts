@@ -1,0 +1,53 @@
+/**
+ * `svc mcp`: serves svc's tools over the tool protocol (MCP) on standard input and output, for
+ * a coding agent that starts svc as its MCP server. It acts as the command line's owner
+ * (`SVC_OWNER`, else `local`) and ends when the client closes standard input, or on Ctrl-C.
+ * @module
+ */
+import type { Command } from "commander";
+import { serveMcpStdio } from "../src/mcp/mod.ts";
+import { platform } from "../src/platform/mod.ts";
+import { openServices } from "../src/services/mod.ts";
+import { EXIT } from "./exit_status.ts";
+import { cliCaller } from "./host.ts";
+import { printLine } from "./terminal.ts";
+
+/**
+ * Sends every console line to standard error: in stdio mode standard output carries protocol
+ * frames only, and a stray line from any module would break the client's reader.
+ */
+function consoleToStderr(): void {
+  const toStderr = (...parts: unknown[]) => console.error(...parts);
+  console.log = toStderr;
+  console.info = toStderr;
+  console.debug = toStderr;
+}
+
+/** Serves the tools until the client hangs up or the process is stopped. */
+export async function mcpStdio(): Promise<number> {
+  consoleToStderr();
+  const caller = cliCaller();
+  const services = await openServices();
+  const stop = new AbortController();
+  const remove = platform().onStop(() => stop.abort());
+  try {
+    await serveMcpStdio(services, caller, { logError: printLine, signal: stop.signal });
+  } finally {
+    remove();
+    await services.close();
+  }
+  return EXIT.ok;
+}
+
+/** Adds `mcp` to the program; `run` sets the exit status. */
+export function addMcpCommand(
+  program: Command,
+  run: (action: () => Promise<number>) => Promise<void>,
+): void {
+  program
+    .command("mcp")
+    .description(
+      "Serve svc's tools over the tool protocol (MCP) on stdin/stdout, for a coding agent's MCP client",
+    )
+    .action(() => run(mcpStdio));
+}

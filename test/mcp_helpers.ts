@@ -1,0 +1,116 @@
+/**
+ * Clients of svc's tool-protocol server for tests: the SDK's own `Client` over Streamable HTTP
+ * (a dashboard on a real port) or over stdio (`svc mcp` started as `deno task svc` starts it),
+ * in either protocol era.
+ */
+import assert from "node:assert/strict";
+import {
+  type CallToolResult,
+  Client,
+  StreamableHTTPClientTransport,
+} from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { svcTaskCommand } from "./helpers.ts";
+
+/** The protocol eras a client can speak: 2025-11-25 (`legacy`) or 2026-07-28 (`auto`). */
+export const ERAS = ["legacy", "auto"] as const;
+/** One of {@linkcode ERAS}. */
+export type Era = (typeof ERAS)[number];
+
+/** A connected client, closed by `await using`. */
+export interface TestClient extends AsyncDisposable {
+  /** The SDK client. */
+  client: Client;
+  /** Calls a tool and returns its result. */
+  call(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
+  /** Calls a tool that must succeed and returns its structured content. */
+  ok(name: string, args: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** Errors the client's transport reported (a stray line on stdout would be one). */
+  errors: Error[];
+}
+
+function wrap(client: Client, errors: Error[], close: () => Promise<void>): TestClient {
+  const call = async (name: string, args: Record<string, unknown>) =>
+    await client.callTool({ name, arguments: args }) as CallToolResult;
+  return {
+    client,
+    errors,
+    call,
+    async ok(name, args) {
+      const result = await call(name, args);
+      assert.notEqual(result.isError, true, JSON.stringify(result.content));
+      assert.ok(result.structuredContent, "a structured result");
+      // The text block carries the same value, for clients that read only text.
+      const text = result.content[0];
+      assert.equal(text?.type, "text");
+      assert.deepEqual(JSON.parse(text.type === "text" ? text.text : ""), result.structuredContent);
+      return result.structuredContent as Record<string, unknown>;
+    },
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/** Connects to `<url>/mcp` with `token` as the bearer. */
+export async function connectHttp(
+  url: string,
+  options: { token?: string; era?: Era } = {},
+): Promise<TestClient> {
+  const client = new Client({ name: "svc-test", version: "1.0.0" }, {
+    versionNegotiation: { mode: options.era ?? "legacy" },
+  });
+  const errors: Error[] = [];
+  client.onerror = (error) => void errors.push(error);
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+    ...(options.token !== undefined
+      ? { requestInit: { headers: { authorization: `Bearer ${options.token}` } } }
+      : {}),
+  });
+  await client.connect(transport);
+  return wrap(client, errors, async () => {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  });
+}
+
+/** Starts `svc mcp` over a data directory and connects to it over stdio. */
+export async function connectStdio(
+  home: string,
+  options: { era?: Era; env?: Record<string, string> } = {},
+): Promise<TestClient> {
+  const task = await svcTaskCommand();
+  const { INIT_CWD: _inherited, ...env } = Deno.env.toObject();
+  const transport = new StdioClientTransport({
+    command: task.command,
+    args: [...task.args, "mcp"],
+    env: { ...env, SVC_HOME: home, NO_COLOR: "1", ...options.env },
+    stderr: "pipe",
+  });
+  const client = new Client({ name: "svc-test", version: "1.0.0" }, {
+    versionNegotiation: { mode: options.era ?? "legacy" },
+  });
+  const errors: Error[] = [];
+  client.onerror = (error) => void errors.push(error);
+  await client.connect(transport);
+  // Drain standard error, so that the server never blocks on a full pipe.
+  void transport.stderr?.on("data", () => {});
+  return wrap(client, errors, () => client.close());
+}
+
+/** Polls `svc_task_status` until the handle's run or task has ended. */
+export async function untilDone(
+  client: TestClient,
+  handle: string,
+): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 20; i++) {
+    const status = await client.ok("svc_task_status", { handle, wait_seconds: 5 });
+    if (status.done === true) return status;
+  }
+  throw new Error(`${handle} did not end`);
+}
+
+/** The text of a tool error. */
+export function errorText(result: CallToolResult): string {
+  assert.equal(result.isError, true, `expected a tool error, got ${JSON.stringify(result)}`);
+  const first = result.content[0];
+  return first?.type === "text" ? first.text : "";
+}

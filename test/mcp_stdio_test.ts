@@ -1,0 +1,111 @@
+import assert from "node:assert/strict";
+import { runCli, svcTaskCommand, tempDir } from "./helpers.ts";
+import { connectStdio, ERAS, errorText, untilDone } from "./mcp_helpers.ts";
+
+for (const era of ERAS) {
+  Deno.test(`svc mcp serves the tools over stdio (${era} era): a fake workflow, a cancel, a board card, bad arguments`, async () => {
+    await using home = await tempDir("svc-mcp-");
+    await using mcp = await connectStdio(home.path, { era, env: { SVC_FAKE_LATENCY_MS: "20" } });
+    const { tools } = await mcp.client.listTools();
+    assert.equal(tools.length, 5);
+    const started = await mcp.ok("svc_workflow", {
+      script: "log('from stdio'); return await agent('over stdio');",
+      fake_dispatch: true,
+    });
+    const status = await untilDone(mcp, String(started.handle));
+    assert.equal(status.state, "succeeded");
+    assert.equal(status.result, "fake response to: over stdio");
+    const slow = await mcp.ok("svc_workflow", {
+      script: "await agent('one'); await agent('two'); return await agent('three');",
+      fake_dispatch: true,
+    });
+    await mcp.ok("svc_task_cancel", { handle: String(slow.handle) });
+    assert.equal((await untilDone(mcp, String(slow.handle))).state, "cancelled");
+    const card = (await mcp.ok("svc_board_write", {
+      action: "new",
+      mode: "apply",
+      title: "Written over stdio",
+    })).card as { issue_id: string; owner: string };
+    assert.equal(card.owner, "local");
+    assert.match(
+      errorText(await mcp.call("svc_workflow", { script: "return 1", budget_usd: -1 })),
+      /budget_usd/,
+    );
+    assert.deepEqual(mcp.errors, [], "nothing but protocol frames on stdout");
+    await mcp[Symbol.asyncDispose]();
+    // The same ledger, read by the command line: the run and the card are there.
+    const listed = await runCli(["board", "show", card.issue_id], { home: home.path });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(JSON.parse(listed.stdout).title, "Written over stdio");
+    const run = await runCli(["workflow", "status", String(started.handle), "--json"], {
+      home: home.path,
+    });
+    assert.equal(JSON.parse(run.stdout).state, "succeeded");
+  });
+}
+
+Deno.test("svc mcp writes nothing but protocol frames to standard output and exits when standard input closes", async () => {
+  await using home = await tempDir("svc-mcp-");
+  const task = await svcTaskCommand();
+  const { INIT_CWD: _inherited, ...env } = Deno.env.toObject();
+  const child = new Deno.Command(task.command, {
+    args: [...task.args, "mcp"],
+    env: { ...env, SVC_HOME: home.path, NO_COLOR: "1" },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const frames = [
+    {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-11-25",
+        capabilities: {},
+        clientInfo: { name: "raw", version: "1" },
+      },
+    },
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} },
+    {
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/call",
+      params: { name: "svc_workflow", arguments: { script: "console.log('noise'); return 1" } },
+    },
+    { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "nope", arguments: {} } },
+    { jsonrpc: "2.0", id: 5, method: "no/such/method", params: {} },
+  ];
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const writer = child.stdin.getWriter();
+  let out = "";
+  const lines = () => out.split("\n").filter((line) => line.length > 0);
+  for (const frame of frames) {
+    await writer.write(new TextEncoder().encode(`${JSON.stringify(frame)}\n`));
+    if (!("id" in frame)) continue;
+    // One answer per request before the next goes out.
+    while (!lines().some((line) => JSON.parse(line).id === frame.id)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += value;
+    }
+  }
+  await writer.close();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += value;
+  }
+  const status = await child.status;
+  const stderr = await new Response(child.stderr).text();
+  assert.equal(status.code, 0, stderr);
+  const answers = lines().map((line) => JSON.parse(line));
+  for (const answer of answers) assert.equal(answer.jsonrpc, "2.0", JSON.stringify(answer));
+  const byId = new Map(answers.filter((a) => a.id !== undefined).map((a) => [a.id, a]));
+  assert.equal(byId.get(1).result.serverInfo.name, "svc");
+  assert.equal(byId.get(2).result.tools.length, 5);
+  assert.match(byId.get(3).result.structuredContent.handle, /^run_/);
+  assert.ok(byId.get(4).error ?? byId.get(4).result?.isError, "an unknown tool is refused");
+  assert.equal(byId.get(5).error.code, -32601);
+});
