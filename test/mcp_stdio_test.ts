@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runCli, svcTaskCommand, tempDir } from "./helpers.ts";
+import { ROOT, runCli, runCommand, svcTaskCommand, tempDir } from "./helpers.ts";
 import { connectStdio, ERAS, errorText, untilDone } from "./mcp_helpers.ts";
 
 for (const era of ERAS) {
@@ -108,4 +108,41 @@ Deno.test("svc mcp writes nothing but protocol frames to standard output and exi
   assert.match(byId.get(3).result.structuredContent.handle, /^run_/);
   assert.ok(byId.get(4).error ?? byId.get(4).result?.isError, "an unknown tool is refused");
   assert.equal(byId.get(5).error.code, -32601);
+});
+
+Deno.test("the README's MCP client configuration starts svc mcp, from the package and from a checkout", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}/README.md`);
+  const block = /```json\n(\{\n  "mcpServers"[\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(block, "the README has an mcpServers block");
+  const servers = JSON.parse(block).mcpServers;
+  assert.deepEqual(servers.svc, { command: "svc", args: ["mcp"] });
+  assert.equal(servers["svc-http"].url, "http://127.0.0.1:41521/mcp");
+  // From a checkout: `npx` with these args; here the same Deno without npx.
+  const args = /use `npx` with the args\s+`-y deno@[\d.]+ (task [^`]+)`/.exec(readme)?.[1];
+  assert.ok(args, "the README names the checkout's args");
+  await using home = await tempDir("svc-mcp-");
+  const { INIT_CWD: _inherited, ...env } = Deno.env.toObject();
+  const result = await runCommand(
+    Deno.execPath(),
+    args.replace("/path/to/svc", ROOT).split(" "),
+    {
+      env: { ...env, SVC_HOME: home.path },
+      cwd: home.path,
+      clearEnv: true,
+      input: `${
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: "2025-11-25",
+            capabilities: {},
+            clientInfo: { name: "readme", version: "1" },
+          },
+        })
+      }\n`,
+    },
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(JSON.parse(result.stdout.trim()).result.serverInfo.name, "svc");
 });
