@@ -114,3 +114,70 @@ export function errorText(result: CallToolResult): string {
   const first = result.content[0];
   return first?.type === "text" ? first.text : "";
 }
+
+/** What {@linkcode exchangeFrames} saw. */
+export interface FrameExchange {
+  /** The exit status of the server. */
+  code: number;
+  /** Every line of its standard output, parsed (a line that is not JSON throws). */
+  answers: Array<Record<string, unknown> & { id?: number }>;
+  /** Its standard error. */
+  stderr: string;
+}
+
+/**
+ * Starts a stdio server, sends `frames` one by one (waiting for the answer of each request),
+ * closes its standard input and waits for it to exit.
+ */
+export async function exchangeFrames(
+  command: string,
+  args: string[],
+  options: { env: Record<string, string>; cwd?: string; frames: object[] },
+): Promise<FrameExchange> {
+  const child = new Deno.Command(command, {
+    args,
+    env: options.env,
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const writer = child.stdin.getWriter();
+  let out = "";
+  const lines = () => out.split("\n").filter((line) => line.length > 0);
+  for (const frame of options.frames) {
+    await writer.write(new TextEncoder().encode(`${JSON.stringify(frame)}\n`));
+    if (!("id" in frame)) continue;
+    while (!lines().some((line) => JSON.parse(line).id === frame.id)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += value;
+    }
+  }
+  await writer.close();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += value;
+  }
+  const status = await child.status;
+  return {
+    code: status.code,
+    answers: lines().map((line) => JSON.parse(line)),
+    stderr: await stderr,
+  };
+}
+
+/** The opening request of a 2025-era client. */
+export const INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "raw", version: "1" },
+  },
+} as const;

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { ROOT, runCli, runCommand, svcTaskCommand, tempDir } from "./helpers.ts";
-import { connectStdio, ERAS, errorText, untilDone } from "./mcp_helpers.ts";
+import {
+  connectStdio,
+  ERAS,
+  errorText,
+  exchangeFrames,
+  INITIALIZE,
+  untilDone,
+} from "./mcp_helpers.ts";
 
 for (const era of ERAS) {
   Deno.test(`svc mcp serves the tools over stdio (${era} era): a fake workflow, a cancel, a board card, bad arguments`, async () => {
@@ -48,61 +55,27 @@ Deno.test("svc mcp writes nothing but protocol frames to standard output and exi
   await using home = await tempDir("svc-mcp-");
   const task = await svcTaskCommand();
   const { INIT_CWD: _inherited, ...env } = Deno.env.toObject();
-  const child = new Deno.Command(task.command, {
-    args: [...task.args, "mcp"],
+  const exchange = await exchangeFrames(task.command, [...task.args, "mcp"], {
     env: { ...env, SVC_HOME: home.path, NO_COLOR: "1" },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const frames = [
-    {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: {
-        protocolVersion: "2025-11-25",
-        capabilities: {},
-        clientInfo: { name: "raw", version: "1" },
+    frames: [
+      INITIALIZE,
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} },
+      {
+        jsonrpc: "2.0",
+        id: 3,
+        method: "tools/call",
+        params: { name: "svc_workflow", arguments: { script: "console.log('noise'); return 1" } },
       },
-    },
-    { jsonrpc: "2.0", method: "notifications/initialized" },
-    { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} },
-    {
-      jsonrpc: "2.0",
-      id: 3,
-      method: "tools/call",
-      params: { name: "svc_workflow", arguments: { script: "console.log('noise'); return 1" } },
-    },
-    { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "nope", arguments: {} } },
-    { jsonrpc: "2.0", id: 5, method: "no/such/method", params: {} },
-  ];
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const writer = child.stdin.getWriter();
-  let out = "";
-  const lines = () => out.split("\n").filter((line) => line.length > 0);
-  for (const frame of frames) {
-    await writer.write(new TextEncoder().encode(`${JSON.stringify(frame)}\n`));
-    if (!("id" in frame)) continue;
-    // One answer per request before the next goes out.
-    while (!lines().some((line) => JSON.parse(line).id === frame.id)) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      out += value;
-    }
-  }
-  await writer.close();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    out += value;
-  }
-  const status = await child.status;
-  const stderr = await new Response(child.stderr).text();
-  assert.equal(status.code, 0, stderr);
-  const answers = lines().map((line) => JSON.parse(line));
-  for (const answer of answers) assert.equal(answer.jsonrpc, "2.0", JSON.stringify(answer));
-  const byId = new Map(answers.filter((a) => a.id !== undefined).map((a) => [a.id, a]));
+      { jsonrpc: "2.0", id: 4, method: "tools/call", params: { name: "nope", arguments: {} } },
+      { jsonrpc: "2.0", id: 5, method: "no/such/method", params: {} },
+    ],
+  });
+  assert.equal(exchange.code, 0, exchange.stderr);
+  // Every line of standard output is a protocol frame (JSON.parse would have thrown).
+  for (const answer of exchange.answers) assert.equal(answer.jsonrpc, "2.0");
+  // deno-lint-ignore no-explicit-any -- frames are checked field by field
+  const byId = new Map<unknown, any>(exchange.answers.map((a) => [a.id, a]));
   assert.equal(byId.get(1).result.serverInfo.name, "svc");
   assert.equal(byId.get(2).result.tools.length, 5);
   assert.match(byId.get(3).result.structuredContent.handle, /^run_/);
@@ -112,7 +85,7 @@ Deno.test("svc mcp writes nothing but protocol frames to standard output and exi
 
 Deno.test("the README's MCP client configuration starts svc mcp, from the package and from a checkout", async () => {
   const readme = await Deno.readTextFile(`${ROOT}/README.md`);
-  const block = /```json\n(\{\n  "mcpServers"[\s\S]*?)```/.exec(readme)?.[1];
+  const block = /```json\n(\{\n {2}"mcpServers"[\s\S]*?)```/.exec(readme)?.[1];
   assert.ok(block, "the README has an mcpServers block");
   const servers = JSON.parse(block).mcpServers;
   assert.deepEqual(servers.svc, { command: "svc", args: ["mcp"] });

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
 import { openLedger } from "../src/ledger/mod.ts";
 import { PAGE_CSP } from "../src/http/mod.ts";
+import { exchangeFrames, INITIALIZE } from "./mcp_helpers.ts";
 
 const EXAMPLE = "node_modules/svc/examples/review_fanout.js";
 
@@ -203,6 +204,29 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
       assert.equal(result, "fake response to: from node");
     },
   );
+
+  await t.step("npx svc mcp serves the tools over stdio under Node", async () => {
+    const npx = await runCommand("bash", ["-c", "command -v npx"]);
+    const served = await exchangeFrames(npx.stdout.trim(), ["svc", "mcp"], {
+      env: { ...Deno.env.toObject(), ...env },
+      cwd: install,
+      frames: [
+        INITIALIZE,
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        {
+          jsonrpc: "2.0",
+          id: 2,
+          method: "tools/call",
+          params: { name: "svc_board_write", arguments: { action: "new", title: "From Node" } },
+        },
+      ],
+    });
+    assert.equal(served.code, 0, served.stderr);
+    // deno-lint-ignore no-explicit-any -- frames are checked field by field
+    const [opened, called] = served.answers as any[];
+    assert.equal(opened.result.serverInfo.name, "svc");
+    assert.equal(called.result.structuredContent.card.title, "From Node");
+  });
 
   await t.step("the npm README's library example runs as written", async () => {
     const readme = await Deno.readTextFile(`${ROOT}/npm/README.md`);

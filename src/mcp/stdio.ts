@@ -28,8 +28,9 @@ export async function serveMcpStdio(
   options: McpStdioOptions = {},
 ): Promise<void> {
   const { logError, signal } = options;
-  const ended = Promise.withResolvers<void>();
-  const end = () => ended.resolve();
+  // Not Promise.withResolvers(): the npm package runs on Node 20, which lacks it.
+  let end = () => {};
+  const ended = new Promise<void>((resolve) => end = resolve);
   process.stdin.once("end", end);
   process.stdin.once("close", end);
   signal?.addEventListener("abort", end, { once: true });
@@ -38,7 +39,7 @@ export async function serveMcpStdio(
     logError ? { onerror: (error: Error) => logError(`svc mcp: ${error.message}`) } : {},
   );
   try {
-    await ended.promise;
+    await ended;
   } finally {
     process.stdin.off("end", end);
     process.stdin.off("close", end);
