@@ -98,8 +98,11 @@ type _LegacyWorkflowBodyMatches = Assert<
   SameType<LegacyWorkflowBody, z.infer<typeof legacyWorkflowBodySchema>>
 >;
 
-/** zod schema: the body of `POST /api/workflow/legacy` and the arguments of the MCP tool `svc_workflow_legacy`. */
-export const LegacyWorkflowBodySchema: z.ZodType<LegacyWorkflowBody> = legacyWorkflowBodySchema;
+/**
+ * zod schema (a strict object, so its `shape` is there for tool-protocol servers): the body of
+ * `POST /api/workflow/legacy` and the arguments of the MCP tool `svc_workflow_legacy`.
+ */
+export const LegacyWorkflowBodySchema = legacyWorkflowBodySchema;
 
 /** What {@linkcode legacyRunRequest} makes of a legacy request. */
 export interface LegacyRunRequest {
