@@ -17,6 +17,7 @@ import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addRunCommands } from "./run_commands.ts";
 import { EXIT, exitStatusOfError } from "./exit_status.ts";
 import { UsageError, workflowResume, workflowRun } from "./workflow_run.ts";
+import { addLegacyCommand } from "./workflow_legacy.ts";
 
 export { VERSION };
 
@@ -109,6 +110,9 @@ function buildProgram(run: Invocation): Command {
     .action(async (runId: string, flags) => {
       run.exitCode = await workflowResume(runId, flags);
     });
+  addLegacyCommand(workflow, async (action) => {
+    run.exitCode = await action();
+  });
   addRunCommands(workflow, async (action) => {
     run.exitCode = await action();
   });

@@ -78,28 +78,46 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
     // The real folder of the script: the relative refs of its workflow() calls start there.
     ...(source.dir !== undefined ? { script_dir: source.dir } : {}),
     args: args.value,
+    ...runOptionsOf(flags),
+    workdir,
+  };
+  if (args.asString) {
+    printLine("svc: --args is not JSON: the script gets it as a string");
+  }
+  return await runAndFollow(request, { json: flags.json, flags, ref: source.ref });
+}
+
+/**
+ * The run options of `svc workflow run` as request fields (`workdir` aside: it needs a file
+ * system check, {@linkcode workdirOption}); malformed numbers are {@linkcode UsageError}s.
+ */
+export function runOptionsOf(flags: WorkflowRunFlags): Record<string, unknown> {
+  return {
     timeout: parseTimeout(flags.timeout),
     isolation: flags.isolation,
     sandbox_default: flags.sandboxDefault,
     sandbox_max: flags.sandboxMax,
-    workdir,
     fake_dispatch: flags.fakeDispatch ?? false,
+    budget_tokens: parseNumber("--budget-tokens", flags.budgetTokens, true),
+    budget_usd: parseNumber("--budget-usd", flags.budgetUsd, false),
+    resume_from: flags.resumeFrom,
+    max_agents: parseLimit("--max-agents", flags.maxAgents, MAX_AGENTS_LIMIT),
+    concurrency: parseLimit("--concurrency", flags.concurrency, CONCURRENCY_LIMIT),
   };
-  request.budget_tokens = parseNumber("--budget-tokens", flags.budgetTokens, true);
-  request.budget_usd = parseNumber("--budget-usd", flags.budgetUsd, false);
-  request.resume_from = flags.resumeFrom;
-  request.max_agents = parseLimit("--max-agents", flags.maxAgents, MAX_AGENTS_LIMIT);
-  request.concurrency = parseLimit("--concurrency", flags.concurrency, CONCURRENCY_LIMIT);
-  if (args.asString) {
-    printLine("svc: --args is not JSON: the script gets it as a string");
-  }
+}
+
+/**
+ * Starts a run of `request` in this process, narrates it to its end and reports it as
+ * `svc workflow run` does; resolves to the exit status. With `flags` and `ref` (a script file),
+ * the resume hint repeats them; without, it is `svc workflow resume <run_id>`.
+ */
+export async function runAndFollow(
+  request: Record<string, unknown>,
+  options: { json?: boolean | undefined; flags?: WorkflowRunFlags; ref?: string } = {},
+): Promise<number> {
   await using host = await openHost();
   await reportInterrupted(host);
-  return await follow(host, () => host.runs.start(request, host.caller), {
-    json: flags.json,
-    flags,
-    ref: source.ref,
-  });
+  return await follow(host, () => host.runs.start(request, host.caller), options);
 }
 
 /**

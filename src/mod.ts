@@ -108,6 +108,21 @@ export type {
   UsageTotals,
 } from "./engine/mod.ts";
 export { SvcError, toSvcError } from "./errors/mod.ts";
+export {
+  LEGACY_CHAIN_JSON_SCHEMA,
+  LEGACY_DEPRECATION,
+  legacyRunRequest,
+  legacyToScript,
+  parseLegacyChain,
+} from "./legacy/mod.ts";
+export type {
+  LegacyChain,
+  LegacyRunRequest,
+  LegacyRunRequestOptions,
+  LegacyStep,
+  LegacyWorkflowBody,
+  ParseLegacyChainOptions,
+} from "./legacy/mod.ts";
 export { callCursor, callerOf, HostLease, openLedger } from "./ledger/mod.ts";
 export type {
   A2aTaskListOptions,

@@ -34,6 +34,7 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "POST /api/dispatch/{task_id}/cancel",
       "GET /api/dispatch/{task_id}/events",
       "POST /api/workflow/run",
+      "POST /api/workflow/legacy",
       "GET /api/workflow/{run_id}",
       "GET /api/workflow/{run_id}/events",
       "GET /api/workflow",
@@ -84,6 +85,11 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
   });
   const runId = String(run.run_id);
   await d.services.runs.wait(runId, { owner: "alice" });
+  const legacy = await check("POST", "/api/workflow/legacy", "/api/workflow/legacy", {
+    chain: { version: 1, steps: [{ id: "a", prompt: "hi" }] },
+    fake_dispatch: true,
+  });
+  await d.services.runs.wait(String(legacy.run_id), { owner: "alice" });
   const task = await check("POST", "/api/dispatch", "/api/dispatch", {
     prompt: "hi",
     fake_dispatch: true,

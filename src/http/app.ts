@@ -22,6 +22,7 @@ import { addDispatchRoutes } from "./routes_dispatch.ts";
 import { addEventRoutes } from "./routes_events.ts";
 import { addMemoryRoutes } from "./routes_memory.ts";
 import { addInsightRoutes } from "./routes_insights.ts";
+import { addLegacyRoutes } from "./routes_legacy.ts";
 import { addRunRoutes } from "./routes_runs.ts";
 import { addSessionRoutes } from "./routes_sessions.ts";
 import { pageServer } from "./page.ts";
@@ -130,6 +131,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
   addEventRoutes(app, context);
   addMemoryRoutes(app, context);
   addAutomationRoutes(app, context);
+  addLegacyRoutes(app, context);
   const document = () =>
     app.getOpenAPI31Document({
       openapi: "3.1.0",
