@@ -16,6 +16,7 @@ Deno.test("the /mcp endpoint lists svc's tools with the HTTP routes' input schem
     "svc_task_cancel",
     "svc_task_status",
     "svc_workflow",
+    "svc_workflow_legacy",
   ]);
   const document = (await d.json("/api/openapi.json", { token: TOKENS.alice })).body as {
     paths: Record<string, Record<string, { requestBody?: unknown }>>;
@@ -36,6 +37,7 @@ Deno.test("the /mcp endpoint lists svc's tools with the HTTP routes' input schem
     ["svc_workflow", "/api/workflow/run"],
     ["svc_dispatch", "/api/dispatch"],
     ["svc_board_write", "/api/board/write"],
+    ["svc_workflow_legacy", "/api/workflow/legacy"],
   ] as const;
   for (const [tool, path] of pairs) {
     const schema = byName.get(tool)!.inputSchema;
@@ -180,7 +182,49 @@ Deno.test("bad tool arguments over /mcp come back as tool errors that name the f
   const refused = errorText(await mcp.call("svc_workflow", { script: "return (" }));
   assert.match(refused, /Cannot|SyntaxError|Unexpected/);
   // The server is still serving.
-  assert.equal((await mcp.client.listTools()).tools.length, 5);
+  assert.equal((await mcp.client.listTools()).tools.length, 6);
+});
+
+const CHAIN = `version: 1
+name: plan-and-apply
+steps:
+  - id: plan
+    prompt: "Plan a fix for: {{input}}"
+  - id: apply
+    prompt: "Apply this plan: {{steps.plan.output}}"
+`;
+
+Deno.test("svc_workflow_legacy runs a version-1 chain with its placeholders, with the deprecation notice and the equivalent script", async () => {
+  await using d = await startDashboard();
+  await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
+  const started = await mcp.ok("svc_workflow_legacy", {
+    chain: CHAIN,
+    input: "the login form",
+    fake_dispatch: true,
+  });
+  assert.match(String(started.deprecation), /deprecated/i);
+  assert.match(String(started.deprecation), /svc_workflow|workflow run/);
+  assert.match(String(started.script), /await step\(|agent\(/);
+  const done = await untilDone(mcp, String(started.handle));
+  assert.equal(done.state, "succeeded");
+  const plan = "fake response to: Plan a fix for: the login form";
+  const apply = `fake response to: Apply this plan: ${plan}`;
+  assert.deepEqual(done.result, { output: apply, steps: { plan, apply } });
+  // The equivalent script, run by svc_workflow, returns the same.
+  const again = await mcp.ok("svc_workflow", {
+    script: String(started.script),
+    args: { input: "the login form" },
+    fake_dispatch: true,
+  });
+  assert.deepEqual((await untilDone(mcp, String(again.handle))).result, done.result);
+  // A bad chain: a tool error naming the step and the field.
+  const bad = errorText(
+    await mcp.call("svc_workflow_legacy", {
+      chain: CHAIN.replace("{{steps.plan.output}}", "{{steps.later.output}}"),
+    }),
+  );
+  assert.match(bad, /step 'apply' \(steps\[1\]\): 'prompt' names \{\{steps\.later\.output\}\}/);
+  assert.match(bad, /invalid_request/);
 });
 
 Deno.test("the /mcp endpoint refuses a missing or wrong token, and a Host that is not the server's", async () => {

@@ -14,7 +14,7 @@ for (const era of ERAS) {
     await using home = await tempDir("svc-mcp-");
     await using mcp = await connectStdio(home.path, { era, env: { SVC_FAKE_LATENCY_MS: "20" } });
     const { tools } = await mcp.client.listTools();
-    assert.equal(tools.length, 5);
+    assert.equal(tools.length, 6);
     const started = await mcp.ok("svc_workflow", {
       script: "log('from stdio'); return await agent('over stdio');",
       fake_dispatch: true,
@@ -34,6 +34,15 @@ for (const era of ERAS) {
       title: "Written over stdio",
     })).card as { issue_id: string; owner: string };
     assert.equal(card.owner, "local");
+    const chain = await mcp.ok("svc_workflow_legacy", {
+      chain: { version: 1, steps: [{ id: "only", prompt: "Say {{input}}" }] },
+      input: "hello",
+      fake_dispatch: true,
+    });
+    assert.deepEqual((await untilDone(mcp, String(chain.handle))).result, {
+      output: "fake response to: Say hello",
+      steps: { only: "fake response to: Say hello" },
+    });
     assert.match(
       errorText(await mcp.call("svc_workflow", { script: "return 1", budget_usd: -1 })),
       /budget_usd/,
@@ -77,7 +86,7 @@ Deno.test("svc mcp writes nothing but protocol frames to standard output and exi
   // deno-lint-ignore no-explicit-any -- frames are checked field by field
   const byId = new Map<unknown, any>(exchange.answers.map((a) => [a.id, a]));
   assert.equal(byId.get(1).result.serverInfo.name, "svc");
-  assert.equal(byId.get(2).result.tools.length, 5);
+  assert.equal(byId.get(2).result.tools.length, 6);
   assert.match(byId.get(3).result.structuredContent.handle, /^run_/);
   assert.ok(byId.get(4).error ?? byId.get(4).result?.isError, "an unknown tool is refused");
   assert.equal(byId.get(5).error.code, -32601);

@@ -63,6 +63,7 @@ const legacyWorkflowBodySchema = z.strictObject({
   max_agents: run.max_agents,
   concurrency: run.concurrency,
   resume_from: run.resume_from,
+  schema_attempts: run.schema_attempts.unwrap().optional(),
 });
 
 /** The body of `POST /api/workflow/legacy` and the arguments of the tool `svc_workflow_legacy`. */
@@ -93,6 +94,8 @@ export interface LegacyWorkflowBody {
   concurrency?: number;
   /** A past run (of the same chain) whose journaled steps are replayed. */
   resume_from?: string;
+  /** Attempts of a schema step whose result fails validation (default 3, first try included). */
+  schema_attempts?: number;
 }
 type _LegacyWorkflowBodyMatches = Assert<
   SameType<LegacyWorkflowBody, z.infer<typeof legacyWorkflowBodySchema>>

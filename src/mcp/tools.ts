@@ -8,6 +8,7 @@
 import type { CallToolResult, McpServer, ServerContext } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { SvcError, toSvcError } from "../errors/mod.ts";
+import { legacyRunRequest, LegacyWorkflowBodySchema } from "../legacy/mod.ts";
 import type { Caller } from "../ledger/mod.ts";
 import {
   BoardWriteRequestSchema,
@@ -136,6 +137,25 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       const { owner_user_id: _ignored, ...body } = args;
       const status = await submitRun(services, body, caller);
       return structured(handleOf("run", status.run_id, status.state));
+    }));
+
+  server.registerTool("svc_workflow_legacy", {
+    title: "Run a version-1 chain (deprecated)",
+    description: "Deprecated: runs a version-1 chain of steps (YAML or JSON text, or the " +
+      "object) by translating it into the equivalent workflow script, and returns a handle " +
+      "at once, the deprecation notice and that script. Use svc_workflow for new work.",
+    inputSchema: LegacyWorkflowBodySchema,
+    outputSchema: HandleResultSchema,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
+  }, (args) =>
+    guarded("svc_workflow_legacy", context, async () => {
+      const legacy = legacyRunRequest(args);
+      const status = await submitRun(services, legacy.request, caller);
+      return structured({
+        ...handleOf("run", status.run_id, status.state),
+        deprecation: legacy.notice,
+        script: legacy.script,
+      });
     }));
 
   server.registerTool("svc_task_status", {
