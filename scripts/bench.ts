@@ -27,7 +27,9 @@ const LOCAL = { owner: "local" };
  *
  * 4. The dashboard (`bench_http.ts`): requests per second of an authenticated `GET /api/status`
  *    beside a bare `Deno.serve` hello-world, and the time from `POST /api/workflow/run` to the
- *    run's first SSE event and to its first `call` event, compared with the in-process figure.
+ *    run's first SSE event and to its first `call` event, compared with the in-process figure;
+ *    one `svc_task_status` tool call over `/mcp` (both protocol eras) against one
+ *    `GET /api/workflow/{run_id}` of the same run.
  *
  * Every repetition measures the first two in turn; the first two repetitions are warm-ups and
  * are discarded. Every step has a time limit, so the benchmark always ends.
@@ -673,6 +675,8 @@ async function main(args: string[]): Promise<number> {
       feed_other_process_vs_same: round(crossDefault.median / Math.max(sameProcess.median, 1)),
       status_vs_bare_serve: 0,
       http_first_call_vs_in_process: 0,
+      mcp_session_vs_rest_status: 0,
+      mcp_stateless_vs_rest_status: 0,
     };
     const bareRps = summarize(http.bareRps);
     const statusRps = summarize(http.statusRps);
@@ -680,6 +684,11 @@ async function main(args: string[]): Promise<number> {
     const httpFirstCall = summarize(http.firstCallMs);
     ratios.status_vs_bare_serve = round(statusRps.median / bareRps.median);
     ratios.http_first_call_vs_in_process = round(httpFirstCall.median / inProcess.median);
+    const restStatus = summarize(http.restStatusMs);
+    const mcpSession = summarize(http.mcpSessionMs);
+    const mcpStateless = summarize(http.mcpStatelessMs);
+    ratios.mcp_session_vs_rest_status = round(mcpSession.median / restStatus.median);
+    ratios.mcp_stateless_vs_rest_status = round(mcpStateless.median / restStatus.median);
     const machine = {
       nproc: navigator.hardwareConcurrency,
       os: Deno.build.os,
@@ -734,6 +743,11 @@ async function main(args: string[]): Promise<number> {
         ratios.http_first_call_vs_in_process,
         "x",
       ],
+      ["GET /api/workflow/{run_id}", restStatus, "ms"],
+      ["svc_task_status over /mcp, 2025-era session", mcpSession, "ms"],
+      ["  / GET status (medians)", ratios.mcp_session_vs_rest_status, "x"],
+      ["svc_task_status over /mcp, stateless 2026-07-28", mcpStateless, "ms"],
+      ["  / GET status (medians)", ratios.mcp_stateless_vs_rest_status, "x"],
     ]));
     console.log("");
     console.log(JSON.stringify({
@@ -775,6 +789,9 @@ async function main(args: string[]): Promise<number> {
         status_rps: statusRps,
         run_to_first_event_ms: httpFirstEvent,
         run_to_first_call_ms: httpFirstCall,
+        rest_status_ms: restStatus,
+        mcp_status_session_ms: mcpSession,
+        mcp_status_stateless_ms: mcpStateless,
       },
       ratios,
     }));

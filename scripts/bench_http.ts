@@ -3,9 +3,12 @@
  * `GET /api/status` beside a bare `Deno.serve` hello-world measured in the same run (each
  * server in its own process, the load from the benchmark's process), and the time from
  * `POST /api/workflow/run` to the run's first server-sent event and to its first journaled
- * call arriving over SSE.
+ * call arriving over SSE. And the tool protocol's cost: one `svc_task_status` call over `/mcp` (the
+ * SDK's own client, in a 2025-era session and in the stateless 2026-07-28 era) beside a
+ * `GET /api/workflow/{run_id}` of the same run.
  * @module
  */
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { BENCH_TOKEN } from "./bench_http_server.ts";
 
 /** Requests of one load round. */
@@ -16,6 +19,8 @@ const LOAD_CONCURRENCY = 16;
 const LOAD_ROUNDS = 5;
 /** Runs started over HTTP for the start-to-event figures (after one warm-up). */
 const START_RUNS = 10;
+/** Sequential status reads per way of asking (after as many warm-up reads). */
+const STATUS_READS = 200;
 
 /** What the HTTP benchmark measured: medians. */
 export interface HttpFigures {
@@ -27,6 +32,47 @@ export interface HttpFigures {
   firstEventMs: number[];
   /** `POST /api/workflow/run` to the first `call` event over SSE, ms. */
   firstCallMs: number[];
+  /** One `GET /api/workflow/{run_id}`, ms. */
+  restStatusMs: number[];
+  /** One `svc_task_status` tool call over `/mcp`, 2025-era session, ms. */
+  mcpSessionMs: number[];
+  /** One `svc_task_status` tool call over `/mcp`, stateless 2026-07-28, ms. */
+  mcpStatelessMs: number[];
+}
+
+/** `STATUS_READS` timings of `read`, after as many untimed ones. */
+async function timeReads(read: () => Promise<void>): Promise<number[]> {
+  for (let i = 0; i < STATUS_READS; i++) await read();
+  const samples: number[] = [];
+  for (let i = 0; i < STATUS_READS; i++) {
+    const started = performance.now();
+    await read();
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+/** Timings of `svc_task_status` on `runId` over `/mcp` in one protocol era. */
+async function timeToolCalls(url: string, runId: string, mode: "legacy" | "auto") {
+  const client = new Client({ name: "svc-bench", version: "1.0.0" }, {
+    versionNegotiation: { mode },
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${BENCH_TOKEN}` } },
+  });
+  await client.connect(transport);
+  try {
+    return await timeReads(async () => {
+      const result = await client.callTool({
+        name: "svc_task_status",
+        arguments: { handle: runId },
+      });
+      if (result.isError) throw new Error(`svc_task_status failed: ${JSON.stringify(result)}`);
+    });
+  } finally {
+    await transport.terminateSession().catch(() => {});
+    await client.close();
+  }
 }
 
 async function startServer(mode: "bare" | "dashboard", home: string) {
@@ -81,7 +127,9 @@ async function load(url: string, headers: Record<string, string>): Promise<numbe
 }
 
 /** From the POST to the first SSE event, and to the first `call` event. */
-async function startToEvents(url: string): Promise<{ first: number; call: number }> {
+async function startToEvents(
+  url: string,
+): Promise<{ first: number; call: number; runId: string }> {
   const headers = { authorization: `Bearer ${BENCH_TOKEN}` };
   const started = performance.now();
   const answer = await fetch(`${url}/api/workflow/run`, {
@@ -101,7 +149,7 @@ async function startToEvents(url: string): Promise<{ first: number; call: number
       text += value;
       if (first === undefined && text.includes("\nevent: ")) first = performance.now() - started;
       if (text.includes("event: call\n")) {
-        return { first: first!, call: performance.now() - started };
+        return { first: first!, call: performance.now() - started, runId: run_id };
       }
     }
   } finally {
@@ -114,7 +162,15 @@ export async function measureHttp(root: string): Promise<HttpFigures> {
   const home = await Deno.makeTempDir({ dir: root, prefix: "http-" });
   const bare = await startServer("bare", home);
   const dashboard = await startServer("dashboard", home);
-  const figures: HttpFigures = { bareRps: [], statusRps: [], firstEventMs: [], firstCallMs: [] };
+  const figures: HttpFigures = {
+    bareRps: [],
+    statusRps: [],
+    firstEventMs: [],
+    firstCallMs: [],
+    restStatusMs: [],
+    mcpSessionMs: [],
+    mcpStatelessMs: [],
+  };
   try {
     const auth = { authorization: `Bearer ${BENCH_TOKEN}` };
     for (let round = 0; round <= LOAD_ROUNDS; round++) {
@@ -124,12 +180,21 @@ export async function measureHttp(root: string): Promise<HttpFigures> {
       figures.bareRps.push(bareRps);
       figures.statusRps.push(statusRps);
     }
+    let runId = "";
     for (let run = 0; run <= START_RUNS; run++) {
-      const { first, call } = await startToEvents(dashboard.url);
+      const { first, call, runId: started } = await startToEvents(dashboard.url);
+      runId = started;
       if (run === 0) continue;
       figures.firstEventMs.push(first);
       figures.firstCallMs.push(call);
     }
+    figures.restStatusMs = await timeReads(async () => {
+      const response = await fetch(`${dashboard.url}/api/workflow/${runId}`, { headers: auth });
+      if (response.status !== 200) throw new Error(`status answered ${response.status}`);
+      await response.arrayBuffer();
+    });
+    figures.mcpSessionMs = await timeToolCalls(dashboard.url, runId, "legacy");
+    figures.mcpStatelessMs = await timeToolCalls(dashboard.url, runId, "auto");
   } finally {
     await bare.stop();
     await dashboard.stop();

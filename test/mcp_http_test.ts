@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
-import { connectHttp, ERAS, errorText, untilDone } from "./mcp_helpers.ts";
+import { connectHttp, ERAS, errorText, INITIALIZE, untilDone } from "./mcp_helpers.ts";
 
 const SCRIPT = "phase('one'); log('starting'); const a = await agent('alpha'); " +
   "const [b, c] = await parallel([() => agent('beta'), () => agent('gamma')]); return {a, b, c};";
@@ -229,16 +229,7 @@ Deno.test("svc_workflow_legacy runs a version-1 chain with its placeholders, wit
 
 Deno.test("the /mcp endpoint refuses a missing or wrong token, and a Host that is not the server's", async () => {
   await using d = await startDashboard();
-  const initialize = JSON.stringify({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "initialize",
-    params: {
-      protocolVersion: "2025-11-25",
-      capabilities: {},
-      clientInfo: { name: "t", version: "1" },
-    },
-  });
+  const initialize = JSON.stringify(INITIALIZE);
   const post = (headers: Record<string, string>) =>
     d.request("/mcp", {
       method: "POST",
@@ -323,16 +314,7 @@ Deno.test("a 2025-era session belongs to the caller that opened it", async () =>
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
       },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: {
-          protocolVersion: "2025-11-25",
-          capabilities: {},
-          clientInfo: { name: "t", version: "1" },
-        },
-      }),
+      body: JSON.stringify(INITIALIZE),
     });
   const opened = await initialize(TOKENS.alice);
   const session = opened.headers.get("mcp-session-id");

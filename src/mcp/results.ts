@@ -6,18 +6,16 @@
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import type { RunStatus, TaskStatus } from "../ledger/mod.ts";
+import {
+  isTerminal,
+  RUN_STATES,
+  type RunState,
+  type RunStatus,
+  type TaskStatus,
+} from "../ledger/mod.ts";
 
-/** States of runs and tasks, as the tools report them. */
-const StateSchema = z.enum([
-  "queued",
-  "running",
-  "succeeded",
-  "failed",
-  "cancelled",
-  "timeout",
-  "interrupted",
-]);
+/** States of runs and tasks (a task's are a run's), as the tools report them. */
+const StateSchema = z.enum(RUN_STATES as [RunState, ...RunState[]]);
 
 /** What `svc_workflow`, `svc_workflow_legacy` and `svc_dispatch` answer: a handle to follow. */
 export const HandleResultSchema = z.object({
@@ -67,13 +65,6 @@ export type StatusResult = z.infer<typeof StatusResultSchema>;
 /** How many of a run's latest narration lines a status carries. */
 export const NARRATION_SHOWN = 50;
 
-const FINAL = new Set(["succeeded", "failed", "cancelled", "timeout", "interrupted"]);
-
-/** Whether a run or task state is final. */
-export function isFinal(state: string): boolean {
-  return FINAL.has(state);
-}
-
 /** A run's status as the tools report it. */
 export function runResult(status: RunStatus): StatusResult {
   const shown = status.narration.slice(-NARRATION_SHOWN);
@@ -81,7 +72,7 @@ export function runResult(status: RunStatus): StatusResult {
     handle: status.run_id,
     kind: "run",
     state: status.state,
-    done: isFinal(status.state),
+    done: isTerminal(status.state),
     ...(status.result !== undefined ? { result: status.result } : {}),
     ...(status.error ? { error: { code: status.error.code, message: status.error.message } } : {}),
     name: status.name,
@@ -101,7 +92,7 @@ export function taskResult(status: TaskStatus): StatusResult {
     handle: status.task_id,
     kind: "task",
     state: status.state,
-    done: isFinal(status.state),
+    done: isTerminal(status.state),
     ...(status.result !== undefined ? { result: status.result } : {}),
     ...(status.error ? { error: { code: status.error.code, message: status.error.message } } : {}),
     narration: [],

@@ -4,8 +4,7 @@
  * every other line to standard error before this starts.
  * @module
  */
-import process from "node:process";
-import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import type { Caller } from "../ledger/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { svcMcpServer } from "./server.ts";
@@ -31,18 +30,25 @@ export async function serveMcpStdio(
   // Not Promise.withResolvers(): the npm package runs on Node 20, which lacks it.
   let end = () => {};
   const ended = new Promise<void>((resolve) => end = resolve);
-  process.stdin.once("end", end);
-  process.stdin.once("close", end);
   signal?.addEventListener("abort", end, { once: true });
+  const transport = new StdioServerTransport();
   const handle = serveStdio(
     () => svcMcpServer({ services, caller, ...(logError ? { logError } : {}) }),
-    logError ? { onerror: (error: Error) => logError(`svc mcp: ${error.message}`) } : {},
+    {
+      transport,
+      ...(logError ? { onerror: (error: Error) => logError(`svc mcp: ${error.message}`) } : {}),
+    },
   );
+  // The transport closes itself when standard input ends (the client hung up); serveStdio
+  // has set its own close handler, which keeps running first.
+  const closed = transport.onclose;
+  transport.onclose = () => {
+    closed?.();
+    end();
+  };
   try {
     await ended;
   } finally {
-    process.stdin.off("end", end);
-    process.stdin.off("close", end);
     signal?.removeEventListener("abort", end);
     await handle.close();
   }

@@ -21,7 +21,6 @@ import { followUntilDone, MAX_WAIT_SECONDS } from "./follow.ts";
 import {
   type HandleResult,
   HandleResultSchema,
-  isFinal,
   runResult,
   type StatusResult,
   StatusResultSchema,
@@ -169,7 +168,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
   }, (args, ctx) =>
     guarded("svc_task_status", context, async () => {
       const first = await statusOf(context, args.handle);
-      if (args.wait_seconds === 0 || isFinal(first.state)) return structured(first);
+      if (args.wait_seconds === 0 || first.done) return structured(first);
       await followUntilDone(services, { kind: first.kind, id: args.handle, caller }, {
         seconds: args.wait_seconds,
         signal: ctx.mcpReq.signal,
