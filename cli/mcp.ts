@@ -5,7 +5,6 @@
  * @module
  */
 import type { Command } from "commander";
-import { serveMcpStdio } from "../src/mcp/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { EXIT } from "./exit_status.ts";
@@ -26,6 +25,8 @@ function consoleToStderr(): void {
 /** Serves the tools until the client hangs up or the process is stopped. */
 export async function mcpStdio(): Promise<number> {
   consoleToStderr();
+  // Loaded here, not at the top: the SDK would slow every other command's start.
+  const { serveMcpStdio } = await import("../src/mcp/mod.ts");
   const caller = cliCaller();
   const services = await openServices();
   const stop = new AbortController();
