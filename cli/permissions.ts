@@ -22,6 +22,7 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_DASHBOARD_AUTH_REQUIRED",
   "SVC_DASHBOARD_REQUIRE_OWNER",
   "SVC_DASHBOARD_ALLOWED_ORIGINS",
+  "SVC_WORKFLOW_SANDBOX",
   "HOME",
   "USERPROFILE",
   "PATH",
@@ -100,7 +101,17 @@ export async function configuredGrants(): Promise<HostGrants> {
   const { config } = await loadConfig(home);
   // git makes the worktrees of `isolation: "worktree"` calls; kill(1) stops a harness's whole
   // process group, which Deno.kill may not do under a scoped --allow-run.
-  const executables = [deno, prlimit, p.which("git"), p.which("kill")];
+  // bwrap (and ldd, which lists the libraries it binds) confine Linux guests, sandbox-exec
+  // macOS ones (SVC_WORKFLOW_SANDBOX).
+  const executables = [
+    deno,
+    prlimit,
+    p.which("git"),
+    p.which("kill"),
+    p.which("bwrap"),
+    p.which("ldd"),
+    p.which("sandbox-exec"),
+  ];
   const env: string[] = [];
   const net: string[] = [];
   // Webhook secrets are read from the variables the configuration names.

@@ -76,6 +76,14 @@ async function workflowList(
   return EXIT.ok;
 }
 
+/** The tier a run got, and what confined its guest: `unsafe-local (bubblewrap)`. */
+function isolationOf(status: RunStatus): string {
+  const sandbox = status.guest_sandbox;
+  if (!sandbox) return `${status.isolation} (guest not started)`;
+  if (sandbox.hardened) return `${status.isolation} (${sandbox.kind})`;
+  return `${status.isolation} (no OS sandbox: ${sandbox.note ?? "none"})`;
+}
+
 /** A run's status for people: what it is, where it stands, what it cost, how it ended. */
 export function statusLines(status: RunStatus, now: number = Date.now()): string[] {
   const { calls, journal, budget } = status;
@@ -83,6 +91,7 @@ export function statusLines(status: RunStatus, now: number = Date.now()): string
     `run       ${status.run_id}${status.name ? ` "${status.name}"` : ""} (${status.filename})`,
     `state     ${status.state}${status.error ? `: ${status.error.message}` : ""}`,
     `owner     ${status.owner}`,
+    `isolation ${isolationOf(status)}`,
     `created   ${status.created_at} (${formatAge(status.created_at, now)} ago)`,
   ];
   if (status.started_at) {

@@ -1,4 +1,5 @@
 import type { IsolationBackend } from "../isolation/mod.ts";
+import type { GuestSandbox } from "../ledger/mod.ts";
 import type { ExitStatus } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { classifyLine, type GuestMessage, type SecurityEventKind } from "./frames.ts";
@@ -65,7 +66,8 @@ export interface GuestHandlers {
   /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
   output(text: string, stream: "stdout" | "stderr"): void;
   security(kind: SecurityEventKind, detail: string): void;
-  spawned?(pid: number): void;
+  /** The guest started: its process id, and what confines it (when its tier says). */
+  spawned?(pid: number, sandbox: GuestSandbox | undefined): void;
 }
 
 /** Options of {@linkcode runGuest}. */
@@ -206,7 +208,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
     cpuSeconds: options.cpuSeconds,
   });
   const child = handle.process;
-  handlers.spawned?.(child.pid);
+  handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
   const encoder = new TextEncoder();

@@ -4,6 +4,7 @@ import {
   type ApprovalRecord,
   clipText,
   type FailureCause,
+  type GuestSandbox,
   INLINE_LIMIT,
   type JournalEntry,
   type Ledger,
@@ -198,6 +199,12 @@ export class RunContext {
 
   #saveWithEvent(event: RunEvent): void {
     this.persist({ kind: "status", status: recordOf(this.status), event: { seq: -1, event } });
+  }
+
+  /** Records what confines the run's guest, as its backend reported when it started. */
+  guestStarted(sandbox: GuestSandbox): void {
+    this.status.guest_sandbox = { ...sandbox };
+    this.persist({ kind: "status", status: recordOf(this.status) });
   }
 
   setState(state: RunState, at: string = now()): void {

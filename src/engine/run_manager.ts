@@ -706,6 +706,9 @@ export class RunManager {
           itemError: (report) => run.itemError(report),
           output: (text, stream) => run.narrate({ kind: "output", text, stream }),
           security: (kind, detail) => run.security(kind, detail),
+          spawned: (_pid, sandbox) => {
+            if (sandbox) run.guestStarted(sandbox);
+          },
         },
       });
     } catch (error) {

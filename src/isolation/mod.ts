@@ -8,6 +8,15 @@ import type { IsolationBackend } from "./types.ts";
 import { createUnsafeLocalBackend } from "./unsafe_local.ts";
 
 export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
+export { bubblewrapArgv, findBubblewrap, guestExit, lddPaths } from "./bubblewrap.ts";
+export type { Bubblewrap, BubblewrapCommand, BubblewrapProbe } from "./bubblewrap.ts";
+export { confine, type ConfinedCommand, type GuestCommand } from "./confine.ts";
+export {
+  macosDenyProfile,
+  type MacosProfileOptions,
+  SENSITIVE_HOME_PATHS,
+} from "./macos_profile.ts";
+export { type GuestSandbox, parseSandboxMode, type SandboxMode } from "./sandbox_mode.ts";
 export { createMicrovmBackend } from "./microvm.ts";
 export {
   createUnsafeLocalBackend,

@@ -1,4 +1,5 @@
 import type { ChildProcess } from "../platform/mod.ts";
+import type { GuestSandbox } from "./sandbox_mode.ts";
 
 /** What a backend needs to start one guest. */
 export interface GuestSpawnRequest {
@@ -19,6 +20,8 @@ export interface GuestSpawnRequest {
 export interface GuestHandle {
   /** The guest's process: the bridge protocol runs over its standard streams. */
   readonly process: ChildProcess;
+  /** What confines the guest beyond a permissionless process; absent when the tier says nothing. */
+  readonly sandbox?: GuestSandbox;
   /** Kills the guest's whole process group if still alive and removes its scratch space. Idempotent. */
   dispose(): Promise<void>;
 }

@@ -1,7 +1,10 @@
 import { SvcError } from "../errors/mod.ts";
-import { dirName, joinPath, platform } from "../platform/mod.ts";
+import { type ChildProcess, dirName, joinPath, platform } from "../platform/mod.ts";
 import { makeScratchDir } from "../scratch/mod.ts";
+import { guestExit } from "./bubblewrap.ts";
+import { confine, type ConfinedCommand } from "./confine.ts";
 import { guestImportMap } from "./guest_imports.ts";
+import { parseSandboxMode } from "./sandbox_mode.ts";
 import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 
 /**
@@ -104,7 +107,8 @@ export interface UnsafeLocalOptions {
 /**
  * The `unsafe-local` tier: the guest is a local `deno run` of the trusted bootstrap, with
  * no permissions, a cleared environment, a fresh empty DENO_DIR, a heap cap and its own
- * process group.
+ * process group; inside the OS sandbox (bubblewrap on Linux, sandbox-exec on macOS) unless
+ * `SVC_WORKFLOW_SANDBOX=off` or, under `auto`, none is available here.
  */
 export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): IsolationBackend {
   const prlimit = (options.limitData ?? true) ? platform().which("prlimit") : undefined;
@@ -128,6 +132,8 @@ async function spawnGuest(
   prlimit: string | undefined,
 ): Promise<GuestHandle> {
   const p = platform();
+  // Read per guest, so that a wrong value fails this run clearly rather than the host's start.
+  const mode = parseSandboxMode(p.env("SVC_WORKFLOW_SANDBOX"));
   const deno = await guestDeno();
   const scratch = await makeScratchDir(request.scratchRoot, { prefix: "guest-" });
   // DENO_DIR names an empty file: whatever Deno would keep there (the Cache API, localStorage,
@@ -151,6 +157,26 @@ async function spawnGuest(
     `--import-map=${importMap}`,
     main,
   ];
+  const env = {
+    DENO_DIR: denoDir,
+    DENO_NO_PACKAGE_JSON: "1",
+    DENO_NO_UPDATE_CHECK: "1",
+    NO_COLOR: "1",
+  };
+  let plan: ConfinedCommand;
+  try {
+    plan = await confine({
+      deno,
+      args,
+      env,
+      readable: [scratch, dirName(main)],
+      // Guests' scratch space lies in svc's data directory (`$SVC_HOME/tmp`).
+      dataDir: dirName(request.scratchRoot),
+    }, mode);
+  } catch (error) {
+    await p.remove(scratch).catch(() => {});
+    throw error;
+  }
   const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
   const limits = [`--data=${dataBytes}`, `--fsize=${GUEST_FILE_SIZE_LIMIT}`];
   if (request.cpuSeconds !== undefined) {
@@ -158,18 +184,15 @@ async function spawnGuest(
     const soft = Math.ceil(request.cpuSeconds);
     limits.push(`--cpu=${soft}:${soft + 1}`);
   }
-  const [command, argv] = prlimit ? [prlimit, [...limits, "--", deno, ...args]] : [deno, args];
-  let child;
+  const [command, argv] = prlimit
+    ? [prlimit, [...limits, "--", plan.command, ...plan.args]]
+    : [plan.command, plan.args];
+  let child: ChildProcess;
   try {
     child = p.spawn(command, {
       args: argv,
       clearEnv: true,
-      env: {
-        DENO_DIR: denoDir,
-        DENO_NO_PACKAGE_JSON: "1",
-        DENO_NO_UPDATE_CHECK: "1",
-        NO_COLOR: "1",
-      },
+      env,
       // The same working directory for every guest: Deno.cwd() needs no permission, and a
       // value that differs between two runs of a script would break their replay.
       cwd: "/",
@@ -179,9 +202,11 @@ async function spawnGuest(
     await p.remove(scratch).catch(() => {});
     throw error;
   }
+  if (plan.sandbox.kind === "bubblewrap") child = withGuestExit(child);
   let disposed: Promise<void> | undefined;
   return {
     process: child,
+    sandbox: plan.sandbox,
     dispose() {
       disposed ??= (async () => {
         child.kill("SIGKILL");
@@ -190,5 +215,17 @@ async function spawnGuest(
       })();
       return disposed;
     },
+  };
+}
+
+/** The bwrap process as the guest itself: its status is the guest's end, not bwrap's code for it. */
+function withGuestExit(child: ChildProcess): ChildProcess {
+  return {
+    pid: child.pid,
+    stdin: child.stdin,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    status: child.status.then(guestExit),
+    kill: (signal) => child.kill(signal),
   };
 }

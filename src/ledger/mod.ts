@@ -34,6 +34,7 @@ export {
   type FailureCause,
   type FailureCounts,
   type FeedItem,
+  type GuestSandbox,
   isTerminal,
   type JournalEntry,
   type JournalSummary,

@@ -302,6 +302,8 @@ export interface RunStatus {
    * configured): every call got a fake answer.
    */
   fake_provider_only: boolean;
+  /** What confined the run's guest, once it started (absent before, and in older records). */
+  guest_sandbox?: GuestSandbox;
   /** The run's own limits: `agent()` calls in all, and calls at once. */
   limits: { max_agents: number; concurrency: number };
   /** The budget and what was spent against it. */
@@ -310,6 +312,16 @@ export interface RunStatus {
   calls: CallCounts;
   /** Summary of the run's journal. */
   journal: JournalSummary;
+}
+
+/** What confined a run's guest beyond a permissionless process (the run's `guest_sandbox`). */
+export interface GuestSandbox {
+  /** The mechanism: `bubblewrap` (Linux), `sandbox-exec` (macOS), `microvm`, or `none`. */
+  kind: "bubblewrap" | "sandbox-exec" | "microvm" | "none";
+  /** Whether an OS-level sandbox or a virtual machine confined the guest. */
+  hardened: boolean;
+  /** Why it is not hardened (`SVC_WORKFLOW_SANDBOX=off`, bwrap missing, ...), or null. */
+  note: string | null;
 }
 
 /** How a journaled call ended. */

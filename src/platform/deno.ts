@@ -206,6 +206,9 @@ export const denoPlatform: Platform = {
   get runtime() {
     return `deno ${Deno.version.deno}`;
   },
+  get os() {
+    return Deno.build.os;
+  },
   get embedded() {
     return Deno.build.standalone === true;
   },

@@ -214,6 +214,7 @@ function spawnDetached(
 /** The Node implementation of {@linkcode Platform}, installed by the npm package's entry. */
 export const nodePlatform: Platform = {
   runtime: `node ${process.versions.node}`,
+  os: process.platform,
   embedded: false,
   denoExecutable,
   which,

@@ -123,6 +123,8 @@ export interface KvStore {
 export interface Platform {
   /** Name and version of the runtime, for status output. */
   readonly runtime: string;
+  /** The operating system: `linux`, `darwin`, ... (what picks the guest's OS sandbox). */
+  readonly os: string;
   /**
    * True when the host's own files (the guest bootstrap among them) are embedded in a compiled
    * binary rather than lying on disk: they can be read, but no other process can open them.

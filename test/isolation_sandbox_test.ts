@@ -1,0 +1,236 @@
+import assert from "node:assert/strict";
+import {
+  confine,
+  findBubblewrap,
+  type GuestCommand,
+  guestExit,
+  lddPaths,
+  macosDenyProfile,
+  parseSandboxMode,
+  type SandboxMode,
+} from "../src/isolation/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { fixture, runCli, tempDir } from "./helpers.ts";
+
+/**
+ * CI installs bubblewrap and names it (`SVC_TEST_BWRAP`): there the hardened tests must run.
+ * Elsewhere they run where bwrap works and are ignored, with the reason in their names.
+ */
+const probe = await findBubblewrap(Deno.execPath());
+if (Deno.env.get("SVC_TEST_BWRAP") && !probe.ok) {
+  throw new Error(`SVC_TEST_BWRAP is set, but bubblewrap cannot confine a guest: ${probe.reason}`);
+}
+const HARDENED = probe.ok;
+const IGNORED = HARDENED ? "" : " (ignored: bubblewrap cannot run here)";
+
+interface ProbeResult {
+  [name: string]: { ok: boolean; value?: unknown; error?: string };
+}
+
+/**
+ * Runs test/fixtures/sandbox/probe.js WITH every permission (-A) under a guest's confinement:
+ * what it still cannot do, the OS sandbox alone stops.
+ */
+async function probeUnder(mode: SandboxMode, port: number, hostFile: string) {
+  await using scratch = await tempDir("svc-sandbox-");
+  const denoDir = `${scratch.path}/deno_dir`;
+  await Deno.writeTextFile(denoDir, "");
+  const script = fixture("sandbox/probe.js");
+  const guest: GuestCommand = {
+    deno: Deno.execPath(),
+    args: [
+      "run",
+      "-A",
+      "--no-config",
+      "--no-remote",
+      script,
+      String(Deno.pid),
+      String(port),
+      hostFile,
+    ],
+    env: { DENO_DIR: denoDir, NO_COLOR: "1" },
+    readable: [scratch.path, script.slice(0, script.lastIndexOf("/"))],
+    dataDir: scratch.path,
+  };
+  const plan = await confine(guest, mode);
+  const output = await new Deno.Command(plan.command, {
+    args: plan.args,
+    clearEnv: true,
+    env: { ...guest.env },
+    cwd: "/",
+    stdin: "null",
+  }).output();
+  const stdout = new TextDecoder().decode(output.stdout);
+  assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+  return { sandbox: plan.sandbox, result: JSON.parse(stdout) as ProbeResult };
+}
+
+Deno.test(
+  `a bubblewrapped guest, even with every Deno permission, reads no host file, no host process's environment and sees no other process${IGNORED}`,
+  {
+    ignore: !HARDENED,
+  },
+  async () => {
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => new Response("leak"),
+    );
+    await using home = await tempDir("svc-sandbox-host-");
+    const secret = `${home.path}/secret.txt`;
+    await Deno.writeTextFile(secret, "host secret");
+    {
+      // The same probe without the sandbox reaches everything: the test can fail.
+      const open = await probeUnder("off", server.addr.port, secret);
+      assert.equal(open.sandbox.kind, "none");
+      assert.equal(open.result.host_file?.value, "host secret");
+      assert.match(String(open.result.host_environ?.value), /(^|\0)PATH=/);
+      assert.equal(open.result.loopback?.value, "connected");
+      assert.ok((open.result.pids?.value as number[]).includes(Deno.pid));
+
+      const shut = await probeUnder("auto", server.addr.port, secret);
+      assert.deepEqual(shut.sandbox, { kind: "bubblewrap", hardened: true, note: null });
+      const { result } = shut;
+      assert.equal(result.host_file?.ok, false, "a host file");
+      assert.match(String(result.host_file?.error), /NotFound/);
+      assert.equal(result.host_environ?.ok, false, "the host's /proc/<pid>/environ");
+      assert.equal(result.passwd?.ok, false, "/etc of the host");
+      // Its own PID namespace: bwrap's init (1) and itself (2), nothing of the host's.
+      assert.deepEqual(result.pids?.value, [1, 2]);
+      // No network at all: not even the host's loopback.
+      assert.equal(result.loopback?.ok, false, "a socket to 127.0.0.1");
+      // Only what the host set, and the PWD bwrap sets for --chdir /.
+      const env = result.env?.value as Record<string, string>;
+      assert.deepEqual(Object.keys(env).sort(), ["DENO_DIR", "NO_COLOR", "PWD"]);
+      assert.equal(env.PWD, "/");
+    }
+  },
+);
+
+Deno.test(`two bubblewrapped guests at once cannot see each other's processes${IGNORED}`, {
+  ignore: !HARDENED,
+}, async () => {
+  await using home = await tempDir("svc-sandbox-host-");
+  const file = `${home.path}/f`;
+  await Deno.writeTextFile(file, "x");
+  const [a, b] = await Promise.all([probeUnder("on", 9, file), probeUnder("on", 9, file)]);
+  assert.deepEqual(a.result.pids?.value, [1, 2]);
+  assert.deepEqual(b.result.pids?.value, [1, 2]);
+});
+
+Deno.test(`a workflow run's guest runs in bubblewrap, and the run's status says so${IGNORED}`, {
+  ignore: !HARDENED,
+}, async () => {
+  await using home = await tempDir("svc-home-");
+  await Deno.writeTextFile(`${home.path}/s.js`, `return await agent("hi");`);
+  const run = await runCli(["workflow", "run", `${home.path}/s.js`, "--fake-dispatch", "--json"], {
+    home: home.path,
+  });
+  assert.equal(run.code, 0, run.stderr);
+  const status = JSON.parse(run.stdout);
+  assert.equal(status.result, "fake response to: hi");
+  assert.deepEqual(status.guest_sandbox, { kind: "bubblewrap", hardened: true, note: null });
+  const shown = await runCli(["workflow", "status", status.run_id], { home: home.path });
+  assert.match(shown.stdout + shown.stderr, /unsafe-local.*bubblewrap/);
+  const off = await runCli(["workflow", "run", `${home.path}/s.js`, "--fake-dispatch", "--json"], {
+    home: home.path,
+    env: { SVC_WORKFLOW_SANDBOX: "off" },
+  });
+  assert.deepEqual(JSON.parse(off.stdout).guest_sandbox, {
+    kind: "none",
+    hardened: false,
+    note: "SVC_WORKFLOW_SANDBOX=off",
+  });
+});
+
+Deno.test("without bubblewrap, SVC_WORKFLOW_SANDBOX=on fails closed and auto runs unconfined, saying why", async () => {
+  await using home = await tempDir("svc-home-");
+  await Deno.writeTextFile(`${home.path}/s.js`, `return await agent("hi");`);
+  // A PATH without bwrap (nor prlimit or ldd): the host finds no sandbox.
+  const env = { PATH: "/nonexistent" };
+  const on = await runCli(["workflow", "run", `${home.path}/s.js`, "--fake-dispatch", "--json"], {
+    home: home.path,
+    env: { ...env, SVC_WORKFLOW_SANDBOX: "on" },
+  });
+  assert.equal(on.code, 1);
+  const refused = JSON.parse(on.stdout);
+  assert.equal(refused.state, "failed");
+  assert.equal(refused.error.code, "isolation_unavailable");
+  assert.match(
+    refused.error.message,
+    /SVC_WORKFLOW_SANDBOX=on, but bubblewrap \(bwrap\) is not installed/,
+  );
+  assert.match(refused.error.message, /the script was not run/);
+  assert.equal(refused.journal.calls, 0);
+  const auto = await runCli(["workflow", "run", `${home.path}/s.js`, "--fake-dispatch", "--json"], {
+    home: home.path,
+    env,
+  });
+  assert.equal(auto.code, 0, auto.stderr);
+  assert.deepEqual(JSON.parse(auto.stdout).guest_sandbox, {
+    kind: "none",
+    hardened: false,
+    note: "bubblewrap (bwrap) is not installed",
+  });
+  const bogus = await runCli(
+    ["workflow", "run", `${home.path}/s.js`, "--fake-dispatch", "--json"],
+    {
+      home: home.path,
+      env: { SVC_WORKFLOW_SANDBOX: "sometimes" },
+    },
+  );
+  assert.match(
+    JSON.parse(bogus.stdout).error.message,
+    /SVC_WORKFLOW_SANDBOX is "sometimes"; it must be auto, on or off/,
+  );
+});
+
+Deno.test("SVC_WORKFLOW_SANDBOX takes auto, on and off, and nothing else", () => {
+  assert.equal(parseSandboxMode(undefined), "auto");
+  assert.equal(parseSandboxMode(""), "auto");
+  assert.equal(parseSandboxMode("ON"), "on");
+  assert.equal(parseSandboxMode("off"), "off");
+  assert.throws(() => parseSandboxMode("yes"), SvcError);
+});
+
+Deno.test("the macOS deny-list profile denies the secret places and the network, and lets the guest read its own files", () => {
+  const profile = macosDenyProfile({
+    home: "/Users/ann",
+    svcHome: "/Users/ann/.svc",
+    readable: ["/Users/ann/.svc/tmp/guest-1", '/opt/svc "quoted"/guest'],
+  });
+  const lines = profile.split("\n");
+  assert.equal(lines[0], "(version 1)");
+  assert.ok(lines.includes("(deny network*)"));
+  for (
+    const path of [".ssh", ".aws", ".gnupg", ".config", ".kube", ".docker", ".netrc", ".claude"]
+  ) {
+    assert.ok(lines.includes(`  (subpath "/Users/ann/${path}")`), path);
+  }
+  assert.ok(
+    lines.includes(`  (subpath "/Users/ann/.svc")`),
+    "svc's data directory, tokens and all",
+  );
+  assert.ok(
+    lines.some((line) => line.includes("(regex") && line.includes("\\\\.env")),
+    ".env files",
+  );
+  // The guest's own scratch directory lies under SVC_HOME: its allow comes after the deny.
+  const deny = lines.indexOf(`  (subpath "/Users/ann/.svc")`);
+  const allow = lines.indexOf(`(allow file-read* (subpath "/Users/ann/.svc/tmp/guest-1"))`);
+  assert.ok(allow > deny && deny > 0);
+  // A quote in a path cannot end the string early.
+  assert.ok(lines.includes(`(allow file-read* (subpath "/opt/svc \\"quoted\\"/guest"))`));
+});
+
+Deno.test("bwrap's exit status 128+n is the guest's death by signal n; ldd's output lists the libraries", () => {
+  assert.deepEqual(guestExit({ code: 152, signal: null }), { code: 152, signal: "SIGXCPU" });
+  assert.deepEqual(guestExit({ code: 137, signal: null }), { code: 137, signal: "SIGKILL" });
+  assert.deepEqual(guestExit({ code: 1, signal: null }), { code: 1, signal: null });
+  assert.deepEqual(
+    lddPaths(
+      "\tlinux-vdso.so.1 (0x00007fff)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n" +
+        "\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n",
+    ),
+    ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"],
+  );
+});
