@@ -67,6 +67,13 @@ pageTest(
     assert.equal((status.body.budget as { total: number }).total, 100000);
     assert.equal(status.body.timeout, 120);
     assert.equal(status.body.fake_dispatch, true);
+    // The tier the run got, and what confined its guest, as the API says it.
+    const sandbox = status.body.guest_sandbox as { kind: string; hardened: boolean };
+    const tier = await page.locator(".run-head [data-isolation]").innerText();
+    assert.equal(
+      tier,
+      `unsafe-local · ${sandbox.hardened ? sandbox.kind : "no OS sandbox"}`,
+    );
     // A call opens to its detail, with the result as text.
     await page.locator(".call", { hasText: "tests" }).locator("summary").click();
     await page.getByLabel("result of call 1").waitFor();

@@ -24,6 +24,20 @@ import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
 const NO_PHASE = "Before any phase";
 
 /** Groups journal entries by phase: the call's `phase` option, else the phase narrated last before it. */
+
+/** The tier the run got and what confined its guest: "unsafe-local · bubblewrap". */
+function Isolation({ status }) {
+  const sandbox = status.guest_sandbox;
+  const what = !sandbox
+    ? "guest not started"
+    : sandbox.hardened
+    ? sandbox.kind
+    : "no OS sandbox";
+  const title = sandbox?.note ? `Not hardened: ${sandbox.note}` : "Where the script ran";
+  return html`<span class=${`tag isolation${sandbox && !sandbox.hardened ? " warn" : ""}`}
+    data-isolation=${status.isolation} title=${title}>${status.isolation} · ${what}</span>`;
+}
+
 function phaseTree(meta, narration, entries) {
   const marks = narration.filter((n) => n.kind === "phase");
   const order = [];
@@ -301,6 +315,7 @@ export function RunView({ api, runId }) {
               ),
             )}</span>
             ${status.fake_dispatch ? html`<span class="tag">fake dispatch</span>` : null}
+            <${Isolation} status=${status} />
             ${status.resumed_from
               ? html`<span>resumed from <a href=${`#/runs/${
                 seg(status.resumed_from)
