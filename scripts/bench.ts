@@ -39,12 +39,14 @@ import process from "node:process";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { RunManager, type RunStatus } from "../src/engine/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
-import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
+import { createUnsafeLocalBackend, findBubblewrap } from "../src/isolation/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
 import { measureHttp } from "./bench_http.ts";
 
 const DEFAULT_RUNS = 15;
+/** Whether bubblewrap can confine a guest on this machine (its figures are skipped if not). */
+const BWRAP_OK = (await findBubblewrap(Deno.execPath())).ok;
 const MAX_RUNS = 1000;
 const WARMUP_RUNS = 2;
 const FANOUT_CALLS = 200;
@@ -84,6 +86,8 @@ interface Stats {
 interface Repetition {
   inProcessFirstCallMs: number;
   bareGuestMs: number;
+  /** The same guest start inside bubblewrap; NaN where bubblewrap cannot run. */
+  bwrapGuestMs: number;
   cliMs: number;
   bareDenoMs: number;
   fanoutMs: number;
@@ -350,10 +354,23 @@ async function peakMemoryBare(emptyScript: string): Promise<number> {
  * A bare guest: the real `unsafe-local` backend spawning an empty file instead of the bootstrap,
  * so flags, environment, DENO_DIR and caps are exactly those of a guest.
  */
-async function timeBareGuest(scratchRoot: string, emptyScript: string): Promise<number> {
+async function timeBareGuest(
+  scratchRoot: string,
+  emptyScript: string,
+  sandbox: "off" | "on",
+): Promise<number> {
   const backend = createUnsafeLocalBackend({ bootstrapPath: emptyScript });
+  // The backend reads SVC_WORKFLOW_SANDBOX at each spawn.
+  const before = Deno.env.get("SVC_WORKFLOW_SANDBOX");
+  Deno.env.set("SVC_WORKFLOW_SANDBOX", sandbox);
   const t0 = performance.now();
-  const guest = await backend.spawn({ scratchRoot, heapMb: GUEST_HEAP_MB, seed: 1 });
+  let guest;
+  try {
+    guest = await backend.spawn({ scratchRoot, heapMb: GUEST_HEAP_MB, seed: 1 });
+  } finally {
+    if (before === undefined) Deno.env.delete("SVC_WORKFLOW_SANDBOX");
+    else Deno.env.set("SVC_WORKFLOW_SANDBOX", before);
+  }
   try {
     const timeout = AbortSignal.timeout(STEP_TIMEOUT_MS);
     const status = await Promise.race([
@@ -564,7 +581,8 @@ async function repetition(
   fanoutScript: string,
 ): Promise<Repetition> {
   const bareDenoMs = await timeBareDeno(emptyScript);
-  const bareGuestMs = await timeBareGuest(root, emptyScript);
+  const bareGuestMs = await timeBareGuest(root, emptyScript, "off");
+  const bwrapGuestMs = BWRAP_OK ? await timeBareGuest(root, emptyScript, "on") : NaN;
   const inProcessFirstCallMs = await withTempDir(root, (home) => timeFirstCallInProcess(home));
   const cliMs = await withTempDir(root, (home) => timeCli(home, oneCallScript));
   const { liveMs: fanoutMs, replayMs } = await withTempDir(
@@ -577,6 +595,7 @@ async function repetition(
   return {
     inProcessFirstCallMs,
     bareGuestMs,
+    bwrapGuestMs,
     cliMs,
     bareDenoMs,
     fanoutMs,
@@ -655,6 +674,7 @@ async function main(args: string[]): Promise<number> {
       summarize(reps.map((r) => FANOUT_CALLS / (r[key] / 1000)));
     const inProcess = pick("inProcessFirstCallMs");
     const bareGuest = pick("bareGuestMs");
+    const bwrapGuest = BWRAP_OK ? pick("bwrapGuestMs") : undefined;
     const cli = pick("cliMs");
     const bareDeno = pick("bareDenoMs");
     const live = rate("fanoutMs");
@@ -667,6 +687,8 @@ async function main(args: string[]): Promise<number> {
     const bareMb = summarize(reps.map((r) => r.bareKb / 1024));
     const ratios = {
       in_process_vs_bare_guest: round(inProcess.median / bareGuest.median),
+      bwrap_guest_vs_plain: bwrapGuest ? round(bwrapGuest.median / bareGuest.median) : null,
+      bwrap_guest_extra_ms: bwrapGuest ? round(bwrapGuest.median - bareGuest.median) : null,
       cli_vs_bare_deno: round(cli.median / bareDeno.median),
       replay_vs_live: round(replay.median / live.median),
       host_vs_bare: round(hostMb.median / bareMb.median),
@@ -705,8 +727,23 @@ async function main(args: string[]): Promise<number> {
     console.log("");
     console.log(formatTable([
       ["first agent() call, in process (start -> calls.total=1)", inProcess, "ms"],
-      ["bare guest-like deno run (empty file)", bareGuest, "ms"],
+      ["bare guest-like deno run (empty file), plain subprocess", bareGuest, "ms"],
       ["  in process / bare guest-like (medians)", ratios.in_process_vs_bare_guest, "x"],
+      ...(bwrapGuest
+        ? [
+          ["the same guest start inside bubblewrap", bwrapGuest, "ms"] as [string, Stats, string],
+          ["  bubblewrap / plain (medians)", ratios.bwrap_guest_vs_plain ?? 0, "x"] as [
+            string,
+            number,
+            string,
+          ],
+          ["  bubblewrap adds (medians)", ratios.bwrap_guest_extra_ms ?? 0, "ms"] as [
+            string,
+            number,
+            string,
+          ],
+        ]
+        : []),
       ["svc workflow run, 1 call, whole CLI process", cli, "ms"],
       ["bare deno run --no-prompt --no-config (empty file)", bareDeno, "ms"],
       ["  CLI / bare deno (medians)", ratios.cli_vs_bare_deno, "x"],
@@ -759,6 +796,7 @@ async function main(args: string[]): Promise<number> {
       first_call: {
         in_process_ms: inProcess,
         bare_guest_ms: bareGuest,
+        bwrap_guest_ms: bwrapGuest ?? null,
         cli_ms: cli,
         bare_deno_ms: bareDeno,
       },
