@@ -162,6 +162,11 @@ Deno.test("deno task svc starts the host with exactly the narrow grants of its c
       await which("prlimit"),
       await which("git"),
       await which("kill"),
+      // The guests' OS sandbox, where installed: bubblewrap and the ldd it lists libraries
+      // with (Linux), sandbox-exec (macOS).
+      await which("bwrap"),
+      await which("ldd"),
+      await which("sandbox-exec"),
     ].filter(Boolean);
     assert.deepEqual(grants, [
       "--allow-read",
