@@ -2,9 +2,13 @@
  * The hardened Linux sandbox of local guests: bubblewrap (`bwrap`). The guest gets new user,
  * mount, PID, network, IPC, UTS and cgroup namespaces (no network at all, not even loopback),
  * dies with its parent, has a PID namespace and a `/proc` of its own (it sees bwrap's init and
- * itself, no other process), a new session (no terminal to inject into), a cleared environment,
- * and no host directory but the Deno binary, the shared libraries it links, and the guest's own
- * read-only files.
+ * itself, no other process), a cleared environment, and no host directory but the Deno binary,
+ * the shared libraries it links, and the guest's own read-only files.
+ *
+ * Not `--new-session`: the host already starts bwrap in a session of its own (no controlling
+ * terminal; the guest's standard streams are pipes), and a second session would also be a new
+ * process group, out of reach of the host's kill of the guest's group: the guest would live on
+ * (and send frames) until bwrap's death reached it.
  *
  * Not `--as-pid-1`: the kernel never delivers a signal without a handler to the first process
  * of a PID namespace, so a guest that is PID 1 would ignore the SIGXCPU of its CPU-time limit
@@ -42,7 +46,6 @@ export function bubblewrapArgv(sandbox: Bubblewrap, command: BubblewrapCommand):
   const argv = [
     "--unshare-all",
     "--die-with-parent",
-    "--new-session",
     "--clearenv",
     // The mounts come first, so that a bind below /tmp (the guest's scratch directory may lie
     // there) is made on top of the empty /tmp, not hidden under it.
