@@ -6,6 +6,7 @@
 import { loadConfig, svcHome } from "../src/config/mod.ts";
 import { HARNESS_BASE_ENV, HARNESS_KEY_ENV } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
+import { MICROVM_ENV_VARS, MICROVM_TOOLS, microvmBackendName } from "../src/isolation/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 
 /** Every environment variable the host reads; it is granted exactly these. */
@@ -22,6 +23,9 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_DASHBOARD_AUTH_REQUIRED",
   "SVC_DASHBOARD_REQUIRE_OWNER",
   "SVC_DASHBOARD_ALLOWED_ORIGINS",
+  ...MICROVM_ENV_VARS,
+  // Where Lima keeps its instances, passed on to limactl (microvm backend_a).
+  "LIMA_HOME",
   "HOME",
   "USERPROFILE",
   "PATH",
@@ -100,7 +104,7 @@ export async function configuredGrants(): Promise<HostGrants> {
   const { config } = await loadConfig(home);
   // git makes the worktrees of `isolation: "worktree"` calls; kill(1) stops a harness's whole
   // process group, which Deno.kill may not do under a scoped --allow-run.
-  const executables = [deno, prlimit, p.which("git"), p.which("kill")];
+  const executables = [deno, prlimit, p.which("git"), p.which("kill"), microvmTool()];
   const env: string[] = [];
   const net: string[] = [];
   // Webhook secrets are read from the variables the configuration names.
@@ -127,6 +131,18 @@ export async function configuredGrants(): Promise<HostGrants> {
     env,
     net,
   };
+}
+
+/**
+ * The VM tool of the configured microvm backend (limactl, else krunvm), when it is on PATH. An
+ * unknown backend grants nothing: such runs fail closed before any tool would run.
+ */
+function microvmTool(): string | undefined {
+  try {
+    return platform().which(MICROVM_TOOLS[microvmBackendName()]);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Commands that listen on a port, and so need net access to their address. */

@@ -706,6 +706,7 @@ export class RunManager {
           itemError: (report) => run.itemError(report),
           output: (text, stream) => run.narrate({ kind: "output", text, stream }),
           security: (kind, detail) => run.security(kind, detail),
+          queued: (message) => run.narrate({ kind: "warning", text: message }),
         },
       });
     } catch (error) {

@@ -9,6 +9,16 @@ import { createUnsafeLocalBackend } from "./unsafe_local.ts";
 
 export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 export { createMicrovmBackend } from "./microvm.ts";
+export type { MicrovmOptions } from "./microvm.ts";
+export {
+  DEFAULT_KRUNVM_IMAGE,
+  MICROVM_ENV_VARS,
+  MICROVM_TOOLS,
+  microvmBackendName,
+  readMicrovmSettings,
+} from "./microvm_config.ts";
+export type { MicrovmBackendName, MicrovmSettings } from "./microvm_config.ts";
+export { MicrovmSlots } from "./microvm_slots.ts";
 export {
   createUnsafeLocalBackend,
   defaultBootstrapPath,
