@@ -43,6 +43,7 @@ import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
 import { measureHttp } from "./bench_http.ts";
+import { timeMicrovmStandInGuest } from "./bench_microvm.ts";
 
 const DEFAULT_RUNS = 15;
 const MAX_RUNS = 1000;
@@ -84,6 +85,8 @@ interface Stats {
 interface Repetition {
   inProcessFirstCallMs: number;
   bareGuestMs: number;
+  microvmLimaMs: number;
+  microvmKrunvmMs: number;
   cliMs: number;
   bareDenoMs: number;
   fanoutMs: number;
@@ -565,6 +568,8 @@ async function repetition(
 ): Promise<Repetition> {
   const bareDenoMs = await timeBareDeno(emptyScript);
   const bareGuestMs = await timeBareGuest(root, emptyScript);
+  const microvmLimaMs = await timeMicrovmStandInGuest(root, emptyScript, "backend_a");
+  const microvmKrunvmMs = await timeMicrovmStandInGuest(root, emptyScript, "backend_b");
   const inProcessFirstCallMs = await withTempDir(root, (home) => timeFirstCallInProcess(home));
   const cliMs = await withTempDir(root, (home) => timeCli(home, oneCallScript));
   const { liveMs: fanoutMs, replayMs } = await withTempDir(
@@ -577,6 +582,8 @@ async function repetition(
   return {
     inProcessFirstCallMs,
     bareGuestMs,
+    microvmLimaMs,
+    microvmKrunvmMs,
     cliMs,
     bareDenoMs,
     fanoutMs,
@@ -707,6 +714,16 @@ async function main(args: string[]): Promise<number> {
       ["first agent() call, in process (start -> calls.total=1)", inProcess, "ms"],
       ["bare guest-like deno run (empty file)", bareGuest, "ms"],
       ["  in process / bare guest-like (medians)", ratios.in_process_vs_bare_guest, "x"],
+      [
+        "stand-in microVM guest start, backend_a (limactl list + shell)",
+        pick("microvmLimaMs"),
+        "ms",
+      ],
+      [
+        "stand-in microVM guest start, backend_b (krunvm create/start/delete)",
+        pick("microvmKrunvmMs"),
+        "ms",
+      ],
       ["svc workflow run, 1 call, whole CLI process", cli, "ms"],
       ["bare deno run --no-prompt --no-config (empty file)", bareDeno, "ms"],
       ["  CLI / bare deno (medians)", ratios.cli_vs_bare_deno, "x"],
@@ -759,6 +776,8 @@ async function main(args: string[]): Promise<number> {
       first_call: {
         in_process_ms: inProcess,
         bare_guest_ms: bareGuest,
+        microvm_stand_in_lima_ms: pick("microvmLimaMs"),
+        microvm_stand_in_krunvm_ms: pick("microvmKrunvmMs"),
         cli_ms: cli,
         bare_deno_ms: bareDeno,
       },

@@ -1,6 +1,7 @@
 import { SvcError } from "../errors/mod.ts";
 import { dirName, joinPath, platform } from "../platform/mod.ts";
 import { guestImportMap } from "./guest_imports.ts";
+import { defaultBootstrapPath } from "./unsafe_local.ts";
 
 /** What a microVM guest gets from the host: all of it inline, none of it a host path. */
 export interface GuestBundle {
@@ -45,7 +46,8 @@ export async function buildGuestBundle(bootstrap: string): Promise<GuestBundle> 
     ordered.push([name, source]);
   }
   await visit(entry, []);
-  const stage0 = await p.readTextFile(joinPath(dir, "stage0.js"));
+  // Stage 0 is svc's own, whatever bootstrap it loads.
+  const stage0 = await p.readTextFile(joinPath(dirName(defaultBootstrapPath()), "stage0.js"));
   const json = new TextEncoder().encode(JSON.stringify({ entry, modules: ordered }));
   const bytes = new Uint8Array(4 + json.length);
   new DataView(bytes.buffer).setUint32(0, json.length);
