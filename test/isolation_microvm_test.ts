@@ -420,3 +420,60 @@ Deno.test("svc workflow run --isolation microvm runs through the launcher, which
   assert.equal(status.isolation, "microvm");
   assert.deepEqual((await tools.calls()).map((c) => c[1]), ["list", "shell"]);
 });
+
+Deno.test("a run that times out while it waits for a microVM slot ends in timeout and never starts a guest", async () => {
+  await using tools = await standIns({
+    instances: [limaInstance()],
+    env: { SVC_WORKFLOW_MICROVM_MAX_CONCURRENT: "1" },
+  });
+  await using t = await testManager();
+  const first = await t.manager.start(
+    { script: `log("first");\nwhile (true) {}`, isolation: "microvm" },
+    LOCAL,
+  );
+  await untilEvent(t.manager, first.run_id, (e) => e.type === "narration");
+  const second = await t.manager.start(
+    { script: `log("second");\nreturn 2;`, isolation: "microvm", timeout: 1 },
+    LOCAL,
+  );
+  const status = await t.manager.wait(second.run_id, LOCAL);
+  assert.equal(status.state, "timeout");
+  assert.deepEqual(narration(status, "log"), []);
+  assert.deepEqual(narration(status, "warning"), [
+    "waiting for a microVM slot: 1 of 1 in use (SVC_WORKFLOW_MICROVM_MAX_CONCURRENT)",
+  ]);
+  assert.equal((await tools.calls()).filter((c) => c[1] === "shell").length, 1);
+  await t.manager.cancel(first.run_id, LOCAL);
+  assert.equal((await t.manager.wait(first.run_id, LOCAL)).state, "cancelled");
+});
+
+Deno.test("a limactl that hangs does not hold the run past its timeout, and is killed", async () => {
+  await using tools = await standIns({ instances: [limaInstance()] });
+  await Deno.writeTextFile(`${tools.dir}/state/hang`, "");
+  const status = await runMicrovm(`return 1;`, { timeout: 1 });
+  assert.equal(status.state, "timeout");
+  const hung = (await Deno.readTextFile(`${tools.dir}/state/hung`)).trim().split("\n").map(Number);
+  assert.equal(hung.length, 1);
+  assert.ok(!alive(hung[0]!), "the hanging limactl is gone");
+  assert.deepEqual(await tools.pids(), [], "no guest started");
+});
+
+Deno.test("a microvm guest is confined as a local one: no node: imports, no permissions, no marker to read", async () => {
+  await using _tools = await standIns({ instances: [limaInstance()] });
+  const script = `const out = {};
+const load = Function("s", "return import(s)");
+try { await load("node:fs"); out.fs = "imported"; } catch (e) { out.fs = e.message; }
+try { await Deno.readTextFile("/etc/hostname"); out.read = "read"; } catch (e) { out.read = e.name; }
+try { Deno.env.get("HOME"); out.env = "read"; } catch (e) { out.env = e.name; }
+out.marker = /svc-guest/.test(Deno.mainModule + JSON.stringify(Deno.args));
+return out;`;
+  const status = await runMicrovm(script);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.deepEqual(status.result, {
+    fs: 'import("node:fs") is not available in workflow scripts: scripts import nothing, ' +
+      "they reach the outside only through agent()",
+    read: "NotCapable",
+    env: "NotCapable",
+    marker: false,
+  });
+});

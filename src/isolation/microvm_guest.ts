@@ -57,18 +57,15 @@ export function bundleLoader(bootstrap = defaultBootstrapPath()): () => Promise<
 }
 
 /**
- * Sends the bundle down the guest's stdin ahead of the bridge, then lets go of the stream for
- * the session. A guest that died first shows as a crash through its exit status, not here.
+ * Queues the bundle on the guest's stdin ahead of the bridge and lets go of the stream for the
+ * session, whose init frame queues behind it. Nothing waits for the guest to read it: a tool that
+ * hangs before its guest reads never holds the spawn, which the run's timeout could not end.
  */
-export async function sendBundle(child: ChildProcess, bundle: GuestBundle): Promise<void> {
+export function sendBundle(child: ChildProcess, bundle: GuestBundle): void {
   const writer = child.stdin.getWriter();
-  try {
-    await writer.write(bundle.bytes);
-  } catch {
-    // The guest is gone; the session sees its exit.
-  } finally {
-    writer.releaseLock();
-  }
+  // A guest that died first shows as a crash through its exit status, not here.
+  writer.write(bundle.bytes).catch(() => {});
+  writer.releaseLock();
 }
 
 /** Waits for a killed process at most `ms`: a tool that hangs never holds a teardown forever. */

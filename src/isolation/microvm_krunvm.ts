@@ -78,7 +78,7 @@ export async function spawnKrunvmGuest(
     release();
     throw error;
   }
-  await sendBundle(child, bundle);
+  sendBundle(child, bundle);
   let disposed: Promise<void> | undefined;
   const process = child;
   return {

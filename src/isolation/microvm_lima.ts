@@ -32,10 +32,16 @@ interface LimaInstance {
  * `limactl list --json <instance>` (one JSON object a line, `config` holding its lima.yaml).
  * Anything else, and an answer it cannot read, fails closed.
  */
-async function checkInstance(limactl: string, instance: string): Promise<void> {
+async function checkInstance(
+  limactl: string,
+  instance: string,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const result = await runTool(limactl, ["list", "--json", instance], {
     timeoutMs: TOOL_TIMEOUT_MS,
+    signal,
   });
+  if (signal?.aborted) throw signal.reason;
   let found: LimaInstance | undefined;
   for (const line of result.stdout.split("\n")) {
     if (line.trim() === "") continue;
@@ -110,7 +116,7 @@ export async function spawnLimaGuest(
         PROVISION,
     );
   }
-  await checkInstance(limactl, settings.limaInstance);
+  await checkInstance(limactl, settings.limaInstance, request.signal);
   const bundle = await options.bundle();
   const release = await slots.acquire({ signal: request.signal, onQueued: request.onQueued });
   const marker = guestName();
@@ -132,7 +138,7 @@ export async function spawnLimaGuest(
   const ended = child.status.then((status) => {
     finishedCleanly = status.code === 0 && status.signal === null;
   }).catch(() => {});
-  await sendBundle(child, bundle);
+  sendBundle(child, bundle);
   let disposed: Promise<void> | undefined;
   const process = child;
   return {
