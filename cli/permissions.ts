@@ -6,6 +6,7 @@
 import { loadConfig, svcHome } from "../src/config/mod.ts";
 import { HARNESS_BASE_ENV, HARNESS_KEY_ENV } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
+import { MICROVM_ENV_VARS, MICROVM_TOOLS, microvmBackendName } from "../src/isolation/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 
 /** Every environment variable the host reads; it is granted exactly these. */
@@ -23,6 +24,9 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_DASHBOARD_REQUIRE_OWNER",
   "SVC_DASHBOARD_ALLOWED_ORIGINS",
   "SVC_WORKFLOW_SANDBOX",
+  ...MICROVM_ENV_VARS,
+  // Where Lima keeps its instances, passed on to limactl (microvm backend_a).
+  "LIMA_HOME",
   "HOME",
   "USERPROFILE",
   "PATH",
@@ -111,6 +115,7 @@ export async function configuredGrants(): Promise<HostGrants> {
     p.which("bwrap"),
     p.which("ldd"),
     p.which("sandbox-exec"),
+    microvmTool(),
   ];
   const env: string[] = [];
   const net: string[] = [];
@@ -138,6 +143,18 @@ export async function configuredGrants(): Promise<HostGrants> {
     env,
     net,
   };
+}
+
+/**
+ * The VM tool of the configured microvm backend (limactl, else krunvm), when it is on PATH. An
+ * unknown backend grants nothing: such runs fail closed before any tool would run.
+ */
+function microvmTool(): string | undefined {
+  try {
+    return platform().which(MICROVM_TOOLS[microvmBackendName()]);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Commands that listen on a port, and so need net access to their address. */

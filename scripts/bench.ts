@@ -43,6 +43,7 @@ import { createUnsafeLocalBackend, findBubblewrap } from "../src/isolation/mod.t
 import { openServices, type Services } from "../src/services/mod.ts";
 import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
 import { measureHttp } from "./bench_http.ts";
+import { timeMicrovmStandInGuest } from "./bench_microvm.ts";
 
 const DEFAULT_RUNS = 15;
 /** Whether bubblewrap can confine a guest on this machine (its figures are skipped if not). */
@@ -88,6 +89,8 @@ interface Repetition {
   bareGuestMs: number;
   /** The same guest start inside bubblewrap; NaN where bubblewrap cannot run. */
   bwrapGuestMs: number;
+  microvmLimaMs: number;
+  microvmKrunvmMs: number;
   cliMs: number;
   bareDenoMs: number;
   fanoutMs: number;
@@ -583,6 +586,8 @@ async function repetition(
   const bareDenoMs = await timeBareDeno(emptyScript);
   const bareGuestMs = await timeBareGuest(root, emptyScript, "off");
   const bwrapGuestMs = BWRAP_OK ? await timeBareGuest(root, emptyScript, "on") : NaN;
+  const microvmLimaMs = await timeMicrovmStandInGuest(root, emptyScript, "backend_a");
+  const microvmKrunvmMs = await timeMicrovmStandInGuest(root, emptyScript, "backend_b");
   const inProcessFirstCallMs = await withTempDir(root, (home) => timeFirstCallInProcess(home));
   const cliMs = await withTempDir(root, (home) => timeCli(home, oneCallScript));
   const { liveMs: fanoutMs, replayMs } = await withTempDir(
@@ -596,6 +601,8 @@ async function repetition(
     inProcessFirstCallMs,
     bareGuestMs,
     bwrapGuestMs,
+    microvmLimaMs,
+    microvmKrunvmMs,
     cliMs,
     bareDenoMs,
     fanoutMs,
@@ -744,6 +751,16 @@ async function main(args: string[]): Promise<number> {
           ],
         ]
         : []),
+      [
+        "stand-in microVM guest start, backend_a (limactl list + shell)",
+        pick("microvmLimaMs"),
+        "ms",
+      ],
+      [
+        "stand-in microVM guest start, backend_b (krunvm create/start/delete)",
+        pick("microvmKrunvmMs"),
+        "ms",
+      ],
       ["svc workflow run, 1 call, whole CLI process", cli, "ms"],
       ["bare deno run --no-prompt --no-config (empty file)", bareDeno, "ms"],
       ["  CLI / bare deno (medians)", ratios.cli_vs_bare_deno, "x"],
@@ -797,6 +814,8 @@ async function main(args: string[]): Promise<number> {
         in_process_ms: inProcess,
         bare_guest_ms: bareGuest,
         bwrap_guest_ms: bwrapGuest ?? null,
+        microvm_stand_in_lima_ms: pick("microvmLimaMs"),
+        microvm_stand_in_krunvm_ms: pick("microvmKrunvmMs"),
         cli_ms: cli,
         bare_deno_ms: bareDeno,
       },

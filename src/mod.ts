@@ -207,8 +207,12 @@ export type {
   GuestSpawnRequest,
   IsolationBackend,
   IsolationBackends,
+  MicrovmBackendName,
+  MicrovmOptions,
+  MicrovmSettings,
   UnsafeLocalOptions,
 } from "./isolation/mod.ts";
+export { MicrovmSlots } from "./isolation/mod.ts";
 export {
   authSettingsFromEnv,
   DASHBOARD_HOST,

@@ -114,7 +114,7 @@ Deno.test("--isolation microvm fails closed with exit status 1", async () => {
   assert.equal(result.stdout, "");
   assert.match(
     result.stderr,
-    /Cannot start the run in microvm isolation: no microVM backend is available/,
+    /Cannot start the run in microvm isolation: limactl \(Lima, SVC_WORKFLOW_MICROVM_BACKEND=backend_a\) was not found on PATH/,
   );
 });
 

@@ -651,7 +651,7 @@ Deno.test("microvm isolation fails closed: the script never runs locally", async
   assert.equal(status.error?.code, "isolation_unavailable");
   assert.match(
     status.error?.message ?? "",
-    /no microVM backend is available.*never falls back to local execution/,
+    /limactl \(Lima, SVC_WORKFLOW_MICROVM_BACKEND=backend_a\) was not found on PATH.*never falls back to local execution/,
   );
   assert.deepEqual(status.narration, []);
   assert.equal(status.calls.total, 0);

@@ -28,14 +28,12 @@ const NO_PHASE = "Before any phase";
 /** The tier the run got and what confined its guest: "unsafe-local · bubblewrap". */
 function Isolation({ status }) {
   const sandbox = status.guest_sandbox;
-  const what = !sandbox
-    ? "guest not started"
-    : sandbox.hardened
-    ? sandbox.kind
-    : "no OS sandbox";
+  const what = !sandbox ? "guest not started" : sandbox.hardened ? sandbox.kind : "no OS sandbox";
   const title = sandbox?.note ? `Not hardened: ${sandbox.note}` : "Where the script ran";
-  return html`<span class=${`tag isolation${sandbox && !sandbox.hardened ? " warn" : ""}`}
-    data-isolation=${status.isolation} title=${title}>${status.isolation} · ${what}</span>`;
+  return html`
+    <span class=${`tag isolation${sandbox && !sandbox.hardened ? " warn" : ""}`}
+      data-isolation=${status.isolation} title=${title}>${status.isolation} · ${what}</span>
+  `;
 }
 
 function phaseTree(meta, narration, entries) {

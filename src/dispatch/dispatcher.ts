@@ -57,6 +57,8 @@ export interface DispatchContext {
    * and waits for the approval, so the dispatcher never grants `full` on its own.
    */
   fullApproved?: boolean;
+  /** The call comes from a run in `microvm` isolation: `full` is clamped to `write` regardless. */
+  microvm?: boolean;
 }
 
 /** A dispatch's result with how it was routed and admitted. */
@@ -342,6 +344,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
       ...(context.sandboxMax !== undefined ? { sandboxMax: context.sandboxMax } : {}),
       full: config.sandbox.full,
       ...(context.fullApproved ? { approved: true } : {}),
+      ...(context.microvm ? { microvm: true } : {}),
     });
   }
 

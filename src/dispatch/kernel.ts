@@ -24,6 +24,11 @@ export interface SandboxPolicy {
   full: FullSandboxPolicy;
   /** A person approved this call's `full` (under `ask`). */
   approved?: boolean;
+  /**
+   * The call comes from a script run in `microvm` isolation: one kept out of the host because it
+   * is not trusted, so `full` (the agent may do anything on the host) is clamped once more.
+   */
+  microvm?: boolean;
 }
 
 /**
@@ -49,6 +54,14 @@ export function admitSandbox(
     return {
       level: ceiling,
       clamped: `${asked} was clamped to ${ceiling}: the ceiling is ${ceiling} (${source})`,
+    };
+  }
+  // The second clamp of the specification: whatever the server's sandbox.full or a person says.
+  if (asked === "full" && policy.microvm === true) {
+    return {
+      level: "write",
+      clamped: "full was clamped to write: the run's script is in microvm isolation, and full " +
+        "would hand its agents the host it is kept out of",
     };
   }
   if (asked === "full" && policy.full === "deny") {

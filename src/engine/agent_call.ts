@@ -239,6 +239,7 @@ export async function handleAgentCall(
     sandboxDefault: ctx.request.sandbox_default,
     ...(ctx.request.sandbox_max !== undefined ? { sandboxMax: ctx.request.sandbox_max } : {}),
     requirePrice: ctx.budget.needsPrice,
+    ...(ctx.request.isolation === "microvm" ? { microvm: true } : {}),
   };
   // A person approves `full` before the call takes a slot: the wait holds no permit.
   if (deps.dispatcher.admit(options, context).needsApproval) {

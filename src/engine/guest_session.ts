@@ -68,6 +68,8 @@ export interface GuestHandlers {
   security(kind: SecurityEventKind, detail: string): void;
   /** The guest started: its process id, and what confines it (when its tier says). */
   spawned?(pid: number, sandbox: GuestSandbox | undefined): void;
+  /** The guest waits for a free microVM slot before it starts. */
+  queued?(message: string): void;
 }
 
 /** Options of {@linkcode runGuest}. */
@@ -201,12 +203,21 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   const { handlers, signal } = options;
   if (signal.aborted) return { kind: "aborted", reason: signal.reason };
 
-  const handle = await options.backend.spawn({
-    scratchRoot: options.scratchRoot,
-    heapMb,
-    seed: options.seed ?? 1,
-    cpuSeconds: options.cpuSeconds,
-  });
+  let handle;
+  try {
+    handle = await options.backend.spawn({
+      scratchRoot: options.scratchRoot,
+      heapMb,
+      seed: options.seed ?? 1,
+      cpuSeconds: options.cpuSeconds,
+      signal,
+      ...(handlers.queued ? { onQueued: (message: string) => handlers.queued?.(message) } : {}),
+    });
+  } catch (error) {
+    // Stopped while still waiting for its VM (a timeout, a cancel): the run stopped, nothing ran.
+    if (signal.aborted) return { kind: "aborted", reason: signal.reason };
+    throw error;
+  }
   const child = handle.process;
   handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();

@@ -709,6 +709,7 @@ export class RunManager {
           spawned: (_pid, sandbox) => {
             if (sandbox) run.guestStarted(sandbox);
           },
+          queued: (message) => run.narrate({ kind: "warning", text: message }),
         },
       });
     } catch (error) {

@@ -1,21 +1,41 @@
-import { SvcError } from "../errors/mod.ts";
-import type { GuestHandle, IsolationBackend } from "./types.ts";
+import type { GuestBundle } from "./guest_bundle.ts";
+import { type MicrovmSettings, readMicrovmSettings } from "./microvm_config.ts";
+import { bundleLoader } from "./microvm_guest.ts";
+import { spawnKrunvmGuest } from "./microvm_krunvm.ts";
+import { spawnLimaGuest } from "./microvm_lima.ts";
+import { type MicrovmSlots, sharedMicrovmSlots } from "./microvm_slots.ts";
+import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
+
+/** Options of {@linkcode createMicrovmBackend}. */
+export interface MicrovmOptions {
+  /** Settings instead of the `SVC_WORKFLOW_MICROVM_*` variables, which are read at each spawn. */
+  settings?: MicrovmSettings;
+  /** The pool of VM slots; default the process-wide one of the configured cap. */
+  slots?: MicrovmSlots;
+  /** The guest bootstrap whose modules are sent into the VM; defaults to guest/bootstrap.js. */
+  bootstrapPath?: string;
+}
 
 /**
- * The `microvm` tier. No microVM backend ships yet, so it fails closed: every spawn is refused
- * with an error, and nothing ever falls back to running the script locally.
+ * The `microvm` tier: the guest runs in a Linux micro-VM, Lima's resident instance
+ * (`backend_a`) or a krunvm VM of its own (`backend_b`), with no host directory mounted; the
+ * bootstrap travels over the bridge. A missing or unfit backend fails the run closed with
+ * `isolation_unavailable`: nothing ever falls back to running the script locally.
  */
-export function createMicrovmBackend(): IsolationBackend {
+export function createMicrovmBackend(options: MicrovmOptions = {}): IsolationBackend {
+  const bundle: () => Promise<GuestBundle> = bundleLoader(options.bootstrapPath);
   return {
     name: "microvm",
-    spawn(): Promise<GuestHandle> {
-      return Promise.reject(
-        new SvcError(
-          "isolation_unavailable",
-          "Cannot start the run in microvm isolation: no microVM backend is available on this host; " +
-            "the script was not run (svc never falls back to local execution)",
-        ),
-      );
+    spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
+      let settings: MicrovmSettings;
+      try {
+        settings = options.settings ?? readMicrovmSettings();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      const slots = options.slots ?? sharedMicrovmSlots(settings.maxConcurrent);
+      const spawn = settings.backend === "backend_b" ? spawnKrunvmGuest : spawnLimaGuest;
+      return spawn(request, { settings, slots, bundle });
     },
   };
 }

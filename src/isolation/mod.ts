@@ -18,6 +18,16 @@ export {
 } from "./macos_profile.ts";
 export { type GuestSandbox, parseSandboxMode, type SandboxMode } from "./sandbox_mode.ts";
 export { createMicrovmBackend } from "./microvm.ts";
+export type { MicrovmOptions } from "./microvm.ts";
+export {
+  DEFAULT_KRUNVM_IMAGE,
+  MICROVM_ENV_VARS,
+  MICROVM_TOOLS,
+  microvmBackendName,
+  readMicrovmSettings,
+} from "./microvm_config.ts";
+export type { MicrovmBackendName, MicrovmSettings } from "./microvm_config.ts";
+export { MicrovmSlots } from "./microvm_slots.ts";
 export {
   createUnsafeLocalBackend,
   defaultBootstrapPath,

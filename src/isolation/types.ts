@@ -14,6 +14,10 @@ export interface GuestSpawnRequest {
    * timeout anyway; this bound also holds when the host itself died and left it orphaned.
    */
   cpuSeconds?: number;
+  /** Aborting gives up a spawn still under way (waiting for a microVM slot, creating a VM). */
+  signal?: AbortSignal;
+  /** Hears that the guest waits for a free slot (microVM tier), e.g. to tell the run's narration. */
+  onQueued?(message: string): void;
 }
 
 /** A started guest: its process with piped stdio, and how to tear it down. */

@@ -1,0 +1,121 @@
+import { SvcError } from "../errors/mod.ts";
+import { platform } from "../platform/mod.ts";
+
+/** The microVM backends: `backend_a` is Lima (a resident VM), `backend_b` krunvm (one VM per run). */
+export type MicrovmBackendName = "backend_a" | "backend_b";
+
+/** Settings of the `microvm` tier, from the `SVC_WORKFLOW_MICROVM_*` environment variables. */
+export interface MicrovmSettings {
+  /** `SVC_WORKFLOW_MICROVM_BACKEND`: `backend_a` (Lima, the default) or `backend_b` (krunvm). */
+  backend: MicrovmBackendName;
+  /**
+   * `SVC_WORKFLOW_MICROVM_GUEST_DENO`: absolute path of Deno inside the VM. Default
+   * `/usr/local/bin/deno` for Lima, `/usr/bin/deno` (where the official image has it) for krunvm.
+   */
+  guestDeno: string;
+  /** `SVC_WORKFLOW_MICROVM_MAX_CONCURRENT`: micro-VMs at once in this process; default 4. */
+  maxConcurrent: number;
+  /** `SVC_WORKFLOW_MICROVM_LIMA_INSTANCE`: the Lima instance of `backend_a`; default `svc`. */
+  limaInstance: string;
+  /** `SVC_WORKFLOW_MICROVM_KRUNVM_IMAGE`: the OCI image of `backend_b`. */
+  krunvmImage: string;
+  /** `SVC_WORKFLOW_MICROVM_KRUNVM_MEM_MB`: memory of each `backend_b` VM in MiB; default 512. */
+  krunvmMemMb: number;
+}
+
+/** The environment variables of the `microvm` tier, which the host is granted. */
+export const MICROVM_ENV_VARS: readonly string[] = [
+  "SVC_WORKFLOW_MICROVM_BACKEND",
+  "SVC_WORKFLOW_MICROVM_GUEST_DENO",
+  "SVC_WORKFLOW_MICROVM_MAX_CONCURRENT",
+  "SVC_WORKFLOW_MICROVM_LIMA_INSTANCE",
+  "SVC_WORKFLOW_MICROVM_KRUNVM_IMAGE",
+  "SVC_WORKFLOW_MICROVM_KRUNVM_MEM_MB",
+];
+
+/** The official Deno image at the version the specification names. */
+export const DEFAULT_KRUNVM_IMAGE = "docker.io/denoland/deno:2.9.1";
+
+/** The executable each backend drives on the host. */
+export const MICROVM_TOOLS: Record<MicrovmBackendName, string> = {
+  backend_a: "limactl",
+  backend_b: "krunvm",
+};
+
+/** The error of an unavailable microVM backend: names what is missing, says nothing ran. */
+export function microvmUnavailable(reason: string): SvcError {
+  return new SvcError(
+    "isolation_unavailable",
+    `Cannot start the run in microvm isolation: ${reason}; the script was not run ` +
+      "(svc never falls back to local execution)",
+  );
+}
+
+/** An operator's value as an error may show it: clipped, printable ASCII only. */
+function shown(raw: string, max: number): string {
+  return raw.slice(0, max).replace(/[^\x20-\x7e]/g, "?");
+}
+
+function integer(name: string, fallback: number, range: [number, number]): number {
+  const raw = platform().env(name);
+  if (raw === undefined || raw === "") return fallback;
+  const value = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= range[0] && value <= range[1])) {
+    throw microvmUnavailable(
+      `${name} must be a whole number from ${range[0]} to ${range[1]}, not '${shown(raw, 40)}'`,
+    );
+  }
+  return value;
+}
+
+function text(name: string, fallback: string, pattern: RegExp, what: string): string {
+  const raw = platform().env(name);
+  if (raw === undefined || raw === "") return fallback;
+  if (!pattern.test(raw)) {
+    throw microvmUnavailable(`${name} must be ${what}, not '${shown(raw, 80)}'`);
+  }
+  return raw;
+}
+
+/** The backend `SVC_WORKFLOW_MICROVM_BACKEND` selects; an unknown value is refused, never guessed. */
+export function microvmBackendName(): MicrovmBackendName {
+  const raw = platform().env("SVC_WORKFLOW_MICROVM_BACKEND");
+  if (raw === undefined || raw === "" || raw === "backend_a") return "backend_a";
+  if (raw === "backend_b") return "backend_b";
+  throw microvmUnavailable(
+    `SVC_WORKFLOW_MICROVM_BACKEND is '${
+      shown(raw, 40)
+    }', which is no backend: use backend_a (Lima) or backend_b (krunvm)`,
+  );
+}
+
+/**
+ * Reads and checks the tier's settings. Each value ends up on a tool's command line, so each is
+ * held to a strict shape; a bad one fails closed with `isolation_unavailable` naming it.
+ */
+export function readMicrovmSettings(): MicrovmSettings {
+  const backend = microvmBackendName();
+  return {
+    backend,
+    guestDeno: text(
+      "SVC_WORKFLOW_MICROVM_GUEST_DENO",
+      backend === "backend_a" ? "/usr/local/bin/deno" : "/usr/bin/deno",
+      /^\/[A-Za-z0-9._+@\/-]{1,255}$/,
+      "an absolute path inside the VM",
+    ),
+    maxConcurrent: integer("SVC_WORKFLOW_MICROVM_MAX_CONCURRENT", 4, [1, 256]),
+    limaInstance: text(
+      "SVC_WORKFLOW_MICROVM_LIMA_INSTANCE",
+      "svc",
+      /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/,
+      "a Lima instance name",
+    ),
+    krunvmImage: text(
+      "SVC_WORKFLOW_MICROVM_KRUNVM_IMAGE",
+      DEFAULT_KRUNVM_IMAGE,
+      /^[A-Za-z0-9][A-Za-z0-9._\/:@-]{0,254}$/,
+      "an OCI image reference",
+    ),
+    krunvmMemMb: integer("SVC_WORKFLOW_MICROVM_KRUNVM_MEM_MB", 512, [128, 65536]),
+  };
+}
