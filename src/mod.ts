@@ -146,6 +146,7 @@ export type {
   FailureCause,
   FailureCounts,
   FeedItem,
+  GuestSandbox,
   FiredSlot,
   HostInfo,
   HostRef,
