@@ -149,16 +149,24 @@ Deno.test("svc workflow list, status, journal, watch and cancel work on runs of 
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const watched = watcher.output();
-  // The watcher has printed the narration so far once the log line shows.
-  for (let i = 0; i < 400; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
-    if ((await services.runs.get(runId, LOCAL))?.narration.length) break;
+  // Stop the watcher (SIGINT) once it has printed the narration so far: read its standard
+  // error as it comes, rather than guessing how long a loaded machine takes to start it.
+  const reader = watcher.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let stoppedErr = "";
+  const deadline = Date.now() + 30_000;
+  while (!/== Steps\nstep 0\n/.test(stoppedErr) && Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    stoppedErr += value;
   }
-  await new Promise((resolve) => setTimeout(resolve, 500));
   watcher.kill("SIGINT");
-  const stopped = await watched;
-  const stoppedErr = new TextDecoder().decode(stopped.stderr);
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    stoppedErr += value;
+  }
+  await watcher.stdout.cancel();
+  const stopped = await watcher.status;
   assert.equal(stopped.code, 130, stoppedErr);
   assert.match(stoppedErr, /== Steps\nstep 0\n/);
   const hint = /Resume with: svc workflow watch (run_\w+) --after (\d+)/.exec(stoppedErr);
