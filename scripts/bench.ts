@@ -306,8 +306,15 @@ async function peakMemoryOf(child: Deno.ChildProcess): Promise<{ ownKb: number; 
   const sampler = `pid=$1; own=0; kid=0
     while [ -d /proc/$pid ]; do
       v=$(awk '/VmHWM/{print $2}' /proc/$pid/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$own" ] && own=$v
-      for c in $(cat /proc/$pid/task/*/children 2>/dev/null); do
-        v=$(awk '/VmHWM/{print $2}' /proc/$c/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$kid" ] && kid=$v
+      # Every descendant: a guest in bubblewrap is a grandchild or deeper (bwrap, its init, deno).
+      todo=$(cat /proc/$pid/task/*/children 2>/dev/null)
+      while [ -n "$todo" ]; do
+        next=""
+        for c in $todo; do
+          v=$(awk '/VmHWM/{print $2}' /proc/$c/status 2>/dev/null); [ -n "$v" ] && [ "$v" -gt "$kid" ] && kid=$v
+          next="$next $(cat /proc/$c/task/*/children 2>/dev/null)"
+        done
+        todo=$(echo $next)
       done
       sleep 0.002
     done

@@ -306,31 +306,25 @@ async function rawPost(port: number, host: string, token: string, body: string):
 
 Deno.test("a 2025-era session belongs to the caller that opened it", async () => {
   await using d = await startDashboard();
-  const initialize = (token: string) =>
+  const post = (token: string, body: object, headers: Record<string, string> = {}) =>
     d.request("/mcp", {
       method: "POST",
       token,
       headers: {
         "content-type": "application/json",
         accept: "application/json, text/event-stream",
+        ...headers,
       },
-      body: JSON.stringify(INITIALIZE),
+      body: JSON.stringify(body),
     });
-  const opened = await initialize(TOKENS.alice);
+  const opened = await post(TOKENS.alice, INITIALIZE);
   const session = opened.headers.get("mcp-session-id");
   await opened.body?.cancel();
   assert.ok(session, "a session id");
   const list = (token: string) =>
-    d.request("/mcp", {
-      method: "POST",
-      token,
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-session-id": session,
-        "mcp-protocol-version": "2025-11-25",
-      },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
+    post(token, { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, {
+      "mcp-session-id": session,
+      "mcp-protocol-version": "2025-11-25",
     });
   const bob = await list(TOKENS.bob);
   assert.equal(bob.status, 404);

@@ -111,18 +111,7 @@ Deno.test("the README's MCP client configuration starts svc mcp, from the packag
       env: { ...env, SVC_HOME: home.path },
       cwd: home.path,
       clearEnv: true,
-      input: `${
-        JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "initialize",
-          params: {
-            protocolVersion: "2025-11-25",
-            capabilities: {},
-            clientInfo: { name: "readme", version: "1" },
-          },
-        })
-      }\n`,
+      input: `${JSON.stringify(INITIALIZE)}\n`,
     },
   );
   assert.equal(result.code, 0, result.stderr);
