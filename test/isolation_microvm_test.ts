@@ -485,3 +485,25 @@ return out;`;
     marker: false,
   });
 });
+
+Deno.test("budget and owner isolation hold in a microvm run as in a local one", async () => {
+  await using _tools = await standIns({ instances: [limaInstance()] });
+  await using t = await testManager();
+  const alice = { owner: "alice" };
+  // Each fake call costs a few tokens: a budget of 1 token lets the first start, refuses the rest.
+  const script = `const a = await agent("first call"); const b = await agent("second call");` +
+    ` return [a, b];`;
+  const started = await t.manager.start(
+    { script, isolation: "microvm", fake_dispatch: true, budget_tokens: 1 },
+    alice,
+  );
+  const status = await t.manager.wait(started.run_id, alice);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.equal(status.guest_sandbox?.kind, "microvm");
+  assert.deepEqual(status.result, ["fake response to: first call", null]);
+  assert.ok(status.conditions.some((c) => c.type === "BudgetExceeded"));
+  assert.equal(status.calls.skipped, 1);
+  // Another owner sees nothing of it.
+  assert.equal(await t.manager.get(started.run_id, { owner: "bob" }), undefined);
+  await assert.rejects(t.manager.cancel(started.run_id, { owner: "bob" }), /no such run|Cannot/);
+});
