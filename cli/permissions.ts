@@ -14,6 +14,7 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_HOME",
   "SVC_DASHBOARD_BOARD_DIR",
   "SVC_FAKE_LATENCY_MS",
+  "SVC_FAKE_JITTER_MS",
   "SVC_DENO",
   "SVC_CONFIG",
   "SVC_OWNER",

@@ -324,6 +324,15 @@ export class RunContext {
     return undefined;
   }
 
+  /**
+   * Counts a replayed result the guest already answered with against the run's allowance,
+   * without refusing it: the value is the source run's, which its own limits bounded.
+   */
+  countResult(value: JsonValue): void {
+    const bytes = encoder.encode(JSON.stringify(value)).length;
+    this.#recorded[bytes <= INLINE_LIMIT ? "journal" : "blobs"] += bytes;
+  }
+
   /** Bytes recorded so far and the limits, for a condition's data. */
   recordedFigures(): Record<string, JsonValue> {
     return {

@@ -41,7 +41,7 @@ import {
   WorkflowRunRequestSchema,
 } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
-import { handleAgentCall } from "./agent_call.ts";
+import { handleAgentCall, recordReplayedCall } from "./agent_call.ts";
 import { BudgetGate } from "./budget.ts";
 import {
   type GuestOutcome,
@@ -49,7 +49,7 @@ import {
   ScriptCallError,
   type WorkflowReply,
 } from "./guest_session.ts";
-import { ReplaySource } from "./journal.ts";
+import { mergeReplay, type ReplayCandidate, ReplaySource } from "./journal.ts";
 import { now, RunContext } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";
 import { boundError, boundMeta } from "./record_bounds.ts";
@@ -130,6 +130,11 @@ export interface RunEventsOptions {
   /** With false, ends after the events recorded so far. Default true. */
   follow?: boolean;
 }
+
+/** Runs back along `resumed_from` whose journals a resume still consults. */
+const REPLAY_CHAIN_DEPTH = 8;
+/** Values the guest gets at start to answer replayed calls itself; larger ones it asks for. */
+const REPLAY_OFFER = { totalBytes: 32 * 1024 * 1024, valueBytes: 1024 * 1024 };
 
 /**
  * Starts workflow runs, keeps their state in the ledger, and tells subscribers what happens.
@@ -472,7 +477,20 @@ export class RunManager {
       throw new SvcError("not_found", `Cannot resume from run '${runId}': no such run`);
     }
     refuseUnended(source);
-    return new ReplaySource(runId, await this.#ledger.getJournal(runId));
+    return new ReplaySource(runId, await this.#replayChain(source, 0));
+  }
+
+  /**
+   * What a resume of `status`'s run may replay: its journal, over what its own source offered
+   * it (a run killed mid-replay may not have recorded every call it replayed).
+   */
+  async #replayChain(status: RunStatus, depth: number): Promise<ReplayCandidate[]> {
+    const entries = await this.#ledger.getJournal(status.run_id);
+    const from = status.resumed_from;
+    const older = from && depth < REPLAY_CHAIN_DEPTH
+      ? await this.#ledger.getRun(from).then((s) => s ? this.#replayChain(s, depth + 1) : [])
+      : [];
+    return mergeReplay(status.run_id, entries, older);
   }
 
   /**
@@ -680,7 +698,11 @@ export class RunManager {
         frameLimit: this.#options.frameLimit,
         nonce: this.#options.nonce,
         signal: controller.signal,
+        ...(run.replay
+          ? { replay: run.replay.offer(REPLAY_OFFER), maxAgents: status.limits.max_agents }
+          : {}),
         handlers: {
+          replayed: (params) => recordReplayedCall(run, params),
           agent: (params, signal) => {
             const reply = handleAgentCall(
               run,
