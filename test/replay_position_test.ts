@@ -184,9 +184,12 @@ Deno.test("a guest's claims of replays it was not offered are refused and record
   for (const entry of Deno.readDirSync(guestDir)) {
     await Deno.copyFile(`${guestDir}${entry.name}`, `${dir.path}/guest/${entry.name}`);
   }
-  await Deno.copyFile(
-    new URL("./fixtures/guest/forged_replay.js", import.meta.url).pathname,
+  const forged = await Deno.readTextFile(
+    new URL("./fixtures/guest/forged_replay.js", import.meta.url),
+  );
+  await Deno.writeTextFile(
     `${dir.path}/guest/forged_replay.js`,
+    forged.replace("../../../guest/channel.js", "./channel.js"),
   );
   await using plain = await testManager();
   const source = await plain.manager.start({ script: `return await agent("one");` }, LOCAL);

@@ -6,7 +6,12 @@ import {
   SessionStore,
 } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
-import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
+import {
+  defaultIsolationBackends,
+  type IsolationBackends,
+  type PrestartedBackend,
+  prestartedBackend,
+} from "../isolation/mod.ts";
 import { withDefaults } from "../options/mod.ts";
 import {
   type Caller,
@@ -32,6 +37,7 @@ import {
 import { joinPath, platform } from "../platform/mod.ts";
 import {
   CONCURRENCY_LIMIT,
+  DEFAULT_RUN_TIMEOUT_S,
   describeIssue,
   type JsonValue,
   MAX_AGENTS_LIMIT,
@@ -106,6 +112,12 @@ export interface RunManagerOptions {
    * waiting for approval for its decision, in ms. Default 250.
    */
   cancelPollMs?: number;
+  /**
+   * Keep one `unsafe-local` guest started ahead of the next run, so that a run in a long-lived
+   * host (dashboard, daemon) pays no process boot before its first call. Each run still gets a
+   * fresh process. Default false: a one-shot command would start a guest it never uses.
+   */
+  prestartGuest?: boolean;
 }
 
 /** A checked run request with the run's first status, ready to record and launch. */
@@ -131,6 +143,8 @@ export interface RunEventsOptions {
   follow?: boolean;
 }
 
+/** CPU seconds a guest gets past its run's timeout, so that the host's own timeout wins. */
+const GUEST_CPU_GRACE_S = 5;
 /** Runs back along `resumed_from` whose journals a resume still consults. */
 const REPLAY_CHAIN_DEPTH = 8;
 /** Values the guest gets at start to answer replayed calls itself; larger ones it asks for. */
@@ -159,6 +173,8 @@ export class RunManager {
   readonly #ownsHost: boolean;
   #cancelPoll: ReturnType<typeof setInterval> | undefined;
   #recovered: string[] = [];
+  /** The backend keeping a guest started ahead of need (with `prestartGuest`). */
+  #prestarted: PrestartedBackend | undefined;
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
@@ -175,6 +191,7 @@ export class RunManager {
         maxJournalBytes: 16 * 1024 * 1024,
         maxBlobBytes: 64 * 1024 * 1024,
         cancelPollMs: 250,
+        prestartGuest: false as boolean,
         projectDir: platform().cwd(),
         userHome: platform().homeDir(),
       }, options),
@@ -182,6 +199,11 @@ export class RunManager {
     };
     this.#ownsHost = options.host === undefined;
     this.#host = options.host ?? new HostLease(options.ledger);
+    if (this.#options.prestartGuest) {
+      const { isolation } = this.#options;
+      this.#prestarted = prestartedBackend(isolation["unsafe-local"]);
+      this.#options.isolation = { ...isolation, "unsafe-local": this.#prestarted };
+    }
   }
 
   /**
@@ -193,6 +215,13 @@ export class RunManager {
     const manager = new RunManager(options);
     await manager.recover();
     await sweepScratch(manager.#scratchRoot);
+    // The settings runGuest() spawns a run with under the default timeout.
+    manager.#prestarted?.prime({
+      scratchRoot: manager.#scratchRoot,
+      heapMb: manager.#options.heapMb,
+      seed: 1,
+      cpuSeconds: DEFAULT_RUN_TIMEOUT_S + GUEST_CPU_GRACE_S,
+    });
     return manager;
   }
 
@@ -626,6 +655,7 @@ export class RunManager {
     }
     await Promise.all([...this.#runs.values()].map((run) => run.done.catch(() => {})));
     this.#stopCancelPoll();
+    await this.#prestarted?.[Symbol.asyncDispose]();
     if (this.#ownsHost) await this.#host.close();
   }
 
@@ -694,7 +724,7 @@ export class RunManager {
         budget: { total: status.budget.total, unit: status.budget.unit },
         heapMb: this.#options.heapMb,
         // A little past the wall-clock timeout, so that the host's own timeout normally wins.
-        cpuSeconds: request.timeout + 5,
+        cpuSeconds: request.timeout + GUEST_CPU_GRACE_S,
         frameLimit: this.#options.frameLimit,
         nonce: this.#options.nonce,
         signal: controller.signal,
