@@ -3,7 +3,12 @@ import { RunManager } from "../src/engine/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
 const home = await Deno.makeTempDir();
 const ledger = await openLedger(home);
-const manager = await RunManager.create({ dispatcher: createDispatcher({ fakeLatencyMs: 0 }), ledger, projectDir: home, prestartGuest: Deno.env.get("PRESTART") === "1" });
+const manager = await RunManager.create({
+  dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
+  ledger,
+  projectDir: home,
+  prestartGuest: Deno.env.get("PRESTART") === "1",
+});
 const LOCAL = { owner: "local" };
 const firsts: number[] = [], ends: number[] = [], totals: number[] = [];
 for (let i = 0; i < 12; i++) {
@@ -20,8 +25,13 @@ for (let i = 0; i < 12; i++) {
   await manager.wait(run.run_id, LOCAL);
   const t2 = performance.now();
   await done;
-  if (i >= 2) { firsts.push(tFirst - t0); ends.push(tLast - tFirst); totals.push(t2 - t0); }
+  if (i >= 2) {
+    firsts.push(tFirst - t0);
+    ends.push(tLast - tFirst);
+    totals.push(t2 - t0);
+  }
 }
 const med = (a: number[]) => a.sort((x, y) => x - y)[a.length >> 1]!.toFixed(1);
 console.log("first call", med(firsts), "first->end", med(ends), "total", med(totals));
-await manager.close(); ledger.close();
+await manager.close();
+ledger.close();

@@ -96,6 +96,11 @@ export interface GuestSessionOptions {
   replay?: OfferedCall[];
   /** `agent()` calls the run may make: past it, the guest replays nothing itself. */
   maxAgents?: number;
+  /**
+   * Where the guest's teardown (its scratch space removed) goes when the caller does not wait
+   * for it; the caller awaits what is left there before it closes. Without, the session waits.
+   */
+  teardowns?: Set<Promise<void>>;
   /** Source of the nonce; tests pass a known one to look for leaks. */
   nonce?: () => string;
 }
@@ -333,8 +338,14 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   } finally {
     signal.removeEventListener("abort", onAbort);
     calls.abort(new Error("the script finished"));
-    await handle.dispose();
+    // The kill is at once; removing the scratch space need not hold up the run's end.
+    const disposal = handle.dispose();
+    await child.status;
     await writer.close().catch(() => {});
     await Promise.all([stdoutPump, stderrPump]);
+    if (options.teardowns) {
+      options.teardowns.add(disposal);
+      disposal.finally(() => options.teardowns?.delete(disposal)).catch(() => {});
+    } else await disposal;
   }
 }

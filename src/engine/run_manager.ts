@@ -173,6 +173,8 @@ export class RunManager {
   readonly #ownsHost: boolean;
   #cancelPoll: ReturnType<typeof setInterval> | undefined;
   #recovered: string[] = [];
+  /** Guests' teardowns still under way: close() waits for them. */
+  readonly #teardowns = new Set<Promise<void>>();
   /** The backend keeping a guest started ahead of need (with `prestartGuest`). */
   #prestarted: PrestartedBackend | undefined;
 
@@ -656,6 +658,7 @@ export class RunManager {
     await Promise.all([...this.#runs.values()].map((run) => run.done.catch(() => {})));
     this.#stopCancelPoll();
     await this.#prestarted?.[Symbol.asyncDispose]();
+    await Promise.all(this.#teardowns);
     if (this.#ownsHost) await this.#host.close();
   }
 
@@ -728,6 +731,7 @@ export class RunManager {
         frameLimit: this.#options.frameLimit,
         nonce: this.#options.nonce,
         signal: controller.signal,
+        teardowns: this.#teardowns,
         ...(run.replay
           ? { replay: run.replay.offer(REPLAY_OFFER), maxAgents: status.limits.max_agents }
           : {}),
