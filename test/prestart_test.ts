@@ -10,13 +10,16 @@ import { LOCAL, testManager } from "./helpers.ts";
 /** The unsafe-local backend, recording every guest it starts and whether that guest has exited. */
 function recordingBackend(): IsolationBackend & {
   started: { handle: GuestHandle; exited: boolean; timeout?: number }[];
+  asked: number;
 } {
   const inner = createUnsafeLocalBackend();
   const started: { handle: GuestHandle; exited: boolean; timeout?: number }[] = [];
-  return {
+  const backend = {
     name: inner.name,
     started,
-    async spawn(request) {
+    asked: 0,
+    async spawn(request: Parameters<IsolationBackend["spawn"]>[0]) {
+      backend.asked++;
       const handle = await inner.spawn(request);
       const record = { handle, exited: false, timeout: request.cpuSeconds };
       handle.process.status.then(() => (record.exited = true));
@@ -24,6 +27,7 @@ function recordingBackend(): IsolationBackend & {
       return handle;
     },
   };
+  return backend;
 }
 
 async function until(condition: () => boolean): Promise<void> {
@@ -75,4 +79,19 @@ Deno.test("a prestarted guest that died while idle is not used, and other settin
   assert.equal(limits[3], 65, "the run with timeout 60 got a guest with its own CPU limit");
   await t.manager.close();
   await until(() => backend.started.every((s) => s.exited));
+});
+
+Deno.test("without prestartGuest a run primes its own guest at start() and nothing is left idle after it", async () => {
+  const backend = recordingBackend();
+  await using t = await testManager({
+    isolation: { "unsafe-local": backend, microvm: createMicrovmBackend() },
+  });
+  assert.equal(backend.started.length, 0, "no guest before a run asks");
+  const run = await t.manager.start({ script: `return await agent("one");` }, LOCAL);
+  // start() asked for the guest itself: the run executes only on a later task.
+  assert.equal(backend.asked, 1);
+  assert.equal((await t.manager.wait(run.run_id, LOCAL)).state, "succeeded");
+  await until(() => backend.started.length === 1 && backend.started[0]!.exited);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(backend.started.length, 1, "no guest was started for a next run");
 });

@@ -143,6 +143,8 @@ export interface RunEventsOptions {
   follow?: boolean;
 }
 
+/** The guests' `--seed`: the same in every run, so that the runtime's own randomness replays. */
+const GUEST_SEED = 1;
 /** CPU seconds a guest gets past its run's timeout, so that the host's own timeout wins. */
 const GUEST_CPU_GRACE_S = 5;
 /** Runs back along `resumed_from` whose journals a resume still consults. */
@@ -175,8 +177,8 @@ export class RunManager {
   #recovered: string[] = [];
   /** Guests' teardowns still under way: close() waits for them. */
   readonly #teardowns = new Set<Promise<void>>();
-  /** The backend keeping a guest started ahead of need (with `prestartGuest`). */
-  #prestarted: PrestartedBackend | undefined;
+  /** The `unsafe-local` backend, starting guests ahead of need. */
+  readonly #prestarted: PrestartedBackend;
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
@@ -201,11 +203,11 @@ export class RunManager {
     };
     this.#ownsHost = options.host === undefined;
     this.#host = options.host ?? new HostLease(options.ledger);
-    if (this.#options.prestartGuest) {
-      const { isolation } = this.#options;
-      this.#prestarted = prestartedBackend(isolation["unsafe-local"]);
-      this.#options.isolation = { ...isolation, "unsafe-local": this.#prestarted };
-    }
+    const { isolation } = this.#options;
+    this.#prestarted = prestartedBackend(isolation["unsafe-local"], {
+      refill: this.#options.prestartGuest,
+    });
+    this.#options.isolation = { ...isolation, "unsafe-local": this.#prestarted };
   }
 
   /**
@@ -217,13 +219,7 @@ export class RunManager {
     const manager = new RunManager(options);
     await manager.recover();
     await sweepScratch(manager.#scratchRoot);
-    // The settings runGuest() spawns a run with under the default timeout.
-    manager.#prestarted?.prime({
-      scratchRoot: manager.#scratchRoot,
-      heapMb: manager.#options.heapMb,
-      seed: 1,
-      cpuSeconds: DEFAULT_RUN_TIMEOUT_S + GUEST_CPU_GRACE_S,
-    });
+    if (manager.#options.prestartGuest) manager.#primeGuest(DEFAULT_RUN_TIMEOUT_S);
     return manager;
   }
 
@@ -242,6 +238,19 @@ export class RunManager {
     return this.#recovered;
   }
 
+  /**
+   * Starts an `unsafe-local` guest with the settings runGuest() will ask for under `timeout`,
+   * so that it boots while the host records the run (or waits for the next run).
+   */
+  #primeGuest(timeout: number): void {
+    this.#prestarted.prime({
+      scratchRoot: this.#scratchRoot,
+      heapMb: this.#options.heapMb,
+      seed: GUEST_SEED,
+      cpuSeconds: timeout + GUEST_CPU_GRACE_S,
+    });
+  }
+
   /** Where guests (and calls) make their scratch directories. */
   get #scratchRoot(): string {
     return joinPath(this.#ledger.home, "tmp");
@@ -257,6 +266,7 @@ export class RunManager {
    */
   async start(input: unknown, caller: Caller): Promise<RunStatus> {
     const prepared = await this.#prepare(input, caller);
+    if (prepared.request.isolation === "unsafe-local") this.#primeGuest(prepared.request.timeout);
     const release = await this.#host.hold();
     try {
       await this.#record(prepared, this.#host.ref);
@@ -657,7 +667,7 @@ export class RunManager {
     }
     await Promise.all([...this.#runs.values()].map((run) => run.done.catch(() => {})));
     this.#stopCancelPoll();
-    await this.#prestarted?.[Symbol.asyncDispose]();
+    await this.#prestarted[Symbol.asyncDispose]();
     await Promise.all(this.#teardowns);
     if (this.#ownsHost) await this.#host.close();
   }
@@ -727,6 +737,7 @@ export class RunManager {
         budget: { total: status.budget.total, unit: status.budget.unit },
         heapMb: this.#options.heapMb,
         // A little past the wall-clock timeout, so that the host's own timeout normally wins.
+        seed: GUEST_SEED,
         cpuSeconds: request.timeout + GUEST_CPU_GRACE_S,
         frameLimit: this.#options.frameLimit,
         nonce: this.#options.nonce,

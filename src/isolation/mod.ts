@@ -18,7 +18,7 @@ export {
 } from "./macos_profile.ts";
 export { type GuestSandbox, parseSandboxMode, type SandboxMode } from "./sandbox_mode.ts";
 export { createMicrovmBackend } from "./microvm.ts";
-export { type PrestartedBackend, prestartedBackend } from "./prestart.ts";
+export { type PrestartedBackend, prestartedBackend, type PrestartOptions } from "./prestart.ts";
 export type { MicrovmOptions } from "./microvm.ts";
 export {
   DEFAULT_KRUNVM_IMAGE,

@@ -18,14 +18,28 @@ interface Ready {
   exited: boolean;
 }
 
+/** Options of {@linkcode prestartedBackend}. */
+export interface PrestartOptions {
+  /**
+   * Start the next guest as soon as one is taken (a long-lived host). Without, a guest starts
+   * ahead only when primed: a run primes its own while the host records it.
+   */
+  refill?: boolean;
+}
+
 /**
- * Wraps `backend` so that a long-lived host (dashboard, daemon) pays no process boot on a run's
- * critical path: one idle guest waits for its init frame, is handed to the next run whose
- * spawn settings match, and is replaced at once. Every run still gets a fresh process of its
- * own, started before it was needed; nothing of one run ever reaches another. A request that
- * does not match spawns as usual and primes the next guest with its own settings.
+ * Wraps `backend` so that a run pays as little process boot as possible on its critical path:
+ * a primed guest boots while the host does its own work and waits for its init frame; the next
+ * spawn whose settings match takes it. With `refill` (a long-lived host: dashboard, daemon) a
+ * new one is started at once, so a run pays no boot at all. Every run still gets a fresh process
+ * of its own; nothing of one run ever reaches another. A request that does not match spawns as
+ * usual (and, with `refill`, primes the next guest with its settings).
  */
-export function prestartedBackend(backend: IsolationBackend): PrestartedBackend {
+export function prestartedBackend(
+  backend: IsolationBackend,
+  options: PrestartOptions = {},
+): PrestartedBackend {
+  const refill = options.refill ?? false;
   let ready: Ready | undefined;
   let closed = false;
 
@@ -58,8 +72,7 @@ export function prestartedBackend(backend: IsolationBackend): PrestartedBackend 
     name: backend.name,
     async spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
       const handle = await take(request) ?? await backend.spawn(request);
-      if (!ready) start(request);
-      else if (ready.key !== keyOf(request)) this.prime(request);
+      if (refill) this.prime(request);
       return handle;
     },
     prime(request: GuestSpawnRequest): void {
