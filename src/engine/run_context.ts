@@ -115,6 +115,12 @@ export class RunContext {
     this.replay = options.replay;
     this.done = Promise.resolve(status);
     this.#commits = new GroupCommit(async (ops) => {
+      // One copy of the status per commit, taken now: its counters are exactly those of the
+      // entries committed so far, this batch's included (a copy per entry cost a clone each).
+      let snapshot: RunStatus | undefined;
+      for (const op of ops) {
+        if (op.kind === "journal") op.status = snapshot ??= recordOf(this.status);
+      }
       try {
         await this.#ledger.write(this.runId, this.#numberEvents(ops));
       } catch (error) {
@@ -436,7 +442,8 @@ export class RunContext {
       ? null
       : journal.usage.cost_usd + entry.cost_usd;
     this.status.budget = this.budget.figures();
-    const committed = this.persist({ kind: "journal", status: recordOf(this.status), entry });
+    // The status is copied when the batch holding the entry commits (see the constructor).
+    const committed = this.persist({ kind: "journal", status: this.status, entry });
     this.#emit({
       type: "call",
       run_id: this.runId,
