@@ -9,7 +9,12 @@ import { createUnsafeLocalBackend } from "./unsafe_local.ts";
 
 export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 export { bubblewrapArgv, findBubblewrap, guestExit, lddPaths } from "./bubblewrap.ts";
-export type { Bubblewrap, BubblewrapCommand, BubblewrapProbe } from "./bubblewrap.ts";
+export type {
+  Bubblewrap,
+  BubblewrapCommand,
+  BubblewrapProbe,
+  FindBubblewrapOptions,
+} from "./bubblewrap.ts";
 export { confine, type ConfinedCommand, type GuestCommand } from "./confine.ts";
 export {
   macosDenyProfile,
