@@ -23,7 +23,11 @@ const HEALTH_TIMEOUT_MS = 5_000;
 /** Runs the daemon until Ctrl-C or SIGTERM; resolves to the exit status. */
 async function daemon(flags: { host: string; port: string }): Promise<number> {
   const port = parsePort(flags.port);
-  const services = await openServices({ home: svcHome(), role: "daemon" });
+  const services = await openServices({
+    home: svcHome(),
+    role: "daemon",
+    runs: { prestartGuest: true },
+  });
   const running = await startDaemon(services);
   let server;
   try {

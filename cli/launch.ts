@@ -8,6 +8,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags, listenGrant } from "./permissions.ts";
+import { nodeModulesFlags } from "./node_modules_mode.ts";
 
 const SIGNAL_NUMBERS: Record<string, number> = {
   SIGHUP: 1,
@@ -48,8 +49,17 @@ export async function launch(argv: readonly string[]): Promise<number> {
     printLine(`svc: ${error.message}`);
     return 2;
   }
+  const resolution = await nodeModulesFlags(fileOf(".."));
   const status = await p.run(deno, {
-    args: ["run", ...flags, "--config", fileOf("../deno.json"), fileOf("./main.ts"), ...argv],
+    args: [
+      "run",
+      ...flags,
+      ...resolution,
+      "--config",
+      fileOf("../deno.json"),
+      fileOf("./main.ts"),
+      ...argv,
+    ],
     // `deno task` runs in the checkout; the user's paths are relative to where they typed.
     ...(await userDir() ?? {}),
   });

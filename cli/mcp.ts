@@ -28,7 +28,7 @@ export async function mcpStdio(): Promise<number> {
   // Loaded here, not at the top: the SDK would slow every other command's start.
   const { serveMcpStdio } = await import("../src/mcp/mod.ts");
   const caller = cliCaller();
-  const services = await openServices();
+  const services = await openServices({ runs: { prestartGuest: true } });
   const stop = new AbortController();
   const remove = platform().onStop(() => stop.abort());
   try {

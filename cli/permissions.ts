@@ -3,10 +3,17 @@
  * tests and the compiled binary give it. The README's "Permissions" section describes them.
  * @module
  */
-import { loadConfig, svcHome } from "../src/config/mod.ts";
-import { HARNESS_BASE_ENV, HARNESS_KEY_ENV } from "../src/dispatch/mod.ts";
+import type { Config } from "../src/config/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { MICROVM_ENV_VARS, MICROVM_TOOLS, microvmBackendName } from "../src/isolation/mod.ts";
+import {
+  configFile,
+  HARNESS_BASE_ENV,
+  HARNESS_KEY_ENV,
+  MICROVM_ENV_VARS,
+  MICROVM_TOOLS,
+  microvmBackendName,
+  svcHome,
+} from "../src/host_env/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 
 /** Every environment variable the host reads; it is granted exactly these. */
@@ -14,6 +21,7 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_HOME",
   "SVC_DASHBOARD_BOARD_DIR",
   "SVC_FAKE_LATENCY_MS",
+  "SVC_FAKE_JITTER_MS",
   "SVC_DENO",
   "SVC_CONFIG",
   "SVC_OWNER",
@@ -97,12 +105,37 @@ function list(flag: string, values: readonly string[]): string {
  * configured harness binaries, the API providers' hosts and key variables.
  */
 export async function configuredGrants(): Promise<HostGrants> {
-  const p = platform();
   const home = svcHome();
+  return grantsOf(home, await configuration(home));
+}
+
+/**
+ * The configuration the grants come from. Without a file, svc runs on the embedded default,
+ * which configures no provider but the fake one and no webhook: nothing to grant, so the
+ * validator (zod and every schema, most of the launcher's start-up) is loaded only for a file.
+ */
+async function configuration(home: string): Promise<Pick<Config, "providers" | "webhooks">> {
+  const { path, explicit } = configFile(home);
+  const absent = await platform().stat(path).then(
+    () => false,
+    (error) => error instanceof Error && error.name === "NotFound",
+  );
+  if (absent && !explicit) {
+    return { providers: {}, webhooks: {} };
+  }
+  const { loadConfig } = await import("../src/config/mod.ts");
+  return (await loadConfig(home)).config;
+}
+
+/** The grants of a host whose data directory is `home`, configured by `config`. */
+export function grantsOf(
+  home: string,
+  config: Pick<Config, "providers" | "webhooks">,
+): HostGrants {
+  const p = platform();
   const board = p.env("SVC_DASHBOARD_BOARD_DIR");
   const deno = p.env("SVC_DENO") || p.denoExecutable();
   const prlimit = p.which("prlimit");
-  const { config } = await loadConfig(home);
   // git makes the worktrees of `isolation: "worktree"` calls; kill(1) stops a harness's whole
   // process group, which Deno.kill may not do under a scoped --allow-run.
   // bwrap (and ldd, which lists the libraries it binds) confine Linux guests, sandbox-exec

@@ -14,7 +14,6 @@ import {
   PromiseReject,
   PromiseResolve,
   RangeErrorCtor,
-  ReflectApply,
   StringCtor,
   StringPrototypeIndexOf,
   StringPrototypeSlice,
@@ -24,6 +23,7 @@ import {
   WeakMapPrototypeSet,
 } from "./primordials.js";
 import { describeError } from "./describe_error.js";
+import { createPositions } from "./positions.js";
 
 /** Longest text of a thrown item's report: the host clips again, this keeps the frame small. */
 const REPORT_TEXT = 4096;
@@ -109,6 +109,7 @@ export const PARAMETERS = [
  */
 export function createPrimitives(channel, init, compile) {
   const maxItems = init.maxItems;
+  const positions = createPositions(init.replay, init.maxAgents);
   let spent = 0;
   const total = init.budget.total;
   // The label of the agent() call each rejection came from, for the report of a thrown item.
@@ -174,10 +175,19 @@ export function createPrimitives(channel, init, compile) {
         new TypeErrorCtor(`agent(): options must be JSON values (${error.message})`),
       );
     }
+    const decision = positions.decide(params);
+    if (decision.replay && decision.has) {
+      // The value is already durable in the journal the host offered it from.
+      channel.notify("replayed", '{"position":' + decision.position + "}");
+      return PromiseResolve(decision.value);
+    }
     const site = {};
     ErrorCaptureStackTrace(site, agent);
+    // The position and the replay verdict travel after the call, built from our own strings.
+    const sent = decision.position === null ? params : StringPrototypeSlice(params, 0, -1) +
+      ',"position":' + decision.position + (decision.replay ? ',"replay":true}' : "}");
     return PromisePrototypeThen(
-      channel.request("agent", params),
+      channel.request("agent", sent),
       (reply) => {
         if (typeof reply.spent === "number") spent = reply.spent;
         return reply.value;
@@ -205,9 +215,10 @@ export function createPrimitives(channel, init, compile) {
     }
     const own = new ArrayCtor(count);
     for (let i = 0; i < count; i++) own[i] = thunks[i];
+    const { branch, step } = positions.step();
     return settleAll(
       count,
-      (i) => ReflectApply(own[i], undefined, []),
+      (i) => positions.within(positions.fork(branch, step, i), own[i], []),
       (i, error) => reportThrown("parallel", i, null, error),
     );
   }
@@ -233,17 +244,24 @@ export function createPrimitives(channel, init, compile) {
     for (let s = 0; s < stages.length; s++) ownStages[s] = stages[s];
     // The stage each item is in, for the report of one that throws.
     const at = new ArrayCtor(count);
-    // Each item walks the stages on its own promise chain: no barrier between stages.
+    const { branch, step } = positions.step();
+    // Each item walks the stages on its own promise chain: no barrier between stages. An item
+    // is a branch of the fan-out; each stage is a step of it, with a branch of its own.
+    const walk = async (i, itemBranch) => {
+      const item = ownItems[i];
+      let previous = item;
+      for (let s = 0; s < ownStages.length; s++) {
+        at[i] = s;
+        const stageBranch = positions.fork(itemBranch, itemBranch.next++, 0);
+        previous = await positions.within(stageBranch, ownStages[s], [previous, item, i]);
+      }
+      return previous;
+    };
     return settleAll(
       count,
-      async (i) => {
-        const item = ownItems[i];
-        let previous = item;
-        for (let s = 0; s < ownStages.length; s++) {
-          at[i] = s;
-          previous = await ReflectApply(ownStages[s], undefined, [previous, item, i]);
-        }
-        return previous;
+      (i) => {
+        const itemBranch = positions.fork(branch, step, i);
+        return positions.within(itemBranch, walk, [i, itemBranch]);
       },
       (i, error) => reportThrown("pipeline", i, at[i] ?? 0, error),
     );
@@ -322,10 +340,16 @@ export function createPrimitives(channel, init, compile) {
     }
     const site = {};
     ErrorCaptureStackTrace(site, workflow);
+    // The sub-workflow's calls form one branch, in place of this step of the caller's.
+    const { branch, step } = positions.step();
     return PromisePrototypeThen(
       channel.request("workflow", params),
       (reply) =>
-        ReflectApply(compile(reply.body, reply.filename), undefined, parameters(given, true)),
+        positions.within(
+          positions.fork(branch, step, 0),
+          compile(reply.body, reply.filename),
+          parameters(given, true),
+        ),
       (error) => {
         throw withCallSite(error, site);
       },

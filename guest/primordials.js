@@ -11,6 +11,7 @@ const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
 export const ArrayCtor = Array;
 export const ArrayIsArray = Array.isArray;
 export const ArrayPrototypePush = uncurryThis(Array.prototype.push);
+export const ArrayPrototypeSort = uncurryThis(Array.prototype.sort);
 export const ErrorCtor = Error;
 export const ErrorCaptureStackTrace = Error.captureStackTrace;
 export const JSONParse = JSON.parse;
@@ -19,6 +20,7 @@ export const MapCtor = Map;
 export const MapPrototypeDelete = uncurryThis(Map.prototype.delete);
 export const MapPrototypeGet = uncurryThis(Map.prototype.get);
 export const MapPrototypeSet = uncurryThis(Map.prototype.set);
+export const MapPrototypeHas = uncurryThis(Map.prototype.has);
 export const NumberIsSafeInteger = Number.isSafeInteger;
 export const ObjectCreate = Object.create;
 export const ObjectDefineProperty = Object.defineProperty;
@@ -27,6 +29,7 @@ export const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 export const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
 export const ObjectGetPrototypeOf = Object.getPrototypeOf;
 export const ObjectHasOwn = Object.hasOwn;
+export const ObjectKeys = Object.keys;
 export const PromiseCtor = Promise;
 export const PromisePrototypeThen = uncurryThis(Promise.prototype.then);
 export const PromiseReject = Promise.reject.bind(Promise);
@@ -41,6 +44,7 @@ export const StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCa
 export const SymbolFor = Symbol.for;
 export const TypeErrorCtor = TypeError;
 export const Uint8ArrayCtor = Uint8Array;
+export const Int32ArrayCtor = Int32Array;
 export const WeakMapCtor = WeakMap;
 export const WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
 export const WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
@@ -79,6 +83,16 @@ const wholeDecoder = new TextDecoder();
 export function decodeUtf8Whole(bytes) {
   return decode(wholeDecoder, bytes);
 }
+
+// The runtime's async context (what Node's AsyncLocalStorage is built on), taken from its
+// internals before confinement denies them: it follows every await and promise callback, so
+// each agent() call can tell which branch of parallel()/pipeline() made it. The script never
+// holds the variable, and Deno's methods on it use internal primordials.
+const core = Deno[Deno.internal].core;
+export const AsyncVariableCtor = core.AsyncVariable;
+export const AsyncVariablePrototypeEnter = uncurryThis(core.AsyncVariable.prototype.enter);
+export const AsyncVariablePrototypeGet = uncurryThis(core.AsyncVariable.prototype.get);
+export const setAsyncContext = core.setAsyncContext;
 
 // Deno's own methods use internal primordials; binding them here keeps them out of the user's reach.
 export const stdinRead = Deno.stdin.read.bind(Deno.stdin);

@@ -10,8 +10,10 @@ const LOCAL = { owner: "local" };
  *      which is the moment the guest's first `agent()` reaches the host. Compared with a bare
  *      guest-like `deno run` of an empty file (same runtime flags, cleared environment, fresh
  *      empty DENO_DIR and `prlimit` when installed, as the `unsafe-local` backend spawns it).
- *    - whole CLI: wall time of a `svc workflow run <script> --fake-dispatch` process. Compared
- *      with a bare `deno run --no-prompt --no-config` of an empty file.
+ *    - whole CLI: wall time of `deno task svc workflow run <script> --fake-dispatch` from a
+ *      shell, of the launcher's `deno run` it starts (launcher, then host), and of the host alone
+ *      (`deno run cli/main.ts`), all on one SVC_HOME kept across repetitions (as a user's is).
+ *      Compared with a bare `deno run --no-prompt --no-config` of an empty file (goal <= 5x).
  * 2. Fake calls per second of a script that fans out 200 `agent()` calls with `parallel()` at
  *    concurrency 8: 200 / (time from `start()` to the run's `end` event). Measured with the
  *    dispatcher as `createDispatcher()` builds it by default (latency from
@@ -31,14 +33,33 @@ const LOCAL = { owner: "local" };
  *    one `svc_task_status` tool call over `/mcp` (both protocol eras) against one
  *    `GET /api/workflow/{run_id}` of the same run.
  *
- * Every repetition measures the first two in turn; the first two repetitions are warm-ups and
+ * 5. Durable steps (issue 17), each against a baseline measured in the same repetition:
+ *    - sequential chain: a script awaiting `agent()` N times in a loop (fake provider, latency
+ *      0, in process). Marginal cost of one journaled step = (T200 - T1) / 199, T being the
+ *      time from `start()` to the run's end. Baseline: one bare atomic Deno KV commit of a
+ *      journal entry the size of the chain's, with its call record and run document, as the
+ *      ledger's `write()` commits them, measured alone on a KV file of its own (goal <= 2x).
+ *    - fan-out marginal: (T200 - T1) / 199 of a `parallel()` of N calls at concurrency 8,
+ *      against the same bare commit (goal <= 0.5x).
+ *    - replay: resuming the finished 200-call chain unchanged, start to end, against a run of
+ *      the same loop with no `agent()` call (goal <= 1.1x), and the cost of a replayed call,
+ *      (T_resume - T_nocall) / 200. The bench fails unless the resumed run returns exactly
+ *      what the original returned and its journal says 200 calls were replayed.
+ *    - start with a pre-started guest: the in-process first call through a RunManager whose
+ *      host keeps a guest started ahead ({@linkcode PRESTARTED_GUEST_OPTIONS}); "n/a" until the
+ *      engine offers the option.
+ *
+ * Every figure is printed with its baseline and the ratio of the medians; the final JSON line
+ * carries them all (`figures`). `--only <name,...>` runs a subset (names: {@linkcode GROUPS}).
+ *
+ * Every repetition measures the figures in turn; the first two repetitions are warm-ups and
  * are discarded. Every step has a time limit, so the benchmark always ends.
  * @module
  */
 import process from "node:process";
 import { createDispatcher } from "../src/dispatch/mod.ts";
-import { RunManager, type RunStatus } from "../src/engine/mod.ts";
-import { openLedger } from "../src/ledger/mod.ts";
+import { RunManager, type RunManagerOptions, type RunStatus } from "../src/engine/mod.ts";
+import { type JournalEntry, openLedger, toBytes } from "../src/ledger/mod.ts";
 import { createUnsafeLocalBackend, findBubblewrap } from "../src/isolation/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
@@ -66,14 +87,67 @@ const SHORT_POLL_MS = 5;
 /** How long an idle reader waits while its CPU time is measured, in ms. */
 const IDLE_MS = 1000;
 
+/**
+ * Where "start with a pre-started guest" is measured: the {@linkcode RunManager} options that
+ * make a host keep an idle guest started ahead of its runs, as the dashboard, the daemon, the
+ * A2A server and `svc mcp` do. The first call of a run on a host that has already run one.
+ */
+const PRESTARTED_GUEST_OPTIONS: Partial<RunManagerOptions> | undefined = { prestartGuest: true };
+/** The pause between a long-lived host's runs, in which its next guest boots. */
+const IDLE_BETWEEN_RUNS_MS = 250;
+
+/** Calls of the long sequential chain, of the long fan-out, and of the resumed chain. */
+const CHAIN_CALLS = 200;
+/** Bare KV commits whose mean is one sample of the baseline. */
+const BARE_COMMITS = 200;
+
+/** The figure groups `--only` selects from. */
+const GROUPS = [
+  "start",
+  "microvm",
+  "cli",
+  "chain",
+  "fanout",
+  "replay",
+  "memory",
+  "feed",
+  "http",
+] as const;
+type Group = typeof GROUPS[number];
+
+/** A script that awaits `calls` agent() calls one after the other and returns their values. */
+function chainScript(calls: number): string {
+  return [
+    `const values = [];`,
+    `for (let i = 0; i < ${calls}; i++) values.push(await agent("step " + i));`,
+    `return values;`,
+    ``,
+  ].join("\n");
+}
+
+/** The same loop with no agent() call: what a fully replayed chain is measured against. */
+function noCallScript(calls: number): string {
+  return [
+    `const values = [];`,
+    `for (let i = 0; i < ${calls}; i++) values.push("step " + i);`,
+    `return values;`,
+    ``,
+  ].join("\n");
+}
+
+/** A `parallel()` of `calls` agent() calls; returns how many answered. */
+function fanoutScript(calls: number): string {
+  return [
+    `const results = await parallel(`,
+    `  Array.from({ length: ${calls} }, (_, i) => () => agent("task " + i)),`,
+    `);`,
+    `return results.filter((r) => r !== null).length;`,
+    ``,
+  ].join("\n");
+}
+
 const ONE_CALL_SCRIPT = `return await agent("hello");\n`;
-const FANOUT_SCRIPT = [
-  `const results = await parallel(`,
-  `  Array.from({ length: ${FANOUT_CALLS} }, (_, i) => () => agent("task " + i)),`,
-  `);`,
-  `return results.filter((r) => r !== null).length;`,
-  ``,
-].join("\n");
+const FANOUT_SCRIPT = fanoutScript(FANOUT_CALLS);
 
 /** Median, min and max of a measurement, plus its samples (warm-ups excluded). */
 interface Stats {
@@ -83,19 +157,32 @@ interface Stats {
   samples: number[];
 }
 
-/** Samples of one repetition of every measurement. */
+/** Samples of one repetition of every measurement (NaN: not measured in this run). */
 interface Repetition {
   inProcessFirstCallMs: number;
+  /** The first call of a run on a host holding a pre-started guest; NaN when not offered. */
+  preStartedFirstCallMs: number;
   bareGuestMs: number;
   /** The same guest start inside bubblewrap; NaN where bubblewrap cannot run. */
   bwrapGuestMs: number;
   microvmLimaMs: number;
   microvmKrunvmMs: number;
   cliMs: number;
+  /** The CLI as `deno task svc` runs it: the launcher, then the host. */
+  cliLauncherMs: number;
+  /** `deno task svc ...` itself, from a shell. */
+  cliTaskMs: number;
   bareDenoMs: number;
   fanoutMs: number;
   replayMs: number;
   journalWriteMs: number;
+  /** One bare atomic KV commit of a journal entry, its call record and run document. */
+  bareCommitMs: number;
+  chain1Ms: number;
+  chainMs: number;
+  fanout1Ms: number;
+  resumeChainMs: number;
+  noCallMs: number;
   hostKb: number;
   guestKb: number;
   bareKb: number;
@@ -125,21 +212,53 @@ function summarize(samples: number[]): Stats {
   };
 }
 
-function parseRuns(args: string[]): number {
+/** What the command line asks for: repetitions, and the figure groups to measure. */
+interface BenchArgs {
+  runs: number;
+  only: ReadonlySet<Group>;
+}
+
+const USAGE = `usage: deno task bench [--runs N] [--only ${GROUPS.join(",")}]`;
+
+function parseArgs(args: string[]): BenchArgs {
   let runs = DEFAULT_RUNS;
+  let only = new Set<Group>(GROUPS);
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] ?? "";
-    let raw: string | undefined;
-    if (arg === "--runs") raw = args[++i];
-    else if (arg.startsWith("--runs=")) raw = arg.slice("--runs=".length);
-    else throw new Error(`unknown argument '${arg}' (usage: deno task bench [--runs N])`);
-    const value = Number(raw);
-    if (raw === undefined || !/^\d+$/.test(raw) || value < 1 || value > MAX_RUNS) {
-      throw new Error(`--runs must be a whole number from 1 to ${MAX_RUNS}, got '${raw ?? ""}'`);
-    }
-    runs = value;
+    const [flag, inline] = arg.includes("=") ? arg.split(/=(.*)/s, 2) : [arg, undefined];
+    const raw = inline ?? args[++i];
+    if (flag === "--runs") {
+      const value = Number(raw);
+      if (raw === undefined || !/^\d+$/.test(raw) || value < 1 || value > MAX_RUNS) {
+        throw new Error(`--runs must be a whole number from 1 to ${MAX_RUNS}, got '${raw ?? ""}'`);
+      }
+      runs = value;
+    } else if (flag === "--only") {
+      const names = (raw ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+      const unknown = names.filter((name) => !(GROUPS as readonly string[]).includes(name));
+      if (names.length === 0 || unknown.length > 0) {
+        throw new Error(`--only takes names among ${GROUPS.join(",")}, got '${raw ?? ""}'`);
+      }
+      only = new Set(names as Group[]);
+    } else throw new Error(`unknown argument '${arg}' (${USAGE})`);
   }
-  return runs;
+  return { runs, only };
+}
+
+/** Rejects when `promise` has not settled within the step limit: every step ends. */
+async function limited<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${what} did not end within ${STEP_TIMEOUT_MS} ms`)),
+      STEP_TIMEOUT_MS,
+    );
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Spawns a process to its end and returns its wall time in ms; throws when it fails or hangs. */
@@ -174,14 +293,30 @@ function expectSucceeded(status: RunStatus, what: string): void {
   }
 }
 
-/** In process: ms from `start()` to the first `agent()` call reaching the host. */
-async function timeFirstCallInProcess(home: string): Promise<number> {
+/**
+ * In process: ms from `start()` to the first `agent()` call reaching the host. With
+ * `managerOptions` (a pre-started guest), one run goes first so that the measured run finds
+ * its guest waiting, as a run on a long-lived host does.
+ */
+async function timeFirstCallInProcess(
+  home: string,
+  managerOptions: Partial<RunManagerOptions> = {},
+): Promise<number> {
   const ledger = await openLedger(home);
   const manager = await RunManager.create({
     dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
     ledger,
+    ...managerOptions,
   });
   try {
+    if (Object.keys(managerOptions).length > 0) {
+      expectSucceeded(
+        // Its timeout is the measured run's, so the guest started after it has the same limits.
+        (await runToEnd(manager, { script: ONE_CALL_SCRIPT, filename: "bench_warm.js" })).status,
+        "the warm-up run",
+      );
+      await new Promise((resolve) => setTimeout(resolve, IDLE_BETWEEN_RUNS_MS));
+    }
     let firstCallAt: number | undefined;
     const t0 = performance.now();
     const started = await manager.start({
@@ -207,6 +342,166 @@ async function timeFirstCallInProcess(home: string): Promise<number> {
   } finally {
     await manager.close();
     ledger.close();
+  }
+}
+
+/** A run of `script` from `start()` to its end (the feed's last event): ms and final status. */
+async function runToEnd(
+  manager: RunManager,
+  request: { script: string; filename: string; resume_from?: string },
+): Promise<{ ms: number; status: RunStatus }> {
+  return await limited(
+    `the run of ${request.filename}`,
+    (async () => {
+      const t0 = performance.now();
+      const started = await manager.start({
+        ...request,
+        fake_dispatch: true,
+        timeout: RUN_TIMEOUT_S,
+      }, LOCAL);
+      for await (const _item of manager.events(started.run_id, LOCAL)) {
+        // The feed ends with the run's terminal state.
+      }
+      const ms = performance.now() - t0;
+      return { ms, status: await manager.wait(started.run_id, LOCAL) };
+    })(),
+  );
+}
+
+/** What one repetition of the chain measures, and the entry the bare commit mirrors. */
+interface ChainSample {
+  chain1Ms: number;
+  chainMs: number;
+  noCallMs: number;
+  resumeChainMs: number;
+  /** The last journal entry of the long chain and the status written with it. */
+  template: { entry: JournalEntry; status: RunStatus };
+}
+
+/**
+ * Sequential chains of 1 and {@linkcode CHAIN_CALLS} calls, the same loop with no call, and a
+ * resume of the long chain, on one host. Throws unless the resume returns exactly what the
+ * chain returned, every call replayed.
+ */
+async function timeChainAndReplay(home: string): Promise<ChainSample> {
+  const ledger = await openLedger(home);
+  const manager = await RunManager.create({
+    dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
+    ledger,
+  });
+  try {
+    const short = await runToEnd(manager, { script: chainScript(1), filename: "chain_1.js" });
+    expectSucceeded(short.status, "the 1-call chain");
+    const long = await runToEnd(manager, {
+      script: chainScript(CHAIN_CALLS),
+      filename: "chain.js",
+    });
+    expectSucceeded(long.status, `the ${CHAIN_CALLS}-call chain`);
+    if (!Array.isArray(long.status.result) || long.status.result.length !== CHAIN_CALLS) {
+      throw new Error(`the chain returned ${JSON.stringify(long.status.result).slice(0, 200)}`);
+    }
+    const noCall = await runToEnd(manager, {
+      script: noCallScript(CHAIN_CALLS),
+      filename: "chain.js",
+    });
+    expectSucceeded(noCall.status, "the chain without calls");
+    const resumed = await runToEnd(manager, {
+      script: chainScript(CHAIN_CALLS),
+      filename: "chain.js",
+      resume_from: long.status.run_id,
+    });
+    expectSucceeded(resumed.status, "the resumed chain");
+    if (JSON.stringify(resumed.status.result) !== JSON.stringify(long.status.result)) {
+      throw new Error("the resumed chain returned something else than the original run");
+    }
+    if (resumed.status.journal.replayed !== CHAIN_CALLS) {
+      throw new Error(
+        `the resumed chain replayed ${resumed.status.journal.replayed} calls, not ${CHAIN_CALLS}`,
+      );
+    }
+    const entries = await manager.journal(long.status.run_id, LOCAL);
+    const entry = entries[entries.length - 1];
+    if (!entry) throw new Error("the chain left no journal entry");
+    return {
+      chain1Ms: short.ms,
+      chainMs: long.ms,
+      noCallMs: noCall.ms,
+      resumeChainMs: resumed.ms,
+      template: { entry, status: long.status },
+    };
+  } finally {
+    await manager.close();
+    ledger.close();
+  }
+}
+
+/** ms from `start()` to the end of a `parallel()` of `calls` calls at concurrency 8. */
+async function timeFanout(home: string, calls: number): Promise<number> {
+  const ledger = await openLedger(home);
+  const manager = await RunManager.create({
+    dispatcher: createDispatcher({ fakeLatencyMs: 0 }),
+    ledger,
+    concurrency: CONCURRENCY,
+  });
+  try {
+    const run = await runToEnd(manager, { script: fanoutScript(calls), filename: "fan.js" });
+    expectSucceeded(run.status, `the ${calls}-call fan-out`);
+    if (run.status.result !== calls) {
+      throw new Error(`the ${calls}-call fan-out returned ${JSON.stringify(run.status.result)}`);
+    }
+    return run.ms;
+  } finally {
+    await manager.close();
+    ledger.close();
+  }
+}
+
+/**
+ * Baseline of a journaled step: mean ms of one atomic commit, on a Deno KV file of its own, of
+ * what the ledger's `write()` commits for one journal op (the entry with its result inline, the
+ * call record, the run document), the entry and status being a real chain step's.
+ */
+async function timeBareCommit(
+  dir: string,
+  template: { entry: JournalEntry; status: RunStatus },
+): Promise<number> {
+  const kv = await Deno.openKv(`${dir}/bare_commit.kv`);
+  try {
+    const { result, ...entry } = template.entry;
+    const { result: _result, ...status } = template.status;
+    const runDoc = toBytes({ v: 1, status: { ...status, narration: [], security_events: [] } });
+    const runId = template.status.run_id;
+    const t0 = performance.now();
+    for (let seq = 1; seq <= BARE_COMMITS; seq++) {
+      const at = new Date().toISOString();
+      const ok = await kv.atomic()
+        .set(
+          ["journal", runId, seq],
+          toBytes({ v: 1, entry: { ...entry, seq }, result: { value: result } }),
+        )
+        .set(
+          ["calls", at, runId, seq],
+          toBytes({
+            at,
+            source: "run",
+            id: runId,
+            seq,
+            owner: status.owner,
+            provider: entry.provider,
+            model: entry.model,
+            outcome: entry.outcome,
+            duration_ms: entry.duration_ms,
+            usage: entry.usage,
+            cost_usd: entry.cost_usd,
+          }),
+        )
+        .set(["runs", runId], runDoc)
+        .commit();
+      if (!ok.ok) throw new Error("a bare KV commit failed");
+    }
+    return (performance.now() - t0) / BARE_COMMITS;
+  } finally {
+    kv.close();
   }
 }
 
@@ -413,15 +708,51 @@ async function timeCli(home: string, script: string): Promise<number> {
     cwd: repoRoot(),
     env: { SVC_HOME: home, SVC_FAKE_LATENCY_MS: "0", DENO_NO_UPDATE_CHECK: "1" },
   });
+  expectOneCallOutput("svc workflow run", stdout);
+  return ms;
+}
+
+/** The `deno run` arguments of `deno task svc` (deno.json), so that the two never differ. */
+async function launcherArgs(): Promise<string[]> {
+  const config = JSON.parse(await Deno.readTextFile(`${repoRoot()}/deno.json`)) as {
+    tasks?: Record<string, string>;
+  };
+  const words = (config.tasks?.svc ?? "").split(/\s+/).filter(Boolean);
+  if (words[0] !== "deno" || words[1] !== "run") {
+    throw new Error(`deno.json's svc task is not a 'deno run': ${words.join(" ")}`);
+  }
+  return words.slice(1);
+}
+
+/** Checks that a whole CLI run printed a JSON string, the one call's value. */
+function expectOneCallOutput(what: string, stdout: string): void {
   let result: unknown;
   try {
     result = JSON.parse(stdout);
   } catch {
-    throw new Error(`svc workflow run printed something that is not JSON: ${stdout.trim()}`);
+    throw new Error(`${what} printed something that is not JSON: ${stdout.trim()}`);
   }
   if (typeof result !== "string") {
-    throw new Error(`svc workflow run returned ${stdout.trim()}, not a string`);
+    throw new Error(`${what} returned ${stdout.trim()}, not a string`);
   }
+}
+
+/**
+ * Wall time of `svc workflow run <one-call script> --fake-dispatch` as `deno task svc` starts
+ * it: the launcher (`cli/launch.ts`, its task flags), which spawns the host. With `viaTask`,
+ * `deno task svc` itself, as typed in a shell.
+ */
+async function timeCliLauncher(home: string, script: string, viaTask: boolean): Promise<number> {
+  const args = viaTask
+    ? ["task", "--quiet", "svc", "workflow", "run", script, "--fake-dispatch"]
+    : [...await launcherArgs(), "workflow", "run", script, "--fake-dispatch"];
+  const what = viaTask ? "deno task svc workflow run" : "the launcher's workflow run";
+  const { ms, stdout } = await timeProcess(what, Deno.execPath(), {
+    args,
+    cwd: repoRoot(),
+    env: { SVC_HOME: home, SVC_FAKE_LATENCY_MS: "0", DENO_NO_UPDATE_CHECK: "1" },
+  });
+  expectOneCallOutput(what, stdout);
   return ms;
 }
 
@@ -586,145 +917,523 @@ async function withTempDir<T>(root: string, fn: (dir: string) => Promise<T>): Pr
 
 async function repetition(
   root: string,
-  emptyScript: string,
-  oneCallScript: string,
-  fanoutScript: string,
+  only: ReadonlySet<Group>,
+  scripts: { empty: string; oneCall: string; fanout: string; cliHome: string },
 ): Promise<Repetition> {
-  const bareDenoMs = await timeBareDeno(emptyScript);
-  const bareGuestMs = await timeBareGuest(root, emptyScript, "off");
-  const bwrapGuestMs = BWRAP_OK ? await timeBareGuest(root, emptyScript, "on") : NaN;
-  const microvmLimaMs = await timeMicrovmStandInGuest(root, emptyScript, "backend_a");
-  const microvmKrunvmMs = await timeMicrovmStandInGuest(root, emptyScript, "backend_b");
-  const inProcessFirstCallMs = await withTempDir(root, (home) => timeFirstCallInProcess(home));
-  const cliMs = await withTempDir(root, (home) => timeCli(home, oneCallScript));
-  const { liveMs: fanoutMs, replayMs } = await withTempDir(
-    root,
-    (home) => timeFanoutAndReplay(home),
-  );
-  const journalWriteMs = await withTempDir(root, (home) => timeJournalWrite(home));
-  const memory = await withTempDir(root, (home) => peakMemory(home, fanoutScript));
-  const bareKb = await peakMemoryBare(emptyScript);
-  return {
-    inProcessFirstCallMs,
-    bareGuestMs,
-    bwrapGuestMs,
-    microvmLimaMs,
-    microvmKrunvmMs,
-    cliMs,
-    bareDenoMs,
-    fanoutMs,
-    replayMs,
-    journalWriteMs,
-    hostKb: memory.hostKb,
-    guestKb: memory.guestKb,
-    bareKb,
+  const home = <T>(fn: (dir: string) => Promise<T>): Promise<T> => withTempDir(root, fn);
+  const rep: Repetition = {
+    inProcessFirstCallMs: NaN,
+    preStartedFirstCallMs: NaN,
+    bareGuestMs: NaN,
+    bwrapGuestMs: NaN,
+    microvmLimaMs: NaN,
+    microvmKrunvmMs: NaN,
+    cliMs: NaN,
+    cliLauncherMs: NaN,
+    cliTaskMs: NaN,
+    bareDenoMs: NaN,
+    fanoutMs: NaN,
+    replayMs: NaN,
+    journalWriteMs: NaN,
+    bareCommitMs: NaN,
+    chain1Ms: NaN,
+    chainMs: NaN,
+    fanout1Ms: NaN,
+    resumeChainMs: NaN,
+    noCallMs: NaN,
+    hostKb: NaN,
+    guestKb: NaN,
+    bareKb: NaN,
   };
+  if (only.has("start")) {
+    rep.bareGuestMs = await timeBareGuest(root, scripts.empty, "off");
+    if (BWRAP_OK) rep.bwrapGuestMs = await timeBareGuest(root, scripts.empty, "on");
+    rep.inProcessFirstCallMs = await home((dir) => timeFirstCallInProcess(dir));
+    if (PRESTARTED_GUEST_OPTIONS) {
+      const options = PRESTARTED_GUEST_OPTIONS;
+      rep.preStartedFirstCallMs = await home((dir) => timeFirstCallInProcess(dir, options));
+    }
+  }
+  if (only.has("microvm")) {
+    rep.microvmLimaMs = await timeMicrovmStandInGuest(root, scripts.empty, "backend_a");
+    rep.microvmKrunvmMs = await timeMicrovmStandInGuest(root, scripts.empty, "backend_b");
+  }
+  if (only.has("cli")) {
+    // One SVC_HOME for every CLI run, as a user's shell has: its ledger and caches exist.
+    rep.bareDenoMs = await timeBareDeno(scripts.empty);
+    rep.cliMs = await timeCli(scripts.cliHome, scripts.oneCall);
+    rep.cliLauncherMs = await timeCliLauncher(scripts.cliHome, scripts.oneCall, false);
+    rep.cliTaskMs = await timeCliLauncher(scripts.cliHome, scripts.oneCall, true);
+  }
+  if (only.has("chain") || only.has("replay") || only.has("fanout")) {
+    const chain = await home((dir) => timeChainAndReplay(dir));
+    Object.assign(rep, {
+      chain1Ms: chain.chain1Ms,
+      chainMs: chain.chainMs,
+      noCallMs: chain.noCallMs,
+      resumeChainMs: chain.resumeChainMs,
+    });
+    rep.bareCommitMs = await home((dir) => timeBareCommit(dir, chain.template));
+  }
+  if (only.has("fanout")) {
+    rep.fanout1Ms = await home((dir) => timeFanout(dir, 1));
+    const { liveMs, replayMs } = await home((dir) => timeFanoutAndReplay(dir));
+    rep.fanoutMs = liveMs;
+    rep.replayMs = replayMs;
+    rep.journalWriteMs = await home((dir) => timeJournalWrite(dir));
+  }
+  if (only.has("memory")) {
+    const memory = await home((dir) => peakMemory(dir, scripts.fanout));
+    rep.hostKb = memory.hostKb;
+    rep.guestKb = memory.guestKb;
+    rep.bareKb = await peakMemoryBare(scripts.empty);
+  }
+  return rep;
 }
 
-function formatTable(rows: Array<[string, Stats | number, string]>): string {
-  const header = ["measurement", "median", "min", "max", "unit"];
-  const cells = rows.map(([name, value, unit]) =>
-    typeof value === "number"
-      ? [name, value.toFixed(2), "", "", unit]
-      : [name, value.median.toFixed(2), value.min.toFixed(2), value.max.toFixed(2), unit]
-  );
+/** One line of the table: a figure, its baseline's median and the ratio of the medians. */
+interface Row {
+  name: string;
+  value: Stats | number | null;
+  unit: string;
+  /** The baseline's median; undefined for a row that is itself a baseline. */
+  baseline?: number | null;
+  ratio?: number | null;
+  /** The issue's goal for the ratio, as printed ("<= 2x"). */
+  goal?: string;
+}
+
+function cell(value: number | null | undefined, digits = 2): string {
+  if (value === undefined) return "";
+  return value === null || !Number.isFinite(value) ? "n/a" : value.toFixed(digits);
+}
+
+function formatTable(rows: Row[]): string {
+  const header = ["measurement", "median", "min", "max", "unit", "baseline", "ratio", "goal"];
+  const cells = rows.map((row) => {
+    const v = row.value;
+    const stats = v === null
+      ? ["n/a", "", ""]
+      : typeof v === "number"
+      ? [cell(v), "", ""]
+      : [cell(v.median), cell(v.min), cell(v.max)];
+    const ratio = row.ratio === undefined ? "" : row.ratio === null ? "n/a" : `${cell(row.ratio)}x`;
+    return [row.name, ...stats, row.unit, cell(row.baseline), ratio, row.goal ?? ""];
+  });
   const all = [header, ...cells];
   const widths = header.map((_, c) => Math.max(...all.map((row) => (row[c] ?? "").length)));
+  const left = new Set([0, 4, 7]);
   const line = (row: string[]): string =>
-    row.map((cell, c) =>
-      c === 0 || c === 4 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0)
-    ).join("  ").trimEnd();
+    row.map((text, c) => left.has(c) ? text.padEnd(widths[c] ?? 0) : text.padStart(widths[c] ?? 0))
+      .join("  ").trimEnd();
   const rule = widths.map((w) => "-".repeat(w)).join("  ");
   return [line(header), rule, ...cells.map(line)].join("\n");
 }
 
+/** A figure of the JSON line: its stats, unit, the baseline it is compared with, and the ratio. */
+interface Figure {
+  value: Stats | number | null;
+  unit: string;
+  baseline?: string;
+  ratio?: number | null;
+  goal?: string;
+}
+
 async function main(args: string[]): Promise<number> {
-  let runs: number;
+  let parsed: BenchArgs;
   try {
-    runs = parseRuns(args);
+    parsed = parseArgs(args);
   } catch (error) {
     console.error(`bench: ${error instanceof Error ? error.message : String(error)}`);
     return 2;
   }
+  const { runs, only } = parsed;
   const root = await Deno.makeTempDir({ prefix: "svc-bench-" });
   try {
-    const emptyScript = `${root}/bench_empty.js`;
-    const oneCallScript = `${root}/bench_one_call.js`;
-    const fanoutScript = `${root}/bench_fanout.js`;
-    await Deno.writeTextFile(emptyScript, "");
-    await Deno.writeTextFile(oneCallScript, ONE_CALL_SCRIPT);
-    await Deno.writeTextFile(fanoutScript, FANOUT_SCRIPT);
+    const scripts = {
+      empty: `${root}/bench_empty.js`,
+      oneCall: `${root}/bench_one_call.js`,
+      fanout: `${root}/bench_fanout.js`,
+      cliHome: `${root}/cli_home`,
+    };
+    await Deno.mkdir(scripts.cliHome);
+    await Deno.writeTextFile(scripts.empty, "");
+    await Deno.writeTextFile(scripts.oneCall, ONE_CALL_SCRIPT);
+    await Deno.writeTextFile(scripts.fanout, FANOUT_SCRIPT);
 
     const started = performance.now();
     const reps: Repetition[] = [];
     for (let i = 0; i < WARMUP_RUNS + runs; i++) {
-      const rep = await repetition(root, emptyScript, oneCallScript, fanoutScript);
+      const rep = await repetition(root, only, scripts);
       if (i >= WARMUP_RUNS) reps.push(rep);
     }
 
-    // The event feed, once: each measurement holds FEED_TICKS events.
-    const sameProcess = withP95(
-      (await withTempDir(root, (home) => timeFeedSameProcess(home))).latenciesMs,
-    );
-    const crossDefault = withP95(
-      (await withTempDir(root, (home) => timeFeedCrossProcess(home, DEFAULT_POLL_MS)))
-        .latenciesMs,
-    );
-    const crossShort = withP95(
-      (await withTempDir(root, (home) => timeFeedCrossProcess(home, SHORT_POLL_MS)))
-        .latenciesMs,
-    );
-    const idleNone = round(await withTempDir(root, (home) => idleCpuPercent(home)));
-    const idleDefault = round(
-      await withTempDir(root, (home) => idleCpuPercent(home, DEFAULT_POLL_MS)),
-    );
-    const idleShort = round(await withTempDir(root, (home) => idleCpuPercent(home, SHORT_POLL_MS)));
-    // The dashboard, once: each figure already holds several rounds.
-    const http = await measureHttp(root);
-    const elapsedS = (performance.now() - started) / 1000;
-
-    const pick = (key: keyof Repetition): Stats => summarize(reps.map((r) => r[key]));
-    const rate = (key: "fanoutMs" | "replayMs"): Stats =>
-      summarize(reps.map((r) => FANOUT_CALLS / (r[key] / 1000)));
-    const inProcess = pick("inProcessFirstCallMs");
-    const bareGuest = pick("bareGuestMs");
-    const bwrapGuest = BWRAP_OK ? pick("bwrapGuestMs") : undefined;
-    const cli = pick("cliMs");
-    const bareDeno = pick("bareDenoMs");
-    const live = rate("fanoutMs");
-    const replay = rate("replayMs");
-    const liveRunMs = pick("fanoutMs");
-    const journalWrite = pick("journalWriteMs");
-    const perCallMs = round(liveRunMs.median / FANOUT_CALLS, 3);
-    const hostMb = summarize(reps.map((r) => r.hostKb / 1024));
-    const guestMb = summarize(reps.map((r) => r.guestKb / 1024));
-    const bareMb = summarize(reps.map((r) => r.bareKb / 1024));
-    const ratios = {
-      in_process_vs_bare_guest: round(inProcess.median / bareGuest.median),
-      bwrap_guest_vs_plain: bwrapGuest ? round(bwrapGuest.median / bareGuest.median) : null,
-      bwrap_guest_extra_ms: bwrapGuest ? round(bwrapGuest.median - bareGuest.median) : null,
-      cli_vs_bare_deno: round(cli.median / bareDeno.median),
-      replay_vs_live: round(replay.median / live.median),
-      host_vs_bare: round(hostMb.median / bareMb.median),
-      guest_vs_bare: round(guestMb.median / bareMb.median),
-      // At least 1 ms, the resolution of `at`, so that the ratio stays finite.
-      feed_other_process_vs_same: round(crossDefault.median / Math.max(sameProcess.median, 1)),
-      status_vs_bare_serve: 0,
-      http_first_call_vs_in_process: 0,
-      mcp_session_vs_rest_status: 0,
-      mcp_stateless_vs_rest_status: 0,
+    /** Median etc. of a per-repetition value; null when it was not measured. */
+    const stat = (value: (r: Repetition) => number): Stats | null => {
+      const samples = reps.map(value);
+      return samples.some((v) => !Number.isFinite(v)) ? null : summarize(samples);
     };
-    const bareRps = summarize(http.bareRps);
-    const statusRps = summarize(http.statusRps);
-    const httpFirstEvent = summarize(http.firstEventMs);
-    const httpFirstCall = summarize(http.firstCallMs);
-    ratios.status_vs_bare_serve = round(statusRps.median / bareRps.median);
-    ratios.http_first_call_vs_in_process = round(httpFirstCall.median / inProcess.median);
-    const restStatus = summarize(http.restStatusMs);
-    const mcpSession = summarize(http.mcpSessionMs);
-    const mcpStateless = summarize(http.mcpStatelessMs);
-    ratios.mcp_session_vs_rest_status = round(mcpSession.median / restStatus.median);
-    ratios.mcp_stateless_vs_rest_status = round(mcpStateless.median / restStatus.median);
+    const pick = (key: keyof Repetition): Stats | null => stat((r) => r[key]);
+    const ratioOf = (a: Stats | number | null, b: Stats | number | null): number | null => {
+      const x = typeof a === "number" ? a : a?.median;
+      const y = typeof b === "number" ? b : b?.median;
+      return x === undefined || y === undefined || !y ? null : round(x / y);
+    };
+    const median = (s: Stats | number | null): number | null =>
+      s === null ? null : typeof s === "number" ? s : s.median;
+
+    const rows: Row[] = [];
+    const figures: Record<string, Figure> = {};
+    /** A baseline: printed as a row of its own, and kept in the JSON line. */
+    const baseline = (key: string, name: string, value: Stats | number | null, unit: string) => {
+      if (figures[key]) return;
+      rows.push({ name, value, unit });
+      figures[key] = { value, unit };
+    };
+    /** A component of the figure above it (no ratio of its own): kept in the JSON line too. */
+    const part = (key: string, name: string, value: Stats | number | null, unit: string) => {
+      rows.push({ name, value, unit });
+      figures[key] = { value, unit };
+    };
+    /** A figure against `base` (a key given to {@linkcode baseline}). */
+    const figure = (
+      key: string,
+      name: string,
+      value: Stats | number | null,
+      unit: string,
+      base: string,
+      goal?: string,
+    ) => {
+      const against = figures[base]?.value ?? null;
+      const ratio = ratioOf(value, against);
+      rows.push({ name, value, unit, baseline: median(against), ratio, goal });
+      figures[key] = { value, unit, baseline: base, ratio, ...(goal ? { goal } : {}) };
+    };
+
+    // Start.
+    let inProcess: Stats | null = null;
+    let bareGuest: Stats | null = null;
+    let bwrapGuest: Stats | null = null;
+    if (only.has("start")) {
+      bareGuest = pick("bareGuestMs");
+      bwrapGuest = BWRAP_OK ? pick("bwrapGuestMs") : null;
+      inProcess = pick("inProcessFirstCallMs");
+      baseline("bare_guest_ms", "baseline: bare guest-like deno run (empty file)", bareGuest, "ms");
+      figure(
+        "first_call_in_process_ms",
+        "first agent() call, in process (start -> first call event)",
+        inProcess,
+        "ms",
+        "bare_guest_ms",
+        "<= 1.2x",
+      );
+      figure(
+        "first_call_prestarted_guest_ms",
+        PRESTARTED_GUEST_OPTIONS
+          ? "first agent() call, pre-started guest (host has run once)"
+          : "first agent() call, pre-started guest (no engine option yet)",
+        PRESTARTED_GUEST_OPTIONS ? pick("preStartedFirstCallMs") : null,
+        "ms",
+        "bare_guest_ms",
+      );
+      if (BWRAP_OK) {
+        figure(
+          "bwrap_guest_ms",
+          "the same bare guest start inside bubblewrap",
+          bwrapGuest,
+          "ms",
+          "bare_guest_ms",
+        );
+      }
+    }
+    if (only.has("microvm")) {
+      baseline("bare_guest_ms", "baseline: bare guest-like deno run (empty file)", bareGuest, "ms");
+      figure(
+        "microvm_stand_in_lima_ms",
+        "stand-in microVM guest start, backend_a (limactl list + shell)",
+        pick("microvmLimaMs"),
+        "ms",
+        "bare_guest_ms",
+      );
+      figure(
+        "microvm_stand_in_krunvm_ms",
+        "stand-in microVM guest start, backend_b (krunvm create/start/delete)",
+        pick("microvmKrunvmMs"),
+        "ms",
+        "bare_guest_ms",
+      );
+    }
+    // The whole CLI.
+    if (only.has("cli")) {
+      baseline(
+        "bare_deno_ms",
+        "baseline: bare deno run --no-config (empty file)",
+        pick("bareDenoMs"),
+        "ms",
+      );
+      figure(
+        "cli_task_ms",
+        "deno task svc workflow run, 1 call (from a shell)",
+        pick("cliTaskMs"),
+        "ms",
+        "bare_deno_ms",
+        "<= 5x",
+      );
+      figure(
+        "cli_launcher_ms",
+        "  launcher + host (the svc task's deno run)",
+        pick("cliLauncherMs"),
+        "ms",
+        "bare_deno_ms",
+        "<= 5x",
+      );
+      figure(
+        "cli_ms",
+        "  host alone (deno run cli/main.ts)",
+        pick("cliMs"),
+        "ms",
+        "bare_deno_ms",
+      );
+    }
+    // Durable steps.
+    const chainMarginal = stat((r) => (r.chainMs - r.chain1Ms) / (CHAIN_CALLS - 1));
+    const fanoutMarginal = stat((r) => (r.fanoutMs - r.fanout1Ms) / (FANOUT_CALLS - 1));
+    const replayPerCall = stat((r) => (r.resumeChainMs - r.noCallMs) / CHAIN_CALLS);
+    if (only.has("chain") || only.has("fanout") || only.has("replay")) {
+      baseline(
+        "bare_commit_ms",
+        "baseline: one bare KV commit of a journal entry (alone)",
+        pick("bareCommitMs"),
+        "ms",
+      );
+    }
+    if (only.has("chain")) {
+      figure(
+        "chain_step_ms",
+        `sequential step, marginal (T${CHAIN_CALLS} - T1) / ${CHAIN_CALLS - 1}`,
+        chainMarginal,
+        "ms",
+        "bare_commit_ms",
+        "<= 2x",
+      );
+      part("chain_1_ms", "  T1: 1-call chain, start -> end", pick("chain1Ms"), "ms");
+      part(
+        "chain_ms",
+        `  T${CHAIN_CALLS}: ${CHAIN_CALLS}-call chain, start -> end`,
+        pick("chainMs"),
+        "ms",
+      );
+    }
+    if (only.has("fanout")) {
+      figure(
+        "fanout_step_ms",
+        `fan-out step, marginal (T${FANOUT_CALLS} - T1) / ${FANOUT_CALLS - 1}, conc ${CONCURRENCY}`,
+        fanoutMarginal,
+        "ms",
+        "bare_commit_ms",
+        "<= 0.5x",
+      );
+      figure(
+        "journal_write_ms",
+        "one ledger.write() of a journal op alone (the ledger's own path)",
+        pick("journalWriteMs"),
+        "ms",
+        "bare_commit_ms",
+      );
+    }
+    if (only.has("replay") || only.has("chain")) {
+      baseline(
+        "no_call_ms",
+        `baseline: the same loop with no agent() call, start -> end`,
+        pick("noCallMs"),
+        "ms",
+      );
+      figure(
+        "resume_chain_ms",
+        `resume of the ${CHAIN_CALLS}-call chain (all replayed), start -> end`,
+        pick("resumeChainMs"),
+        "ms",
+        "no_call_ms",
+        "<= 1.1x",
+      );
+      figure(
+        "replayed_call_ms",
+        "  per replayed call: (T_resume - T_nocall) / 200",
+        replayPerCall,
+        "ms",
+        "bare_commit_ms",
+      );
+    }
+    let live: Stats | null = null;
+    let replay: Stats | null = null;
+    if (only.has("fanout")) {
+      live = stat((r) => FANOUT_CALLS / (r.fanoutMs / 1000));
+      replay = stat((r) => FANOUT_CALLS / (r.replayMs / 1000));
+      baseline(
+        "fanout_calls_per_s",
+        `baseline: ${FANOUT_CALLS} live fake calls, conc ${CONCURRENCY}`,
+        live,
+        "calls/s",
+      );
+      figure(
+        "fanout_replay_calls_per_s",
+        `  resume of it: ${FANOUT_CALLS} replayed calls`,
+        replay,
+        "calls/s",
+        "fanout_calls_per_s",
+      );
+    }
+    // Memory.
+    const mib = (key: "hostKb" | "guestKb" | "bareKb") => stat((r) => r[key] / 1024);
+    if (only.has("memory")) {
+      baseline(
+        "bare_rss_mib",
+        "baseline: peak RSS of a bare deno run (empty file)",
+        mib("bareKb"),
+        "MiB",
+      );
+      figure(
+        "host_rss_mib",
+        `peak RSS of the host, ${FANOUT_CALLS}-call CLI run`,
+        mib("hostKb"),
+        "MiB",
+        "bare_rss_mib",
+      );
+      figure("guest_rss_mib", "peak RSS of its guest", mib("guestKb"), "MiB", "bare_rss_mib");
+    }
+
+    // The event feed, once: each measurement holds FEED_TICKS events.
+    if (only.has("feed")) {
+      const sameProcess = withP95(
+        (await withTempDir(root, (dir) => timeFeedSameProcess(dir))).latenciesMs,
+      );
+      const crossDefault = withP95(
+        (await withTempDir(root, (dir) => timeFeedCrossProcess(dir, DEFAULT_POLL_MS)))
+          .latenciesMs,
+      );
+      const crossShort = withP95(
+        (await withTempDir(root, (dir) => timeFeedCrossProcess(dir, SHORT_POLL_MS))).latenciesMs,
+      );
+      const idleNone = round(await withTempDir(root, (dir) => idleCpuPercent(dir)));
+      const idleDefault = round(
+        await withTempDir(root, (dir) => idleCpuPercent(dir, DEFAULT_POLL_MS)),
+      );
+      const idleShort = round(
+        await withTempDir(root, (dir) => idleCpuPercent(dir, SHORT_POLL_MS)),
+      );
+      // At least 1 ms, the resolution of `at`, so that the ratios stay finite.
+      const floor = (s: Stats & { p95: number }) => ({ ...s, median: Math.max(s.median, 1) });
+      baseline(
+        "feed_same_process_ms",
+        `baseline: event recorded -> seen, same process (${FEED_TICKS} events)`,
+        floor(sameProcess),
+        "ms",
+      );
+      baseline("feed_same_process_p95_ms", "  p95", Math.max(sameProcess.p95, 1), "ms");
+      figure(
+        "feed_other_process_ms",
+        `  reader in another process, poll ${DEFAULT_POLL_MS} ms (default)`,
+        crossDefault,
+        "ms",
+        "feed_same_process_ms",
+      );
+      figure(
+        "feed_other_process_p95_ms",
+        "  p95",
+        crossDefault.p95,
+        "ms",
+        "feed_same_process_p95_ms",
+      );
+      figure(
+        "feed_other_process_short_poll_ms",
+        `  reader in another process, poll ${SHORT_POLL_MS} ms`,
+        crossShort,
+        "ms",
+        "feed_same_process_ms",
+      );
+      figure(
+        "feed_other_process_short_poll_p95_ms",
+        "  p95",
+        crossShort.p95,
+        "ms",
+        "feed_same_process_p95_ms",
+      );
+      baseline("idle_cpu_none", "baseline: CPU with no reader (asleep)", idleNone, "% core");
+      figure(
+        "idle_cpu_poll_default",
+        `CPU of an idle reader, poll ${DEFAULT_POLL_MS} ms`,
+        idleDefault,
+        "% core",
+        "idle_cpu_none",
+      );
+      figure(
+        "idle_cpu_poll_short",
+        `  poll ${SHORT_POLL_MS} ms`,
+        idleShort,
+        "% core",
+        "idle_cpu_none",
+      );
+    }
+    // The dashboard, once: each figure already holds several rounds.
+    if (only.has("http")) {
+      const http = await measureHttp(root);
+      baseline(
+        "bare_serve_rps",
+        "baseline: bare Deno.serve hello-world",
+        summarize(http.bareRps),
+        "req/s",
+      );
+      figure(
+        "status_rps",
+        "authenticated GET /api/status, dashboard process",
+        summarize(http.statusRps),
+        "req/s",
+        "bare_serve_rps",
+      );
+      if (!figures["first_call_in_process_ms"]) {
+        baseline(
+          "first_call_in_process_ms",
+          "baseline: first agent() call, in process",
+          pick("inProcessFirstCallMs"),
+          "ms",
+        );
+      }
+      figure(
+        "http_first_event_ms",
+        "POST /api/workflow/run -> first SSE event",
+        summarize(http.firstEventMs),
+        "ms",
+        "first_call_in_process_ms",
+      );
+      figure(
+        "http_first_call_ms",
+        "POST /api/workflow/run -> first call event over SSE",
+        summarize(http.firstCallMs),
+        "ms",
+        "first_call_in_process_ms",
+      );
+      baseline(
+        "rest_status_ms",
+        "baseline: GET /api/workflow/{run_id}",
+        summarize(http.restStatusMs),
+        "ms",
+      );
+      figure(
+        "mcp_status_session_ms",
+        "svc_task_status over /mcp, 2025-era session",
+        summarize(http.mcpSessionMs),
+        "ms",
+        "rest_status_ms",
+      );
+      figure(
+        "mcp_status_stateless_ms",
+        "svc_task_status over /mcp, stateless 2026-07-28",
+        summarize(http.mcpStatelessMs),
+        "ms",
+        "rest_status_ms",
+      );
+    }
+    const elapsedS = (performance.now() - started) / 1000;
     const machine = {
       nproc: navigator.hardwareConcurrency,
       os: Deno.build.os,
@@ -736,128 +1445,19 @@ async function main(args: string[]): Promise<number> {
     console.log(
       `svc bench: ${runs} runs (+${WARMUP_RUNS} warm-up), medians; ` +
         `nproc ${machine.nproc}, ${machine.os}/${machine.arch}, deno ${machine.deno}, ` +
-        `${round(elapsedS, 1)} s`,
+        `${round(elapsedS, 1)} s; ${[...only].join(",")}`,
     );
     console.log("");
-    console.log(formatTable([
-      ["first agent() call, in process (start -> calls.total=1)", inProcess, "ms"],
-      ["bare guest-like deno run (empty file), plain subprocess", bareGuest, "ms"],
-      ["  in process / bare guest-like (medians)", ratios.in_process_vs_bare_guest, "x"],
-      ...(bwrapGuest
-        ? [
-          ["the same guest start inside bubblewrap", bwrapGuest, "ms"] as [string, Stats, string],
-          ["  bubblewrap / plain (medians)", ratios.bwrap_guest_vs_plain ?? 0, "x"] as [
-            string,
-            number,
-            string,
-          ],
-          ["  bubblewrap adds (medians)", ratios.bwrap_guest_extra_ms ?? 0, "ms"] as [
-            string,
-            number,
-            string,
-          ],
-        ]
-        : []),
-      [
-        "stand-in microVM guest start, backend_a (limactl list + shell)",
-        pick("microvmLimaMs"),
-        "ms",
-      ],
-      [
-        "stand-in microVM guest start, backend_b (krunvm create/start/delete)",
-        pick("microvmKrunvmMs"),
-        "ms",
-      ],
-      ["svc workflow run, 1 call, whole CLI process", cli, "ms"],
-      ["bare deno run --no-prompt --no-config (empty file)", bareDeno, "ms"],
-      ["  CLI / bare deno (medians)", ratios.cli_vs_bare_deno, "x"],
-      [`${FANOUT_CALLS} live fake calls, conc ${CONCURRENCY}`, live, "calls/s"],
-      ["  run time", liveRunMs, "ms"],
-      [`resume of it: ${FANOUT_CALLS} replayed calls`, replay, "calls/s"],
-      ["  replayed / live (medians)", ratios.replay_vs_live, "x"],
-      ["one journal write alone (entry + counters, one atomic commit)", journalWrite, "ms"],
-      [`  a live call of the fan-out, everything included (writes batched)`, perCallMs, "ms"],
-      [`peak RSS of the host, ${FANOUT_CALLS}-call CLI run`, hostMb, "MiB"],
-      ["peak RSS of its guest", guestMb, "MiB"],
-      ["peak RSS of a bare deno run (empty file)", bareMb, "MiB"],
-      [
-        `event recorded -> seen, reader in the same process (${FEED_TICKS} events)`,
-        sameProcess,
-        "ms",
-      ],
-      ["  p95", sameProcess.p95, "ms"],
-      [`  reader in another process, poll ${DEFAULT_POLL_MS} ms (default)`, crossDefault, "ms"],
-      ["  p95", crossDefault.p95, "ms"],
-      ["  other process / same process (medians)", ratios.feed_other_process_vs_same, "x"],
-      [`  reader in another process, poll ${SHORT_POLL_MS} ms`, crossShort, "ms"],
-      ["  p95", crossShort.p95, "ms"],
-      [`CPU of an idle reader, poll ${DEFAULT_POLL_MS} ms`, idleDefault, "% core"],
-      [`  poll ${SHORT_POLL_MS} ms`, idleShort, "% core"],
-      ["  no reader (same process, asleep)", idleNone, "% core"],
-      ["bare Deno.serve hello-world, own process", bareRps, "req/s"],
-      ["authenticated GET /api/status, dashboard process", statusRps, "req/s"],
-      ["  /api/status / bare serve (medians)", ratios.status_vs_bare_serve, "x"],
-      ["POST /api/workflow/run -> first SSE event", httpFirstEvent, "ms"],
-      ["POST /api/workflow/run -> first call event over SSE", httpFirstCall, "ms"],
-      [
-        "  over HTTP / in process, to the first call (medians)",
-        ratios.http_first_call_vs_in_process,
-        "x",
-      ],
-      ["GET /api/workflow/{run_id}", restStatus, "ms"],
-      ["svc_task_status over /mcp, 2025-era session", mcpSession, "ms"],
-      ["  / GET status (medians)", ratios.mcp_session_vs_rest_status, "x"],
-      ["svc_task_status over /mcp, stateless 2026-07-28", mcpStateless, "ms"],
-      ["  / GET status (medians)", ratios.mcp_stateless_vs_rest_status, "x"],
-    ]));
+    console.log(formatTable(rows));
     console.log("");
     console.log(JSON.stringify({
       bench: "svc",
       machine,
       runs,
       warmup: WARMUP_RUNS,
+      only: [...only],
       elapsed_s: round(elapsedS, 2),
-      first_call: {
-        in_process_ms: inProcess,
-        bare_guest_ms: bareGuest,
-        bwrap_guest_ms: bwrapGuest ?? null,
-        microvm_stand_in_lima_ms: pick("microvmLimaMs"),
-        microvm_stand_in_krunvm_ms: pick("microvmKrunvmMs"),
-        cli_ms: cli,
-        bare_deno_ms: bareDeno,
-      },
-      throughput: {
-        calls: FANOUT_CALLS,
-        concurrency: CONCURRENCY,
-        live_calls_per_s: live,
-        live_run_ms: liveRunMs,
-      },
-      resume: { replayed_calls_per_s: replay },
-      journal: { write_ms: journalWrite, live_call_ms: perCallMs },
-      memory_mib: { host: hostMb, guest: guestMb, bare_deno: bareMb },
-      feed: {
-        events: FEED_TICKS,
-        same_process_ms: sameProcess,
-        other_process_ms: {
-          [`poll_${DEFAULT_POLL_MS}`]: crossDefault,
-          [`poll_${SHORT_POLL_MS}`]: crossShort,
-        },
-        idle_cpu_percent: {
-          [`poll_${DEFAULT_POLL_MS}`]: idleDefault,
-          [`poll_${SHORT_POLL_MS}`]: idleShort,
-          none: idleNone,
-        },
-      },
-      http: {
-        bare_serve_rps: bareRps,
-        status_rps: statusRps,
-        run_to_first_event_ms: httpFirstEvent,
-        run_to_first_call_ms: httpFirstCall,
-        rest_status_ms: restStatus,
-        mcp_status_session_ms: mcpSession,
-        mcp_status_stateless_ms: mcpStateless,
-      },
-      ratios,
+      figures,
     }));
     return 0;
   } catch (error) {

@@ -10,7 +10,7 @@ import {
   type SandboxMode,
 } from "../src/isolation/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { fixture, runCli, tempDir } from "./helpers.ts";
+import { fixture, ROOT, runCli, runCommand, tempDir } from "./helpers.ts";
 
 /**
  * CI installs bubblewrap and names it (`SVC_TEST_BWRAP`): there the hardened tests must run.
@@ -234,3 +234,70 @@ Deno.test("bwrap's exit status 128+n is the guest's death by signal n; ldd's out
     ["/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"],
   );
 });
+
+/**
+ * `findBubblewrap(deno, { dataDir })` in a process of its own, as the launched host runs it
+ * (no --allow-all, so no boot id): the libraries of the verdict it returns.
+ */
+async function librariesFoundBy(deno: string, dataDir: string): Promise<string[]> {
+  const code = `import { findBubblewrap } from ${JSON.stringify(`${ROOT}/src/isolation/mod.ts`)};
+    const probe = await findBubblewrap(${JSON.stringify(deno)}, { dataDir: ${
+    JSON.stringify(dataDir)
+  } });
+    console.log(JSON.stringify(probe.ok ? probe.sandbox.libraries : probe.reason));`;
+  const result = await runCommand(Deno.execPath(), [
+    "eval",
+    "--no-prompt",
+    "--allow-read",
+    `--allow-write=${dataDir}`,
+    "--allow-run",
+    "--allow-env",
+    code,
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  const found = JSON.parse(result.stdout) as unknown;
+  assert.ok(Array.isArray(found), `bubblewrap did not work: ${String(found)}`);
+  return found as string[];
+}
+
+Deno.test(
+  `a working bubblewrap verdict is kept under the data directory until the deno binary changes${IGNORED}`,
+  {
+    ignore: !HARDENED,
+  },
+  async () => {
+    await using dir = await tempDir("svc-bwrap-cache-");
+    const deno = `${dir.path}/deno`;
+    await Deno.copyFile(Deno.execPath(), deno);
+    await Deno.chmod(deno, 0o755);
+    const dataDir = `${dir.path}/home`;
+    const cacheFile = `${dataDir}/cache/bubblewrap.json`;
+    const probed = await librariesFoundBy(deno, dataDir);
+    const cached = JSON.parse(await Deno.readTextFile(cacheFile)) as Record<string, unknown>;
+    assert.deepEqual(cached.libraries, probed);
+    // A verdict naming a library only the cache knows: a process returning it read the cache.
+    const marker = `${dir.path}/libmarker.so`;
+    await Deno.writeTextFile(marker, "");
+    const plant = async () => {
+      const libraries = [...probed, marker];
+      const stamps = await Promise.all(libraries.map(async (path) => {
+        const info = await Deno.stat(path);
+        return [info.size, info.mtime?.getTime() ?? null];
+      }));
+      await Deno.writeTextFile(
+        cacheFile,
+        JSON.stringify({ ...cached, libraries, stamps: JSON.stringify(stamps) }),
+      );
+    };
+    await plant();
+    assert.deepEqual(await librariesFoundBy(deno, dataDir), [...probed, marker]);
+    // A library changed since: probed again.
+    await Deno.utime(marker, 1_000, 1_000);
+    assert.deepEqual(await librariesFoundBy(deno, dataDir), probed);
+    // The deno binary changed since: probed again.
+    await plant();
+    assert.deepEqual(await librariesFoundBy(deno, dataDir), [...probed, marker]);
+    await Deno.utime(deno, 2_000, 2_000);
+    assert.deepEqual(await librariesFoundBy(deno, dataDir), probed);
+  },
+);

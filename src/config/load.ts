@@ -1,5 +1,6 @@
 import { SvcError } from "../errors/mod.ts";
-import { joinPath, platform } from "../platform/mod.ts";
+import { platform } from "../platform/mod.ts";
+import { configFile } from "../host_env/mod.ts";
 import { type Config, ConfigSchema } from "./schema.ts";
 
 /** The configuration and where it came from (`null`: the embedded default). */
@@ -22,8 +23,7 @@ export function defaultConfig(): Config {
  */
 export async function loadConfig(home: string): Promise<LoadedConfig> {
   const p = platform();
-  const explicit = p.env("SVC_CONFIG");
-  const path = explicit || joinPath(home, "config.json");
+  const { path, explicit } = configFile(home);
   let text: string;
   try {
     text = await p.readTextFile(path);

@@ -2,24 +2,8 @@
  * Where svc keeps its data (`SVC_HOME`, by default `~/.svc`) and its configuration file.
  * @module
  */
-import { SvcError } from "../errors/mod.ts";
-import { joinPath, platform } from "../platform/mod.ts";
 
-/** The data directory: `SVC_HOME`, else `~/.svc`. */
-export function svcHome(): string {
-  const p = platform();
-  const explicit = p.env("SVC_HOME");
-  if (explicit) return explicit;
-  const home = p.homeDir();
-  if (!home) {
-    throw new SvcError(
-      "invalid_argument",
-      "Cannot locate the data directory: set SVC_HOME or HOME",
-    );
-  }
-  return joinPath(home, ".svc");
-}
-
+export { configFile, svcHome } from "../host_env/mod.ts";
 export { defaultConfig, loadConfig, type LoadedConfig } from "./load.ts";
 export {
   type A2aProviderConfig,

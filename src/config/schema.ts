@@ -67,6 +67,7 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
     type: z.literal("fake"),
     ...common,
     latency_ms: z.number().nonnegative().optional(),
+    jitter_ms: z.number().nonnegative().optional(),
     cost_usd: z.number().nonnegative().optional(),
   }),
   z.strictObject({ type: z.literal("claude"), ...harness }),
@@ -152,6 +153,8 @@ export interface FakeProviderConfig extends ProviderSettings {
   type: "fake";
   /** How long each call takes, in milliseconds. */
   latency_ms?: number;
+  /** Up to this many milliseconds more per call, at random: calls finish in varying order. */
+  jitter_ms?: number;
   /** The cost each call reports, in USD. */
   cost_usd?: number;
 }

@@ -173,6 +173,8 @@ export interface Dispatcher {
 export interface DispatcherOptions {
   /** Latency of the fake provider; defaults to `SVC_FAKE_LATENCY_MS` or 0. */
   fakeLatencyMs?: number;
+  /** Random extra latency of the fake provider, up to this; defaults to `SVC_FAKE_JITTER_MS` or 0. */
+  fakeJitterMs?: number;
   /** Cost in USD of every fake call; 0 unless configured. */
   fakeCostUsd?: number;
   /** Providers beside `fake`, which is always registered. */
@@ -211,14 +213,14 @@ function callersFault(error: unknown): boolean {
     (error.code === "invalid_request" || error.code === "invalid_argument");
 }
 
-function latencyFromEnv(): number {
-  const raw = platform().env("SVC_FAKE_LATENCY_MS");
+function millisecondsFromEnv(name: string): number {
+  const raw = platform().env(name);
   if (raw === undefined || raw === "") return 0;
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0) {
     throw new SvcError(
       "invalid_argument",
-      `Cannot read SVC_FAKE_LATENCY_MS: expected a non-negative number of milliseconds, got '${raw}'`,
+      `Cannot read ${name}: expected a non-negative number of milliseconds, got '${raw}'`,
     );
   }
   return value;
@@ -233,7 +235,10 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
   const config = options.config ?? defaultConfig();
   const fakeSettings = config.providers.fake?.type === "fake" ? config.providers.fake : undefined;
   const fake = createFakeProvider({
-    latencyMs: options.fakeLatencyMs ?? fakeSettings?.latency_ms ?? latencyFromEnv(),
+    latencyMs: options.fakeLatencyMs ?? fakeSettings?.latency_ms ??
+      millisecondsFromEnv("SVC_FAKE_LATENCY_MS"),
+    jitterMs: options.fakeJitterMs ?? fakeSettings?.jitter_ms ??
+      millisecondsFromEnv("SVC_FAKE_JITTER_MS"),
     costUsd: options.fakeCostUsd ?? fakeSettings?.cost_usd,
   });
   const registry = new Map<string, Provider>([["fake", fake]]);

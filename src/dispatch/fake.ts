@@ -11,6 +11,11 @@ function tokens(text: string): number {
 export interface FakeProviderOptions {
   /** Delay of every call in milliseconds, so that concurrency can be observed. */
   latencyMs?: number;
+  /**
+   * Up to this many milliseconds more per call, drawn at random for each, so that calls of a
+   * fan-out finish in a different order on every run (resume must not depend on that order).
+   */
+  jitterMs?: number;
   /** Cost per call in USD; 0 unless configured. */
   costUsd?: number;
 }
@@ -21,6 +26,7 @@ export interface FakeProviderOptions {
  */
 export function createFakeProvider(options: FakeProviderOptions = {}): Provider {
   const latencyMs = options.latencyMs ?? 0;
+  const jitterMs = options.jitterMs ?? 0;
   const costUsd = options.costUsd ?? 0;
   return {
     name: "fake",
@@ -29,7 +35,8 @@ export function createFakeProvider(options: FakeProviderOptions = {}): Provider 
     modelAliases: NATIVE_CLAUDE_ALIASES,
     probe: () => Promise.resolve({ available: true, reason: "always registered" }),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
-      await abortableSleep(latencyMs, request.signal);
+      const extra = jitterMs > 0 ? Math.random() * jitterMs : 0;
+      await abortableSleep(latencyMs + extra, request.signal);
       request.signal.throwIfAborted();
       const schema = request.options.schema;
       const output = schema !== undefined

@@ -23,7 +23,7 @@ import { type AgentReply, ScriptCallError } from "./guest_session.ts";
 import { callWorkdir } from "./call_workdir.ts";
 import { awaitCallApproval, type CallApprovalDeps } from "./call_approval.ts";
 import { denialText } from "../approvals/mod.ts";
-import { callHash } from "./journal.ts";
+import { callHash, parsePosition, positionKey } from "./journal.ts";
 import { clip, now, type RunContext } from "./run_context.ts";
 
 /** What the call pipeline needs besides the run. */
@@ -46,7 +46,7 @@ type Refusal = "agent_limit" | "budget" | "unpriced";
 /** What the ordered step decided for one call. */
 type Decision =
   | { kind: "refused"; refusal: "agent_limit" | "budget"; seq: number; reason: string }
-  | { kind: "replay"; seq: number; hash: string; entry: JournalEntry }
+  | { kind: "replay"; seq: number; hash: string; entry: JournalEntry; from: string }
   | { kind: "live"; seq: number; hash: string; schema: CompiledSchema | undefined };
 
 /** ` (label, phase P)`: how a failure's narration names the call, from its own options. */
@@ -62,14 +62,42 @@ function budgetData(budget: BudgetGate): Record<string, JsonValue> {
   return JSON.parse(JSON.stringify(budget.figures()));
 }
 
+/** Where the guest placed a call, and whether it found the call among those it may replay. */
+interface Placement {
+  position: number[] | undefined;
+  replay: boolean;
+}
+
+/**
+ * Splits the guest's request into the script's call and the guest's placement of it. A
+ * malformed placement is the guest's fault, not the script's: the call runs live, unplaced.
+ */
+function placementOf(ctx: RunContext, params: unknown): { call: unknown; placement: Placement } {
+  if (params === null || typeof params !== "object" || Array.isArray(params)) {
+    return { call: params, placement: { position: undefined, replay: false } };
+  }
+  const { position: raw, replay, ...call } = params as Record<string, unknown>;
+  const position = raw === undefined ? undefined : parsePosition(raw);
+  if (raw !== undefined && position === undefined) {
+    ctx.security("malformed_frame", "agent request with a malformed position");
+  }
+  return { call, placement: { position, replay: replay === true && position !== undefined } };
+}
+
 /**
  * The call's place in line: agent limit, schema, sequence number and replay, decided one call
- * at a time in arrival order, so that sequence numbers are call-start order and replay matching
- * sees the calls as the script made them. A call refused for the agent limit, or one the
- * budget is certain to refuse, costs nothing: no schema is compiled (nor checked: it returns
- * null like any refused call), no hash taken, no place in the queue.
+ * at a time in arrival order, so that sequence numbers are call-start order. The guest has
+ * decided whether the call replays (by its logical position); the host replays it only when
+ * the candidate at that position has the call's hash. A call refused for the agent limit, or
+ * one the budget is certain to refuse, costs nothing: no schema is compiled (nor checked: it
+ * returns null like any refused call), no hash taken, no place in the queue.
  */
-function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<Decision> {
+function decide(
+  ctx: RunContext,
+  deps: AgentCallDeps,
+  call: AgentCall,
+  placement: Placement,
+): Promise<Decision> {
   return ctx.inOrder(async (): Promise<Decision> => {
     const { options } = call;
     const refuse = (refusal: "agent_limit" | "budget", reason: string): Decision => {
@@ -79,8 +107,8 @@ function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<
     if (ctx.callCount >= deps.maxAgents) {
       return refuse("agent_limit", `over the limit of ${deps.maxAgents} agent() calls per run`);
     }
-    // While calls still replay, the next one may replay too: replayed calls cost nothing.
-    if (!ctx.replay?.active) {
+    // A call the guest would replay costs nothing, unless its candidate turns out to differ.
+    if (!placement.replay) {
       const reason = ctx.budget.certainRefusal(ctx.budget.estimateOf(options));
       if (reason !== undefined) return refuse("budget", reason);
     }
@@ -97,9 +125,58 @@ function decide(ctx: RunContext, deps: AgentCallDeps, call: AgentCall): Promise<
     const seq = ctx.nextCallSeq();
     ctx.status.calls.total++;
     const hash = await callHash(call.prompt, options);
-    const entry = ctx.replay?.match(seq, hash);
-    return entry ? { kind: "replay", seq, hash, entry } : { kind: "live", seq, hash, schema };
+    const candidate = placement.replay && placement.position
+      ? ctx.replay?.take(positionKey(placement.position), hash)
+      : undefined;
+    return candidate
+      ? { kind: "replay", seq, hash, entry: candidate.entry, from: candidate.from }
+      : { kind: "live", seq, hash, schema };
   });
+}
+
+/**
+ * Records a call the guest answered itself from the values offered at start (a `replayed`
+ * notification): journaled and counted like a replay the host answers, without the script
+ * waiting for the entry, since the value is durable in the source's journal
+ * (a resume after a crash finds it there). A position that was not offered, or
+ * was already replayed, is a security event and records nothing.
+ */
+export function recordReplayedCall(ctx: RunContext, params: unknown): void {
+  const raw = params !== null && typeof params === "object"
+    ? (params as Record<string, unknown>).position
+    : undefined;
+  const position = parsePosition(raw);
+  const candidate = position ? ctx.replay?.take(positionKey(position)) : undefined;
+  if (!position || !candidate) {
+    ctx.security("malformed_frame", "replayed frame for a call that was not offered");
+    return;
+  }
+  const { entry } = candidate;
+  const at = now();
+  const seq = ctx.nextCallSeq();
+  const { calls } = ctx.status;
+  calls.total++;
+  calls.replayed++;
+  if (entry.result !== undefined) ctx.countResult(entry.result);
+  ctx.journal({
+    seq,
+    position,
+    hash: entry.hash,
+    label: entry.label,
+    ...(entry.phase !== undefined ? { phase: entry.phase } : {}),
+    started_at: at,
+    ended_at: at,
+    duration_ms: 0,
+    outcome: "replayed",
+    result: entry.result,
+    provider: entry.provider,
+    model: entry.model,
+    usage: { input_tokens: 0, output_tokens: 0 },
+    cost_usd: 0,
+    attempts: 0,
+    replayed_from: candidate.from,
+  });
+  ctx.callsChanged();
 }
 
 /** The call's agent type; an unknown or unreadable one is a script error that `agent()` throws. */
@@ -128,17 +205,19 @@ export async function handleAgentCall(
   params: unknown,
   signal: AbortSignal,
 ): Promise<AgentReply> {
-  const parsed = parseAgentCall(params);
+  const { call: raw, placement } = placementOf(ctx, params);
+  const parsed = parseAgentCall(raw);
   if (!parsed.ok) throw new ScriptCallError("TypeError", parsed.message);
   const call = parsed.call;
   const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir);
   const agent = await agentType(deps, call.options.agentType);
-  const decision = await decide(ctx, deps, call);
+  const decision = await decide(ctx, deps, call, placement);
   const { calls } = ctx.status;
   const startedAt = now();
   const t0 = performance.now();
   const base = (hash: string) => ({
     seq: decision.seq,
+    ...(placement.position ? { position: placement.position } : {}),
     hash,
     label: call.options.label ?? null,
     ...(call.options.phase !== undefined ? { phase: call.options.phase } : {}),
@@ -226,7 +305,7 @@ export async function handleAgentCall(
       usage: { input_tokens: 0, output_tokens: 0 },
       cost_usd: 0,
       attempts: 0,
-      replayed_from: entry.replayed_from ?? ctx.replay?.runId,
+      replayed_from: decision.from,
     });
     ctx.callsChanged();
     // Written ahead of the reply: whatever the script has seen is in the journal.

@@ -1,6 +1,6 @@
 /** Methods a guest may call. Anything else is a security event. */
 const REQUESTS = new Set(["agent", "workflow"]);
-const NOTIFICATIONS = new Set(["phase", "log", "item_error", "done"]);
+const NOTIFICATIONS = new Set(["phase", "log", "item_error", "replayed", "done"]);
 
 /** A frame from the guest that carried the right nonce. */
 export type GuestMessage =

@@ -3,6 +3,7 @@ import type { GuestSandbox } from "../ledger/mod.ts";
 import type { ExitStatus } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { classifyLine, type GuestMessage, type SecurityEventKind } from "./frames.ts";
+import type { OfferedCall } from "./journal.ts";
 import { readLines } from "../streams/mod.ts";
 
 /** An error the guest reported for the script: name, message and the raw stack. */
@@ -61,6 +62,8 @@ export interface GuestHandlers {
   workflow(params: unknown): Promise<WorkflowReply>;
   phase(title: string): void;
   log(message: string): void;
+  /** The guest answered a call itself from the values offered at start (`replay`). */
+  replayed?(params: unknown): void;
   /** An item of `parallel()` or `pipeline()` threw: its result is null. */
   itemError(report: ItemError): void;
   /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
@@ -89,6 +92,15 @@ export interface GuestSessionOptions {
   cpuSeconds?: number;
   frameLimit?: number;
   maxItems?: number;
+  /** Calls the guest may replay, by position, with the values it may answer them with. */
+  replay?: OfferedCall[];
+  /** `agent()` calls the run may make: past it, the guest replays nothing itself. */
+  maxAgents?: number;
+  /**
+   * Where the guest's teardown (its scratch space removed) goes when the caller does not wait
+   * for it; the caller awaits what is left there before it closes. Without, the session waits.
+   */
+  teardowns?: Set<Promise<void>>;
   /** Source of the nonce; tests pass a known one to look for leaks. */
   nonce?: () => string;
 }
@@ -238,6 +250,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
     if (message.kind === "notification") {
       if (message.method === "phase") handlers.phase(stringParam(message.params, "title"));
       else if (message.method === "log") handlers.log(stringParam(message.params, "message"));
+      else if (message.method === "replayed") handlers.replayed?.(message.params);
       else if (message.method === "item_error") {
         const report = parseItemError(message.params, maxItems);
         if (report) handlers.itemError(report);
@@ -317,14 +330,22 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
         budget: options.budget,
         frameLimit,
         maxItems,
+        replay: options.replay ?? [],
+        maxAgents: options.maxAgents ?? Number.MAX_SAFE_INTEGER,
       },
     });
     return await finished;
   } finally {
     signal.removeEventListener("abort", onAbort);
     calls.abort(new Error("the script finished"));
-    await handle.dispose();
+    // The kill is at once; removing the scratch space need not hold up the run's end.
+    const disposal = handle.dispose();
+    await child.status;
     await writer.close().catch(() => {});
     await Promise.all([stdoutPump, stderrPump]);
+    if (options.teardowns) {
+      options.teardowns.add(disposal);
+      disposal.finally(() => options.teardowns?.delete(disposal)).catch(() => {});
+    } else await disposal;
   }
 }

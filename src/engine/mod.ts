@@ -19,7 +19,15 @@ export type {
   WorkflowReply,
 } from "./guest_session.ts";
 export { BudgetGate } from "./budget.ts";
-export { callHash, canonicalJson } from "./journal.ts";
+export {
+  callHash,
+  canonicalJson,
+  entryPosition,
+  mergeReplay,
+  positionKey,
+  precedes,
+  type ReplayCandidate,
+} from "./journal.ts";
 export { Semaphore } from "../concurrency/mod.ts";
 export {
   type CallCounts,

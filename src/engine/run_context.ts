@@ -21,6 +21,7 @@ import {
 import type { JsonValue, WorkflowRunRequest } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
 import type { AgentReply, ItemError } from "./guest_session.ts";
+import { GroupCommit } from "./group_commit.ts";
 import type { ReplaySource } from "./journal.ts";
 import { boundCondition, boundEntry, boundScriptError, RECORD_LIMITS } from "./record_bounds.ts";
 import { scriptRunError } from "./script_error.ts";
@@ -101,9 +102,7 @@ export class RunContext {
   #countsAt = -Infinity;
   /** Calls pass this chain one at a time, in arrival order. */
   #order: Promise<unknown> = Promise.resolve();
-  #pending: LedgerOp[] = [];
-  #flushing = false;
-  #writes: Promise<void> = Promise.resolve();
+  readonly #commits: GroupCommit<LedgerOp>;
   #writeError: unknown;
 
   constructor(status: RunStatus, request: WorkflowRunRequest, options: RunContextOptions) {
@@ -115,6 +114,19 @@ export class RunContext {
     this.budget = options.budget;
     this.replay = options.replay;
     this.done = Promise.resolve(status);
+    this.#commits = new GroupCommit(async (ops) => {
+      // One copy of the status per commit, taken now: its counters are exactly those of the
+      // entries committed so far, this batch's included (a copy per entry cost a clone each).
+      let snapshot: RunStatus | undefined;
+      for (const op of ops) {
+        if (op.kind === "journal") op.status = snapshot ??= recordOf(this.status);
+      }
+      try {
+        await this.#ledger.write(this.runId, this.#numberEvents(ops));
+      } catch (error) {
+        this.#writeError ??= error;
+      }
+    });
   }
 
   get runId(): string {
@@ -128,7 +140,7 @@ export class RunContext {
 
   /** Settles when every write queued so far is committed. */
   get writes(): Promise<void> {
-    return this.#writes;
+    return this.#commits.idle();
   }
 
   /** Adds an event to the run's feed (numbered when it is written). */
@@ -174,27 +186,12 @@ export class RunContext {
   }
 
   /**
-   * Queues a ledger write. A burst of writes (a wave of calls finishing) commits as one batch.
-   * Resolves once the write is committed (or has failed, which `writeError` reports).
+   * Queues a ledger write. It commits at once when no commit is in flight; writes that arrive
+   * during one share the next (a wave of calls finishing costs one commit). Resolves once the
+   * commit holding this write is done (or has failed, which `writeError` reports).
    */
   persist(op: LedgerOp): Promise<void> {
-    this.#pending.push(op);
-    if (this.#flushing) return this.#writes;
-    this.#flushing = true;
-    this.#writes = this.#writes.then(async () => {
-      // Let the rest of the burst join this batch.
-      await new Promise((resolve) => setTimeout(resolve, 0));
-      while (this.#pending.length > 0) {
-        const ops = this.#numberEvents(this.#pending.splice(0));
-        try {
-          await this.#ledger.write(this.runId, ops);
-        } catch (error) {
-          this.#writeError ??= error;
-        }
-      }
-      this.#flushing = false;
-    });
-    return this.#writes;
+    return this.#commits.add(op);
   }
 
   #saveWithEvent(event: RunEvent): void {
@@ -333,6 +330,15 @@ export class RunContext {
     return undefined;
   }
 
+  /**
+   * Counts a replayed result the guest already answered with against the run's allowance,
+   * without refusing it: the value is the source run's, which its own limits bounded.
+   */
+  countResult(value: JsonValue): void {
+    const bytes = encoder.encode(JSON.stringify(value)).length;
+    this.#recorded[bytes <= INLINE_LIMIT ? "journal" : "blobs"] += bytes;
+  }
+
   /** Bytes recorded so far and the limits, for a condition's data. */
   recordedFigures(): Record<string, JsonValue> {
     return {
@@ -436,7 +442,8 @@ export class RunContext {
       ? null
       : journal.usage.cost_usd + entry.cost_usd;
     this.status.budget = this.budget.figures();
-    const committed = this.persist({ kind: "journal", status: recordOf(this.status), entry });
+    // The status is copied when the batch holding the entry commits (see the constructor).
+    const committed = this.persist({ kind: "journal", status: this.status, entry });
     this.#emit({
       type: "call",
       run_id: this.runId,

@@ -6,7 +6,12 @@ import {
   SessionStore,
 } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
-import { defaultIsolationBackends, type IsolationBackends } from "../isolation/mod.ts";
+import {
+  defaultIsolationBackends,
+  type IsolationBackends,
+  type PrestartedBackend,
+  prestartedBackend,
+} from "../isolation/mod.ts";
 import { withDefaults } from "../options/mod.ts";
 import {
   type Caller,
@@ -32,6 +37,7 @@ import {
 import { joinPath, platform } from "../platform/mod.ts";
 import {
   CONCURRENCY_LIMIT,
+  DEFAULT_RUN_TIMEOUT_S,
   describeIssue,
   type JsonValue,
   MAX_AGENTS_LIMIT,
@@ -41,7 +47,7 @@ import {
   WorkflowRunRequestSchema,
 } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
-import { handleAgentCall } from "./agent_call.ts";
+import { handleAgentCall, recordReplayedCall } from "./agent_call.ts";
 import { BudgetGate } from "./budget.ts";
 import {
   type GuestOutcome,
@@ -49,7 +55,7 @@ import {
   ScriptCallError,
   type WorkflowReply,
 } from "./guest_session.ts";
-import { ReplaySource } from "./journal.ts";
+import { mergeReplay, type ReplayCandidate, ReplaySource } from "./journal.ts";
 import { now, RunContext } from "./run_context.ts";
 import { checkScript } from "./script_check.ts";
 import { boundError, boundMeta } from "./record_bounds.ts";
@@ -106,6 +112,12 @@ export interface RunManagerOptions {
    * waiting for approval for its decision, in ms. Default 250.
    */
   cancelPollMs?: number;
+  /**
+   * Keep one `unsafe-local` guest started ahead of the next run, so that a run in a long-lived
+   * host (dashboard, daemon) pays no process boot before its first call. Each run still gets a
+   * fresh process. Default false: a one-shot command would start a guest it never uses.
+   */
+  prestartGuest?: boolean;
 }
 
 /** A checked run request with the run's first status, ready to record and launch. */
@@ -131,6 +143,15 @@ export interface RunEventsOptions {
   follow?: boolean;
 }
 
+/** The guests' `--seed`: the same in every run, so that the runtime's own randomness replays. */
+const GUEST_SEED = 1;
+/** CPU seconds a guest gets past its run's timeout, so that the host's own timeout wins. */
+const GUEST_CPU_GRACE_S = 5;
+/** Runs back along `resumed_from` whose journals a resume still consults. */
+const REPLAY_CHAIN_DEPTH = 8;
+/** Values the guest gets at start to answer replayed calls itself; larger ones it asks for. */
+const REPLAY_OFFER = { totalBytes: 32 * 1024 * 1024, valueBytes: 1024 * 1024 };
+
 /**
  * Starts workflow runs, keeps their state in the ledger, and tells subscribers what happens.
  * Every run is a guest process driven by {@linkcode runGuest}; every `agent()` call it makes
@@ -154,6 +175,10 @@ export class RunManager {
   readonly #ownsHost: boolean;
   #cancelPoll: ReturnType<typeof setInterval> | undefined;
   #recovered: string[] = [];
+  /** Guests' teardowns still under way: close() waits for them. */
+  readonly #teardowns = new Set<Promise<void>>();
+  /** The `unsafe-local` backend, starting guests ahead of need. */
+  readonly #prestarted: PrestartedBackend;
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
@@ -170,6 +195,7 @@ export class RunManager {
         maxJournalBytes: 16 * 1024 * 1024,
         maxBlobBytes: 64 * 1024 * 1024,
         cancelPollMs: 250,
+        prestartGuest: false as boolean,
         projectDir: platform().cwd(),
         userHome: platform().homeDir(),
       }, options),
@@ -177,6 +203,11 @@ export class RunManager {
     };
     this.#ownsHost = options.host === undefined;
     this.#host = options.host ?? new HostLease(options.ledger);
+    const { isolation } = this.#options;
+    this.#prestarted = prestartedBackend(isolation["unsafe-local"], {
+      refill: this.#options.prestartGuest,
+    });
+    this.#options.isolation = { ...isolation, "unsafe-local": this.#prestarted };
   }
 
   /**
@@ -188,6 +219,7 @@ export class RunManager {
     const manager = new RunManager(options);
     await manager.recover();
     await sweepScratch(manager.#scratchRoot);
+    if (manager.#options.prestartGuest) manager.#primeGuest(DEFAULT_RUN_TIMEOUT_S);
     return manager;
   }
 
@@ -206,6 +238,19 @@ export class RunManager {
     return this.#recovered;
   }
 
+  /**
+   * Starts an `unsafe-local` guest with the settings runGuest() will ask for under `timeout`,
+   * so that it boots while the host records the run (or waits for the next run).
+   */
+  #primeGuest(timeout: number): void {
+    this.#prestarted.prime({
+      scratchRoot: this.#scratchRoot,
+      heapMb: this.#options.heapMb,
+      seed: GUEST_SEED,
+      cpuSeconds: timeout + GUEST_CPU_GRACE_S,
+    });
+  }
+
   /** Where guests (and calls) make their scratch directories. */
   get #scratchRoot(): string {
     return joinPath(this.#ledger.home, "tmp");
@@ -221,6 +266,7 @@ export class RunManager {
    */
   async start(input: unknown, caller: Caller): Promise<RunStatus> {
     const prepared = await this.#prepare(input, caller);
+    if (prepared.request.isolation === "unsafe-local") this.#primeGuest(prepared.request.timeout);
     const release = await this.#host.hold();
     try {
       await this.#record(prepared, this.#host.ref);
@@ -472,7 +518,20 @@ export class RunManager {
       throw new SvcError("not_found", `Cannot resume from run '${runId}': no such run`);
     }
     refuseUnended(source);
-    return new ReplaySource(runId, await this.#ledger.getJournal(runId));
+    return new ReplaySource(runId, await this.#replayChain(source, 0));
+  }
+
+  /**
+   * What a resume of `status`'s run may replay: its journal, over what its own source offered
+   * it (a run killed mid-replay may not have recorded every call it replayed).
+   */
+  async #replayChain(status: RunStatus, depth: number): Promise<ReplayCandidate[]> {
+    const entries = await this.#ledger.getJournal(status.run_id);
+    const from = status.resumed_from;
+    const older = from && depth < REPLAY_CHAIN_DEPTH
+      ? await this.#ledger.getRun(from).then((s) => s ? this.#replayChain(s, depth + 1) : [])
+      : [];
+    return mergeReplay(status.run_id, entries, older);
   }
 
   /**
@@ -608,6 +667,8 @@ export class RunManager {
     }
     await Promise.all([...this.#runs.values()].map((run) => run.done.catch(() => {})));
     this.#stopCancelPoll();
+    await this.#prestarted[Symbol.asyncDispose]();
+    await Promise.all(this.#teardowns);
     if (this.#ownsHost) await this.#host.close();
   }
 
@@ -676,11 +737,17 @@ export class RunManager {
         budget: { total: status.budget.total, unit: status.budget.unit },
         heapMb: this.#options.heapMb,
         // A little past the wall-clock timeout, so that the host's own timeout normally wins.
-        cpuSeconds: request.timeout + 5,
+        seed: GUEST_SEED,
+        cpuSeconds: request.timeout + GUEST_CPU_GRACE_S,
         frameLimit: this.#options.frameLimit,
         nonce: this.#options.nonce,
         signal: controller.signal,
+        teardowns: this.#teardowns,
+        ...(run.replay
+          ? { replay: run.replay.offer(REPLAY_OFFER), maxAgents: status.limits.max_agents }
+          : {}),
         handlers: {
+          replayed: (params) => recordReplayedCall(run, params),
           agent: (params, signal) => {
             const reply = handleAgentCall(
               run,

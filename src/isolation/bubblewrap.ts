@@ -16,7 +16,7 @@
  * init stays PID 1 and passes the guest's death on: exit status 128 + the signal.
  * @module
  */
-import { type ExitStatus, platform } from "../platform/mod.ts";
+import { type ExitStatus, joinPath, platform } from "../platform/mod.ts";
 
 /** Where the Deno binary appears inside the sandbox. */
 const SANDBOX_DENO = "/usr/bin/deno";
@@ -121,23 +121,146 @@ export type BubblewrapProbe = { ok: true; sandbox: Bubblewrap } | { ok: false; r
 
 const probes = new Map<string, Promise<BubblewrapProbe>>();
 
+/** Options of {@linkcode findBubblewrap}. */
+export interface FindBubblewrapOptions {
+  /**
+   * svc's data directory: a verdict that bubblewrap works is kept in `cache/bubblewrap.json`
+   * under it, so that the next process skips the probe (`ldd` and a confined `deno --version`).
+   */
+  dataDir?: string;
+}
+
+/** Where the verdict is kept under the data directory. */
+const CACHE_FILE = ["cache", "bubblewrap.json"];
+/** Most libraries a cached verdict may name (Deno links about ten). */
+const MAX_CACHED_LIBRARIES = 64;
+const BOOT_ID = "/proc/sys/kernel/random/boot_id";
 /**
- * Looks for bubblewrap and checks once per process (per Deno binary) that it can confine a
- * guest here: `bwrap` on PATH, the libraries of `deno` (from `ldd`), and a confined
- * `deno --version` that succeeds (a container may forbid the namespaces bwrap needs).
+ * Age past which a verdict is probed again when the boot id cannot be read (Deno grants /proc
+ * only to --allow-all, which the launched host never has): a reboot that changed the kernel is
+ * then noticed within this time, in ms.
  */
-export function findBubblewrap(deno: string): Promise<BubblewrapProbe> {
-  const bwrap = platform().which("bwrap");
-  if (!bwrap) {
-    return Promise.resolve({ ok: false, reason: "bubblewrap (bwrap) is not installed" });
+const UNBOOTED_MAX_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * What a verdict holds for: the bwrap and deno binaries as they are now (path, size, mtime) and
+ * this boot of the kernel (empty when unreadable); null when a binary cannot be examined (then
+ * nothing is cached).
+ */
+async function identify(bwrap: string, deno: string): Promise<string | null> {
+  const p = platform();
+  try {
+    const real = await p.realPath(deno);
+    const [bwrapInfo, denoInfo, bootId] = await Promise.all([
+      p.stat(bwrap),
+      p.stat(real),
+      p.readTextFile(BOOT_ID).catch(() => ""),
+    ]);
+    return JSON.stringify([
+      bwrap,
+      bwrapInfo.size,
+      bwrapInfo.mtimeMs,
+      real,
+      denoInfo.size,
+      denoInfo.mtimeMs,
+      bootId.trim(),
+    ]);
+  } catch {
+    return null;
   }
-  const key = `${bwrap}\0${deno}`;
+}
+
+/** Size and mtime of each library, as a cached verdict records them. */
+async function stampsOf(libraries: readonly string[]): Promise<string> {
+  const p = platform();
+  const infos = await Promise.all(libraries.map((path) => p.stat(path)));
+  return JSON.stringify(infos.map((info) => [info.size, info.mtimeMs]));
+}
+
+/**
+ * A verdict cached for exactly `identity`, whose libraries are all still as they were; else
+ * undefined. The file is svc's own (the host alone writes the data directory), but it is
+ * checked as if it were not: absolute, plain paths only, a bounded number of them.
+ */
+async function cachedVerdict(
+  file: string,
+  identity: string,
+  bwrap: string,
+): Promise<BubblewrapProbe | undefined> {
+  try {
+    const raw: unknown = JSON.parse(await platform().readTextFile(file));
+    if (typeof raw !== "object" || raw === null) return undefined;
+    const { key, deno, libraries, stamps, at } = raw as Record<string, unknown>;
+    if (key !== identity || typeof deno !== "string" || !deno.startsWith("/")) return undefined;
+    const bootless = (JSON.parse(identity) as unknown[]).at(-1) === "";
+    if (bootless && !(typeof at === "number" && Math.abs(Date.now() - at) < UNBOOTED_MAX_AGE_MS)) {
+      return undefined;
+    }
+    if (!Array.isArray(libraries) || libraries.length > MAX_CACHED_LIBRARIES) return undefined;
+    const paths = libraries.filter((path): path is string =>
+      typeof path === "string" && /^\/[^\0]{1,4095}$/.test(path) && !path.split("/").includes("..")
+    );
+    if (paths.length !== libraries.length) return undefined;
+    if (stamps !== await stampsOf(paths)) return undefined;
+    return { ok: true, sandbox: { bwrap, deno, libraries: paths } };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps a working verdict for the next process; best effort (a failed write only costs a probe). */
+async function cacheVerdict(file: string, identity: string, sandbox: Bubblewrap): Promise<void> {
+  const p = platform();
+  try {
+    await p.mkdir(file.slice(0, file.lastIndexOf("/")));
+    const text = JSON.stringify({
+      key: identity,
+      at: Date.now(),
+      deno: sandbox.deno,
+      libraries: sandbox.libraries,
+      stamps: await stampsOf(sandbox.libraries),
+    });
+    // Written whole, then renamed: a concurrent reader sees the old verdict or the new one.
+    const temp = `${file}.${crypto.randomUUID()}.tmp`;
+    await p.writeTextFile(temp, text);
+    await p.rename(temp, file);
+  } catch {
+    // The next process probes again.
+  }
+}
+
+/**
+ * Looks for bubblewrap and checks once per process (per Deno binary, and per state of the two
+ * binaries) that it can confine a guest here: `bwrap` on PATH, the libraries of `deno` (from
+ * `ldd`), and a confined `deno --version` that succeeds (a container may forbid the namespaces
+ * bwrap needs). With `dataDir`, a working verdict is kept on disk for later processes, keyed by
+ * the paths, sizes and mtimes of bwrap and deno and by the kernel's boot id (where it cannot be
+ * read, as in the launched host, a verdict lasts an hour), and dropped when a library it binds
+ * changed. Only a working verdict is kept: a failed probe (perhaps a passing
+ * failure) never makes later processes run unconfined; a stale working one can only make a guest
+ * fail to start.
+ */
+export async function findBubblewrap(
+  deno: string,
+  options: FindBubblewrapOptions = {},
+): Promise<BubblewrapProbe> {
+  const bwrap = platform().which("bwrap");
+  if (!bwrap) return { ok: false, reason: "bubblewrap (bwrap) is not installed" };
+  const identity = await identify(bwrap, deno);
+  const file = options.dataDir && identity ? joinPath(options.dataDir, ...CACHE_FILE) : undefined;
+  const key = JSON.stringify([bwrap, deno, identity, file ?? null]);
   let probe = probes.get(key);
   if (!probe) {
-    probe = probeBubblewrap(bwrap, deno);
+    probe = (async () => {
+      const cached = file && identity ? await cachedVerdict(file, identity, bwrap) : undefined;
+      if (cached) return cached;
+      const found = await probeBubblewrap(bwrap, deno);
+      if (found.ok && file && identity) await cacheVerdict(file, identity, found.sandbox);
+      return found;
+    })();
     probes.set(key, probe);
   }
-  return probe;
+  return await probe;
 }
 
 async function probeBubblewrap(bwrap: string, deno: string): Promise<BubblewrapProbe> {

@@ -56,7 +56,7 @@ export async function confine(guest: GuestCommand, mode: SandboxMode): Promise<C
   if (mode === "off") return plain(guest, "SVC_WORKFLOW_SANDBOX=off");
   const p = platform();
   if (p.os === "linux") {
-    const probe = await findBubblewrap(guest.deno);
+    const probe = await findBubblewrap(guest.deno, { dataDir: guest.dataDir });
     if (!probe.ok) {
       if (mode === "on") {
         throw unavailable(probe.reason, "install bubblewrap (apt-get install bubblewrap)");

@@ -1,8 +1,18 @@
-import { SvcError } from "../errors/mod.ts";
 import { platform } from "../platform/mod.ts";
+import {
+  type MicrovmBackendName,
+  microvmBackendName,
+  microvmUnavailable,
+  shown,
+} from "../host_env/mod.ts";
 
-/** The microVM backends: `backend_a` is Lima (a resident VM), `backend_b` krunvm (one VM per run). */
-export type MicrovmBackendName = "backend_a" | "backend_b";
+export {
+  MICROVM_ENV_VARS,
+  MICROVM_TOOLS,
+  type MicrovmBackendName,
+  microvmBackendName,
+  microvmUnavailable,
+} from "../host_env/mod.ts";
 
 /** Settings of the `microvm` tier, from the `SVC_WORKFLOW_MICROVM_*` environment variables. */
 export interface MicrovmSettings {
@@ -23,38 +33,8 @@ export interface MicrovmSettings {
   krunvmMemMb: number;
 }
 
-/** The environment variables of the `microvm` tier, which the host is granted. */
-export const MICROVM_ENV_VARS: readonly string[] = [
-  "SVC_WORKFLOW_MICROVM_BACKEND",
-  "SVC_WORKFLOW_MICROVM_GUEST_DENO",
-  "SVC_WORKFLOW_MICROVM_MAX_CONCURRENT",
-  "SVC_WORKFLOW_MICROVM_LIMA_INSTANCE",
-  "SVC_WORKFLOW_MICROVM_KRUNVM_IMAGE",
-  "SVC_WORKFLOW_MICROVM_KRUNVM_MEM_MB",
-];
-
 /** The official Deno image at the version the specification names. */
 export const DEFAULT_KRUNVM_IMAGE = "docker.io/denoland/deno:2.9.1";
-
-/** The executable each backend drives on the host. */
-export const MICROVM_TOOLS: Record<MicrovmBackendName, string> = {
-  backend_a: "limactl",
-  backend_b: "krunvm",
-};
-
-/** The error of an unavailable microVM backend: names what is missing, says nothing ran. */
-export function microvmUnavailable(reason: string): SvcError {
-  return new SvcError(
-    "isolation_unavailable",
-    `Cannot start the run in microvm isolation: ${reason}; the script was not run ` +
-      "(svc never falls back to local execution)",
-  );
-}
-
-/** An operator's value as an error may show it: clipped, printable ASCII only. */
-function shown(raw: string, max: number): string {
-  return raw.slice(0, max).replace(/[^\x20-\x7e]/g, "?");
-}
 
 function integer(name: string, fallback: number, range: [number, number]): number {
   const raw = platform().env(name);
@@ -75,18 +55,6 @@ function text(name: string, fallback: string, pattern: RegExp, what: string): st
     throw microvmUnavailable(`${name} must be ${what}, not '${shown(raw, 80)}'`);
   }
   return raw;
-}
-
-/** The backend `SVC_WORKFLOW_MICROVM_BACKEND` selects; an unknown value is refused, never guessed. */
-export function microvmBackendName(): MicrovmBackendName {
-  const raw = platform().env("SVC_WORKFLOW_MICROVM_BACKEND");
-  if (raw === undefined || raw === "" || raw === "backend_a") return "backend_a";
-  if (raw === "backend_b") return "backend_b";
-  throw microvmUnavailable(
-    `SVC_WORKFLOW_MICROVM_BACKEND is '${
-      shown(raw, 40)
-    }', which is no backend: use backend_a (Lima) or backend_b (krunvm)`,
-  );
 }
 
 /**

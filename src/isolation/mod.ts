@@ -9,7 +9,12 @@ import { createUnsafeLocalBackend } from "./unsafe_local.ts";
 
 export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 export { bubblewrapArgv, findBubblewrap, guestExit, lddPaths } from "./bubblewrap.ts";
-export type { Bubblewrap, BubblewrapCommand, BubblewrapProbe } from "./bubblewrap.ts";
+export type {
+  Bubblewrap,
+  BubblewrapCommand,
+  BubblewrapProbe,
+  FindBubblewrapOptions,
+} from "./bubblewrap.ts";
 export { confine, type ConfinedCommand, type GuestCommand } from "./confine.ts";
 export {
   macosDenyProfile,
@@ -18,6 +23,7 @@ export {
 } from "./macos_profile.ts";
 export { type GuestSandbox, parseSandboxMode, type SandboxMode } from "./sandbox_mode.ts";
 export { createMicrovmBackend } from "./microvm.ts";
+export { type PrestartedBackend, prestartedBackend, type PrestartOptions } from "./prestart.ts";
 export type { MicrovmOptions } from "./microvm.ts";
 export {
   DEFAULT_KRUNVM_IMAGE,

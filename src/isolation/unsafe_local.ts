@@ -142,9 +142,11 @@ async function spawnGuest(
   const importMap = joinPath(scratch, "import_map.json");
   let main: string;
   try {
-    await p.writeTextFile(denoDir, "");
-    await p.writeTextFile(importMap, guestImportMap());
-    main = await runnableBootstrap(bootstrap, scratch);
+    [main] = await Promise.all([
+      runnableBootstrap(bootstrap, scratch),
+      p.writeTextFile(denoDir, ""),
+      p.writeTextFile(importMap, guestImportMap()),
+    ]);
   } catch (error) {
     await p.remove(scratch).catch(() => {});
     throw error;

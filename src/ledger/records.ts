@@ -331,6 +331,13 @@ export type CallOutcome = "live" | "replayed" | "failed" | "skipped";
 export interface JournalEntry {
   /** Position in call-start order, from 1. */
   seq: number;
+  /**
+   * The call's logical position in its script, which timing cannot change: steps of a branch
+   * at even depths, branches of a fan-out at odd ones (docs/SCRIPTS.md, "Resume"). Resume
+   * matches calls by it. Absent on entries from before positions, and for calls nested deeper
+   * than 32 fan-outs.
+   */
+  position?: number[];
   /** SHA-256 of the prompt and the canonicalised options: what resume matches on. */
   hash: string;
   /** The call's `label` option. */

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { wrapKv } from "./kv.ts";
 import { readBounded } from "./read_bounded.ts";
 import type {
@@ -11,6 +10,14 @@ import type {
   ServeOptions,
   SpawnOptions,
 } from "./types.ts";
+
+/**
+ * Node's crypto module, loaded at the first hash: a static `node:crypto` import would start
+ * Deno's Node layer (some 20 ms) in every process, the launcher's included, which hashes nothing.
+ */
+function nodeCrypto(): typeof import("node:crypto") {
+  return process.getBuiltinModule("node:crypto");
+}
 
 // Nothing here may touch `Deno` while the module loads: the npm package imports it under Node.
 const encoder = new TextEncoder();
@@ -281,7 +288,7 @@ export const denoPlatform: Platform = {
   args: () => [...Deno.args],
   readStdin: (maxBytes) => readBounded(Deno.stdin.readable, maxBytes),
   exit: (code) => Deno.exit(code),
-  sha256: (data) => new Uint8Array(createHash("sha256").update(data).digest()),
+  sha256: (data) => new Uint8Array(nodeCrypto().createHash("sha256").update(data).digest()),
   serve,
   missingGrant,
 };

@@ -26,6 +26,7 @@ export {
 } from "./json.ts";
 export {
   CONCURRENCY_LIMIT,
+  DEFAULT_RUN_TIMEOUT_S,
   IsolationSchema,
   type IsolationTier,
   MAX_AGENTS_LIMIT,

@@ -28,6 +28,8 @@ export const CONCURRENCY_LIMIT = 64;
 export const MAX_ARGS_BYTES = 1024 * 1024;
 
 /** Seconds a run may take: at most a week. */
+/** A run's timeout when its request names none, in seconds. */
+export const DEFAULT_RUN_TIMEOUT_S = 3600;
 const timeoutSchema = z.number().int("must be whole seconds").positive().max(7 * 24 * 3600);
 const budgetFields = {
   budget_tokens: z.number().int("must be a whole number of tokens").positive().optional(),
@@ -52,7 +54,7 @@ const workflowRunFields = {
     /^[^\x00-\x1f\x7f]*$/,
     "must be a path without control characters",
   ).optional(),
-  timeout: timeoutSchema.default(3600),
+  timeout: timeoutSchema.default(DEFAULT_RUN_TIMEOUT_S),
   fake_dispatch: z.boolean().default(false),
   ...budgetFields,
   resume_from: z.string().regex(/^run_[0-9a-z]+$/, "must be a run id like run_01abc").optional(),

@@ -1,0 +1,117 @@
+/**
+ * The launcher (`deno task svc`) computes the host's grants quickly: it loads no npm package,
+ * no dispatcher, engine or configuration schema (unless a configuration file exists), and lets
+ * the host skip Deno's npm install checks once `node_modules` is set up.
+ */
+import assert from "node:assert/strict";
+import { defaultConfig } from "../src/config/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { configuredGrants, grantsOf } from "../cli/permissions.ts";
+import { nodeModulesFlags } from "../cli/node_modules_mode.ts";
+import { ROOT, runCommand, tempDir } from "./helpers.ts";
+
+interface InfoModule {
+  specifier: string;
+  dependencies?: Array<{ specifier: string; isDynamic?: boolean; code?: { specifier: string } }>;
+}
+
+/** The modules `entry` loads before it runs (static imports, no type-only or dynamic one). */
+async function staticGraph(entry: string): Promise<string[]> {
+  const { stdout } = await runCommand(Deno.execPath(), ["info", "--json", entry]);
+  const info = JSON.parse(stdout) as { roots: string[]; modules: InfoModule[] };
+  const modules = new Map(info.modules.map((m) => [m.specifier, m]));
+  const seen = new Set<string>();
+  const stack = [...info.roots];
+  while (stack.length > 0) {
+    const specifier = stack.pop()!;
+    if (seen.has(specifier)) continue;
+    seen.add(specifier);
+    for (const dep of modules.get(specifier)?.dependencies ?? []) {
+      if (!dep.isDynamic && dep.code) stack.push(dep.code.specifier);
+    }
+  }
+  return [...seen];
+}
+
+Deno.test("the launcher loads no npm package, no Node layer, and neither the dispatcher, the engine nor the config schema", async () => {
+  const graph = await staticGraph(`${ROOT}/cli/launch.ts`);
+  const heavy = graph.filter((specifier) =>
+    specifier.startsWith("npm:") || specifier.startsWith("node:") ||
+    /\/src\/(dispatch|engine|ledger|schemas)\//.test(specifier) ||
+    specifier.endsWith("/src/config/schema.ts")
+  );
+  assert.deepEqual(heavy, []);
+  assert.ok(graph.some((specifier) => specifier.endsWith("/cli/permissions.ts")));
+});
+
+Deno.test("with no configuration file the launcher grants what the embedded default configuration grants", async () => {
+  await using home = await tempDir();
+  const before = { home: Deno.env.get("SVC_HOME"), config: Deno.env.get("SVC_CONFIG") };
+  Deno.env.set("SVC_HOME", home.path);
+  Deno.env.delete("SVC_CONFIG");
+  try {
+    assert.deepEqual(await configuredGrants(), grantsOf(home.path, defaultConfig()));
+  } finally {
+    if (before.home === undefined) Deno.env.delete("SVC_HOME");
+    else Deno.env.set("SVC_HOME", before.home);
+    if (before.config !== undefined) Deno.env.set("SVC_CONFIG", before.config);
+  }
+});
+
+Deno.test("with a configuration file the launcher validates it and grants what it configures", async () => {
+  await using home = await tempDir();
+  const before = Deno.env.get("SVC_HOME");
+  Deno.env.set("SVC_HOME", home.path);
+  try {
+    await Deno.writeTextFile(
+      `${home.path}/config.json`,
+      JSON.stringify({
+        providers: { api: { type: "anthropic", model: "m", api_key_env: "MY_KEY" } },
+      }),
+    );
+    const grants = await configuredGrants();
+    assert.ok(grants.net?.includes("api.anthropic.com"));
+    assert.ok(grants.env?.includes("MY_KEY"));
+    await Deno.writeTextFile(`${home.path}/config.json`, JSON.stringify({ providers: 3 }));
+    await assert.rejects(
+      configuredGrants(),
+      (error) => error instanceof SvcError && /Cannot read the configuration/.test(error.message),
+    );
+  } finally {
+    if (before === undefined) Deno.env.delete("SVC_HOME");
+    else Deno.env.set("SVC_HOME", before);
+  }
+});
+
+Deno.test("the host resolves npm packages manually only when node_modules was set up after deno.json and deno.lock changed", async () => {
+  await using root = await tempDir();
+  const mark = `${root.path}/node_modules/.deno/.setup-cache.bin`;
+  await Deno.writeTextFile(`${root.path}/deno.json`, "{}");
+  await Deno.writeTextFile(`${root.path}/deno.lock`, "{}");
+  // Never set up: Deno must install what is missing.
+  assert.deepEqual(await nodeModulesFlags(root.path), []);
+  await Deno.mkdir(`${root.path}/node_modules/.deno`, { recursive: true });
+  await Deno.writeTextFile(mark, "");
+  const at = (path: string, seconds: number) => Deno.utime(path, seconds, seconds);
+  await at(`${root.path}/deno.json`, 1_000);
+  await at(`${root.path}/deno.lock`, 1_000);
+  await at(mark, 2_000);
+  assert.deepEqual(await nodeModulesFlags(root.path), ["--node-modules-dir=manual"]);
+  // A dependency added since: the install may be missing it.
+  await at(`${root.path}/deno.lock`, 3_000);
+  assert.deepEqual(await nodeModulesFlags(root.path), []);
+  await at(`${root.path}/deno.lock`, 1_000);
+  await at(`${root.path}/deno.json`, 3_000);
+  assert.deepEqual(await nodeModulesFlags(root.path), []);
+});
+
+Deno.test("the Deno platform loads Node's crypto only to hash, and hashes as before", async () => {
+  const graph = await staticGraph(`${ROOT}/src/platform/mod.ts`);
+  assert.deepEqual(graph.filter((specifier) => specifier.startsWith("node:")), []);
+  const { platform } = await import("../src/platform/mod.ts");
+  const digest = platform().sha256(new TextEncoder().encode("abc"));
+  assert.equal(
+    [...digest].map((b) => b.toString(16).padStart(2, "0")).join(""),
+    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+  );
+});
