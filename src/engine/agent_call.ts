@@ -167,16 +167,23 @@ export function recordReplayedCall(ctx: RunContext, params: unknown): void {
     started_at: at,
     ended_at: at,
     duration_ms: 0,
-    outcome: "replayed",
+    ...replayedFields(entry, candidate.from),
+  });
+  ctx.callsChanged();
+}
+
+/** What a replayed call's entry takes from the source's: its value and who made it, at no cost. */
+function replayedFields(entry: JournalEntry, from: string) {
+  return {
+    outcome: "replayed" as const,
     result: entry.result,
     provider: entry.provider,
     model: entry.model,
     usage: { input_tokens: 0, output_tokens: 0 },
     cost_usd: 0,
     attempts: 0,
-    replayed_from: candidate.from,
-  });
-  ctx.callsChanged();
+    replayed_from: from,
+  };
 }
 
 /** The call's agent type; an unknown or unreadable one is a script error that `agent()` throws. */
@@ -298,14 +305,7 @@ export async function handleAgentCall(
     await ctx.journal({
       ...base(decision.hash),
       ...ended(),
-      outcome: "replayed",
-      result: entry.result,
-      provider: entry.provider,
-      model: entry.model,
-      usage: { input_tokens: 0, output_tokens: 0 },
-      cost_usd: 0,
-      attempts: 0,
-      replayed_from: decision.from,
+      ...replayedFields(entry, decision.from),
     });
     ctx.callsChanged();
     // Written ahead of the reply: whatever the script has seen is in the journal.
