@@ -124,7 +124,7 @@ function decide(
     }
     const seq = ctx.nextCallSeq();
     ctx.status.calls.total++;
-    const hash = await callHash(call.prompt, options);
+    const hash = callHash(call.prompt, options);
     const candidate = placement.replay && placement.position
       ? ctx.replay?.take(positionKey(placement.position), hash)
       : undefined;
@@ -237,7 +237,7 @@ export async function handleAgentCall(
     // Awaited so that the run ends only after the refusal's entry, if it gets one, is written.
     await ctx.refuse(refusal, reason, async () => ({
       ...base(
-        decision.kind === "refused" ? await callHash(call.prompt, call.options) : decision.hash,
+        decision.kind === "refused" ? callHash(call.prompt, call.options) : decision.hash,
       ),
       ...ended(),
       outcome: "skipped",

@@ -57,6 +57,8 @@ const REF_ROOM = 256;
 const STALE_HOST_MS = 10_000;
 /** How often a ledger with readers waiting for events looks for other processes' writes, in ms. */
 const POLL_MS = 25;
+/** Live run streams whose head one ledger keeps in memory for its own readers. */
+const KNOWN_HEADS = 4096;
 /**
  * Most runs `listRuns` examines when a `states` filter drops some: a rare state among many
  * runs returns fewer than `limit` rather than reading the whole ledger in one call.
@@ -210,6 +212,12 @@ class KvLedger implements Ledger {
   readonly #kv: KvStore;
   readonly #pollMs: number;
   readonly #waiters = new Set<Waiter>();
+  /**
+   * The last event seq of each live run stream this process writes, so that its own readers
+   * wait without reading the stream's head from KV first. A write from another process is
+   * still seen through the poll, as any other process's write is.
+   */
+  readonly #heads = new Map<string, number>();
   #poll: ReturnType<typeof setTimeout> | undefined;
   #tick: string | null | undefined;
   #closed = false;
@@ -331,17 +339,33 @@ class KvLedger implements Ledger {
       options.signal?.addEventListener("abort", waiter.wake, { once: true });
       if (options.timeoutMs !== undefined) timer = setTimeout(waiter.wake, options.timeoutMs);
       // The write may have landed between the reader's last read and now.
-      this.#headOf(stream).then(
-        (head) => head > waiter.after && waiter.wake(),
-        () => waiter.wake(),
-      );
+      const known = this.#heads.get(streamKey(stream));
+      if (known !== undefined) {
+        if (known > waiter.after) waiter.wake();
+      } else {
+        this.#headOf(stream).then(
+          (head) => head > waiter.after && waiter.wake(),
+          () => waiter.wake(),
+        );
+      }
       this.#schedulePoll();
     });
   }
 
-  /** Wakes this process's readers of a stream just written. */
-  #notify(stream: WaitTarget): void {
+  /**
+   * Wakes this process's readers of a stream just written. With `head` (the stream's last
+   * seq, for a run stream this process writes) its readers wait without a read from now on;
+   * without it, they read the head as a reader in another process does.
+   */
+  #notify(stream: WaitTarget, head?: number): void {
     const key = streamKey(stream);
+    this.#heads.delete(key);
+    if (head !== undefined) {
+      // Oldest first: a host with more live streams than this forgets only a shortcut.
+      const oldest = this.#heads.keys().next();
+      if (this.#heads.size >= KNOWN_HEADS && !oldest.done) this.#heads.delete(oldest.value);
+      this.#heads.set(key, head);
+    }
     for (const waiter of this.#waiters) if (streamKey(waiter.stream) === key) waiter.wake();
   }
 
@@ -525,7 +549,7 @@ class KvLedger implements Ledger {
     if (!ok) {
       throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
     }
-    this.#notify({ kind: "run", id: status.run_id });
+    this.#notify({ kind: "run", id: status.run_id }, 0);
   }
 
   /**
@@ -546,6 +570,7 @@ class KvLedger implements Ledger {
     let chunk: Chunk = { mutations: [], bytes: 0 };
     let finalStatus: RunStatus | undefined;
     let events = false;
+    let head = -1;
     const add = (mutation: Mutation, status?: RunStatus) => {
       if (
         chunk.mutations.length >= BATCH_MUTATIONS ||
@@ -569,6 +594,7 @@ class KvLedger implements Ledger {
         case "event":
           add({ key: KEYS.events(runId, op.event.seq), value: fitRecord(op.event.event).bytes });
           events = true;
+          head = Math.max(head, op.event.seq);
           break;
         case "journal": {
           const { result, ...rest } = op.entry;
@@ -605,6 +631,7 @@ class KvLedger implements Ledger {
               op.status,
             );
             events = true;
+            head = Math.max(head, op.event.seq);
             if (event.type === "state") {
               // In the chunk that holds the state's event: the two commit together.
               chunk.activity ??= { owner: op.status.owner, items: [] };
@@ -642,7 +669,7 @@ class KvLedger implements Ledger {
       }, activity);
     }
     if (terminal && finalStatus) await this.#writeSummary(finalStatus);
-    if (events) this.#notify({ kind: "run", id: runId });
+    if (events) this.#notify({ kind: "run", id: runId }, terminal ? undefined : head);
   }
 
   async #writeSummary(status: RunStatus): Promise<void> {
