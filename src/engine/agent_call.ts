@@ -235,7 +235,7 @@ export async function handleAgentCall(
     calls.skipped++;
     ctx.callsChanged();
     // Awaited so that the run ends only after the refusal's entry, if it gets one, is written.
-    await ctx.refuse(refusal, reason, async () => ({
+    await ctx.refuse(refusal, reason, () => ({
       ...base(
         decision.kind === "refused" ? callHash(call.prompt, call.options) : decision.hash,
       ),

@@ -359,13 +359,13 @@ export class RunContext {
   refuse(
     kind: "agent_limit" | "budget" | "unpriced",
     reason: string,
-    entry: () => Promise<JournalEntry>,
+    entry: () => JournalEntry,
   ): Promise<void> {
     this.countFailure(kind);
     if (++this.#refused > this.#options.maxRefusedCalls) this.#stopRefused(reason);
     if (!this.#refusals.has(kind)) {
       this.#refusals.add(kind);
-      return entry().then((full) => this.journal(full));
+      return this.journal(entry());
     }
     const { journal } = this.status;
     journal.calls++;
