@@ -3,7 +3,7 @@
  *
  * - Every module of `src/` and `cli/` becomes an ES module (`.js`, TypeScript's transpiler,
  *   relative `.ts` imports rewritten to `.js`) and a declaration file (`.d.ts`), in the same
- *   layout, so that `src/isolation/unsafe_local.js` finds `guest/bootstrap.js` where it does
+ *   layout, so that `src/isolation/unsafe_local.js` finds `guest/bootstrap_bundle.js` where it does
  *   in a checkout.
  * - `guest/`, `bundled/` (workflows svc runs itself, such as the review), `examples/` and
  *   `page/` (the dashboard's board page) are copied as they are.

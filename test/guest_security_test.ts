@@ -156,7 +156,7 @@ Deno.test("the guest is spawned with a cleared environment and the hardening fla
     assert.ok(cmdline.includes("--seed=1"));
     assert.match(
       cmdline.at(-2) ?? "",
-      /\/guest\/bootstrap\.js$/,
+      /\/guest\/bootstrap_bundle\.js$/,
       "the trusted bootstrap is the main module",
     );
   } finally {

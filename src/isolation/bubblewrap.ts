@@ -120,6 +120,8 @@ async function outputOf(command: string, args: string[]): Promise<{ ok: boolean;
 export type BubblewrapProbe = { ok: true; sandbox: Bubblewrap } | { ok: false; reason: string };
 
 const probes = new Map<string, Promise<BubblewrapProbe>>();
+/** Cache files this process has written or read a verdict in. */
+const cacheFiles = new Set<string>();
 
 /** Options of {@linkcode findBubblewrap}. */
 export interface FindBubblewrapOptions {
@@ -248,7 +250,8 @@ export async function findBubblewrap(
   if (!bwrap) return { ok: false, reason: "bubblewrap (bwrap) is not installed" };
   const identity = await identify(bwrap, deno);
   const file = options.dataDir && identity ? joinPath(options.dataDir, ...CACHE_FILE) : undefined;
-  const key = JSON.stringify([bwrap, deno, identity, file ?? null]);
+  // One verdict per process for these binaries, whichever data directory asks.
+  const key = JSON.stringify([bwrap, deno, identity]);
   let probe = probes.get(key);
   if (!probe) {
     probe = (async () => {
@@ -256,11 +259,18 @@ export async function findBubblewrap(
       if (cached) return cached;
       const found = await probeBubblewrap(bwrap, deno);
       if (found.ok && file && identity) await cacheVerdict(file, identity, found.sandbox);
+      if (file) cacheFiles.add(file);
       return found;
     })();
     probes.set(key, probe);
   }
-  return await probe;
+  const found = await probe;
+  // Another data directory of this process: later processes using it find the verdict too.
+  if (found.ok && file && identity && !cacheFiles.has(file)) {
+    cacheFiles.add(file);
+    await cacheVerdict(file, identity, found.sandbox);
+  }
+  return found;
 }
 
 async function probeBubblewrap(bwrap: string, deno: string): Promise<BubblewrapProbe> {

@@ -36,7 +36,7 @@ const DATA_HEADROOM_MB = 768;
  * readable only from inside the binary).
  */
 export function defaultBootstrapPath(): string {
-  return decodeURIComponent(new URL("../../guest/bootstrap.js", import.meta.url).pathname);
+  return decodeURIComponent(new URL("../../guest/bootstrap_bundle.js", import.meta.url).pathname);
 }
 
 /**
@@ -100,7 +100,7 @@ export interface UnsafeLocalOptions {
    * ArrayBuffers cannot eat the host's memory and an orphaned guest cannot spin forever.
    */
   limitData?: boolean;
-  /** The guest bootstrap module; defaults to `guest/bootstrap.js` of this checkout or package. */
+  /** The guest bootstrap module; defaults to `guest/bootstrap_bundle.js` (all of `guest/bootstrap.js` in one module) of this checkout or package. */
   bootstrapPath?: string;
 }
 
