@@ -38,6 +38,13 @@ var StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
 var StringPrototypeSlice = uncurryThis(String.prototype.slice);
 var StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCase);
 var SymbolFor = Symbol.for;
+var setTimeoutFn = globalThis.setTimeout;
+function afterTask(fn) {
+  ReflectApply(setTimeoutFn, globalThis, [
+    fn,
+    0
+  ]);
+}
 var TypeErrorCtor = TypeError;
 var Uint8ArrayCtor = Uint8Array;
 var Int32ArrayCtor = Int32Array;
@@ -89,6 +96,7 @@ function writeAll(writeSync, bytes) {
 
 // guest/channel.js
 var CHUNK = 65536;
+var REPLAYED_BATCH_BYTES = 65536;
 var NEWLINE = 10;
 var QUOTE = 34;
 var BACKSLASH = 92;
@@ -157,7 +165,19 @@ function openChannel(prefix, frameLimit, rest) {
   const pending = new MapCtor();
   let nextId = 1;
   const prefixSize = TypedArrayPrototypeGetLength(prefix);
+  let replayed = "";
+  const replayedLimit = frameLimit / 4 < REPLAYED_BATCH_BYTES ? frameLimit / 4 : REPLAYED_BATCH_BYTES;
+  function flushReplayed() {
+    if (replayed === "") return;
+    const positions = replayed;
+    replayed = "";
+    send('"method":"replayed","params":{"positions":[' + positions + "]}");
+  }
   function write(body) {
+    flushReplayed();
+    send(body);
+  }
+  function send(body) {
     const tail = encodeUtf8(body + "}\n");
     const size = prefixSize + TypedArrayPrototypeGetLength(tail);
     if (size > frameLimit) {
@@ -170,6 +190,11 @@ function openChannel(prefix, frameLimit, rest) {
   }
   function notify(method, paramsJson) {
     write('"method":"' + method + '","params":' + paramsJson);
+  }
+  function noteReplayed(positionJson) {
+    if (replayed === "") afterTask(flushReplayed);
+    replayed = replayed === "" ? positionJson : replayed + "," + positionJson;
+    if (replayed.length >= replayedLimit) flushReplayed();
   }
   function request(method, paramsJson) {
     const id = nextId++;
@@ -223,6 +248,7 @@ function openChannel(prefix, frameLimit, rest) {
   return {
     request,
     notify,
+    noteReplayed,
     pump
   };
 }
@@ -586,12 +612,19 @@ var K = new Int32ArrayCtor([
   3329325298
 ]);
 var HEX = "0123456789abcdef";
+var w = new Int32ArrayCtor(64);
+var h = new Int32ArrayCtor(8);
+var scratch = new Uint8ArrayCtor(1024);
 function sha256Hex(text) {
   const data = encodeUtf8(text);
   const length = TypedArrayPrototypeGetLength(data);
   const blocks = (length + 8 >>> 6) + 1;
-  const padded = new Uint8ArrayCtor(blocks * 64);
-  for (let i = 0; i < length; i++) padded[i] = data[i];
+  if (blocks * 64 > TypedArrayPrototypeGetLength(scratch)) {
+    scratch = new Uint8ArrayCtor(blocks * 64);
+  }
+  const padded = scratch;
+  TypedArrayPrototypeFill(padded, 0, length, blocks * 64);
+  TypedArrayPrototypeSet(padded, data, 0);
   padded[length] = 128;
   const bits = length * 8;
   const end = blocks * 64;
@@ -604,17 +637,14 @@ function sha256Hex(text) {
   padded[end - 3] = bits >>> 16;
   padded[end - 2] = bits >>> 8;
   padded[end - 1] = bits;
-  const h = new Int32ArrayCtor([
-    1779033703,
-    3144134277,
-    1013904242,
-    2773480762,
-    1359893119,
-    2600822924,
-    528734635,
-    1541459225
-  ]);
-  const w = new Int32ArrayCtor(64);
+  h[0] = 1779033703;
+  h[1] = 3144134277;
+  h[2] = 1013904242;
+  h[3] = 2773480762;
+  h[4] = 1359893119;
+  h[5] = 2600822924;
+  h[6] = 528734635;
+  h[7] = 1541459225;
   for (let block = 0; block < end; block += 64) {
     for (let t = 0; t < 16; t++) {
       const j = block + t * 4;
@@ -900,7 +930,7 @@ function createPrimitives(channel, init, compile) {
     }
     const decision = positions.decide(params);
     if (decision.replay && decision.has) {
-      channel.notify("replayed", '{"position":' + decision.position + "}");
+      channel.noteReplayed(decision.position);
       return PromiseResolve(decision.value);
     }
     const site = {};

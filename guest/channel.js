@@ -4,6 +4,7 @@
 // closures. A heap snapshot lists strings, not the contents of byte buffers. Frames are built
 // by concatenation, never as objects, so no user getter, toJSON or thenable ever sees them.
 import {
+  afterTask,
   ArrayBufferCtor,
   decodeUtf8,
   decodeUtf8Whole,
@@ -34,6 +35,8 @@ import {
 } from "./primordials.js";
 
 const CHUNK = 65536;
+/** Most bytes of positions one `replayed` notification carries before it is sent. */
+const REPLAYED_BATCH_BYTES = 65536;
 const NEWLINE = 10;
 const QUOTE = 34;
 const BACKSLASH = 92;
@@ -119,8 +122,26 @@ export function openChannel(prefix, frameLimit, rest) {
   const pending = new MapCtor();
   let nextId = 1;
   const prefixSize = TypedArrayPrototypeGetLength(prefix);
+  // Positions of calls answered here, not yet reported: a replayed prefix is reported in a few
+  // frames instead of one per call, always before any later frame.
+  let replayed = "";
+  const replayedLimit = frameLimit / 4 < REPLAYED_BATCH_BYTES
+    ? frameLimit / 4
+    : REPLAYED_BATCH_BYTES;
+
+  function flushReplayed() {
+    if (replayed === "") return;
+    const positions = replayed;
+    replayed = "";
+    send('"method":"replayed","params":{"positions":[' + positions + "]}");
+  }
 
   function write(body) {
+    flushReplayed();
+    send(body);
+  }
+
+  function send(body) {
     const tail = encodeUtf8(body + "}\n");
     const size = prefixSize + TypedArrayPrototypeGetLength(tail);
     if (size > frameLimit) {
@@ -136,6 +157,13 @@ export function openChannel(prefix, frameLimit, rest) {
 
   function notify(method, paramsJson) {
     write('"method":"' + method + '","params":' + paramsJson);
+  }
+
+  /** Reports a call answered from the replay offer, at the latest before the next frame. */
+  function noteReplayed(positionJson) {
+    if (replayed === "") afterTask(flushReplayed);
+    replayed = replayed === "" ? positionJson : replayed + "," + positionJson;
+    if (replayed.length >= replayedLimit) flushReplayed();
   }
 
   function request(method, paramsJson) {
@@ -198,5 +226,5 @@ export function openChannel(prefix, frameLimit, rest) {
     }
   }
 
-  return { request, notify, pump };
+  return { request, notify, noteReplayed, pump };
 }

@@ -178,7 +178,7 @@ export function createPrimitives(channel, init, compile) {
     const decision = positions.decide(params);
     if (decision.replay && decision.has) {
       // The value is already durable in the journal the host offered it from.
-      channel.notify("replayed", '{"position":' + decision.position + "}");
+      channel.noteReplayed(decision.position);
       return PromiseResolve(decision.value);
     }
     const site = {};

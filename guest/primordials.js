@@ -42,6 +42,11 @@ export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
 export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
 export const StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCase);
 export const SymbolFor = Symbol.for;
+const setTimeoutFn = globalThis.setTimeout;
+/** Runs `fn` once the current task and its microtasks are done, with the runtime's own timer. */
+export function afterTask(fn) {
+  ReflectApply(setTimeoutFn, globalThis, [fn, 0]);
+}
 export const TypeErrorCtor = TypeError;
 export const Uint8ArrayCtor = Uint8Array;
 export const Int32ArrayCtor = Int32Array;

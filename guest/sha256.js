@@ -4,7 +4,9 @@
 import {
   encodeUtf8,
   Int32ArrayCtor,
+  TypedArrayPrototypeFill,
   TypedArrayPrototypeGetLength,
+  TypedArrayPrototypeSet,
   Uint8ArrayCtor,
 } from "./primordials.js";
 
@@ -75,14 +77,23 @@ const K = new Int32ArrayCtor([
   0xc67178f2,
 ]);
 const HEX = "0123456789abcdef";
+// Reused by every hash: the guest is single-threaded and sha256Hex never yields.
+const w = new Int32ArrayCtor(64);
+const h = new Int32ArrayCtor(8);
+/** Padded input up to this size reuses one buffer (a call's prompt and options are small). */
+let scratch = new Uint8ArrayCtor(1024);
 
 /** Lowercase hex SHA-256 of the UTF-8 bytes of `text`, as the host's `sha256()` gives it. */
 export function sha256Hex(text) {
   const data = encodeUtf8(text);
   const length = TypedArrayPrototypeGetLength(data);
   const blocks = ((length + 8) >>> 6) + 1;
-  const padded = new Uint8ArrayCtor(blocks * 64);
-  for (let i = 0; i < length; i++) padded[i] = data[i];
+  if (blocks * 64 > TypedArrayPrototypeGetLength(scratch)) {
+    scratch = new Uint8ArrayCtor(blocks * 64);
+  }
+  const padded = scratch;
+  TypedArrayPrototypeFill(padded, 0, length, blocks * 64);
+  TypedArrayPrototypeSet(padded, data, 0);
   padded[length] = 0x80;
   const bits = length * 8;
   const end = blocks * 64;
@@ -96,17 +107,14 @@ export function sha256Hex(text) {
   padded[end - 3] = bits >>> 16;
   padded[end - 2] = bits >>> 8;
   padded[end - 1] = bits;
-  const h = new Int32ArrayCtor([
-    0x6a09e667,
-    0xbb67ae85,
-    0x3c6ef372,
-    0xa54ff53a,
-    0x510e527f,
-    0x9b05688c,
-    0x1f83d9ab,
-    0x5be0cd19,
-  ]);
-  const w = new Int32ArrayCtor(64);
+  h[0] = 0x6a09e667;
+  h[1] = 0xbb67ae85;
+  h[2] = 0x3c6ef372;
+  h[3] = 0xa54ff53a;
+  h[4] = 0x510e527f;
+  h[5] = 0x9b05688c;
+  h[6] = 0x1f83d9ab;
+  h[7] = 0x5be0cd19;
   for (let block = 0; block < end; block += 64) {
     for (let t = 0; t < 16; t++) {
       const j = block + t * 4;

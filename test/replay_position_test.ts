@@ -213,6 +213,7 @@ Deno.test("a guest's claims of replays it was not offered are refused and record
     "malformed_frame",
     "malformed_frame",
     "malformed_frame",
+    "malformed_frame",
   ]);
   const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => [e.position, e.outcome]), [[[0], "replayed"]]);

@@ -135,41 +135,49 @@ function decide(
 }
 
 /**
- * Records a call the guest answered itself from the values offered at start (a `replayed`
- * notification): journaled and counted like a replay the host answers, without the script
- * waiting for the entry, since the value is durable in the source's journal
- * (a resume after a crash finds it there). A position that was not offered, or
- * was already replayed, is a security event and records nothing.
+ * Records the calls the guest answered itself from the values offered at start (a `replayed`
+ * notification lists their positions, in the order the script made them): journaled and
+ * counted like replays the host answers, without the script waiting for the entries, since
+ * the values are durable in the source's journal (a resume after a crash finds them there). A
+ * position that was not offered, or was already replayed, is a security event and records
+ * nothing; neither do the positions after it in the same frame.
  */
-export function recordReplayedCall(ctx: RunContext, params: unknown): void {
+export function recordReplayedCalls(ctx: RunContext, params: unknown): void {
   const raw = params !== null && typeof params === "object"
-    ? (params as Record<string, unknown>).position
+    ? (params as Record<string, unknown>).positions
     : undefined;
-  const position = parsePosition(raw);
-  const candidate = position ? ctx.replay?.take(positionKey(position)) : undefined;
-  if (!position || !candidate) {
-    ctx.security("malformed_frame", "replayed frame for a call that was not offered");
+  if (!Array.isArray(raw) || raw.length === 0) {
+    ctx.security("malformed_frame", "replayed frame without positions");
     return;
   }
-  const { entry } = candidate;
-  const at = now();
-  const seq = ctx.nextCallSeq();
-  const { calls } = ctx.status;
-  calls.total++;
-  calls.replayed++;
-  if (entry.result !== undefined) ctx.countResult(entry.result);
-  ctx.journal({
-    seq,
-    position,
-    hash: entry.hash,
-    label: entry.label,
-    ...(entry.phase !== undefined ? { phase: entry.phase } : {}),
-    started_at: at,
-    ended_at: at,
-    duration_ms: 0,
-    ...replayedFields(entry, candidate.from),
-  });
-  ctx.callsChanged();
+  let recorded = 0;
+  for (const item of raw) {
+    const position = parsePosition(item);
+    const candidate = position ? ctx.replay?.take(positionKey(position)) : undefined;
+    if (!position || !candidate) {
+      ctx.security("malformed_frame", "replayed frame for a call that was not offered");
+      break;
+    }
+    const { entry } = candidate;
+    const at = now();
+    const { calls } = ctx.status;
+    calls.total++;
+    calls.replayed++;
+    if (entry.result !== undefined) ctx.countResult(entry.result);
+    ctx.journal({
+      seq: ctx.nextCallSeq(),
+      position,
+      hash: entry.hash,
+      label: entry.label,
+      ...(entry.phase !== undefined ? { phase: entry.phase } : {}),
+      started_at: at,
+      ended_at: at,
+      duration_ms: 0,
+      ...replayedFields(entry, candidate.from),
+    });
+    recorded++;
+  }
+  if (recorded > 0) ctx.callsChanged();
 }
 
 /** What a replayed call's entry takes from the source's: its value and who made it, at no cost. */

@@ -47,7 +47,7 @@ import {
   WorkflowRunRequestSchema,
 } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
-import { handleAgentCall, recordReplayedCall } from "./agent_call.ts";
+import { handleAgentCall, recordReplayedCalls } from "./agent_call.ts";
 import { BudgetGate } from "./budget.ts";
 import {
   type GuestOutcome,
@@ -262,11 +262,16 @@ export class RunManager {
 
   /**
    * Validates the request and the script, records the run and starts it, and returns its
-   * first status (`queued`) at once. Bad input throws an SvcError before any process starts.
+   * first status (`queued`) at once. Bad input throws an SvcError before anything of it reaches
+   * a guest. The run's guest starts booting as soon as the request and the script are checked,
+   * while the host reads what else the run needs (a resumed run's journal) and records it.
    */
   async start(input: unknown, caller: Caller): Promise<RunStatus> {
-    const prepared = await this.#prepare(input, caller);
-    if (prepared.request.isolation === "unsafe-local") this.#primeGuest(prepared.request.timeout);
+    const prepared = await this.#prepare(input, caller, {
+      checked: (request) => {
+        if (request.isolation === "unsafe-local") this.#primeGuest(request.timeout);
+      },
+    });
     const release = await this.#host.hold();
     try {
       await this.#record(prepared, this.#host.ref);
@@ -287,7 +292,7 @@ export class RunManager {
     caller: Caller,
     options: { trigger?: WorkTrigger } = {},
   ): Promise<RunStatus> {
-    const prepared = await this.#prepare(input, caller);
+    const prepared = await this.#prepare(input, caller, {});
     if (options.trigger) prepared.status.trigger = options.trigger;
     await this.#record(prepared, null);
     return structuredClone(prepared.status);
@@ -327,7 +332,7 @@ export class RunManager {
     const request = queuedRequest(status, input);
     let prepared: PreparedRun;
     try {
-      prepared = await this.#prepare(request, caller, status);
+      prepared = await this.#prepare(request, caller, { queued: status });
     } catch (error) {
       // What was valid when queued may not be now (a script_dir removed, a resumed run gone):
       // the run fails with the reason instead of staying queued forever.
@@ -348,8 +353,16 @@ export class RunManager {
     return this.#launch(prepared, release);
   }
 
-  /** Checks a request and builds the run's first status (`queued`), or uses `queued`'s. */
-  async #prepare(input: unknown, caller: Caller, queued?: RunStatus): Promise<PreparedRun> {
+  /**
+   * Checks a request and builds the run's first status (`queued`), or uses `queued`'s.
+   * `checked` hears of the request once it and its script passed the checks that need no I/O.
+   */
+  async #prepare(
+    input: unknown,
+    caller: Caller,
+    options: { queued?: RunStatus; checked?: (request: WorkflowRunRequest) => void },
+  ): Promise<PreparedRun> {
+    const { queued } = options;
     const parsed = WorkflowRunRequestSchema.safeParse(input);
     if (!parsed.success) {
       throw new SvcError("invalid_request", `Cannot start the run: ${describeIssue(parsed.error)}`);
@@ -358,6 +371,7 @@ export class RunManager {
     const owner = caller.owner;
     const filename = request.filename ?? "script.js";
     const checked = checkScript(request.script, { filename });
+    options.checked?.(request);
     const scriptDir = request.script_dir === undefined
       ? undefined
       : await existingDir(request.script_dir);
@@ -747,7 +761,7 @@ export class RunManager {
           ? { replay: run.replay.offer(REPLAY_OFFER), maxAgents: status.limits.max_agents }
           : {}),
         handlers: {
-          replayed: (params) => recordReplayedCall(run, params),
+          replayed: (params) => recordReplayedCalls(run, params),
           agent: (params, signal) => {
             const reply = handleAgentCall(
               run,
