@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { createDispatcher } from "../src/dispatch/mod.ts";
-import { openLedger, SCHEMA_VERSION } from "../src/ledger/mod.ts";
+import {
+  followEvents,
+  type LedgerOp,
+  newId,
+  openLedger,
+  SCHEMA_VERSION,
+} from "../src/ledger/mod.ts";
 import { ADMIN, LOCAL, scriptedProvider, tempDir, testManager } from "./helpers.ts";
 
 /** Every value of the KV file, with its size: what the ledger really wrote. */
@@ -218,4 +224,68 @@ Deno.test("a record over the KV value limit is clipped by the ledger rather than
   const stored = await t.ledger.getRun(run.run_id);
   assert.equal(stored?.run_id, run.run_id);
   assert.ok(stored!.name!.length < 70_000);
+});
+
+Deno.test("a process's own followers read a run's latest events from memory, and still see events another process adds", async () => {
+  await using home = await tempDir();
+  const own = await openLedger(home.path, { pollMs: 10 });
+  const other = await openLedger(home.path);
+  try {
+    await using t = await testManager({ home: home.path });
+    const done = await t.manager.wait(
+      (await t.manager.start({ script: "return 1;" }, LOCAL)).run_id,
+      LOCAL,
+    );
+    const input = await own.getRunInput(done.run_id);
+    assert.ok(input);
+    const status = { ...done, run_id: newId("run"), state: "running" as const };
+    const runId = status.run_id;
+    const at = new Date().toISOString();
+    const narration = (seq: number, text: string): LedgerOp => ({
+      kind: "event",
+      event: {
+        seq,
+        event: { type: "narration", run_id: runId, at, entry: { at, kind: "log", text } },
+      },
+    });
+    await own.createRun(status, {
+      input,
+      host: null,
+      event: { type: "state", run_id: runId, at, state: "running" },
+    });
+    // More events than the memory keeps, in one write and then one by one.
+    await own.write(runId, Array.from({ length: 40 }, (_, i) => narration(i + 1, `own ${i + 1}`)));
+    for (let seq = 41; seq <= 45; seq++) await own.write(runId, [narration(seq, `own ${seq}`)]);
+    const seen: string[] = [];
+    let sawOther!: () => void;
+    const otherSeen = new Promise<void>((resolve) => (sawOther = resolve));
+    const follower = (async () => {
+      for await (const { seq, event } of followEvents(own, { kind: "run", id: runId })) {
+        const shown = "type" in event && event.type === "narration" ? event.entry.text : "state";
+        seen.push(`${seq}:${shown}`);
+        if (seq === 46) sawOther();
+        if (seq === 47) return;
+      }
+    })();
+    // Another process appends to the same stream: the follower here must see it by itself,
+    // before this process writes again.
+    await other.write(runId, [narration(46, "other 46")]);
+    await otherSeen;
+    await own.write(runId, [narration(47, "own 47")]);
+    await follower;
+    assert.deepEqual(seen, [
+      "0:state",
+      ...Array.from({ length: 45 }, (_, i) => `${i + 1}:own ${i + 1}`),
+      "46:other 46",
+      "47:own 47",
+    ]);
+    // From memory, the same bytes the store holds.
+    assert.deepEqual(
+      await own.readEvents({ kind: "run", id: runId }, { after: 40 }),
+      await other.readEvents({ kind: "run", id: runId }, { after: 40 }),
+    );
+  } finally {
+    own.close();
+    other.close();
+  }
 });

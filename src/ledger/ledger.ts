@@ -59,6 +59,15 @@ const STALE_HOST_MS = 10_000;
 const POLL_MS = 25;
 /** Live run streams whose head one ledger keeps in memory for its own readers. */
 const KNOWN_HEADS = 4096;
+/** Latest events of each such stream kept in memory, so that its followers read no KV. */
+const TAIL_EVENTS = 16;
+
+/** A live run stream this process writes: its last seq and its latest events' bytes. */
+interface KnownHead {
+  head: number;
+  /** Consecutive events ending at `head`, oldest first (at most {@linkcode TAIL_EVENTS}). */
+  tail: Uint8Array[];
+}
 /**
  * Most runs `listRuns` examines when a `states` filter drops some: a rare state among many
  * runs returns fewer than `limit` rather than reading the whole ledger in one call.
@@ -117,6 +126,24 @@ interface Waiter {
   stream: WaitTarget;
   after: number;
   wake: () => void;
+}
+
+/**
+ * The latest events of a stream after a write of `written.events` (up to `written.head`): the
+ * earlier tail when the new events follow it without a gap, else only the new ones that are
+ * consecutive up to the head; at most {@linkcode TAIL_EVENTS}.
+ */
+function tailOf(
+  previous: KnownHead | undefined,
+  written: { head: number; events: Map<number, Uint8Array> },
+): Uint8Array[] {
+  const fresh: Uint8Array[] = [];
+  let seq = written.head;
+  for (let bytes = written.events.get(seq); bytes; bytes = written.events.get(--seq)) {
+    fresh.unshift(bytes);
+  }
+  const joined = previous && previous.head === seq ? [...previous.tail, ...fresh] : fresh;
+  return joined.slice(-TAIL_EVENTS);
 }
 
 function streamKey(stream: WaitTarget): string {
@@ -213,11 +240,12 @@ class KvLedger implements Ledger {
   readonly #pollMs: number;
   readonly #waiters = new Set<Waiter>();
   /**
-   * The last event seq of each live run stream this process writes, so that its own readers
-   * wait without reading the stream's head from KV first. A write from another process is
-   * still seen through the poll, as any other process's write is.
+   * The last event seq and latest events of each live run stream this process writes, so
+   * that its own readers wait without reading the stream's head from KV and read what it just
+   * wrote from memory. Memory serves only seqs up to that head; past it a reader reads the
+   * store, and a write from another process is seen through the poll, as always.
    */
-  readonly #heads = new Map<string, number>();
+  readonly #heads = new Map<string, KnownHead>();
   #poll: ReturnType<typeof setTimeout> | undefined;
   #tick: string | null | undefined;
   #closed = false;
@@ -267,6 +295,16 @@ class KvLedger implements Ledger {
     const out: FeedItem[] = [];
     const after = options.after ?? -1;
     const limit = options.limit ?? Infinity;
+    const known = this.#heads.get(streamKey(stream));
+    // What this process wrote last of the stream is still in memory: no read of the store.
+    if (known && after < known.head && after >= known.head - known.tail.length) {
+      const first = known.head - known.tail.length + 1;
+      for (let seq = after + 1; seq <= known.head && out.length < limit; seq++) {
+        const bytes = known.tail[seq - first];
+        if (bytes) out.push({ seq, event: fromBytes<RunEvent | TaskEvent>(bytes) });
+      }
+      return out;
+    }
     const prefix = eventsPrefix(stream);
     for await (const entry of this.#kv.list(prefix, { start: [...prefix, after + 1] })) {
       const seq = entry.key.at(-1);
@@ -341,7 +379,7 @@ class KvLedger implements Ledger {
       // The write may have landed between the reader's last read and now.
       const known = this.#heads.get(streamKey(stream));
       if (known !== undefined) {
-        if (known > waiter.after) waiter.wake();
+        if (known.head > waiter.after) waiter.wake();
       } else {
         this.#headOf(stream).then(
           (head) => head > waiter.after && waiter.wake(),
@@ -357,14 +395,15 @@ class KvLedger implements Ledger {
    * seq, for a run stream this process writes) its readers wait without a read from now on;
    * without it, they read the head as a reader in another process does.
    */
-  #notify(stream: WaitTarget, head?: number): void {
+  #notify(stream: WaitTarget, written?: { head: number; events: Map<number, Uint8Array> }): void {
     const key = streamKey(stream);
+    const previous = this.#heads.get(key);
     this.#heads.delete(key);
-    if (head !== undefined) {
+    if (written !== undefined) {
       // Oldest first: a host with more live streams than this forgets only a shortcut.
       const oldest = this.#heads.keys().next();
       if (this.#heads.size >= KNOWN_HEADS && !oldest.done) this.#heads.delete(oldest.value);
-      this.#heads.set(key, head);
+      this.#heads.set(key, { head: written.head, tail: tailOf(previous, written) });
     }
     for (const waiter of this.#waiters) if (streamKey(waiter.stream) === key) waiter.wake();
   }
@@ -549,7 +588,7 @@ class KvLedger implements Ledger {
     if (!ok) {
       throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
     }
-    this.#notify({ kind: "run", id: status.run_id }, 0);
+    this.#notify({ kind: "run", id: status.run_id }, { head: 0, events: new Map([[0, event]]) });
   }
 
   /**
@@ -571,6 +610,7 @@ class KvLedger implements Ledger {
     let finalStatus: RunStatus | undefined;
     let events = false;
     let head = -1;
+    const written = new Map<number, Uint8Array>();
     const add = (mutation: Mutation, status?: RunStatus) => {
       if (
         chunk.mutations.length >= BATCH_MUTATIONS ||
@@ -592,9 +632,11 @@ class KvLedger implements Ledger {
           add({ key: KEYS.security(runId, op.seq), value: fitRecord(op.event).bytes });
           break;
         case "event":
-          add({ key: KEYS.events(runId, op.event.seq), value: fitRecord(op.event.event).bytes });
+          const bytes = fitRecord(op.event.event).bytes;
+          add({ key: KEYS.events(runId, op.event.seq), value: bytes });
           events = true;
           head = Math.max(head, op.event.seq);
+          written.set(op.event.seq, bytes);
           break;
         case "journal": {
           const { result, ...rest } = op.entry;
@@ -626,12 +668,11 @@ class KvLedger implements Ledger {
         case "status":
           if (op.event) {
             const event = op.event.event;
-            add(
-              { key: KEYS.events(runId, op.event.seq), value: fitRecord(event).bytes },
-              op.status,
-            );
+            const bytes = fitRecord(event).bytes;
+            add({ key: KEYS.events(runId, op.event.seq), value: bytes }, op.status);
             events = true;
             head = Math.max(head, op.event.seq);
+            written.set(op.event.seq, bytes);
             if (event.type === "state") {
               // In the chunk that holds the state's event: the two commit together.
               chunk.activity ??= { owner: op.status.owner, items: [] };
@@ -669,7 +710,9 @@ class KvLedger implements Ledger {
       }, activity);
     }
     if (terminal && finalStatus) await this.#writeSummary(finalStatus);
-    if (events) this.#notify({ kind: "run", id: runId }, terminal ? undefined : head);
+    if (events) {
+      this.#notify({ kind: "run", id: runId }, terminal ? undefined : { head, events: written });
+    }
   }
 
   async #writeSummary(status: RunStatus): Promise<void> {
