@@ -29,6 +29,7 @@ export async function* followEvents(
 ): AsyncGenerator<FeedItem> {
   let after = options.after ?? -1;
   const idleMs = options.idleMs ?? 5000;
+  let waited = false;
   while (!options.signal?.aborted) {
     const items = await ledger.readEvents(stream, { after, limit: 500 });
     for (const item of items) {
@@ -39,15 +40,19 @@ export async function* followEvents(
     }
     if (items.length === 500) continue;
     if (options.follow === false) return;
+    // A wait that brought nothing ended by its timeout: the reader's idle moment, after which
+    // it reads again (what onIdle did may have added an event).
+    if (waited && items.length === 0 && options.onIdle) {
+      await options.onIdle();
+      waited = false;
+      continue;
+    }
     await ledger.waitForEvents(stream, {
       after,
       timeoutMs: idleMs,
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    if (options.onIdle && !options.signal?.aborted) {
-      const head = await ledger.readEvents(stream, { after, limit: 1 });
-      if (head.length === 0) await options.onIdle();
-    }
+    waited = true;
   }
 }
 
@@ -62,6 +67,7 @@ export async function* followActivity(
 ): AsyncGenerator<ActivityItem> {
   let after = options.after ?? -1;
   const idleMs = options.idleMs ?? 5000;
+  let waited = false;
   while (!options.signal?.aborted) {
     const items = await ledger.readActivity(owner, { after, limit: 500 });
     for (const item of items) {
@@ -71,14 +77,16 @@ export async function* followActivity(
     }
     if (items.length === 500) continue;
     if (options.follow === false) return;
+    if (waited && items.length === 0 && options.onIdle) {
+      await options.onIdle();
+      waited = false;
+      continue;
+    }
     await ledger.waitForActivity(owner, {
       after,
       timeoutMs: idleMs,
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    if (options.onIdle && !options.signal?.aborted) {
-      const head = await ledger.readActivity(owner, { after, limit: 1 });
-      if (head.length === 0) await options.onIdle();
-    }
+    waited = true;
   }
 }
