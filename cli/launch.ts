@@ -24,6 +24,16 @@ function fileOf(relative: string): string {
   return decodeURIComponent(new URL(relative, import.meta.url).pathname);
 }
 
+/**
+ * The host module that runs `argv`: the lean program for `workflow run` and `workflow resume`
+ * (`cli/workflow_main.ts`: no server, dashboard, MCP or board command is loaded), else the
+ * whole command line (`cli/main.ts`). Both parse those two commands alike.
+ */
+export function hostEntry(argv: readonly string[]): string {
+  const lean = argv[0] === "workflow" && (argv[1] === "run" || argv[1] === "resume");
+  return fileOf(lean ? "./workflow_main.ts" : "./main.ts");
+}
+
 /** The directory `deno task` was started in (`INIT_CWD`), when it is one. */
 async function userDir(): Promise<{ cwd: string } | undefined> {
   const p = platform();
@@ -57,7 +67,7 @@ export async function launch(argv: readonly string[]): Promise<number> {
       ...resolution,
       "--config",
       fileOf("../deno.json"),
-      fileOf("./main.ts"),
+      hostEntry(argv),
       ...argv,
     ],
     // `deno task` runs in the checkout; the user's paths are relative to where they typed.

@@ -8,6 +8,7 @@ import { defaultConfig } from "../src/config/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { configuredGrants, grantsOf } from "../cli/permissions.ts";
 import { nodeModulesFlags } from "../cli/node_modules_mode.ts";
+import { hostEntry } from "../cli/launch.ts";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
 
 interface InfoModule {
@@ -114,4 +115,46 @@ Deno.test("the Deno platform loads Node's crypto only to hash, and hashes as bef
     [...digest].map((b) => b.toString(16).padStart(2, "0")).join(""),
     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
   );
+});
+
+Deno.test("the launcher runs workflow run and resume in the lean program, which loads no server, dashboard, MCP or board command", async () => {
+  const lean = `${ROOT}/cli/workflow_main.ts`;
+  assert.equal(hostEntry(["workflow", "run", "x.js", "--fake-dispatch"]), lean);
+  assert.equal(hostEntry(["workflow", "resume", "run_1"]), lean);
+  for (const argv of [["workflow", "list"], ["workflow"], ["dashboard"], ["run"], []]) {
+    assert.equal(hostEntry(argv), `${ROOT}/cli/main.ts`);
+  }
+  const graph = await staticGraph(lean);
+  const unneeded = graph.filter((specifier) =>
+    /\/cli\/(dashboard|daemon|mcp|a2a_server|board_commands|dispatch_commands|run_commands|workflow_legacy)\.ts$/
+      .test(specifier) ||
+    /\/src\/(http|mcp|a2a|daemon|legacy)\//.test(specifier) || /^npm:.*hono/.test(specifier)
+  );
+  assert.deepEqual(unneeded, []);
+  assert.ok(graph.some((specifier) => specifier.endsWith("/cli/workflow_run.ts")));
+});
+
+Deno.test("the lean program parses workflow run and resume exactly as the whole command line does", async () => {
+  await using home = await tempDir();
+  const cases = [
+    ["workflow", "run", "--help"],
+    ["workflow", "resume", "--help"],
+    ["workflow", "run"],
+    ["workflow", "run", "x.js", "--tiemout", "3"],
+    ["workflow", "run", `${home.path}/missing.js`, "--isolation", "vm"],
+    ["workflow", "run", `${home.path}/missing.js`, "--timeout", "0"],
+    ["workflow", "resume", "run_missing", "--json"],
+  ];
+  for (const argv of cases) {
+    const [whole, lean] = await Promise.all(
+      [`${ROOT}/cli/main.ts`, `${ROOT}/cli/workflow_main.ts`].map((entry) =>
+        runCommand(Deno.execPath(), ["run", "-A", entry, ...argv], {
+          env: { SVC_HOME: home.path, NO_COLOR: "1" },
+        })
+      ),
+    );
+    assert.deepEqual(lean, whole, argv.join(" "));
+    // Each case says something: help, or why it cannot run.
+    assert.ok(/svc workflow|error|Cannot/.test(whole!.stdout + whole!.stderr), argv.join(" "));
+  }
 });
