@@ -12,7 +12,8 @@ const LOCAL = { owner: "local" };
  *      empty DENO_DIR and `prlimit` when installed, as the `unsafe-local` backend spawns it).
  *    - whole CLI: wall time of `deno task svc workflow run <script> --fake-dispatch` from a
  *      shell, of the launcher's `deno run` it starts (launcher, then host), and of the host alone
- *      (`deno run cli/main.ts`), all on one SVC_HOME kept across repetitions (as a user's is).
+ *      (`deno run` of the module the launcher picks: `cli/workflow_main.ts`), all on one SVC_HOME
+ *      kept across repetitions (as a user's is).
  *      Compared with a bare `deno run --no-prompt --no-config` of an empty file (goal <= 5x).
  * 2. Fake calls per second of a script that fans out 200 `agent()` calls with `parallel()` at
  *    concurrency 8: 200 / (time from `start()` to the run's `end` event). Measured with the
@@ -65,6 +66,7 @@ import { openServices, type Services } from "../src/services/mod.ts";
 import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
 import { measureHttp } from "./bench_http.ts";
 import { timeMicrovmStandInGuest } from "./bench_microvm.ts";
+import { hostEntry } from "../cli/launch.ts";
 
 const DEFAULT_RUNS = 15;
 /** Whether bubblewrap can confine a guest on this machine (its figures are skipped if not). */
@@ -608,17 +610,16 @@ async function timeJournalWrite(home: string): Promise<number> {
 
 /** `deno run` arguments of `svc workflow run <script> --fake-dispatch` from the checkout. */
 function cliArgs(script: string): string[] {
+  const argv = ["workflow", "run", script, "--fake-dispatch"];
+  // The module the launcher starts for these arguments (the lean program for `workflow run`).
   return [
     "run",
     "--allow-read",
     "--allow-write",
     "--allow-run",
     "--allow-env",
-    "cli/main.ts",
-    "workflow",
-    "run",
-    script,
-    "--fake-dispatch",
+    hostEntry(argv),
+    ...argv,
   ];
 }
 
@@ -1218,7 +1219,7 @@ async function main(args: string[]): Promise<number> {
       );
       figure(
         "cli_ms",
-        "  host alone (deno run cli/main.ts)",
+        "  host alone (deno run of the module the launcher picks)",
         pick("cliMs"),
         "ms",
         "bare_deno_ms",
