@@ -106,7 +106,7 @@ Deno.test("when the host's files are embedded (compiled svc), guests run a copy 
   assert.equal(status.result, "fake response to: hi");
   // The guest's command (not a probe of the OS sandbox, which may come first).
   const main = spawned.map((argv) => argv.at(-1) ?? "").find((arg) => arg.endsWith(".js")) ?? "";
-  assert.match(main, /\/tmp\/guest-[^/]+\/guest\/bootstrap\.js$/);
+  assert.match(main, /\/tmp\/guest-[^/]+\/guest\/bootstrap_bundle\.js$/);
   assert.ok(!main.startsWith(`${ROOT}/guest/`));
 });
 

@@ -240,10 +240,11 @@ class KvLedger implements Ledger {
   readonly #pollMs: number;
   readonly #waiters = new Set<Waiter>();
   /**
-   * The last event seq and latest events of each live run stream this process writes, so
-   * that its own readers wait without reading the stream's head from KV and read what it just
-   * wrote from memory. Memory serves only seqs up to that head; past it a reader reads the
-   * store, and a write from another process is seen through the poll, as always.
+   * The last event seq and latest events of each live run this process runs, so that its own
+   * readers wait without reading the stream's head from KV and read what it just wrote from
+   * memory. Only the process running a run writes its events while it runs (a queued run's
+   * first event, written by whoever queued it, is not kept), so memory is the whole stream up
+   * to that head; past it a reader reads the store. A terminal state forgets the run.
    */
   readonly #heads = new Map<string, KnownHead>();
   #poll: ReturnType<typeof setTimeout> | undefined;
@@ -423,6 +424,8 @@ class KvLedger implements Ledger {
           for (const waiter of this.#waiters) streams.set(streamKey(waiter.stream), waiter.stream);
           for (const [key, stream] of streams) {
             const head = await this.#headOf(stream);
+            // Written by another process after all: this one reads the stream from the store.
+            if (head > (this.#heads.get(key)?.head ?? head)) this.#heads.delete(key);
             for (const waiter of this.#waiters) {
               if (streamKey(waiter.stream) === key && head > waiter.after) waiter.wake();
             }
@@ -591,7 +594,11 @@ class KvLedger implements Ledger {
     if (!ok) {
       throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
     }
-    this.#notify({ kind: "run", id: status.run_id }, { head: 0, events: new Map([[0, event]]) });
+    // Only the process that runs it writes a live run's events: a queued run is left to others.
+    this.#notify(
+      { kind: "run", id: status.run_id },
+      host ? { head: 0, events: new Map([[0, event]]) } : undefined,
+    );
   }
 
   /**
