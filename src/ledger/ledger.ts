@@ -406,10 +406,7 @@ class KvLedger implements Ledger {
       if (this.#heads.size >= KNOWN_HEADS && !oldest.done) this.#heads.delete(oldest.value);
       this.#heads.set(key, { head: written.head, tail: tailOf(previous, written) });
     }
-    const woken = [...this.#waiters].filter((waiter) => streamKey(waiter.stream) === key);
-    // After the writer's own continuation (a run's reply to its script waits for this write):
-    // readers are a display, the script's next step is the run's critical path.
-    if (woken.length > 0) setTimeout(() => woken.forEach((waiter) => waiter.wake()), 0);
+    for (const waiter of this.#waiters) if (streamKey(waiter.stream) === key) waiter.wake();
   }
 
   #schedulePoll(): void {
