@@ -289,3 +289,19 @@ Deno.test("a process's own followers read a run's latest events from memory, and
     other.close();
   }
 });
+
+Deno.test("a write of more records than one KV commit may hold is split, and every record lands", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({ script: "return 1;" }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
+  const at = new Date().toISOString();
+  // 2,500 records: past KV's 1,000 mutations per commit more than twice.
+  const ops: LedgerOp[] = Array.from({ length: 2_500 }, (_, i) => ({
+    kind: "narration",
+    seq: 1_000 + i,
+    entry: { at, kind: "log", text: `line ${i}` },
+  }));
+  await t.ledger.write(status.run_id, [...ops, { kind: "status", status }]);
+  const stored = await t.ledger.getRun(status.run_id);
+  assert.equal(stored?.narration.filter((entry) => entry.text.startsWith("line ")).length, 2_500);
+});

@@ -190,8 +190,11 @@ function eventsPrefix(stream: EventStream): KvKey {
   return stream.kind === "run" ? KEYS.events(stream.id) : KEYS.taskEvents(stream.id);
 }
 
-/** KV limits: 1000 mutations and 800 KiB an atomic commit; stay well inside both. */
-const BATCH_MUTATIONS = 400;
+/**
+ * KV limits: 1000 mutations and 800 KiB an atomic commit; stay inside both, with room for the
+ * run's own keys and an activity append. A resumed run's 200 replayed calls fit one commit.
+ */
+const BATCH_MUTATIONS = 900;
 const BATCH_BYTES = 512 * 1024;
 
 function now(): string {
