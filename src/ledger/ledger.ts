@@ -62,7 +62,7 @@ const KNOWN_HEADS = 4096;
 /** Latest events of each such stream kept in memory, so that its followers read no KV. */
 const TAIL_EVENTS = 16;
 
-/** A live run stream this process writes: its last seq and its latest events' bytes. */
+/** A live run this process runs: its stream's last seq and its latest events' bytes. */
 interface KnownHead {
   head: number;
   /** Consecutive events ending at `head`, oldest first (at most {@linkcode TAIL_EVENTS}). */
@@ -395,9 +395,10 @@ class KvLedger implements Ledger {
   }
 
   /**
-   * Wakes this process's readers of a stream just written. With `head` (the stream's last
-   * seq, for a run stream this process writes) its readers wait without a read from now on;
-   * without it, they read the head as a reader in another process does.
+   * Wakes this process's readers of a stream just written. With `written` (the events this
+   * process just wrote of a run it runs, up to the stream's head) its readers wait and read
+   * from memory from now on; without it, they read the store as a reader in another process
+   * does.
    */
   #notify(stream: WaitTarget, written?: { head: number; events: Map<number, Uint8Array> }): void {
     const key = streamKey(stream);
