@@ -42,7 +42,7 @@ Deno.test("every agent() call is journaled in call-start order with hash, result
   assert.equal(first.attempts, 1);
 });
 
-Deno.test("the journal hash ignores the order of option keys", async () => {
+Deno.test("the journal hash ignores the order of option keys", () => {
   assert.equal(
     callHash("p", { label: "x", model: "m" }),
     callHash("p", { model: "m", label: "x" }),

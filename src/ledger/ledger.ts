@@ -642,13 +642,14 @@ class KvLedger implements Ledger {
         case "security":
           add({ key: KEYS.security(runId, op.seq), value: fitRecord(op.event).bytes });
           break;
-        case "event":
+        case "event": {
           const bytes = fitRecord(op.event.event).bytes;
           add({ key: KEYS.events(runId, op.event.seq), value: bytes });
           events = true;
           head = Math.max(head, op.event.seq);
           written.set(op.event.seq, bytes);
           break;
+        }
         case "journal": {
           const { result, ...rest } = op.entry;
           // The entry is fitted first; its result goes inline only in the room left beside it.
