@@ -146,6 +146,11 @@ function tailOf(
   return joined.slice(-TAIL_EVENTS);
 }
 
+/** Lets the event loop end while `port` waits (Deno's and Node's ports both have `unref`). */
+function unref(port: MessagePort): void {
+  (port as MessagePort & { unref?: () => void }).unref?.();
+}
+
 function streamKey(stream: WaitTarget): string {
   return `${stream.kind}:${stream.id}`;
 }
@@ -253,11 +258,21 @@ class KvLedger implements Ledger {
   #poll: ReturnType<typeof setTimeout> | undefined;
   #tick: string | null | undefined;
   #closed = false;
+  /** Readers to wake once the writer's own continuation is done (see {@linkcode #notify}). */
+  #woken: Waiter[] = [];
+  readonly #wakeups = new MessageChannel();
 
   constructor(home: string, kv: KvStore, pollMs: number) {
     this.home = home;
     this.#kv = kv;
     this.#pollMs = pollMs;
+    this.#wakeups.port1.onmessage = () => {
+      const woken = this.#woken;
+      this.#woken = [];
+      for (const waiter of woken) waiter.wake();
+    };
+    // A wake-up pending never keeps the process alive.
+    unref(this.#wakeups.port1);
   }
 
   /** Brings the schema up to date; run once by {@linkcode openLedger}. */
@@ -286,6 +301,8 @@ class KvLedger implements Ledger {
 
   close(): void {
     this.#closed = true;
+    this.#wakeups.port1.close();
+    this.#wakeups.port2.close();
     for (const waiter of this.#waiters) waiter.wake();
     this.#waiters.clear();
     if (this.#poll !== undefined) clearTimeout(this.#poll);
@@ -410,7 +427,13 @@ class KvLedger implements Ledger {
       if (this.#heads.size >= KNOWN_HEADS && !oldest.done) this.#heads.delete(oldest.value);
       this.#heads.set(key, { head: written.head, tail: tailOf(previous, written) });
     }
-    for (const waiter of this.#waiters) if (streamKey(waiter.stream) === key) waiter.wake();
+    // In the next turn of the event loop, not a timer later: the writer's continuation (a run's
+    // reply to its script waits for this write) goes first, and readers lose microseconds.
+    const pending = this.#woken.length > 0;
+    for (const waiter of this.#waiters) {
+      if (streamKey(waiter.stream) === key) this.#woken.push(waiter);
+    }
+    if (!pending && this.#woken.length > 0 && !this.#closed) this.#wakeups.port2.postMessage(null);
   }
 
   #schedulePoll(): void {
