@@ -299,13 +299,17 @@ function expectSucceeded(status: RunStatus, what: string): void {
  * The host's side of `agent()`, timed: the first time the engine hands a call to the
  * dispatcher (its sandbox admission comes first, before the call takes a slot).
  */
-function probedDispatcher(
-  dispatcher: Dispatcher,
-): { dispatcher: Dispatcher; firstCallAt(): number | undefined } {
+function probedDispatcher(dispatcher: Dispatcher): {
+  dispatcher: Dispatcher;
+  firstCallAt(): number | undefined;
+  /** Forgets the calls seen so far: the next run's first call is timed. */
+  reset(): void;
+} {
   let first: number | undefined;
   const seen = () => (first ??= performance.now());
   return {
     firstCallAt: () => first,
+    reset: () => (first = undefined),
     dispatcher: {
       providers: () => dispatcher.providers(),
       status: () => dispatcher.status(),
@@ -331,15 +335,9 @@ async function timeFirstCallInProcess(
   managerOptions: Partial<RunManagerOptions> = {},
 ): Promise<number> {
   const ledger = await openLedger(home);
-  let probe = probedDispatcher(createDispatcher({ fakeLatencyMs: 0 }));
+  const probe = probedDispatcher(createDispatcher({ fakeLatencyMs: 0 }));
   const manager = await RunManager.create({
-    // Each run's calls go to the probe of the moment.
-    dispatcher: {
-      providers: () => probe.dispatcher.providers(),
-      status: () => probe.dispatcher.status(),
-      admit: (options, context) => probe.dispatcher.admit(options, context),
-      dispatch: (input, context) => probe.dispatcher.dispatch(input, context),
-    },
+    dispatcher: probe.dispatcher,
     ledger,
     ...managerOptions,
   });
@@ -351,7 +349,7 @@ async function timeFirstCallInProcess(
         "the warm-up run",
       );
       await new Promise((resolve) => setTimeout(resolve, IDLE_BETWEEN_RUNS_MS));
-      probe = probedDispatcher(createDispatcher({ fakeLatencyMs: 0 }));
+      probe.reset();
     }
     const t0 = performance.now();
     const started = await manager.start({

@@ -34,7 +34,7 @@ Deno.test("every agent() call is journaled in call-start order with hash, result
   const first = journal[0]!;
   assert.equal(
     first.hash,
-    await sha256(canonicalJson({ prompt: "say a", options: { label: "a" } })),
+    sha256(canonicalJson({ prompt: "say a", options: { label: "a" } })),
   );
   assert.equal(first.provider, "fake");
   assert.ok(first.usage.input_tokens > 0 && first.usage.output_tokens > 0);

@@ -284,6 +284,12 @@ Deno.test("a process's own followers read a run's latest events from memory, and
       await own.readEvents({ kind: "run", id: runId }, { after: 40 }),
       await other.readEvents({ kind: "run", id: runId }, { after: 40 }),
     );
+    // Large events: memory keeps fewer of them, and readers still get every one.
+    const big = (seq: number) => narration(seq, `${seq} `.padEnd(30_000, "x"));
+    await own.write(runId, [big(48), big(49), big(50)]);
+    const tail = await own.readEvents({ kind: "run", id: runId }, { after: 46 });
+    assert.deepEqual(tail, await other.readEvents({ kind: "run", id: runId }, { after: 46 }));
+    assert.deepEqual(tail.map((item) => item.seq), [47, 48, 49, 50]);
   } finally {
     own.close();
     other.close();

@@ -1,5 +1,5 @@
 import type { JournalEntry } from "../ledger/mod.ts";
-import { platform } from "../platform/mod.ts";
+import { sha256 } from "../ledger/mod.ts";
 import type { AgentOptions, JsonValue } from "../schemas/mod.ts";
 
 /** JSON with object keys sorted at every level, so that equal options hash equally. */
@@ -11,20 +11,9 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(",")}}`;
 }
 
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
-const encoder = new TextEncoder();
-
-/**
- * The journal hash of a call: SHA-256 of the prompt and the canonicalised options, in hex.
- * Synchronous, because every call takes it on the run's critical path (Web Crypto's async
- * digest cost several times as much as the hash itself).
- */
+/** The journal hash of a call: SHA-256 of the prompt and the canonicalised options, in hex. */
 export function callHash(prompt: string, options: AgentOptions): string {
-  let hex = "";
-  for (const byte of platform().sha256(encoder.encode(canonicalJson({ prompt, options })))) {
-    hex += HEX[byte];
-  }
-  return hex;
+  return sha256(canonicalJson({ prompt, options }));
 }
 
 /** Most numbers a recorded position holds (32 nested fan-outs); guest/positions.js agrees. */

@@ -1,4 +1,5 @@
 import type { JsonValue } from "../schemas/mod.ts";
+import { platform } from "../platform/mod.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -13,8 +14,14 @@ export function fromBytes<T = JsonValue>(bytes: Uint8Array): T {
   return JSON.parse(decoder.decode(bytes)) as T;
 }
 
-/** Hex SHA-256 of a string. */
-export async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
+/**
+ * Hex SHA-256 of a string. Synchronous: every `agent()` call hashes on the run's critical
+ * path, where Web Crypto's async digest cost several times as much as the hash itself.
+ */
+export function sha256(text: string): string {
+  let hex = "";
+  for (const byte of platform().sha256(encoder.encode(text))) hex += HEX[byte];
+  return hex;
 }

@@ -58,9 +58,11 @@ const STALE_HOST_MS = 10_000;
 /** How often a ledger with readers waiting for events looks for other processes' writes, in ms. */
 const POLL_MS = 25;
 /** Live run streams whose head one ledger keeps in memory for its own readers. */
-const KNOWN_HEADS = 4096;
+const KNOWN_HEADS = 1024;
 /** Latest events of each such stream kept in memory, so that its followers read no KV. */
 const TAIL_EVENTS = 16;
+/** Most bytes of those events per stream: a run logging large lines keeps fewer (64 MiB in all). */
+const TAIL_BYTES = 64 * 1024;
 
 /** A live run this process runs: its stream's last seq and its latest events' bytes. */
 interface KnownHead {
@@ -131,7 +133,7 @@ interface Waiter {
 /**
  * The latest events of a stream after a write of `written.events` (up to `written.head`): the
  * earlier tail when the new events follow it without a gap, else only the new ones that are
- * consecutive up to the head; at most {@linkcode TAIL_EVENTS}.
+ * consecutive up to the head; at most {@linkcode TAIL_EVENTS} and {@linkcode TAIL_BYTES}.
  */
 function tailOf(
   previous: KnownHead | undefined,
@@ -143,7 +145,10 @@ function tailOf(
     fresh.unshift(bytes);
   }
   const joined = previous && previous.head === seq ? [...previous.tail, ...fresh] : fresh;
-  return joined.slice(-TAIL_EVENTS);
+  const tail = joined.slice(-TAIL_EVENTS);
+  let bytes = tail.reduce((sum, event) => sum + event.length, 0);
+  while (bytes > TAIL_BYTES && tail.length > 0) bytes -= tail.shift()!.length;
+  return tail;
 }
 
 /** Lets the event loop end while `port` waits (Deno's and Node's ports both have `unref`). */
@@ -532,7 +537,7 @@ class KvLedger implements Ledger {
     if (json.length <= room / 4 || new TextEncoder().encode(json).length <= room) {
       return { value };
     }
-    const name = `${await sha256(json)}.json`;
+    const name = `${sha256(json)}.json`;
     const dir = joinPath(dirOf(runId), "blobs");
     const p = platform();
     await p.mkdir(dir);
