@@ -224,6 +224,37 @@ Deno.test("a JSON-RPC call without a token, or with a wrong one, is refused with
   });
 });
 
+Deno.test("push-notification configuration answers PushNotificationNotSupported in both protocol versions, params or not", async () => {
+  await using a2a = await startA2a();
+  const cases = [
+    [undefined, "tasks/pushNotificationConfig/set"],
+    [undefined, "tasks/pushNotificationConfig/get"],
+    [undefined, "tasks/pushNotificationConfig/list"],
+    [undefined, "tasks/pushNotificationConfig/delete"],
+    ["1.0", "CreateTaskPushNotificationConfig"],
+    ["1.0", "GetTaskPushNotificationConfig"],
+  ] as const;
+  for (const [version, method] of cases) {
+    // The 0.3 SDK's own handler read `params.pushNotificationConfig.id` of an empty params
+    // object and answered an internal error; the fuzz battery found it.
+    for (const params of [{}, undefined, { taskId: "t", pushNotificationConfig: {} }]) {
+      const response = await fetchWithToken(TOKENS.alice)(`${a2a.url}/a2a`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(version !== undefined ? { "A2A-Version": version } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+      });
+      assert.equal(response.status, 200);
+      const answer = await response.json();
+      assert.equal(answer.id, 7);
+      assert.equal(answer.error.code, -32003, `${method} ${JSON.stringify(params)}`);
+      assert.match(answer.error.message, /^Cannot configure push notifications/);
+    }
+  }
+});
+
 Deno.test("another owner's task answers exactly as an unknown id", async () => {
   await using a2a = await startA2a();
   const alice = await sdkClient(a2a.url, TOKENS.alice);

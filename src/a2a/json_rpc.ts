@@ -32,7 +32,20 @@ const REFERENCES_LIMIT = 16;
 const ID_LIMIT = 256;
 
 /** JSON-RPC error codes used here. */
-const CODES = { parse: -32700, invalidRequest: -32600, invalidParams: -32602, internal: -32603 };
+const CODES = {
+  parse: -32700,
+  invalidRequest: -32600,
+  invalidParams: -32602,
+  internal: -32603,
+  pushNotSupported: -32003,
+};
+
+/**
+ * Push-notification configuration methods of both protocol versions. svc sends none (its card
+ * says `pushNotifications: false`), so they are answered here: the 0.3 SDK's handler reads their
+ * params before it checks the capability, and crashes on missing ones.
+ */
+const PUSH_CONFIG_METHOD = /pushnotificationconfig/i;
 
 /** A JSON-RPC error object. */
 interface RpcError {
@@ -266,6 +279,12 @@ export function jsonRpcHandler(
       });
     }
     const id = body.id;
+    if (typeof body.method === "string" && PUSH_CONFIG_METHOD.test(body.method)) {
+      return rpcError(id, {
+        code: CODES.pushNotSupported,
+        message: "Cannot configure push notifications: this server does not send them",
+      });
+    }
     const problem = boundsProblem(body.params);
     if (problem !== undefined) {
       return rpcError(id, {
