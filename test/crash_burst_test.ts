@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { positionKey } from "../src/engine/mod.ts";
-import { fixture, LOCAL, ROOT, tempDir, testManager } from "./helpers.ts";
+import { fixture, LOCAL, spawnWorkflowHost, tempDir, testManager } from "./helpers.ts";
 
 const CALLS = 150;
 
@@ -14,24 +14,10 @@ async function killMidBurst(
   after: number,
   resumeFrom?: string,
 ): Promise<{ runId: string; saw: number }> {
-  const host = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-run",
-      "--allow-env",
-      `${ROOT}/cli/main.ts`,
-      "workflow",
-      "run",
-      fixture("sequential_burst.js"),
-      ...(resumeFrom ? ["--resume-from", resumeFrom] : []),
-    ],
-    env: { SVC_HOME: home, NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
+  const host = spawnWorkflowHost(
+    [fixture("sequential_burst.js"), ...(resumeFrom ? ["--resume-from", resumeFrom] : [])],
+    { SVC_HOME: home },
+  );
   let stderr = "";
   const reader = host.stderr.getReader();
   const decoder = new TextDecoder();

@@ -139,6 +139,33 @@ export async function runCommand(
 }
 
 /**
+ * `svc workflow run <args>` as its own host process, without the launcher, so that a signal
+ * (the crash tests' SIGKILL) reaches the host itself; its standard error is piped.
+ */
+export function spawnWorkflowHost(
+  args: readonly string[],
+  env: Record<string, string>,
+): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      "--allow-env",
+      `${ROOT}/cli/main.ts`,
+      "workflow",
+      "run",
+      ...args,
+    ],
+    env: { NO_COLOR: "1", ...env },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+}
+
+/**
  * The command line of `deno task svc` (from deno.json), with this Deno binary and absolute
  * paths: the launcher that starts the host with narrow grants.
  */

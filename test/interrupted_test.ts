@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fixture, LOCAL, ROOT, tempDir, testManager, untilEvent } from "./helpers.ts";
+import { fixture, LOCAL, spawnWorkflowHost, tempDir, testManager, untilEvent } from "./helpers.ts";
 
 /** Processes whose working directory lies under `dir` (a guest's is its scratch directory). */
 async function processesUnder(dir: string): Promise<string[]> {
@@ -13,23 +13,10 @@ async function processesUnder(dir: string): Promise<string[]> {
 
 Deno.test("a host killed mid-run leaves no run stuck in running: the next host marks it interrupted", async () => {
   await using home = await tempDir();
-  const host = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-run",
-      "--allow-env",
-      `${ROOT}/cli/main.ts`,
-      "workflow",
-      "run",
-      fixture("three_steps.js"),
-    ],
-    env: { SVC_HOME: home.path, SVC_FAKE_LATENCY_MS: "400", NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
+  const host = spawnWorkflowHost([fixture("three_steps.js")], {
+    SVC_HOME: home.path,
+    SVC_FAKE_LATENCY_MS: "400",
+  });
   let stderr = "";
   const reader = host.stderr.getReader();
   const decoder = new TextDecoder();
