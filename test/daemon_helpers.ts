@@ -4,20 +4,12 @@ import { type Daemon, startDaemon } from "../src/daemon/mod.ts";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { type DaemonServer, serveDaemon } from "../src/http/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
-import { ROOT } from "./helpers.ts";
+import { type HostProcess, startHostProcess } from "./host_process.ts";
 
 /** A `svc daemon` process started as `deno task svc daemon` does. */
-export interface DaemonProcess extends AsyncDisposable {
-  /** Its base URL. */
-  url: string;
-  /** Its process id. */
-  pid: number;
-  /** What it printed on standard error so far. */
-  lines: string[];
+export interface DaemonProcess extends HostProcess {
   /** Its health snapshot. */
   health(): Promise<Record<string, unknown>>;
-  /** Ends it with `signal` and waits; resolves to its exit code. */
-  stop(signal?: Deno.Signal): Promise<number>;
 }
 
 /**
@@ -29,85 +21,12 @@ export async function startDaemonProcess(
   home: string,
   options: { env?: Record<string, string> } = {},
 ): Promise<DaemonProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--no-prompt",
-      "--allow-read",
-      `--allow-write=${home}`,
-      "--allow-run",
-      "--allow-env",
-      "--allow-net=127.0.0.1",
-      "--config",
-      `${ROOT}/deno.json`,
-      `${ROOT}/cli/main.ts`,
-      "daemon",
-      "--port",
-      "0",
-    ],
-    env: {
-      HOME: home,
-      SVC_HOME: home,
-      NO_COLOR: "1",
-      PATH: Deno.env.get("PATH") ?? "",
-      ...options.env,
-    },
-    clearEnv: true,
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const lines: string[] = [];
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  let url: string | undefined;
-  while (url === undefined) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buffer += value;
-    const parts = buffer.split("\n");
-    buffer = parts.pop()!;
-    lines.push(...parts);
-    url = lines.map((l) => /daemon on (http:\/\/\S+) /.exec(l)?.[1]).find(Boolean);
-  }
-  if (url === undefined) {
-    await child.status;
-    assert.fail(`the daemon did not start:\n${lines.join("\n")}${buffer}`);
-  }
-  const rest = (async () => {
-    while (true) {
-      const { done, value } = await reader.read().catch(() => ({ done: true, value: "" }));
-      if (done) return;
-      buffer += value;
-      const parts = buffer.split("\n");
-      buffer = parts.pop()!;
-      lines.push(...parts);
-    }
-  })();
-  let ended: Promise<number> | undefined;
-  const stop = (signal: Deno.Signal = "SIGTERM") =>
-    ended ??= (async () => {
-      try {
-        child.kill(signal);
-      } catch {
-        // It ended already.
-      }
-      const status = await child.status;
-      await rest;
-      return status.code;
-    })();
+  const host = await startHostProcess(home, "daemon", options);
   return {
-    url,
-    pid: child.pid,
-    lines,
+    ...host,
     async health() {
-      const response = await fetch(`${url}/health`);
+      const response = await fetch(`${host.url}/health`);
       return await response.json();
-    },
-    stop,
-    [Symbol.asyncDispose]: async () => {
-      await stop();
     },
   };
 }

@@ -1,5 +1,5 @@
 /** The states a stop ends a run or a task in. */
-export type StopState = "timeout" | "cancelled" | "failed";
+export type StopState = "timeout" | "cancelled" | "failed" | "interrupted";
 
 /**
  * Why a run or a task was stopped before it ended on its own: its timeout, a cancel, or a rule

@@ -9,6 +9,7 @@
 interface Queued<T> {
   item: T;
   done: () => void;
+  fail: (error: unknown) => void;
 }
 
 /** A queue of writes committed in batches by `commit`, one batch at a time, in order. */
@@ -18,21 +19,25 @@ export class GroupCommit<T> {
   #running: Promise<void> | undefined;
 
   /**
-   * `commit` writes one batch, in the order the items were added; it must not throw (a
-   * failure is the caller's to record). Batches never overlap.
+   * `commit` writes one batch, in the order the items were added. When it throws, every write
+   * of that batch is rejected with its error: none of them may be acknowledged. Batches never
+   * overlap.
    */
   constructor(commit: (items: T[]) => Promise<void>) {
     this.#commit = commit;
   }
 
-  /** Queues `item`; resolves once the batch holding it has been committed. */
+  /**
+   * Queues `item`; resolves once the batch holding it has been committed, and rejects when that
+   * batch failed.
+   */
   add(item: T): Promise<void> {
-    const written = new Promise<void>((done) => this.#queued.push({ item, done }));
+    const written = new Promise<void>((done, fail) => this.#queued.push({ item, done, fail }));
     this.#running ??= this.#drain();
     return written;
   }
 
-  /** Resolves once every item queued so far has been committed. */
+  /** Resolves (never rejects) once every item queued so far has been committed or has failed. */
   idle(): Promise<void> {
     return this.#running ?? Promise.resolve();
   }
@@ -44,8 +49,9 @@ export class GroupCommit<T> {
       const batch = this.#queued.splice(0);
       try {
         await this.#commit(batch.map((queued) => queued.item));
-      } finally {
         for (const queued of batch) queued.done();
+      } catch (error) {
+        for (const queued of batch) queued.fail(error);
       }
     }
     this.#running = undefined;

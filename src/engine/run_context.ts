@@ -1,5 +1,6 @@
 import { Semaphore } from "../concurrency/mod.ts";
 import { StopReason } from "../dispatch/mod.ts";
+import { SvcError } from "../errors/mod.ts";
 import {
   type ApprovalRecord,
   clipText,
@@ -104,6 +105,7 @@ export class RunContext {
   #order: Promise<unknown> = Promise.resolve();
   readonly #commits: GroupCommit<LedgerOp>;
   #writeError: unknown;
+  #committed: RunStatus | undefined;
 
   constructor(status: RunStatus, request: WorkflowRunRequest, options: RunContextOptions) {
     this.status = status;
@@ -121,16 +123,28 @@ export class RunContext {
       for (const op of ops) {
         if (op.kind === "journal") op.status = snapshot ??= recordOf(this.status);
       }
+      // After a failed write nothing more is written: a later status would count journal
+      // entries that never landed. The run's end is written from the ledger's own record.
+      if (this.#writeError !== undefined) throw this.#writeError;
       try {
         await this.#ledger.write(this.runId, this.#numberEvents(ops));
+        const last = ops.findLast((op) => op.kind === "status" || op.kind === "journal");
+        if (last) this.#committed = last.status;
       } catch (error) {
-        this.#writeError ??= error;
+        this.#writeError = error;
+        this.#stopUnwritable(error);
+        throw error;
       }
     });
   }
 
   get runId(): string {
     return this.status.run_id;
+  }
+
+  /** The status as the ledger last committed it: what it holds when a later write failed. */
+  get committed(): RunStatus | undefined {
+    return this.#committed;
   }
 
   /** The first ledger write that failed, if any. */
@@ -191,7 +205,22 @@ export class RunContext {
    * commit holding this write is done (or has failed, which `writeError` reports).
    */
   persist(op: LedgerOp): Promise<void> {
-    return this.#commits.add(op);
+    const written = this.#commits.add(op);
+    // Most writes are not awaited; their failure is the run's (`writeError`), not unhandled.
+    written.catch(() => {});
+    return written;
+  }
+
+  /**
+   * Stops the run once the ledger refused a write (disk full, file locked): it cannot go on
+   * without a journal. It ends `interrupted`, resumable once the fault is gone.
+   */
+  #stopUnwritable(error: unknown): void {
+    if (this.controller.signal.aborted) return;
+    const message = error instanceof SvcError
+      ? error.message
+      : "Cannot write the ledger: the write failed";
+    this.controller.abort(new StopReason("interrupted", message, "ledger_unavailable"));
   }
 
   #saveWithEvent(event: RunEvent): void {

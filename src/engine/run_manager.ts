@@ -151,6 +151,9 @@ const GUEST_CPU_GRACE_S = 5;
 const REPLAY_CHAIN_DEPTH = 8;
 /** Values the guest gets at start to answer replayed calls itself; larger ones it asks for. */
 const REPLAY_OFFER = { totalBytes: 32 * 1024 * 1024, valueBytes: 1024 * 1024 };
+/** The first and the longest pause between attempts to write the end of a run the ledger refused. */
+const UNWRITTEN_RETRY_MIN_MS = 100;
+const UNWRITTEN_RETRY_MAX_MS = 2_000;
 
 /**
  * Starts workflow runs, keeps their state in the ledger, and tells subscribers what happens.
@@ -177,6 +180,10 @@ export class RunManager {
   #recovered: string[] = [];
   /** Guests' teardowns still under way: close() waits for them. */
   readonly #teardowns = new Set<Promise<void>>();
+  /** Runs whose end is still being written after the ledger refused their writes. */
+  readonly #endings = new Set<Promise<void>>();
+  /** Aborted when the manager closes: the endings stop retrying. */
+  readonly #closed = new AbortController();
   /** The `unsafe-local` backend, starting guests ahead of need. */
   readonly #prestarted: PrestartedBackend;
 
@@ -625,13 +632,7 @@ export class RunManager {
   ): Promise<RunStatus> {
     const run = this.#runs.get(runId);
     if (run && mayAccess(caller, run.status.owner)) {
-      const status = await run.done;
-      if (run.writeError !== undefined) {
-        throw new SvcError("internal", `Cannot record run '${runId}' in the ledger`, {
-          cause: run.writeError,
-        });
-      }
-      return structuredClone(status);
+      return structuredClone(await run.done);
     }
     const status = await this.#visible(runId, caller, "wait for");
     if (TERMINAL_STATES.has(status.state)) return status;
@@ -680,6 +681,8 @@ export class RunManager {
       }
     }
     await Promise.all([...this.#runs.values()].map((run) => run.done.catch(() => {})));
+    this.#closed.abort();
+    await Promise.all(this.#endings);
     this.#stopCancelPoll();
     await this.#prestarted[Symbol.asyncDispose]();
     await Promise.all(this.#teardowns);
@@ -853,11 +856,70 @@ export class RunManager {
       run.setState(state, status.ended_at);
     }
     await run.writes;
-    this.#holds.get(status.run_id)?.();
-    this.#holds.delete(status.run_id);
-    // The ledger has it all now; a long-lived host must not keep every run it ever ran.
-    this.#runs.delete(status.run_id);
+    if (run.writeError !== undefined) {
+      // The ledger refused a write: what it holds ends at its last commit. The run ends
+      // `interrupted` (resumable) here at once, and in the ledger as soon as it takes writes.
+      const cause = run.writeError;
+      status.state = "interrupted";
+      delete status.result;
+      // Counted as the ledger has them: calls whose entries were lost are not the run's.
+      const committed = run.committed;
+      if (committed) {
+        status.journal = structuredClone(committed.journal);
+        status.calls = { ...committed.calls, queued: 0, running: 0 };
+        status.budget = structuredClone(committed.budget);
+      }
+      status.error = {
+        code: "ledger_unavailable",
+        message: `${
+          cause instanceof SvcError ? cause.message : "Cannot write the ledger: the write failed"
+        }; the journal up to the failure is kept: resume the run with resume_from`,
+      };
+      this.#endUnwritten(run);
+      return status;
+    }
+    this.#forget(status.run_id);
     return status;
+  }
+
+  /** Drops an ended run that the ledger holds: a long-lived host must not keep every run. */
+  #forget(runId: string): void {
+    this.#holds.get(runId)?.();
+    this.#holds.delete(runId);
+    this.#runs.delete(runId);
+  }
+
+  /**
+   * Writes the end of a run whose writes failed, again and again (backing off up to
+   * {@linkcode UNWRITTEN_RETRY_MAX_MS}) until the ledger takes it or the host closes. Until then
+   * the host answers for the run from memory, so that no reader sees it `running`; a host that
+   * dies meanwhile leaves it to the next host's recovery.
+   */
+  #endUnwritten(run: RunContext): void {
+    const { run_id: runId, error } = run.status;
+    const closed = this.#closed.signal;
+    const attempt = async (delay: number): Promise<void> => {
+      if (closed.aborted) return;
+      try {
+        await this.#ledger.interruptRun(
+          runId,
+          error ?? { code: "ledger_unavailable", message: "" },
+        );
+        this.#forget(runId);
+      } catch {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          closed.addEventListener("abort", () => {
+            clearTimeout(timer);
+            resolve();
+          }, { once: true });
+        });
+        return attempt(Math.min(delay * 2, UNWRITTEN_RETRY_MAX_MS));
+      }
+    };
+    const ending = attempt(UNWRITTEN_RETRY_MIN_MS);
+    this.#endings.add(ending);
+    ending.finally(() => this.#endings.delete(ending)).catch(() => {});
   }
 
   async #workflow(

@@ -222,6 +222,11 @@ export interface Ledger {
   removeHost(host: HostRef): Promise<void>;
   /** Marks `interrupted` the runs of hosts that are gone; returns their ids. */
   recoverInterrupted(self: HostRef): Promise<string[]>;
+  /**
+   * Ends `interrupted`, from its committed record, a run of this host whose own writes failed;
+   * false when it had already ended.
+   */
+  interruptRun(runId: string, error: { code: string; message: string }): Promise<boolean>;
   /** Marks `interrupted` the running tasks of hosts that are gone; returns their ids. */
   recoverInterruptedTasks(self: HostRef): Promise<string[]>;
 

@@ -914,44 +914,66 @@ class KvLedger implements Ledger {
       if (owner.host_id === self.id) continue;
       const host = await this.#liveHost(owner.host_id);
       if (host.alive) continue;
-      const runEntry = await this.#kv.get(KEYS.run(runId));
-      if (!runEntry.value) continue;
-      const doc = fromBytes<RunDoc>(runEntry.value);
-      const at = now();
-      doc.status.state = "interrupted";
-      doc.status.ended_at = at;
-      doc.status.calls.queued = 0;
-      doc.status.calls.running = 0;
-      doc.status.error = {
+      const ok = await this.#markInterrupted(runId, entry.versionstamp, {
         code: "interrupted",
         message:
           "the host running this run stopped before it ended; its journal is kept: resume it with resume_from",
-      };
-      // The added error must not push a document that was full over the value limit.
-      const beside = doc.result ? toBytes(doc.result).length : 0;
-      doc.status = fitRecord(doc.status, VALUE_LIMIT - REF_ROOM - beside).value;
-      const last = await this.#lastSeq(KEYS.events(runId));
-      const event: RunEvent = { type: "state", run_id: runId, at, state: "interrupted" };
-      const ok = await this.#commit((atomic) =>
-        atomic
-          .check(KEYS.run(runId), runEntry.versionstamp)
-          .check(KEYS.active(runId), entry.versionstamp)
-          .set(KEYS.run(runId), toBytes(doc))
-          .set(KEYS.events(runId, last + 1), toBytes(event))
-          .delete(KEYS.active(runId))
-          .delete(KEYS.runCancel(runId))
-          .set(KEYS.feedTick, toBytes({})), {
-        owner: doc.status.owner,
-        items: [runActivity(doc.status, event)],
       });
       if (!ok) continue;
-      this.#notify({ kind: "run", id: runId });
       if (host.record) await this.#kv.atomic().delete(KEYS.host(owner.host_id)).commit();
-      const status = await this.getRun(runId);
-      if (status) await this.write(runId, [{ kind: "status", status }]);
       recovered.push(runId);
     }
     return recovered;
+  }
+
+  /**
+   * Ends `interrupted` a run of this host that could not write its own end (its ledger writes
+   * failed: disk full, file locked). The end is made from the run's record as committed, so
+   * that its counters match its journal. False when the run has already ended.
+   */
+  async interruptRun(runId: string, error: { code: string; message: string }): Promise<boolean> {
+    const active = await this.#kv.get(KEYS.active(runId));
+    if (!active.value) return false;
+    return await this.#markInterrupted(runId, active.versionstamp, error);
+  }
+
+  /** Marks a run `interrupted` with `error`, if its active marker is still the one seen. */
+  async #markInterrupted(
+    runId: string,
+    activeStamp: string | null,
+    error: { code: string; message: string },
+  ): Promise<boolean> {
+    const runEntry = await this.#kv.get(KEYS.run(runId));
+    if (!runEntry.value) return false;
+    const doc = fromBytes<RunDoc>(runEntry.value);
+    const at = now();
+    doc.status.state = "interrupted";
+    doc.status.ended_at = at;
+    doc.status.calls.queued = 0;
+    doc.status.calls.running = 0;
+    doc.status.error = error;
+    // The added error must not push a document that was full over the value limit.
+    const beside = doc.result ? toBytes(doc.result).length : 0;
+    doc.status = fitRecord(doc.status, VALUE_LIMIT - REF_ROOM - beside).value;
+    const last = await this.#lastSeq(KEYS.events(runId));
+    const event: RunEvent = { type: "state", run_id: runId, at, state: "interrupted" };
+    const ok = await this.#commit((atomic) =>
+      atomic
+        .check(KEYS.run(runId), runEntry.versionstamp)
+        .check(KEYS.active(runId), activeStamp)
+        .set(KEYS.run(runId), toBytes(doc))
+        .set(KEYS.events(runId, last + 1), toBytes(event))
+        .delete(KEYS.active(runId))
+        .delete(KEYS.runCancel(runId))
+        .set(KEYS.feedTick, toBytes({})), {
+      owner: doc.status.owner,
+      items: [runActivity(doc.status, event)],
+    });
+    if (!ok) return false;
+    this.#notify({ kind: "run", id: runId });
+    const status = await this.getRun(runId);
+    if (status) await this.write(runId, [{ kind: "status", status }]);
+    return true;
   }
 
   /** Whether a host is alive: its record exists, its process (if it can be checked) does, its heartbeat is fresh. */

@@ -1,3 +1,4 @@
+import { SvcError } from "../errors/mod.ts";
 import type { KvAtomic, KvEntry, KvKey, KvStore } from "./types.ts";
 
 /** The part of an atomic operation svc uses; Deno.Kv's and @deno/kv's both have it. */
@@ -40,9 +41,38 @@ function entry(raw: RawEntry): KvEntry {
  * nothing, so it is made again, after a short random pause.
  */
 const LOCKED_ATTEMPTS = 50;
+/**
+ * How long a commit keeps trying against a lock, in ms. A lock held by another program (not a
+ * commit racing this one) makes every attempt wait out SQLite's busy timeout (5 s in Deno's
+ * KV): without a deadline a write would hang for minutes instead of failing clearly.
+ */
+const LOCKED_DEADLINE_MS = 8_000;
 
 function isLocked(error: unknown): boolean {
   return error instanceof Error && /database is locked/i.test(error.message);
+}
+
+/** SQLite's words for faults of the storage under the ledger, and what svc says of each. */
+const STORAGE_FAULTS: ReadonlyArray<[RegExp, string]> = [
+  [/disk is full|no space left|quota/i, "the disk is full"],
+  [/database is locked|database table is locked|busy/i, "another process holds it locked"],
+  [/readonly database|read-only file system|permission denied/i, "its file cannot be written"],
+  [
+    /disk i\/o error|malformed|not a database|unable to open/i,
+    "its file cannot be read or written",
+  ],
+];
+
+/**
+ * A fault of the storage (disk full, file locked, I/O error) as an `unavailable` SvcError that
+ * names it: the ledger is not broken, it cannot be used now, and whoever asked may try again.
+ * Anything else passes unchanged. The store's own message is never shown (it may name a path).
+ */
+export function storageFault(error: unknown, action: string): unknown {
+  if (!(error instanceof Error) || error instanceof SvcError) return error;
+  const found = STORAGE_FAULTS.find(([pattern]) => pattern.test(error.message));
+  if (!found) return error;
+  return new SvcError("unavailable", `Cannot ${action} the ledger: ${found[1]}`, { cause: error });
 }
 
 function wrapAtomic(open: () => AtomicLike): KvAtomic {
@@ -61,6 +91,7 @@ function wrapAtomic(open: () => AtomicLike): KvAtomic {
       return wrapped;
     },
     async commit() {
+      const started = Date.now();
       for (let attempt = 1;; attempt++) {
         const atomic = open();
         for (const op of ops) op(atomic);
@@ -68,7 +99,10 @@ function wrapAtomic(open: () => AtomicLike): KvAtomic {
           const result = await atomic.commit();
           return { ok: result.ok };
         } catch (error) {
-          if (!isLocked(error) || attempt >= LOCKED_ATTEMPTS) throw error;
+          if (
+            !isLocked(error) || attempt >= LOCKED_ATTEMPTS ||
+            Date.now() - started >= LOCKED_DEADLINE_MS
+          ) throw storageFault(error, "write");
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * attempt));
         }
       }
@@ -80,7 +114,13 @@ function wrapAtomic(open: () => AtomicLike): KvAtomic {
 /** Adapts a Deno KV handle (Deno's own or Node's @deno/kv) to the platform's {@linkcode KvStore}. */
 export function wrapKv(kv: KvLike): KvStore {
   return {
-    get: async (key) => entry(await kv.get(key)),
+    async get(key) {
+      try {
+        return entry(await kv.get(key));
+      } catch (error) {
+        throw storageFault(error, "read");
+      }
+    },
     async *list(prefix, options = {}) {
       const { start, end, ...rest } = options;
       // KV takes a prefix with one bound, or two bounds (both inside the prefix here).
@@ -89,7 +129,22 @@ export function wrapKv(kv: KvLike): KvStore {
         : start === undefined
         ? { prefix, end }
         : { start, end };
-      for await (const raw of kv.list(selector, rest)) yield entry(raw);
+      const iterator = kv.list(selector, rest)[Symbol.asyncIterator]();
+      try {
+        for (;;) {
+          let next: IteratorResult<RawEntry>;
+          try {
+            next = await iterator.next();
+          } catch (error) {
+            throw storageFault(error, "read");
+          }
+          if (next.done) return;
+          yield entry(next.value);
+        }
+      } finally {
+        // A reader that stops early releases the store's iterator, as for-await would.
+        await iterator.return?.();
+      }
     },
     atomic: () => wrapAtomic(() => kv.atomic()),
     close: () => kv.close(),

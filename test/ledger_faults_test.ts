@@ -1,0 +1,234 @@
+import assert from "node:assert/strict";
+import { fixture, tempDir } from "./helpers.ts";
+import { type HostProcess, startHostProcess } from "./host_process.ts";
+
+const TOKEN = "ledger-faults-token-0123456789";
+
+/** Sequential calls whose results (2 KB each) make every commit grow the ledger's log. */
+const STEPS = `
+  const out = [];
+  for (let i = 0; i < args.n; i++) out.push(await agent("step " + i + " " + "x".repeat(2000)));
+  return out.map((text) => text.length);
+`;
+
+/** This Deno's cache directory. */
+async function denoDir(): Promise<string> {
+  const output = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  return String(JSON.parse(new TextDecoder().decode(output.stdout)).denoDir);
+}
+
+/** A JSON request to a host with the test's token; the status and the parsed body. */
+async function call(
+  host: HostProcess,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${host.url}${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+/** Polls a run until it has ended (any state but queued and running). */
+async function ended(host: HostProcess, runId: string): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 600; i++) {
+    const { body } = await call(host, `/api/workflow/${runId}`);
+    if (body.state !== "queued" && body.state !== "running") return body;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`run ${runId} did not end`);
+}
+
+/** Waits for a line of the host's standard error. */
+async function line(host: HostProcess, text: string): Promise<void> {
+  for (let i = 0; i < 600 && !host.lines.includes(text); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.ok(host.lines.includes(text), host.lines.join("\n"));
+}
+
+Deno.test("a full disk under the ledger interrupts the run with a clear error, refuses writes with 503, and the run resumes once space is back", async () => {
+  const bwrap = Deno.env.get("SVC_TEST_BWRAP") ?? "bwrap";
+  await using home = await tempDir("svc-small-disk-");
+  // An 8 MiB tmpfs over SVC_HOME, in a mount namespace of its own: no root needed.
+  const host = await startHostProcess(home.path, "dashboard", {
+    // Deno's cache stays where it is: the small disk is the ledger's alone.
+    env: { SVC_FAKE_LATENCY_MS: "40", SVC_TEST_TOKEN: TOKEN, DENO_DIR: await denoDir() },
+    prefix: [
+      bwrap,
+      "--bind",
+      "/",
+      "/",
+      "--dev",
+      "/dev",
+      "--proc",
+      "/proc",
+      "--size",
+      String(8 * 1024 * 1024),
+      "--tmpfs",
+      home.path,
+      "--die-with-parent",
+      "sh",
+      fixture("faults/small_disk.sh"),
+    ],
+    stdin: true,
+  });
+  try {
+    const command = (text: string) => host.stdin!.write(new TextEncoder().encode(`${text}\n`));
+    const start = async () => {
+      const started = await call(host, "/api/workflow/run", {
+        script: STEPS,
+        args: { n: 12 },
+        fake_dispatch: true,
+      });
+      assert.equal(started.status, 202, JSON.stringify(started.body));
+      return String(started.body.run_id);
+    };
+    // What an unharmed run returns.
+    const whole = await ended(host, await start());
+    assert.equal(whole.state, "succeeded");
+
+    const runId = await start();
+    for (let i = 0; i < 200; i++) {
+      const { body } = await call(host, `/api/workflow/${runId}`);
+      if ((body.journal as { calls: number }).calls >= 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await command("fill");
+    await line(host, "disk: filled");
+    const broken = await ended(host, runId);
+    assert.equal(broken.state, "interrupted", JSON.stringify(broken.error));
+    assert.deepEqual(broken.error, {
+      code: "ledger_unavailable",
+      message:
+        "Cannot write the ledger: the disk is full; the journal up to the failure is kept: resume the run with resume_from",
+    });
+
+    // Writes are refused clearly while the disk is full; reads go on.
+    const card = await call(host, "/api/board/write", {
+      action: "new",
+      mode: "apply",
+      title: "written on a full disk",
+    });
+    assert.equal(card.status, 503, JSON.stringify(card.body));
+    assert.deepEqual(card.body.error, {
+      status: 503,
+      code: "unavailable",
+      message: "Cannot write the ledger: the disk is full",
+    });
+    assert.equal((await call(host, "/api/status")).status, 200);
+
+    await command("free");
+    await line(host, "disk: freed");
+    // The ledger records the end as soon as it takes writes, from the record it committed: its
+    // counters match its journal.
+    let recorded: Record<string, unknown> = {};
+    for (let i = 0; i < 200; i++) {
+      recorded = (await call(host, `/api/workflow/${runId}`)).body;
+      const entries = (await call(host, `/api/workflow/${runId}/journal`)).body;
+      const journal = recorded.journal as { calls: number };
+      if (
+        recorded.state === "interrupted" &&
+        journal.calls === (entries.entries as unknown[]).length
+      ) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(recorded.state, "interrupted");
+    const kept = (recorded.journal as { calls: number }).calls;
+    assert.ok(kept >= 2 && kept < 12, `calls journaled before the disk filled: ${kept}`);
+
+    const resumed = await call(host, `/api/workflow/${runId}/resume`, {});
+    assert.equal(resumed.status, 202, JSON.stringify(resumed.body));
+    const finished = await ended(host, String(resumed.body.run_id));
+    assert.equal(finished.state, "succeeded", JSON.stringify(finished.error));
+    assert.deepEqual(finished.result, whole.result);
+    assert.equal((finished.journal as { replayed: number }).replayed, kept);
+    const written = await call(host, "/api/board/write", {
+      action: "new",
+      mode: "apply",
+      title: "written once space is back",
+    });
+    assert.equal(written.status, 200, JSON.stringify(written.body));
+  } finally {
+    assert.equal(await host.stop(), 0, host.lines.join("\n"));
+  }
+});
+
+Deno.test("a ledger locked by another program interrupts the run with a clear error, and the run resumes once the lock is gone", async () => {
+  await using home = await tempDir("svc-locked-");
+  await Deno.writeTextFile(`${home.path}/dashboard.token`, TOKEN, { mode: 0o600 });
+  await using host = await startHostProcess(home.path, "dashboard", {
+    env: { SVC_FAKE_LATENCY_MS: "40" },
+  });
+  const start = async () => {
+    const started = await call(host, "/api/workflow/run", {
+      script: STEPS,
+      args: { n: 8 },
+      fake_dispatch: true,
+    });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    return String(started.body.run_id);
+  };
+  const whole = await ended(host, await start());
+  assert.equal(whole.state, "succeeded");
+
+  const runId = await start();
+  for (let i = 0; i < 200; i++) {
+    const { body } = await call(host, `/api/workflow/${runId}`);
+    if ((body.journal as { calls: number }).calls >= 2) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const locker = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-read",
+      "--allow-write",
+      fixture("faults/lock_ledger.ts"),
+      `${home.path}/svc.kv`,
+    ],
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const said = locker.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    assert.equal((await said.read()).value?.trim(), "locked");
+    const broken = await ended(host, runId);
+    assert.equal(broken.state, "interrupted", JSON.stringify(broken.error));
+    assert.deepEqual(broken.error, {
+      code: "ledger_unavailable",
+      message:
+        "Cannot write the ledger: another process holds it locked; the journal up to the failure is kept: resume the run with resume_from",
+    });
+  } finally {
+    await locker.stdin.close();
+    await said.cancel();
+    await locker.status;
+  }
+  // At once, and after the ledger recorded the end: the counters are those of the journal.
+  let recorded = (await call(host, `/api/workflow/${runId}`)).body;
+  assert.equal(
+    (recorded.journal as { calls: number }).calls,
+    ((await call(host, `/api/workflow/${runId}/journal`)).body.entries as unknown[]).length,
+  );
+  for (let i = 0; i < 200; i++) {
+    const events = await fetch(`${host.url}/api/workflow/${runId}/events`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    const text = await events.text();
+    if (text.includes('"state":"interrupted"')) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  recorded = (await call(host, `/api/workflow/${runId}`)).body;
+  assert.equal(recorded.state, "interrupted");
+  const kept = (recorded.journal as { calls: number }).calls;
+  const entries = (await call(host, `/api/workflow/${runId}/journal`)).body.entries as unknown[];
+  assert.equal(entries.length, kept, "the recorded counters match the journal");
+  const resumed = await call(host, `/api/workflow/${runId}/resume`, {});
+  assert.equal(resumed.status, 202, JSON.stringify(resumed.body));
+  const finished = await ended(host, String(resumed.body.run_id));
+  assert.equal(finished.state, "succeeded", JSON.stringify(finished.error));
+  assert.deepEqual(finished.result, whole.result);
+  assert.equal((finished.journal as { replayed: number }).replayed, kept);
+});
