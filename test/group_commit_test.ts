@@ -78,3 +78,19 @@ Deno.test("idle() waits for every write queued so far", async () => {
   await waiting;
   assert.equal(idle, true);
 });
+
+Deno.test("a batch whose commit fails rejects every write in it, and later batches still commit", async () => {
+  let calls = 0;
+  const group = new GroupCommit<string>((items) => {
+    calls++;
+    if (items.includes("bad")) return Promise.reject(new Error("disk full"));
+    return Promise.resolve();
+  });
+  const first = group.add("bad");
+  const second = group.add("with it");
+  await assert.rejects(first, /disk full/);
+  await assert.rejects(second, /disk full/, "a write of a failed batch is never acknowledged");
+  await group.add("later");
+  await group.idle();
+  assert.equal(calls, 2);
+});

@@ -31,6 +31,46 @@ async function call(
   return { status: response.status, body: await response.json() };
 }
 
+/**
+ * A real `svc dashboard` whose SVC_HOME is an 8 MiB tmpfs in a mount namespace of its own (made
+ * by bubblewrap: no root needed), with "fill" and "free" commands on its standard input.
+ */
+async function smallDiskHost(home: string, options: { latencyMs: number }): Promise<HostProcess> {
+  const bwrap = Deno.env.get("SVC_TEST_BWRAP") ?? "bwrap";
+  return await startHostProcess(home, "dashboard", {
+    // Deno's cache stays where it is: the small disk is the ledger's alone.
+    env: {
+      SVC_FAKE_LATENCY_MS: String(options.latencyMs),
+      SVC_TEST_TOKEN: TOKEN,
+      DENO_DIR: await denoDir(),
+    },
+    prefix: [
+      bwrap,
+      "--bind",
+      "/",
+      "/",
+      "--dev",
+      "/dev",
+      "--proc",
+      "/proc",
+      "--size",
+      String(8 * 1024 * 1024),
+      "--tmpfs",
+      home,
+      "--die-with-parent",
+      "sh",
+      fixture("faults/small_disk.sh"),
+    ],
+    stdin: true,
+  });
+}
+
+/** Sends a command to a small-disk host and waits for its answer. */
+async function disk(host: HostProcess, command: "fill" | "free"): Promise<void> {
+  await host.stdin!.write(new TextEncoder().encode(`${command}\n`));
+  await line(host, command === "fill" ? "disk: filled" : "disk: freed");
+}
+
 /** Polls a run until it has ended (any state but queued and running). */
 async function ended(host: HostProcess, runId: string): Promise<Record<string, unknown>> {
   for (let i = 0; i < 600; i++) {
@@ -50,33 +90,9 @@ async function line(host: HostProcess, text: string): Promise<void> {
 }
 
 Deno.test("a full disk under the ledger interrupts the run with a clear error, refuses writes with 503, and the run resumes once space is back", async () => {
-  const bwrap = Deno.env.get("SVC_TEST_BWRAP") ?? "bwrap";
   await using home = await tempDir("svc-small-disk-");
-  // An 8 MiB tmpfs over SVC_HOME, in a mount namespace of its own: no root needed.
-  const host = await startHostProcess(home.path, "dashboard", {
-    // Deno's cache stays where it is: the small disk is the ledger's alone.
-    env: { SVC_FAKE_LATENCY_MS: "40", SVC_TEST_TOKEN: TOKEN, DENO_DIR: await denoDir() },
-    prefix: [
-      bwrap,
-      "--bind",
-      "/",
-      "/",
-      "--dev",
-      "/dev",
-      "--proc",
-      "/proc",
-      "--size",
-      String(8 * 1024 * 1024),
-      "--tmpfs",
-      home.path,
-      "--die-with-parent",
-      "sh",
-      fixture("faults/small_disk.sh"),
-    ],
-    stdin: true,
-  });
+  const host = await smallDiskHost(home.path, { latencyMs: 40 });
   try {
-    const command = (text: string) => host.stdin!.write(new TextEncoder().encode(`${text}\n`));
     const start = async () => {
       const started = await call(host, "/api/workflow/run", {
         script: STEPS,
@@ -96,8 +112,7 @@ Deno.test("a full disk under the ledger interrupts the run with a clear error, r
       if ((body.journal as { calls: number }).calls >= 2) break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    await command("fill");
-    await line(host, "disk: filled");
+    await disk(host, "fill");
     const broken = await ended(host, runId);
     assert.equal(broken.state, "interrupted", JSON.stringify(broken.error));
     assert.deepEqual(broken.error, {
@@ -120,8 +135,7 @@ Deno.test("a full disk under the ledger interrupts the run with a clear error, r
     });
     assert.equal((await call(host, "/api/status")).status, 200);
 
-    await command("free");
-    await line(host, "disk: freed");
+    await disk(host, "free");
     // The ledger records the end as soon as it takes writes, from the record it committed: its
     // counters match its journal.
     let recorded: Record<string, unknown> = {};
@@ -231,4 +245,36 @@ Deno.test("a ledger locked by another program interrupts the run with a clear er
   assert.equal(finished.state, "succeeded", JSON.stringify(finished.error));
   assert.deepEqual(finished.result, whole.result);
   assert.equal((finished.journal as { replayed: number }).replayed, kept);
+});
+
+Deno.test("a task that ends while the disk is full answers its end from memory and saves it once space is back", async () => {
+  await using home = await tempDir("svc-small-disk-task-");
+  const host = await smallDiskHost(home.path, { latencyMs: 1_500 });
+  try {
+    const task = await call(host, "/api/dispatch", { prompt: "slow", fake_dispatch: true });
+    assert.equal(task.status, 202, JSON.stringify(task.body));
+    const taskId = String(task.body.task_id);
+    await disk(host, "fill");
+    let status: Record<string, unknown> = {};
+    for (let i = 0; i < 300; i++) {
+      status = (await call(host, `/api/tasks/${taskId}`)).body;
+      if (status.state !== "queued" && status.state !== "running") break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(status.state, "succeeded", JSON.stringify(status));
+    // The ledger's list still has it running: its end waits for space.
+    const listed = (await call(host, "/api/tasks")).body.tasks as Array<Record<string, unknown>>;
+    assert.equal(listed.find((t) => t.task_id === taskId)?.state, "running");
+    await disk(host, "free");
+    for (let i = 0; i < 300; i++) {
+      const tasks = (await call(host, "/api/tasks")).body.tasks as Array<Record<string, unknown>>;
+      status = tasks.find((t) => t.task_id === taskId) ?? {};
+      if (status.state === "succeeded") break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(status.state, "succeeded", "the end reached the ledger");
+    assert.equal(status.result, "fake response to: slow");
+  } finally {
+    assert.equal(await host.stop(), 0, host.lines.join("\n"));
+  }
 });

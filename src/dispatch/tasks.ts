@@ -1,3 +1,4 @@
+import { abortableSleep } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import {
   type ApprovalRecord,
@@ -72,6 +73,10 @@ function now(): string {
   return new Date().toISOString();
 }
 
+/** The first and the longest pause between attempts to save a task's end the ledger refused. */
+const END_RETRY_MIN_MS = 100;
+const END_RETRY_MAX_MS = 2_000;
+
 /**
  * Asynchronous dispatches. `start()` returns a `task_id` at once and runs the call in this
  * process; `enqueue()` only records it, for a worker process to `work()` on. Status, result,
@@ -81,6 +86,8 @@ function now(): string {
 export class TaskManager {
   readonly #options: Required<Omit<TaskManagerOptions, "host">>;
   readonly #live = new Map<string, LiveTask>();
+  /** Aborted when the manager closes: ends that the ledger refused stop being retried. */
+  readonly #closed = new AbortController();
   readonly #host: HostLease;
   readonly #ownsHost: boolean;
 
@@ -332,11 +339,31 @@ export class TaskManager {
     }
     status.ended_at = now();
     status.host_id = null;
-    await this.#save(live);
-    release();
+    await this.#saveEnd(live).finally(release);
     // The ledger has it now; a long-lived host must not keep every task it ever ran.
     this.#live.delete(status.task_id);
     return status;
+  }
+
+  /**
+   * Saves a task's end, again and again while the ledger refuses writes (disk full, file
+   * locked), backing off up to {@linkcode END_RETRY_MAX_MS}: until then the task is answered
+   * from memory, never `running` for a reader. A closing manager stops trying and leaves the
+   * task to the next host's recovery.
+   */
+  async #saveEnd(live: LiveTask): Promise<void> {
+    const seq = live.eventSeq;
+    for (let delay = END_RETRY_MIN_MS;; delay = Math.min(delay * 2, END_RETRY_MAX_MS)) {
+      // A failed commit applied nothing: the next attempt takes the same event number.
+      live.eventSeq = seq;
+      try {
+        await this.#save(live);
+        return;
+      } catch (error) {
+        if (this.#closed.signal.aborted) throw error;
+        await abortableSleep(delay, this.#closed.signal).catch(() => {});
+      }
+    }
   }
 
   #settle(status: TaskStatus, outcome: DispatchOutcome): void {
@@ -545,6 +572,7 @@ export class TaskManager {
 
   /** Cancels the tasks running in this process and waits for them. */
   async close(): Promise<void> {
+    this.#closed.abort();
     for (const live of this.#live.values()) {
       if (!isTerminal(live.status.state)) {
         live.controller.abort(new StopReason("cancelled", "the host is shutting down"));

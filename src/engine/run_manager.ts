@@ -1,3 +1,4 @@
+import { abortableSleep } from "../concurrency/mod.ts";
 import {
   agentFolders,
   AgentTypeRegistry,
@@ -907,13 +908,7 @@ export class RunManager {
         );
         this.#forget(runId);
       } catch {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          closed.addEventListener("abort", () => {
-            clearTimeout(timer);
-            resolve();
-          }, { once: true });
-        });
+        await abortableSleep(delay, closed).catch(() => {});
         return attempt(Math.min(delay * 2, UNWRITTEN_RETRY_MAX_MS));
       }
     };
