@@ -134,3 +134,63 @@ Deno.test("a daemon killed with SIGKILL leaves its items interrupted; another da
     }
   }
 });
+
+Deno.test("one of two daemons killed with SIGKILL again and again: no queued item runs twice, none is lost", async () => {
+  const seed = Number(Deno.env.get("SVC_CHAOS_SEED") ?? 20261123);
+  console.log(`daemon chaos seed ${seed}`);
+  let state = seed >>> 0;
+  // A linear congruential generator is plenty for the kill moments.
+  const next = () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 4294967296;
+  await using home = await tempDir("svc-daemon-chaos-");
+  await writeConfig(home.path, 2);
+  const env = { SVC_FAKE_LATENCY_MS: "150" };
+  await using steady = await startDaemonProcess(home.path, { env });
+  await using services = await openServices({ home: home.path });
+  const ids = await queueWork(services, 16);
+  const kills = 6;
+  for (let i = 0; i < kills; i++) {
+    const victim = await startDaemonProcess(home.path, { env });
+    await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(next() * 500)));
+    assert.equal(await victim.stop("SIGKILL"), 137);
+  }
+  const { runs, tasks } = await ended(services, ids);
+  const items = [
+    ...runs.map((run) => ({
+      id: run.run_id,
+      state: run.state,
+      feed: runStates(services, run.run_id),
+    })),
+    ...tasks.map((task) => ({
+      id: task.task_id,
+      state: task.state,
+      feed: taskStates(services, task.task_id),
+    })),
+  ];
+  let interrupted = 0;
+  for (const item of items) {
+    const states = await item.feed;
+    // Claimed once: one `running`, never a second claim after a kill.
+    assert.equal(states.filter((s) => s === "running").length, 1, `${item.id}: ${states}`);
+    assert.ok(
+      item.state === "succeeded" || item.state === "interrupted",
+      `${item.id}: ${item.state}`,
+    );
+    if (item.state === "interrupted") interrupted++;
+  }
+  assert.deepEqual(await services.ledger.listQueue(), [], "nothing left in the queue");
+  // An interrupted run resumes to exactly what an uncrashed run of the same script returns.
+  for (const run of runs.filter((r) => r.state === "interrupted")) {
+    const args = { i: ids.runs.indexOf(run.run_id) };
+    const resumed = await services.runs.resume(run.run_id, LOCAL, { fake_dispatch: true });
+    const done = await services.runs.wait(resumed.run_id, LOCAL);
+    const uncrashed = await services.runs.wait(
+      (await services.runs.start({ script: SCRIPT, args, fake_dispatch: true }, LOCAL)).run_id,
+      LOCAL,
+    );
+    assert.equal(done.state, "succeeded", JSON.stringify(done.error));
+    assert.deepEqual(done.result, uncrashed.result);
+  }
+  console.log(`daemon chaos: ${kills} kills, ${items.length} items, ${interrupted} interrupted`);
+  assert.ok(interrupted > 0, "no kill hit an item in flight");
+  assert.ok(steady.pid > 0);
+});
