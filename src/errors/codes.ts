@@ -104,7 +104,8 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     http: 503,
     jsonRpc: -32050,
     exit: EXIT_STATUS.unavailable,
-    meaning: "no provider can take the call now, or a tool svc needs (git) is missing",
+    meaning: "no provider can take the call now, a tool svc needs (git) is missing, or the " +
+      "ledger cannot be used now (its disk is full, its file locked by another program)",
   },
   isolation_unavailable: {
     http: 503,
