@@ -188,7 +188,7 @@ Deno.test("svc workflow list, status, journal, watch and cancel work on runs of 
   assert.equal(journal.code, 0, journal.stderr);
   assert.match(
     journal.stdout,
-    /^SEQ\s+LABEL\s+PHASE\s+PROVIDER\s+OUTCOME\s+TOKENS\s+COST\s+RESULT\n\s+1\s+step 0\s+-\s+failed\s+0\s+\$0\.00\s+the run stopped\n$/,
+    /^SEQ\s+LABEL\s+PHASE\s+PROVIDER\s+OUTCOME\s+TOKENS\s+COST\s+RESULT\n\s+1\s+step 0\s+-\s+failed\s+0\s+\$0\.00\s+the run stopped \(the run was cancelled\)\n$/,
   );
   const entries = JSON.parse((await runCli(["workflow", "journal", runId, "--json"], opts)).stdout);
   assert.equal(entries[0].label, "step 0");

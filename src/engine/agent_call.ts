@@ -12,6 +12,7 @@ import {
   type SessionStore,
   stepCost,
   type StepSpent,
+  StopReason,
   structuredStep,
   UnpricedCallError,
 } from "../dispatch/mod.ts";
@@ -66,6 +67,16 @@ function budgetData(budget: BudgetGate): Record<string, JsonValue> {
 interface Placement {
   position: number[] | undefined;
   replay: boolean;
+}
+
+/**
+ * Why a call ended with its run, for its journal entry: the run's own stop reason (its timeout,
+ * a cancel, a limit) when it has one, so that the entry names the cause.
+ */
+function stoppedText(signal: AbortSignal, when = ""): string {
+  const reason = signal.reason;
+  const cause = reason instanceof StopReason ? ` (${reason.message})` : "";
+  return `the run stopped${when}${cause}`;
 }
 
 /**
@@ -340,7 +351,7 @@ export async function handleAgentCall(
     else {
       const stopped = approval.state === "cancelled";
       const reason = stopped
-        ? `the run stopped while the call waited for approval ${approval.approval_id}`
+        ? stoppedText(signal, ` while the call waited for approval ${approval.approval_id}`)
         : denialText(approval);
       calls.failed++;
       ctx.countFailure(stopped ? "stopped" : "forbidden");
@@ -384,7 +395,7 @@ export async function handleAgentCall(
       usage: { input_tokens: 0, output_tokens: 0 },
       cost_usd: 0,
       attempts: 0,
-      reason: "the run stopped before the call started",
+      reason: stoppedText(signal, " before the call started"),
     });
     return { value: null, spent: ctx.budget.spent() };
   }
@@ -443,7 +454,7 @@ export async function handleAgentCall(
         if (error instanceof ProviderError) failedAt = error.route;
         if (error instanceof UnpricedCallError) unpriced = error;
         failure = signal.aborted
-          ? "the run stopped"
+          ? stoppedText(signal)
           : error instanceof SvcError
           ? error.message
           : "the provider failed";

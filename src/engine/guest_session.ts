@@ -337,7 +337,9 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
     return await finished;
   } finally {
     signal.removeEventListener("abort", onAbort);
-    calls.abort(new Error("the script finished"));
+    // Calls still running end with the run's own reason (its timeout, a cancel), so that their
+    // journal entries name it.
+    calls.abort(signal.aborted ? signal.reason : new Error("the script finished"));
     // The kill is at once; removing the scratch space need not hold up the run's end.
     const disposal = handle.dispose();
     await child.status;

@@ -227,13 +227,55 @@ function attemptScope(parent: AbortSignal, timeoutMs: number) {
   };
 }
 
+/**
+ * Largest answer read as one JSON document. A real answer is far smaller (what reaches a script
+ * is at most 4 MiB); a larger one is a broken or hostile server, and reading it whole would take
+ * the host's memory.
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+/** Bytes of an error answer read: only its message is used. */
+const MAX_ERROR_BYTES = 64 * 1024;
+
+/**
+ * Reads a body as UTF-8 text, at most `limit` bytes; `over` says it was longer, and then the
+ * rest is not read (the body is cancelled).
+ */
+async function boundedText(
+  response: Response,
+  limit: number,
+): Promise<{ text: string; over: boolean }> {
+  if (!response.body) return { text: "", over: false };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > limit) return { text: "", over: true };
+      chunks.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return { text: new TextDecoder().decode(bytes), over: false };
+}
+
 /** Turns a non-2xx answer into a final SvcError or a RetryableFailure. Consumes the body. */
 async function failure(
   response: Response,
   post: ApiPost,
   now: number,
 ): Promise<SvcError | RetryableFailure> {
-  const text = await response.text().catch(() => "");
+  const { text } = await boundedText(response, MAX_ERROR_BYTES).catch(() => ({ text: "" }));
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -361,6 +403,12 @@ export function chatMessages(request: DispatchRequest): ChatMessage[] {
   return [...(request.history ?? []), { role: "user", content: request.prompt }];
 }
 
+/** A content type as a server sent it, made safe to show: its media type, plain characters only. */
+function mediaType(type: string): string {
+  const media = type.split(";")[0]!.trim().slice(0, 100);
+  return /^[\w.+\/-]+$/.test(media) ? media : "(unreadable)";
+}
+
 /** How to read an answer: as a server-sent-event stream, or as one JSON document. */
 export interface AnswerReaders<T> {
   stream(post: ApiPost, body: ReadableStream<Uint8Array>): Promise<T>;
@@ -382,8 +430,26 @@ export function postJson<T>(
   return postWithRetries(rest, policy, async (response) => {
     const type = response.headers.get("content-type") ?? "";
     if (stream && response.body && !type.includes("application/json")) {
+      // A login page of a proxy, say: read as events it would look like a cut stream.
+      if (type !== "" && !type.includes("text/event-stream")) {
+        throw new SvcError(
+          "provider_failed",
+          `Cannot dispatch to ${rest.provider}: the API answered with content type ${
+            mediaType(type)
+          }, not an event stream or JSON`,
+        );
+      }
       return await read.stream(rest, response.body);
     }
-    return read.document(rest, await response.text());
+    const { text, over } = await boundedText(response, MAX_ANSWER_BYTES);
+    if (over) {
+      throw new SvcError(
+        "provider_failed",
+        `Cannot dispatch to ${rest.provider}: the answer is larger than ${
+          MAX_ANSWER_BYTES / 1024 / 1024
+        } MiB`,
+      );
+    }
+    return read.document(rest, text);
   });
 }
