@@ -4,6 +4,7 @@
  * behaves as a browser's `EventSource` does (bearer token, reconnects with `Last-Event-ID`),
  * the resident memory of a process, and percentiles.
  */
+import autocannon from "autocannon";
 import { ROOT, svcTaskCommand } from "./helpers.ts";
 
 /** The owner the load's token is bound to. */
@@ -311,3 +312,59 @@ function parseBlock(block: string): { id?: string; event?: string; data?: string
   }
   return out;
 }
+
+/** One request of an autocannon load; `setupRequest` may change it before each send. */
+export interface CannonRequest {
+  /** The method. */
+  method: string;
+  /** The path and query. */
+  path: string;
+  /** Rewrites the request before it is sent (autocannon calls it each time). */
+  setupRequest?: (request: { path: string }) => { path: string };
+}
+
+/** The parts of autocannon's result the load and the soak read. */
+export interface CannonResult {
+  /** Failed connections and timeouts. */
+  errors: number;
+  /** Requests that got no answer in time. */
+  timeouts: number;
+  /** Answers outside 200..299. */
+  non2xx: number;
+  /** Answers in 200..299. */
+  "2xx": number;
+  /** Answers by status. */
+  statusCodeStats: Record<string, { count: number }>;
+}
+
+/** The options of autocannon that the load and the soak set. */
+export interface CannonOptions {
+  url: string;
+  connections: number;
+  amount?: number;
+  duration?: number;
+  overallRate?: number;
+  timeout: number;
+  headers: Record<string, string>;
+  requests: CannonRequest[];
+}
+
+/** A running autocannon load: every answer is reported with its latency in ms. */
+export interface CannonInstance {
+  /** Listens to every answer. */
+  on(
+    event: "response",
+    listener: (client: unknown, status: number, bytes: number, ms: number) => void,
+  ): void;
+  /** Ends the load early (the callback still gets the result). */
+  stop(): void;
+}
+
+/**
+ * autocannon (it ships no types; this is the part of its API used here), run under Deno's
+ * Node compatibility in the process that measures.
+ */
+export const cannon: (
+  options: CannonOptions,
+  done: (error: Error | null, result: CannonResult) => void,
+) => CannonInstance = autocannon;

@@ -10,12 +10,13 @@
  * reset); every run succeeded with its expected result. Latencies are printed, not asserted.
  */
 import assert from "node:assert/strict";
-import autocannon from "autocannon";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { endsStream, type RunEvent } from "../src/ledger/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { tempDir } from "./helpers.ts";
 import {
+  cannon,
+  type CannonResult,
   LOAD_OWNER,
   LOAD_TOKEN,
   percentile,
@@ -59,38 +60,6 @@ function expectedResult(n: number): unknown {
     out: Array.from({ length: STEPS }, (_, i) => `fake response to: item ${n}.${i}`),
   };
 }
-
-/** The parts of autocannon's options and result this test uses (it ships no types). */
-interface CannonRequest {
-  method: string;
-  path: string;
-  setupRequest?: (request: { path: string }) => { path: string };
-}
-interface CannonResult {
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  "2xx": number;
-  statusCodeStats: Record<string, { count: number }>;
-}
-interface CannonInstance {
-  on(
-    event: "response",
-    listener: (client: unknown, status: number, bytes: number, ms: number) => void,
-  ): void;
-}
-type Cannon = (
-  options: {
-    url: string;
-    connections: number;
-    amount: number;
-    timeout: number;
-    headers: Record<string, string>;
-    requests: CannonRequest[];
-  },
-  done: (error: Error | null, result: CannonResult) => void,
-) => CannonInstance;
-const cannon: Cannon = autocannon;
 
 /** What the read load saw over all its rounds. */
 interface ReadFigures {
