@@ -50,6 +50,17 @@ const LOCAL = { owner: "local" };
  *      host keeps a guest started ahead ({@linkcode PRESTARTED_GUEST_OPTIONS}); "n/a" until the
  *      engine offers the option.
  *
+ * 6. The longer fuzz battery (`bench_fuzz.ts`, group `fuzz`): `test/fuzz_entries_test.ts` at
+ *    `--fuzz-scale` times its CI size (default {@linkcode FUZZ_DEFAULT_SCALE}) with a random seed
+ *    printed first (`--fuzz-seed` replays one): requests fuzzed, time and failed tests.
+ *
+ * 7. The soak (`bench_soak.ts`, group `soak`): the real `svc dashboard` process under a steady
+ *    mix of runs, event-stream subscribers and autocannon reads for `--soak-s` seconds (default
+ *    {@linkcode SOAK_DEFAULT_S}), its host's RSS per tenth of the duration and whether it stayed
+ *    flat (last window's median within {@linkcode FLAT_RATIO}x of the second's).
+ *
+ * The soak and the fuzz run fail the bench (exit 1, after the table) when they find a failure.
+ *
  * Every figure is printed with its baseline and the ratio of the medians; the final JSON line
  * carries them all (`figures`). `--only <name,...>` runs a subset (names: {@linkcode GROUPS}).
  *
@@ -65,6 +76,8 @@ import { createUnsafeLocalBackend, findBubblewrap } from "../src/isolation/mod.t
 import { openServices, type Services } from "../src/services/mod.ts";
 import { FEED_CALLER, FEED_TICKS, startFeedRun, TICK_PREFIX } from "./bench_feed_writer.ts";
 import { measureHttp } from "./bench_http.ts";
+import { FUZZ_DEFAULT_SCALE, measureFuzz, randomSeed } from "./bench_fuzz.ts";
+import { FLAT_RATIO, measureSoak, SOAK_DEFAULT_S } from "./bench_soak.ts";
 import { timeMicrovmStandInGuest } from "./bench_microvm.ts";
 import { hostEntry } from "../cli/launch.ts";
 
@@ -114,6 +127,8 @@ const GROUPS = [
   "memory",
   "feed",
   "http",
+  "fuzz",
+  "soak",
 ] as const;
 type Group = typeof GROUPS[number];
 
@@ -214,17 +229,35 @@ function summarize(samples: number[]): Stats {
   };
 }
 
-/** What the command line asks for: repetitions, and the figure groups to measure. */
+/** What the command line asks for: repetitions, the figure groups, the soak and the fuzz run. */
 interface BenchArgs {
   runs: number;
   only: ReadonlySet<Group>;
+  /** The soak's duration, s. */
+  soakS: number;
+  /** The fuzz battery's scale, and its seed (random when none is given). */
+  fuzzScale: number;
+  fuzzSeed?: number;
 }
 
-const USAGE = `usage: deno task bench [--runs N] [--only ${GROUPS.join(",")}]`;
+const USAGE = `usage: deno task bench [--runs N] [--only ${GROUPS.join(",")}] ` +
+  `[--soak-s S] [--fuzz-scale K] [--fuzz-seed N]`;
+
+/** A whole number from `min` to `max` given to `flag`. */
+function wholeNumber(flag: string, raw: string | undefined, min: number, max: number): number {
+  const value = Number(raw);
+  if (raw === undefined || !/^\d+$/.test(raw) || value < min || value > max) {
+    throw new Error(`${flag} must be a whole number from ${min} to ${max}, got '${raw ?? ""}'`);
+  }
+  return value;
+}
 
 function parseArgs(args: string[]): BenchArgs {
   let runs = DEFAULT_RUNS;
   let only = new Set<Group>(GROUPS);
+  let soakS = SOAK_DEFAULT_S;
+  let fuzzScale = FUZZ_DEFAULT_SCALE;
+  let fuzzSeed: number | undefined;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] ?? "";
     const [flag, inline] = arg.includes("=") ? arg.split(/=(.*)/s, 2) : [arg, undefined];
@@ -242,9 +275,16 @@ function parseArgs(args: string[]): BenchArgs {
         throw new Error(`--only takes names among ${GROUPS.join(",")}, got '${raw ?? ""}'`);
       }
       only = new Set(names as Group[]);
+    } else if (flag === "--soak-s") {
+      // At least 20 s: ten windows of two RSS samples or more.
+      soakS = wholeNumber(flag, raw, 20, 86_400);
+    } else if (flag === "--fuzz-scale") {
+      fuzzScale = wholeNumber(flag, raw, 1, 1000);
+    } else if (flag === "--fuzz-seed") {
+      fuzzSeed = wholeNumber(flag, raw, 0, 2 ** 31 - 1);
     } else throw new Error(`unknown argument '${arg}' (${USAGE})`);
   }
-  return { runs, only };
+  return { runs, only, soakS, fuzzScale, ...(fuzzSeed !== undefined ? { fuzzSeed } : {}) };
 }
 
 /** Rejects when `promise` has not settled within the step limit: every step ends. */
@@ -1076,6 +1116,8 @@ async function main(args: string[]): Promise<number> {
     return 2;
   }
   const { runs, only } = parsed;
+  /** Set when the soak or the fuzz run found a failure: the bench then exits with 1. */
+  const broken: string[] = [];
   const root = await Deno.makeTempDir({ prefix: "svc-bench-" });
   try {
     const scripts = {
@@ -1461,6 +1503,67 @@ async function main(args: string[]): Promise<number> {
         "rest_status_ms",
       );
     }
+    // The longer fuzz battery, once.
+    if (only.has("fuzz")) {
+      const seed = parsed.fuzzSeed ?? randomSeed();
+      const scale = parsed.fuzzScale;
+      console.error(
+        `bench: fuzz battery x${scale}, seed ${seed} (replay: SVC_FUZZ_SEED=${seed} ` +
+          `SVC_FUZZ_SCALE=${scale} deno test -A test/fuzz_entries_test.ts)`,
+      );
+      const fuzz = await measureFuzz(repoRoot(), { scale, seed });
+      part("fuzz_seed", `fuzz battery x${scale}: seed`, fuzz.seed, "");
+      part("fuzz_requests", "  requests fuzzed", fuzz.total, "requests");
+      for (const [server, count] of Object.entries(fuzz.requests)) {
+        part(`fuzz_requests_${server}`, `    ${server}`, count, "requests");
+      }
+      part("fuzz_seconds", "  time", round(fuzz.seconds, 1), "s");
+      part("fuzz_failed_tests", "  failed tests (of 4)", fuzz.failed, "tests");
+      if (fuzz.failure !== undefined) {
+        console.error(fuzz.failure);
+        broken.push(`the fuzz battery failed at seed ${seed}, scale ${scale}`);
+      }
+    }
+    // The soak, once, last: it is the longest.
+    if (only.has("soak")) {
+      console.error(`bench: soak of ${parsed.soakS} s`);
+      const soak = await measureSoak(root, parsed.soakS);
+      const window = soak.durationS / soak.rssMib.length;
+      const per = window === 60 ? "minute" : `${round(window, 1)} s window`;
+      for (const [w, mib] of soak.rssMib.entries()) {
+        const name = `soak: host RSS, ${per} ${w + 1} (median)`;
+        if (w === 1) baseline("soak_rss_window_2_mib", name, round(mib), "MiB");
+        else if (w === soak.rssMib.length - 1) {
+          figure(
+            `soak_rss_window_${w + 1}_mib`,
+            `${name}, against ${per} 2`,
+            round(mib),
+            "MiB",
+            "soak_rss_window_2_mib",
+            `<= ${FLAT_RATIO}x`,
+          );
+        } else part(`soak_rss_window_${w + 1}_mib`, name, round(mib), "MiB");
+      }
+      part("soak_rss_first_mib", "  first sample", round(soak.rssFirstMib), "MiB");
+      part("soak_rss_last_mib", "  last sample", round(soak.rssLastMib), "MiB");
+      part("soak_runs", "  runs, each succeeded with its result", soak.runs, "runs");
+      part("soak_reads", "  reads (autocannon)", soak.reads, "requests");
+      part("soak_read_p50_ms", "  read latency p50", round(soak.readP50Ms), "ms");
+      part("soak_read_p99_ms", "  read latency p99", round(soak.readP99Ms), "ms");
+      part("soak_subscribers", "  event-stream subscriptions", soak.subscribers, "");
+      part("soak_events", "  events delivered, none lost or repeated", soak.events, "events");
+      part("soak_delivery_p50_ms", "  recorded -> delivered p50", round(soak.deliveryP50Ms), "ms");
+      part("soak_delivery_p99_ms", "  recorded -> delivered p99", round(soak.deliveryP99Ms), "ms");
+      const flat = soak.rssRatio <= FLAT_RATIO;
+      console.error(
+        `bench: soak RSS ${flat ? "stayed flat" : "GREW"}: ${per} ${soak.rssMib.length} / ` +
+          `${per} 2 = ${round(soak.rssRatio, 3)} (flat: <= ${FLAT_RATIO})`,
+      );
+      if (soak.failures.length > 0) {
+        console.error(soak.failures.join("\n"));
+        broken.push(`the soak saw ${soak.failures.length} failures`);
+      }
+    }
     const elapsedS = (performance.now() - started) / 1000;
     const machine = {
       nproc: navigator.hardwareConcurrency,
@@ -1487,6 +1590,10 @@ async function main(args: string[]): Promise<number> {
       elapsed_s: round(elapsedS, 2),
       figures,
     }));
+    if (broken.length > 0) {
+      console.error(`bench: FAILED: ${broken.join("; ")}`);
+      return 1;
+    }
     return 0;
   } catch (error) {
     console.error(`bench: FAILED: ${error instanceof Error ? error.message : String(error)}`);
