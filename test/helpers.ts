@@ -263,3 +263,17 @@ export function countingDispatcher(
     count: () => count,
   };
 }
+
+/** Live processes (not zombies) whose command line mentions `marker` (a guest's scratch path). */
+export async function processesMentioning(marker: string): Promise<string[]> {
+  // Deno wants every permission to read /proc/<pid>/cmdline; ps(1) reads it for us.
+  const output = await new Deno.Command("ps", {
+    args: ["-eo", "pid=,stat=,args="],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return new TextDecoder().decode(output.stdout).split("\n").filter((line) => {
+    const [pid, stat] = line.trim().split(/\s+/, 2);
+    return line.includes(marker) && !stat?.startsWith("Z") && Number(pid) !== Deno.pid;
+  });
+}

@@ -15,7 +15,7 @@ import fc from "fast-check";
 import { createDispatcher, type Dispatcher } from "../src/dispatch/mod.ts";
 import type { RunStatus } from "../src/ledger/mod.ts";
 import type { JsonValue } from "../src/schemas/mod.ts";
-import { LOCAL, testManager } from "./helpers.ts";
+import { LOCAL, processesMentioning, testManager } from "./helpers.ts";
 
 const SEED = Number(Deno.env.get("SVC_FUZZ_SEED") ?? 20261122);
 const SCALE = Number(Deno.env.get("SVC_FUZZ_SCALE") ?? 1);
@@ -650,20 +650,6 @@ function taggedDispatcher(): Dispatcher & { counts: Map<string, number> } {
     },
     counts,
   };
-}
-
-/** Live processes (not zombies) whose command line mentions `marker` (a guest's scratch path). */
-async function processesMentioning(marker: string): Promise<string[]> {
-  // Deno wants every permission to read /proc/<pid>/cmdline; ps(1) reads it for us.
-  const output = await new Deno.Command("ps", {
-    args: ["-eo", "pid=,stat=,args="],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  return new TextDecoder().decode(output.stdout).split("\n").filter((line) => {
-    const [pid, stat] = line.trim().split(/\s+/, 2);
-    return line.includes(marker) && !stat?.startsWith("Z") && Number(pid) !== Deno.pid;
-  });
 }
 
 /** Benign runs beside the hostile ones, with their exact results. */

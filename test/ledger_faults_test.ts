@@ -81,6 +81,34 @@ async function ended(host: HostProcess, runId: string): Promise<Record<string, u
   assert.fail(`run ${runId} did not end`);
 }
 
+/**
+ * Runs `n` steps once to the end (what an unharmed run returns), then starts them again and
+ * resolves once the second run has journaled two calls: the fault comes in the middle of it.
+ */
+async function twoRuns(
+  host: HostProcess,
+  n: number,
+): Promise<{ whole: Record<string, unknown>; runId: string }> {
+  const start = async () => {
+    const started = await call(host, "/api/workflow/run", {
+      script: STEPS,
+      args: { n },
+      fake_dispatch: true,
+    });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    return String(started.body.run_id);
+  };
+  const whole = await ended(host, await start());
+  assert.equal(whole.state, "succeeded");
+  const runId = await start();
+  for (let i = 0; i < 200; i++) {
+    const { body } = await call(host, `/api/workflow/${runId}`);
+    if ((body.journal as { calls: number }).calls >= 2) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return { whole, runId };
+}
+
 /** Waits for a line of the host's standard error. */
 async function line(host: HostProcess, text: string): Promise<void> {
   for (let i = 0; i < 600 && !host.lines.includes(text); i++) {
@@ -93,25 +121,7 @@ Deno.test("a full disk under the ledger interrupts the run with a clear error, r
   await using home = await tempDir("svc-small-disk-");
   const host = await smallDiskHost(home.path, { latencyMs: 40 });
   try {
-    const start = async () => {
-      const started = await call(host, "/api/workflow/run", {
-        script: STEPS,
-        args: { n: 12 },
-        fake_dispatch: true,
-      });
-      assert.equal(started.status, 202, JSON.stringify(started.body));
-      return String(started.body.run_id);
-    };
-    // What an unharmed run returns.
-    const whole = await ended(host, await start());
-    assert.equal(whole.state, "succeeded");
-
-    const runId = await start();
-    for (let i = 0; i < 200; i++) {
-      const { body } = await call(host, `/api/workflow/${runId}`);
-      if ((body.journal as { calls: number }).calls >= 2) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const { whole, runId } = await twoRuns(host, 12);
     await disk(host, "fill");
     const broken = await ended(host, runId);
     assert.equal(broken.state, "interrupted", JSON.stringify(broken.error));
@@ -176,24 +186,7 @@ Deno.test("a ledger locked by another program interrupts the run with a clear er
   await using host = await startHostProcess(home.path, "dashboard", {
     env: { SVC_FAKE_LATENCY_MS: "40" },
   });
-  const start = async () => {
-    const started = await call(host, "/api/workflow/run", {
-      script: STEPS,
-      args: { n: 8 },
-      fake_dispatch: true,
-    });
-    assert.equal(started.status, 202, JSON.stringify(started.body));
-    return String(started.body.run_id);
-  };
-  const whole = await ended(host, await start());
-  assert.equal(whole.state, "succeeded");
-
-  const runId = await start();
-  for (let i = 0; i < 200; i++) {
-    const { body } = await call(host, `/api/workflow/${runId}`);
-    if ((body.journal as { calls: number }).calls >= 2) break;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const { whole, runId } = await twoRuns(host, 8);
   const locker = new Deno.Command(Deno.execPath(), {
     args: [
       "run",

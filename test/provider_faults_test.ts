@@ -16,7 +16,7 @@ import {
 } from "../src/dispatch/mod.ts";
 import type { JournalEntry, RunStatus } from "../src/ledger/mod.ts";
 import { assertAllGone, killAll, running } from "./harness_helpers.ts";
-import { fixture, LOCAL, tempDir, testManager } from "./helpers.ts";
+import { fixture, LOCAL, processesMentioning, tempDir, testManager } from "./helpers.ts";
 
 /** How the local API misbehaves on the faulted call. */
 type Fault =
@@ -361,19 +361,6 @@ Deno.test("an API that hangs with no timeout of its own: the run's timeout ends 
 
 // ---------------------------------------------------------------------------------------------
 // A harness that ignores SIGTERM
-
-/** Live processes whose command line mentions `marker`. */
-async function processesMentioning(marker: string): Promise<string[]> {
-  const output = await new Deno.Command("ps", {
-    args: ["-eo", "pid=,stat=,args="],
-    stdout: "piped",
-    stderr: "null",
-  }).output();
-  return new TextDecoder().decode(output.stdout).split("\n").filter((line) => {
-    const [pid, stat] = line.trim().split(/\s+/, 2);
-    return line.includes(marker) && !stat?.startsWith("Z") && Number(pid) !== Deno.pid;
-  });
-}
 
 /** Waits until the stubborn stand-in wrote "<its pid> <child pid>" to `file`. */
 async function stubPids(
