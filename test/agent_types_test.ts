@@ -145,7 +145,7 @@ Deno.test("an unknown agent type is an error that names every place svc looked",
     (error: unknown) =>
       error instanceof SvcError && error.code === "not_found" &&
       error.message ===
-        `agent(): no agent type 'code-reviewer' (looked for ${f.project}/.claude/agents/code-reviewer.md, ${f.home}/.claude/agents/code-reviewer.md, the built-in types general-purpose, Explore, Plan)`,
+        `agent(): no agent type 'code-reviewer' (looked for the project's .claude/agents/code-reviewer.md, ~/.claude/agents/code-reviewer.md, the built-in types general-purpose, Explore, Plan)`,
   );
 });
 
@@ -266,7 +266,7 @@ Deno.test("agent() with an unknown agent type throws in the script, naming where
   assert.equal(status.state, "succeeded");
   assert.equal(
     status.result,
-    `agent(): no agent type 'code-reviewer' (looked for ${f.project}/.claude/agents/code-reviewer.md, ${f.home}/.claude/agents/code-reviewer.md, the built-in types general-purpose, Explore, Plan)`,
+    `agent(): no agent type 'code-reviewer' (looked for the project's .claude/agents/code-reviewer.md, ~/.claude/agents/code-reviewer.md, the built-in types general-purpose, Explore, Plan)`,
   );
   assert.equal(provider.requests.length, 0);
   assert.equal(status.calls.total, 0);

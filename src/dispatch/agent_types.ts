@@ -157,6 +157,8 @@ export function parseAgentFile(text: string, source: string): AgentDefinition {
 /** A folder agent files are looked up in. */
 export interface AgentFolder {
   dir: string;
+  /** How messages name the folder: never its path on the host, which a remote caller must not see. */
+  shown: string;
   /** Folders (as named, resolved before the check) that must hold a file's real path. */
   within: string[];
 }
@@ -203,7 +205,7 @@ export class AgentTypeRegistry {
     }
     const builtIn = BUILT_IN_AGENT_TYPES[name];
     if (builtIn) return builtIn;
-    const looked = this.#folders.map((f) => joinPath(f.dir, `${name}.md`));
+    const looked = this.#folders.map((f) => `${f.shown}/${name}.md`);
     throw new SvcError(
       "not_found",
       `agent(): no agent type '${name}' (looked for ${
@@ -291,10 +293,14 @@ export class AgentTypeRegistry {
  */
 export function agentFolders(options: { projectDir: string; userHome?: string }): AgentFolder[] {
   const project = joinPath(options.projectDir, ".claude", "agents");
-  const folders: AgentFolder[] = [{ dir: project, within: [project, options.projectDir] }];
+  const folders: AgentFolder[] = [{
+    dir: project,
+    shown: "the project's .claude/agents",
+    within: [project, options.projectDir],
+  }];
   if (options.userHome !== undefined) {
     const home = joinPath(options.userHome, ".claude", "agents");
-    folders.push({ dir: home, within: [home] });
+    folders.push({ dir: home, shown: "~/.claude/agents", within: [home] });
   }
   return folders;
 }
