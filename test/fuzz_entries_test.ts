@@ -31,6 +31,49 @@ import { TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { ROOT, tempDir } from "./helpers.ts";
 
 const SEED = Number(Deno.env.get("SVC_FUZZ_SEED") ?? 20261122);
+
+/**
+ * A bounded picture of a counterexample: fast-check's own report recurses through the value and
+ * overflows the stack on one nested thousands of levels deep, hiding the failure it reports.
+ */
+function sketch(value: unknown, depth = 0): string {
+  if (depth > 6) return "…";
+  if (typeof value === "string") {
+    return JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}… (${value.length})` : value);
+  }
+  if (Array.isArray(value)) {
+    const shown = value.slice(0, 10).map((item) => sketch(item, depth + 1));
+    return `[${shown.join(",")}${value.length > 10 ? `,… (${value.length})` : ""}]`;
+  }
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value);
+    const shown = entries.slice(0, 20).map(([k, v]) =>
+      `${JSON.stringify(k)}:${sketch(v, depth + 1)}`
+    );
+    return `{${shown.join(",")}${entries.length > 20 ? ",…" : ""}}`;
+  }
+  return String(value);
+}
+
+/**
+ * Runs a property `numRuns` times at the seed; a failure names the seed, the replay path, the
+ * shrunk request (sketched) and what went wrong.
+ */
+async function holds<T>(
+  property: fc.IAsyncPropertyWithHooks<T>,
+  numRuns: number,
+): Promise<void> {
+  const details = await fc.check(property, { seed: SEED, numRuns, endOnFailure: true });
+  if (!details.failed) return;
+  const cause = details.errorInstance instanceof Error
+    ? details.errorInstance.message
+    : String(details.errorInstance);
+  assert.fail(
+    `property failed at seed ${SEED} (path "${details.counterexamplePath}") after ` +
+      `${details.numRuns} runs\ncounterexample: ${sketch(details.counterexample)}\n` +
+      `cause: ${cause.length > 2000 ? `${cause.slice(0, 300)} … ${cause.slice(-1500)}` : cause}`,
+  );
+}
 const SCALE = Number(Deno.env.get("SVC_FUZZ_SCALE") ?? 1);
 const ORIGIN = "http://127.0.0.1:7777";
 const CALLER = { owner: "alice" } as const;
@@ -320,22 +363,22 @@ Deno.test({
       for (const route of routes) {
         // Starting runs spawns guests: fewer of those, each waited for.
         const starts = route.method === "POST" && /workflow|reviews|legacy/.test(route.path);
-        await fc.assert(
+        await holds(
           fc.asyncProperty(routeRequests(route, document, () => known), async (request) => {
             const { status, text } = await exchange(fetcher, request, secrets);
             sent++;
             statuses.set(status, (statuses.get(status) ?? 0) + 1);
             if (starts && status < 300) await settle(services, text);
           }),
-          { seed: SEED, numRuns: starts ? Math.ceil(perRoute / 3) : perRoute },
+          starts ? Math.ceil(perRoute / 3) : perRoute,
         );
       }
-      await fc.assert(
+      await holds(
         fc.asyncProperty(strayRequests, async (request) => {
           await exchange(fetcher, request, secrets);
           sent++;
         }),
-        { seed: SEED, numRuns: Math.ceil(600 * SCALE) },
+        Math.ceil(600 * SCALE),
       );
       const status = await fetcher(
         new Request(`${ORIGIN}/api/status`, {
@@ -503,7 +546,7 @@ Deno.test({
         version: fc.option(fc.constantFrom("0.3", "1.0", "9.9", ""), { freq: 2 }),
       });
       let sent = 0;
-      await fc.assert(
+      await holds(
         fc.asyncProperty(requests, async ({ text, auth, version }) => {
           const headers: Record<string, string> = { "content-type": "application/json" };
           if (auth !== undefined) headers.authorization = auth;
@@ -525,7 +568,7 @@ Deno.test({
           if (response.status >= 400) checkErrorBody(response.status, answer, where);
           else checkJsonRpc(answer, where);
         }),
-        { seed: SEED, numRuns: Math.ceil(2000 * SCALE) },
+        Math.ceil(2000 * SCALE),
       );
       for (const path of ["/.well-known/agent-card.json", "/.well-known/agent.json"]) {
         const card = await fetcher(new Request(`${ORIGIN}${path}`));
@@ -592,7 +635,7 @@ Deno.test({
           { weight: 1, arbitrary: hostileValue },
         );
         const starts = /workflow/.test(tool.name);
-        await fc.assert(
+        await holds(
           fc.asyncProperty(args, async (value) => {
             const where = `${tool.name} ${JSON.stringify(value)?.slice(0, 200)}`;
             let text: string;
@@ -622,7 +665,7 @@ Deno.test({
             assert.doesNotMatch(text, /"Internal error"|Cannot .*: internal/i, where);
             if (starts) await settle(services, text);
           }),
-          { seed: SEED, numRuns: Math.ceil((starts ? 100 : 300) * SCALE) },
+          Math.ceil((starts ? 100 : 300) * SCALE),
         );
       }
       const after = await client.listTools();
@@ -695,7 +738,7 @@ Deno.test({
       });
       let sent = 0;
       const statuses = new Map<number, number>();
-      await fc.assert(
+      await holds(
         fc.asyncProperty(deliveries, async ({ name, body, signing, delivery, event }) => {
           const headers: Record<string, string> = {
             "content-type": "application/json",
@@ -712,9 +755,9 @@ Deno.test({
           statuses.set(status, (statuses.get(status) ?? 0) + 1);
           sent++;
         }),
-        { seed: SEED, numRuns: Math.ceil(600 * SCALE) },
+        Math.ceil(600 * SCALE),
       );
-      await fc.assert(
+      await holds(
         fc.asyncProperty(strayRequests, async (request) => {
           await exchange(
             fetcher,
@@ -723,7 +766,7 @@ Deno.test({
           );
           sent++;
         }),
-        { seed: SEED, numRuns: Math.ceil(200 * SCALE) },
+        Math.ceil(200 * SCALE),
       );
       const health = await fetcher(new Request(`${ORIGIN}/health`));
       assert.equal(health.status, 200, "the daemon is healthy afterwards");

@@ -114,6 +114,16 @@ Deno.test("a bad dispatch request is refused, naming the field", async () => {
     /'sandbox' invalid option/,
   );
   await assert.rejects(t.tasks.start({ prompt: "x", colour: 1 }, LOCAL), /unknown field 'colour'/);
+  // Found by the fuzz battery: a schema nested 3,000 levels deep made the copy of the request
+  // throw, an internal error.
+  let deep: Record<string, unknown> = {};
+  for (let i = 0; i < 3000; i++) deep = { a: deep };
+  await assert.rejects(
+    t.tasks.start({ prompt: "x", schema: deep }, LOCAL),
+    (error: unknown) =>
+      error instanceof SvcError && error.code === "invalid_request" &&
+      /'schema' must be JSON nested at most 64 levels deep/.test(error.message),
+  );
 });
 
 Deno.test("cancel is idempotent: a running task stops and ends cancelled, again and again", async () => {

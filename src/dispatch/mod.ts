@@ -87,7 +87,9 @@ export {
   PATTERN_LIMITS,
   SCHEMA_LIMITS,
   SchemaError,
+  type SchemaFolder,
   SchemaRegistry,
+  schemaRegistryFor,
   structuredValue,
   VALIDATION_LIMITS,
 } from "./structured_output.ts";

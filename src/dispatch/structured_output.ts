@@ -83,16 +83,30 @@ function clipError(text: string): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/** A folder of registered schemas, and how messages name it (never by its path on the host). */
+export interface SchemaFolder {
+  dir: string;
+  shown: string;
+}
+
+/** The registry of a call: `schemas` of its project, then of the data directory. */
+export function schemaRegistryFor(places: { projectDir: string; home: string }): SchemaRegistry {
+  return new SchemaRegistry([
+    { dir: joinPath(places.projectDir, "schemas"), shown: "the project's schemas" },
+    { dir: joinPath(places.home, "schemas"), shown: "$SVC_HOME/schemas" },
+  ]);
+}
+
 /**
  * Resolves `schema` and `schema_id` options to compiled validators. Registered schemas are
  * files `<id>.json` in a `schemas` folder of the project, then of `SVC_HOME`.
  */
 export class SchemaRegistry {
-  readonly #folders: string[];
+  readonly #folders: SchemaFolder[];
   readonly #ajv = createAjv();
   readonly #cache = new Map<string, CompiledSchema>();
 
-  constructor(folders: string[]) {
+  constructor(folders: SchemaFolder[]) {
     this.#folders = folders;
   }
 
@@ -156,7 +170,7 @@ export class SchemaRegistry {
     }
     const p = platform();
     for (const folder of this.#folders) {
-      const path = joinPath(folder, `${id}.json`);
+      const path = joinPath(folder.dir, `${id}.json`);
       let text: string;
       try {
         text = await p.readTextFile(path);
@@ -178,7 +192,9 @@ export class SchemaRegistry {
       return this.compile(schema as Record<string, unknown> | boolean);
     }
     throw new SchemaError(
-      `agent(): no registered schema '${id}' (looked in ${this.#folders.join(", ")})`,
+      `agent(): no registered schema '${id}' (looked in ${
+        this.#folders.map((f) => f.shown).join(", ")
+      })`,
     );
   }
 }

@@ -20,7 +20,7 @@ import {
   type WorkTrigger,
 } from "../ledger/mod.ts";
 import { withDefaults } from "../options/mod.ts";
-import { joinPath, platform } from "../platform/mod.ts";
+import { platform } from "../platform/mod.ts";
 import {
   describeIssue,
   DispatchRequestSchema,
@@ -42,7 +42,7 @@ import {
   AgentTypeRegistry,
   applyAgentType,
 } from "./agent_types.ts";
-import { type CompiledSchema, SchemaError, SchemaRegistry } from "./structured_output.ts";
+import { type CompiledSchema, SchemaError, schemaRegistryFor } from "./structured_output.ts";
 import { stepCost, structuredStep } from "./structured_step.ts";
 
 /** Options of {@linkcode TaskManager}. */
@@ -388,10 +388,7 @@ export class TaskManager {
     const agent = await taskAgentType(asked.agentType, workdir);
     const options = agent ? { ...asked, ...applyAgentType(asked, agent) } : asked;
     const system = agent?.system;
-    const registry = new SchemaRegistry([
-      joinPath(workdir, "schemas"),
-      joinPath(this.#options.ledger.home, "schemas"),
-    ]);
+    const registry = schemaRegistryFor({ projectDir: workdir, home: this.#options.ledger.home });
     let schema: CompiledSchema | undefined;
     try {
       if (options.schema !== undefined) schema = registry.compile(options.schema);

@@ -3,7 +3,7 @@ import {
   agentFolders,
   AgentTypeRegistry,
   type Dispatcher,
-  SchemaRegistry,
+  schemaRegistryFor,
   SessionStore,
 } from "../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
@@ -737,10 +737,7 @@ export class RunManager {
     // The state event carries the same instant as the status, so a follower can match them.
     run.setState("running", status.started_at);
     const projectDir = request.workdir ?? this.#options.projectDir;
-    const schemas = new SchemaRegistry([
-      joinPath(projectDir, "schemas"),
-      joinPath(this.#ledger.home, "schemas"),
-    ]);
+    const schemas = schemaRegistryFor({ projectDir, home: this.#ledger.home });
     const agentTypes = new AgentTypeRegistry(
       agentFolders({ projectDir, userHome: this.#options.userHome }),
     );

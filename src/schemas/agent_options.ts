@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Assert, SameType } from "./same_type.ts";
+import { jsonProblem } from "./json.ts";
 
 /**
  * How much a call's agent may touch: `read-only` reads the workdir, `write` may change it, `full`
@@ -45,7 +46,12 @@ export const AgentOptionsSchema = z.strictObject({
   label: z.string().optional(),
   phase: z.string().optional(),
   effort: EffortSchema.optional(),
-  schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]).optional(),
+  // Bounded in depth here, where every surface's request is parsed: a schema nested thousands
+  // of levels deep must be refused clearly before anything copies it (structuredClone throws).
+  schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]).superRefine((value, ctx) => {
+    const problem = jsonProblem(value);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+  }).optional(),
   schema_id: nonEmpty.optional(),
   isolation: z.enum(["none", "worktree"]).optional(),
   provider: nonEmpty.optional(),
