@@ -4,7 +4,7 @@
  * itself. Optionally started under a prefix command (bubblewrap with a small tmpfs, say).
  */
 import assert from "node:assert/strict";
-import { ROOT } from "./helpers.ts";
+import { ROOT, svcTaskCommand } from "./helpers.ts";
 
 /** A host process started by {@linkcode startHostProcess}. */
 export interface HostProcess extends AsyncDisposable {
@@ -31,6 +31,13 @@ export interface HostProcessOptions {
   prefix?: string[];
   /** Pipe standard input, for a prefix that reads commands from it. */
   stdin?: boolean;
+  /**
+   * Start it as `deno task svc` does (the launcher, then the host with its narrow grants)
+   * instead of the host alone; a signal then reaches the launcher.
+   */
+  launcher?: boolean;
+  /** More arguments after `--port 0`. */
+  args?: string[];
 }
 
 /** How long a host may take to listen, in ms. */
@@ -44,7 +51,8 @@ export async function startHostProcess(
   command: "dashboard" | "daemon",
   options: HostProcessOptions = {},
 ): Promise<HostProcess> {
-  const host = [
+  const task = options.launcher ? await svcTaskCommand() : undefined;
+  const host = task ? [task.command, ...task.args, command, "--port", "0"] : [
     Deno.execPath(),
     "run",
     "--no-prompt",
@@ -60,7 +68,7 @@ export async function startHostProcess(
     "--port",
     "0",
   ];
-  const [program, ...args] = [...(options.prefix ?? []), ...host];
+  const [program, ...args] = [...(options.prefix ?? []), ...host, ...(options.args ?? [])];
   const child = new Deno.Command(program!, {
     args,
     env: {

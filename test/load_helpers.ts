@@ -5,100 +5,30 @@
  * the resident memory of a process, and percentiles.
  */
 import autocannon from "autocannon";
-import { ROOT, svcTaskCommand } from "./helpers.ts";
+import { type HostProcess, startHostProcess } from "./host_process.ts";
 
 /** The owner the load's token is bound to. */
 export const LOAD_OWNER = "load";
 /** The load's bearer token. */
 export const LOAD_TOKEN = "load-token-0123456789abcdef0123";
 
-/** A `svc dashboard` process serving on 127.0.0.1. */
-export interface ServedDashboard {
-  /** Its base URL. */
-  url: string;
-  /** The launcher's process id (the host is its child). */
-  pid: number;
-  /** What it printed on standard error so far. */
-  lines: string[];
-  /** SIGTERM, then its exit code once it (and the host under it) has exited. */
-  stop(): Promise<number>;
-}
+/** A `svc dashboard` process serving on 127.0.0.1, under its launcher. */
+export type ServedDashboard = HostProcess;
 
 /**
- * Starts `svc dashboard --port 0` on `home` with one token bound to {@linkcode LOAD_OWNER} and
- * the fake provider's latency `fakeLatencyMs`; resolves once it listens.
+ * Starts `svc dashboard --port 0` as `deno task dashboard` does (launcher, then host) on
+ * `<home>/.svc` with one token bound to {@linkcode LOAD_OWNER} and the fake provider's latency
+ * `fakeLatencyMs`; resolves once it listens. Its `pid` is the launcher's.
  */
 export async function startServedDashboard(
   home: string,
   options: { fakeLatencyMs: number },
 ): Promise<ServedDashboard> {
-  const task = await svcTaskCommand();
-  const child = new Deno.Command(task.command, {
-    args: [
-      ...task.args,
-      "dashboard",
-      "--port",
-      "0",
-      "--owner-token",
-      `${LOAD_OWNER}:${LOAD_TOKEN}`,
-    ],
-    env: {
-      HOME: home,
-      SVC_HOME: `${home}/.svc`,
-      SVC_FAKE_LATENCY_MS: String(options.fakeLatencyMs),
-      NO_COLOR: "1",
-      PATH: Deno.env.get("PATH") ?? "",
-    },
-    clearEnv: true,
-    cwd: ROOT,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const lines: string[] = [];
-  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  let url: string | undefined;
-  const take = (value: string) => {
-    buffer += value;
-    const parts = buffer.split("\n");
-    buffer = parts.pop() ?? "";
-    lines.push(...parts);
-  };
-  while (url === undefined) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    take(value);
-    url = lines.map((l) => /dashboard on (http:\/\/\S+)/.exec(l)?.[1]).find(Boolean);
-  }
-  // Keep reading standard error, so that the host never blocks on a full pipe.
-  const rest = (async () => {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      take(value);
-    }
-  })();
-  if (url === undefined) {
-    await child.status;
-    await rest;
-    throw new Error(`svc dashboard did not start:\n${lines.join("\n")}`);
-  }
-  return {
-    url,
-    pid: child.pid,
-    lines,
-    async stop() {
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // Already gone.
-      }
-      const status = await child.status;
-      await rest;
-      return status.code;
-    },
-  };
+  return await startHostProcess(home, "dashboard", {
+    launcher: true,
+    args: ["--owner-token", `${LOAD_OWNER}:${LOAD_TOKEN}`],
+    env: { SVC_HOME: `${home}/.svc`, SVC_FAKE_LATENCY_MS: String(options.fakeLatencyMs) },
+  });
 }
 
 /**
