@@ -1,0 +1,461 @@
+/**
+ * The ledger's key-value store on Postgres, for several hosts sharing one ledger. It keeps the
+ * contract of the Deno KV store ({@linkcode KvStore}) exactly: ordered keys, atomic commits
+ * guarded by versionstamp checks, the same size limits. Over it, the ledger needs no code of its
+ * own per backend, so a run behaves identically on either.
+ *
+ * - Rows: `svc_kv(ns, key, value, version)`; `key` holds the ordered encoding of `pg_keys.ts`.
+ * - A commit is one call of `svc_kv_commit()`: it takes a transaction-scoped advisory lock per
+ *   key it checks or writes (in one order, so commits never deadlock), checks, then writes, in
+ *   one statement. Two commits on one key run one after the other; a check of an absent key is
+ *   as safe as any other. This is what makes a queue claim go to one host only.
+ * - A commit that sets a watched key (the ledger's feed tick) sends `NOTIFY svc_kv`; every host
+ *   `LISTEN`s and wakes its readers at once instead of at its next poll.
+ * - Files (a run's script, input and large values) live in `svc_files`, so that any host can
+ *   resume or read a run another host started.
+ * - Schema changes are versioned migrations applied in one transaction at start-up; a host
+ *   refuses a database whose schema is newer than it knows.
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import postgres from "postgres";
+import { SvcError } from "../errors/mod.ts";
+import { decodeKey, encodeKey, prefixEnd } from "./pg_keys.ts";
+import type { KvAtomic, KvEntry, KvKey, KvStore } from "./types.ts";
+
+/** Deno KV's limits, kept so that the ledger clips and splits the same way on both backends. */
+const MAX_VALUE_BYTES = 65_536;
+const MAX_KEY_BYTES = 2_048;
+const MAX_MUTATIONS = 1_000;
+const MAX_CHECKS = 100;
+const MAX_COMMIT_BYTES = 819_200;
+/** Rows a list reads per query. */
+const PAGE_ROWS = 256;
+/** The channel of change notifications; the payload is the namespace written. */
+const CHANNEL = "svc_kv";
+/** The advisory lock that makes one host at a time migrate. */
+const MIGRATION_LOCK = 7_311_000_019;
+
+/** The schema, as ordered migrations. A new version appends; none is ever edited. */
+const MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: "kv rows, files and the commit function",
+    sql: `
+CREATE TABLE svc_kv (
+  ns text NOT NULL,
+  key bytea NOT NULL,
+  value bytea NOT NULL,
+  version bigint NOT NULL,
+  PRIMARY KEY (ns, key)
+);
+CREATE SEQUENCE svc_kv_version;
+CREATE TABLE svc_files (
+  ns text NOT NULL,
+  path text NOT NULL,
+  content bytea NOT NULL,
+  written_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (ns, path)
+);
+CREATE FUNCTION svc_kv_commit(
+  p_ns text, p_check_keys text[], p_check_stamps bigint[], p_set_keys text[],
+  p_set_values text[], p_delete_keys text[], p_notify boolean
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_lock bigint;
+  v_found bigint;
+  v_stamp bigint;
+  i integer;
+BEGIN
+  FOR v_lock IN
+    SELECT DISTINCT hashtextextended(p_ns || ':' || k, 0)
+    FROM unnest(p_check_keys || p_set_keys || p_delete_keys) AS k ORDER BY 1
+  LOOP
+    PERFORM pg_advisory_xact_lock(v_lock);
+  END LOOP;
+  FOR i IN 1 .. coalesce(array_length(p_check_keys, 1), 0) LOOP
+    v_found := NULL;
+    SELECT version INTO v_found FROM svc_kv
+      WHERE ns = p_ns AND key = decode(p_check_keys[i], 'hex');
+    IF v_found IS DISTINCT FROM p_check_stamps[i] THEN
+      RETURN NULL;
+    END IF;
+  END LOOP;
+  v_stamp := nextval('svc_kv_version');
+  DELETE FROM svc_kv WHERE ns = p_ns
+    AND key IN (SELECT decode(k, 'hex') FROM unnest(p_delete_keys) AS k);
+  INSERT INTO svc_kv (ns, key, value, version)
+    SELECT p_ns, decode(k, 'hex'), decode(v, 'hex'), v_stamp
+    FROM unnest(p_set_keys, p_set_values) AS t(k, v)
+  ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, version = excluded.version;
+  IF p_notify THEN
+    PERFORM pg_notify('${CHANNEL}', p_ns);
+  END IF;
+  RETURN v_stamp;
+END
+$fn$;
+`,
+  },
+];
+
+/** The newest schema version this svc knows. */
+export const POSTGRES_SCHEMA_VERSION: number = MIGRATIONS.length;
+
+/** Options of {@linkcode openPostgresKv}. */
+export interface PostgresKvOptions {
+  /** Which store of the host this is (`ledger`, `board`): rows of each are kept apart. */
+  namespace: string;
+  /** Keys whose writes notify every host's {@linkcode SharedKvStore.onChange} listeners. */
+  watch?: readonly KvKey[];
+  /** Most connections of the pool. Default 8. */
+  max?: number;
+  /** How long one statement may take before the database cancels it, in ms. Default 15000. */
+  statementTimeoutMs?: number;
+}
+
+/** A store several hosts share: it tells of other hosts' writes, and keeps files too. */
+export interface SharedKvStore extends KvStore {
+  /** Where it is, for messages (without a password). */
+  readonly location: string;
+  /**
+   * Calls `listener` after any host commits a write of a watched key (soon after, not at
+   * once; never for certain: a reader still polls as a fallback). Returns the unsubscribe.
+   */
+  onChange(listener: () => void): () => void;
+  /** Writes a file, whole (a reader sees the old content or the new, never a part). */
+  writeFile(path: string, content: Uint8Array): Promise<void>;
+  /** A file's content, or undefined when there is none. */
+  readFile(path: string): Promise<Uint8Array | undefined>;
+  /** Closes every connection; resolves once they are closed. */
+  close(): Promise<void>;
+}
+
+/** Postgres's SQLSTATE classes and client codes, and what svc says of each. */
+function faultOf(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = String((error as { code?: unknown }).code ?? "");
+  if (code === "57014") return "the database did not answer in time";
+  if (code === "53100") return "the database's disk is full";
+  if (code.startsWith("53")) return "the database is out of resources";
+  if (code.startsWith("28")) return "the database refused svc's login";
+  if (code === "3D000") return "the database does not exist";
+  if (
+    code.startsWith("08") || code.startsWith("57P") || code.startsWith("CONNECT") ||
+    /^E(CONNREFUSED|CONNRESET|PIPE|HOSTUNREACH|NETUNREACH|AI_AGAIN)$/.test(code) ||
+    code === "ENOTFOUND" || code === "ETIMEDOUT" || error.name === "ConnectionRefused" ||
+    error.name === "ConnectionReset" || error.name === "BrokenPipe"
+  ) return "the database cannot be reached";
+  return undefined;
+}
+
+/**
+ * A fault of the database (unreachable, restarting, too slow, full) as an `unavailable`
+ * SvcError that names it; anything else passes unchanged. The driver's own message is never
+ * shown (it may name an address or a user).
+ */
+export function databaseFault(error: unknown, action: string): unknown {
+  if (error instanceof SvcError) return error;
+  const fault = faultOf(error);
+  if (fault === undefined) return error;
+  return new SvcError("unavailable", `Cannot ${action} the ledger: ${fault}`, { cause: error });
+}
+
+/** The URL without its password: safe to print. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = "";
+    parsed.search = "";
+    return parsed.toString();
+  } catch {
+    return "a database URL that does not parse";
+  }
+}
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
+}
+
+/** A Postgres array literal of `items` (hex strings and digits only: nothing to quote). */
+function arrayLiteral(items: ReadonlyArray<string | null>): string {
+  return `{${items.map((item) => item ?? "NULL").join(",")}}`;
+}
+
+function stampOf(version: string | number | bigint): string {
+  return BigInt(version).toString(16).padStart(20, "0");
+}
+
+function versionOf(stamp: string | null): string | null {
+  if (stamp === null) return null;
+  if (!/^[0-9a-f]{1,20}$/.test(stamp)) return "-1";
+  return BigInt(`0x${stamp}`).toString();
+}
+
+function bytesOf(value: unknown): Uint8Array {
+  if (value instanceof Uint8Array) return new Uint8Array(value);
+  throw new TypeError("Cannot read a ledger row: its value is not bytes");
+}
+
+type Sql = postgres.Sql;
+
+async function migrate(sql: Sql, location: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+    await tx.unsafe(
+      "CREATE TABLE IF NOT EXISTS svc_schema (version integer PRIMARY KEY, name text NOT NULL, " +
+        "applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    const [row] = await tx<Array<{ version: number }>>`
+      SELECT coalesce(max(version), 0)::integer AS version FROM svc_schema`;
+    const version = row?.version ?? 0;
+    if (version > POSTGRES_SCHEMA_VERSION) {
+      throw new SvcError(
+        "internal",
+        `Cannot open the ledger at ${location}: it has schema version ${version}, this svc knows up to ${POSTGRES_SCHEMA_VERSION}`,
+      );
+    }
+    for (const migration of MIGRATIONS.slice(version)) {
+      await tx.unsafe(migration.sql);
+      await tx`INSERT INTO svc_schema (version, name) VALUES (${migration.version}, ${migration.name})`;
+    }
+  });
+}
+
+/**
+ * Opens a store in the Postgres database of `url` (`postgres://...`), bringing its schema up to
+ * date. Fails with an `unavailable` error naming the fault when the database cannot be used.
+ */
+export async function openPostgresKv(
+  url: string,
+  options: PostgresKvOptions,
+): Promise<SharedKvStore> {
+  const location = redactUrl(url);
+  let sql: Sql;
+  try {
+    sql = postgres(url, {
+      max: options.max ?? 8,
+      connect_timeout: 10,
+      idle_timeout: 60,
+      onnotice: () => {},
+      connection: {
+        application_name: "svc",
+        statement_timeout: options.statementTimeoutMs ?? 15_000,
+      },
+    });
+  } catch (error) {
+    throw new SvcError(
+      "invalid_argument",
+      `Cannot open the ledger: SVC_LEDGER_URL does not parse`,
+      {
+        cause: error,
+      },
+    );
+  }
+  try {
+    await migrate(sql, location);
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw databaseFault(error, "open");
+  }
+  const store = new PostgresKv(sql, options, location);
+  try {
+    await store.listen();
+  } catch (error) {
+    await store.close();
+    throw databaseFault(error, "open");
+  }
+  return store;
+}
+
+/** The store itself; see the module's documentation. */
+class PostgresKv implements SharedKvStore {
+  readonly location: string;
+  readonly #sql: Sql;
+  readonly #ns: string;
+  readonly #watched: Set<string>;
+  readonly #listeners = new Set<() => void>();
+  #unlisten: (() => Promise<void>) | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(sql: Sql, options: PostgresKvOptions, location: string) {
+    this.#sql = sql;
+    this.#ns = options.namespace;
+    this.#watched = new Set((options.watch ?? []).map((key) => hex(encodeKey(key))));
+    this.location = location;
+  }
+
+  async listen(): Promise<void> {
+    const { unlisten } = await this.#sql.listen(CHANNEL, (payload) => {
+      if (payload !== this.#ns) return;
+      for (const listener of this.#listeners) listener();
+    });
+    this.#unlisten = unlisten;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async get(key: KvKey): Promise<KvEntry> {
+    let rows: Array<{ value: Uint8Array; version: string }>;
+    try {
+      rows = await this.#sql`SELECT value, version FROM svc_kv
+        WHERE ns = ${this.#ns} AND key = decode(${hex(encodeKey(key))}, 'hex')`;
+    } catch (error) {
+      throw databaseFault(error, "read");
+    }
+    const row = rows[0];
+    if (!row) return { key, value: null, versionstamp: null };
+    return { key, value: bytesOf(row.value), versionstamp: stampOf(row.version) };
+  }
+
+  async *list(
+    prefix: KvKey,
+    options: { limit?: number; reverse?: boolean; start?: KvKey; end?: KvKey } = {},
+  ): AsyncIterable<KvEntry> {
+    const encoded = encodeKey(prefix);
+    // The prefix itself is not under it: its range starts just past it.
+    let lower = hex(options.start ? encodeKey(options.start) : encoded);
+    let lowerInclusive = options.start !== undefined;
+    let upper = hex(options.end ? encodeKey(options.end) : prefixEnd(encoded));
+    const reverse = options.reverse === true;
+    let left = options.limit ?? Infinity;
+    while (left > 0) {
+      const take = Math.min(PAGE_ROWS, left);
+      let rows: Array<{ key: Uint8Array; value: Uint8Array; version: string }>;
+      try {
+        const from = lowerInclusive
+          ? this.#sql`key >= decode(${lower}, 'hex')`
+          : this.#sql`key > decode(${lower}, 'hex')`;
+        rows = await this.#sql`SELECT key, value, version FROM svc_kv
+          WHERE ns = ${this.#ns} AND ${from} AND key < decode(${upper}, 'hex')
+          ORDER BY key ${reverse ? this.#sql`DESC` : this.#sql`ASC`} LIMIT ${take}`;
+      } catch (error) {
+        throw databaseFault(error, "read");
+      }
+      for (const row of rows) {
+        yield {
+          key: decodeKey(bytesOf(row.key)),
+          value: bytesOf(row.value),
+          versionstamp: stampOf(row.version),
+        };
+      }
+      left -= rows.length;
+      if (rows.length < take) return;
+      const last = hex(bytesOf(rows[rows.length - 1]!.key));
+      if (reverse) upper = last;
+      else {
+        lower = last;
+        lowerInclusive = false;
+      }
+    }
+  }
+
+  atomic(): KvAtomic {
+    const checks = new Map<string, string | null>();
+    const writes = new Map<string, Uint8Array | null>();
+    let bytes = 0;
+    const keyHex = (key: KvKey) => {
+      const encoded = encodeKey(key);
+      if (encoded.length > MAX_KEY_BYTES) {
+        throw new TypeError(`Key too large for write (max ${MAX_KEY_BYTES} bytes)`);
+      }
+      bytes += encoded.length;
+      return hex(encoded);
+    };
+    const atomic: KvAtomic = {
+      check: (key, versionstamp) => {
+        checks.set(keyHex(key), versionstamp);
+        return atomic;
+      },
+      set: (key, value) => {
+        if (value.length > MAX_VALUE_BYTES) {
+          throw new TypeError(`Value too large (max ${MAX_VALUE_BYTES} bytes)`);
+        }
+        bytes += value.length;
+        // A later write of a key replaces an earlier one, as Deno KV applies them in order.
+        writes.set(keyHex(key), value);
+        return atomic;
+      },
+      delete: (key) => {
+        writes.set(keyHex(key), null);
+        return atomic;
+      },
+      commit: () => this.#commit(checks, writes, bytes),
+    };
+    return atomic;
+  }
+
+  async #commit(
+    checks: Map<string, string | null>,
+    writes: Map<string, Uint8Array | null>,
+    bytes: number,
+  ): Promise<{ ok: boolean }> {
+    if (checks.size > MAX_CHECKS) throw new TypeError(`Too many checks (max ${MAX_CHECKS})`);
+    if (writes.size > MAX_MUTATIONS) {
+      throw new TypeError(`Too many mutations (max ${MAX_MUTATIONS})`);
+    }
+    if (bytes > MAX_COMMIT_BYTES) {
+      throw new TypeError(`Total mutation size too large (max ${MAX_COMMIT_BYTES} bytes)`);
+    }
+    const setKeys: string[] = [];
+    const setValues: string[] = [];
+    const deleteKeys: string[] = [];
+    let notify = false;
+    for (const [key, value] of writes) {
+      if (value === null) deleteKeys.push(key);
+      else {
+        setKeys.push(key);
+        setValues.push(hex(value));
+        if (this.#watched.has(key)) notify = true;
+      }
+    }
+    let rows: Array<{ stamp: string | null }>;
+    try {
+      rows = await this.#sql`SELECT svc_kv_commit(
+        ${this.#ns},
+        ${arrayLiteral([...checks.keys()])}::text[],
+        ${arrayLiteral([...checks.values()].map(versionOf))}::bigint[],
+        ${arrayLiteral(setKeys)}::text[],
+        ${arrayLiteral(setValues)}::text[],
+        ${arrayLiteral(deleteKeys)}::text[],
+        ${notify}
+      )::text AS stamp`;
+    } catch (error) {
+      throw databaseFault(error, "write");
+    }
+    return { ok: rows[0]?.stamp !== null && rows[0]?.stamp !== undefined };
+  }
+
+  async writeFile(path: string, content: Uint8Array): Promise<void> {
+    try {
+      await this.#sql`INSERT INTO svc_files (ns, path, content)
+        VALUES (${this.#ns}, ${path}, decode(${hex(content)}, 'hex'))
+        ON CONFLICT (ns, path) DO UPDATE SET content = excluded.content, written_at = now()`;
+    } catch (error) {
+      throw databaseFault(error, "write");
+    }
+  }
+
+  async readFile(path: string): Promise<Uint8Array | undefined> {
+    let rows: Array<{ content: Uint8Array }>;
+    try {
+      rows = await this.#sql`SELECT content FROM svc_files
+        WHERE ns = ${this.#ns} AND path = ${path}`;
+    } catch (error) {
+      throw databaseFault(error, "read");
+    }
+    const row = rows[0];
+    return row ? bytesOf(row.content) : undefined;
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#listeners.clear();
+      await this.#unlisten?.().catch(() => {});
+      await this.#sql.end({ timeout: 2 }).catch(() => {});
+    })();
+    return this.#closing;
+  }
+}
