@@ -9,6 +9,9 @@ import {
   configFile,
   HARNESS_BASE_ENV,
   HARNESS_KEY_ENV,
+  LEDGER_ENV_VARS,
+  ledgerNetGrant,
+  ledgerUrl,
   MICROVM_ENV_VARS,
   MICROVM_TOOLS,
   microvmBackendName,
@@ -32,6 +35,7 @@ export const HOST_ENV_VARS: readonly string[] = [
   "SVC_DASHBOARD_REQUIRE_OWNER",
   "SVC_DASHBOARD_ALLOWED_ORIGINS",
   "SVC_WORKFLOW_SANDBOX",
+  ...LEDGER_ENV_VARS,
   ...MICROVM_ENV_VARS,
   // Where Lima keeps its instances, passed on to limactl (microvm backend_a).
   "LIMA_HOME",
@@ -152,6 +156,9 @@ export function grantsOf(
   ];
   const env: string[] = [];
   const net: string[] = [];
+  // A shared ledger (SVC_LEDGER_URL): its database's address.
+  const database = ledgerNetGrant(ledgerUrl());
+  if (database) net.push(database);
   // Webhook secrets are read from the variables the configuration names.
   for (const hook of Object.values(config.webhooks)) env.push(hook.secret_env);
   for (const settings of Object.values(config.providers)) {

@@ -2,6 +2,7 @@ import { Semaphore } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type Caller, fromBytes, mayAccess, toBytes } from "../ledger/mod.ts";
 import { joinPath, type KvEntry, type KvKey, type KvStore, platform } from "../platform/mod.ts";
+import type { SharedKvStore } from "../platform/postgres.ts";
 import {
   type BoardCard,
   type BoardChange,
@@ -28,6 +29,8 @@ export const LIST_LIMIT = 500;
 
 /** How often followers of the change log look for other processes' writes, in ms. */
 const POLL_MS = 25;
+/** The same on a shared ledger: the database's notifications wake followers; this is a fallback. */
+const SHARED_POLL_MS = 1_000;
 
 /** Attempts of a write that loses its atomic check to other processes, before giving up. */
 const WRITE_ATTEMPTS = 100;
@@ -41,8 +44,16 @@ export interface OpenBoardOptions {
   by?: string;
   /** The clock of written times. Default the system's; tests fix it. */
   clock?: () => Date;
-  /** How often followers of the change log look for other processes' writes, in ms. Default 25. */
+  /**
+   * How often followers of the change log look for other processes' writes, in ms. Default 25;
+   * 1000 on a shared ledger, whose database tells of other hosts' writes at once.
+   */
   pollMs?: number;
+  /**
+   * The database of a ledger several hosts share (`SVC_LEDGER_URL`): the board is kept there,
+   * one for every host, instead of in `board.kv` of `dir`.
+   */
+  url?: string;
 }
 
 /** Options of {@linkcode Board.list}. */
@@ -112,17 +123,29 @@ export async function openBoard(dir: string, options: OpenBoardOptions = {}): Pr
   }
   const p = platform();
   await p.mkdir(dir);
-  const kv = await p.openKv(joinPath(dir, "board.kv"));
+  let kv: KvStore;
+  let shared: SharedKvStore | undefined;
+  if (options.url) {
+    const { openPostgresKv } = await import("../platform/postgres.ts");
+    kv = shared = await openPostgresKv(options.url, {
+      namespace: "board",
+      watch: [KEYS.head],
+      max: 4,
+    });
+  } else {
+    kv = await p.openKv(joinPath(dir, "board.kv"));
+  }
   try {
-    await migrate(kv, dir);
+    await migrate(kv, shared?.location ?? dir);
   } catch (error) {
-    kv.close();
+    await kv.close();
     throw error;
   }
   return new Board(dir, kv, {
     by,
     clock: options.clock ?? (() => new Date()),
-    pollMs: options.pollMs ?? POLL_MS,
+    pollMs: options.pollMs ?? (shared ? SHARED_POLL_MS : POLL_MS),
+    ...(shared ? { shared } : {}),
   });
 }
 
@@ -165,13 +188,17 @@ export class Board {
   constructor(
     dir: string,
     kv: KvStore,
-    options: { by: string; clock: () => Date; pollMs: number },
+    options: { by: string; clock: () => Date; pollMs: number; shared?: SharedKvStore },
   ) {
     this.dir = dir;
     this.#kv = kv;
     this.#by = options.by;
     this.#clock = options.clock;
     this.#pollMs = options.pollMs;
+    // Another host wrote: read the head now rather than at the next poll.
+    options.shared?.onChange(() => {
+      if (this.#waiters.size > 0 && !this.#closed) void this.#checkHead();
+    });
   }
 
   /**
@@ -386,33 +413,37 @@ export class Board {
   #schedulePoll(): void {
     if (this.#poll !== undefined || this.#waiters.size === 0 || this.#closed) return;
     this.#poll = setTimeout(async () => {
-      try {
-        // One read while nothing changes: the head key every write rewrites.
-        const head = await this.#kv.get(KEYS.head);
-        if (head.versionstamp !== this.#headStamp) {
-          this.#headStamp = head.versionstamp;
-          this.#notify(headSeq(head));
-        }
-      } catch {
-        // A closed store: close() woke the waiters.
-      }
+      await this.#checkHead();
       this.#poll = undefined;
       this.#schedulePoll();
     }, this.#pollMs);
+  }
+
+  /** One read while nothing changes: the head key every write rewrites. */
+  async #checkHead(): Promise<void> {
+    try {
+      const head = await this.#kv.get(KEYS.head);
+      if (head.versionstamp !== this.#headStamp) {
+        this.#headStamp = head.versionstamp;
+        this.#notify(headSeq(head));
+      }
+    } catch {
+      // A closed store (close() woke the waiters), or an unreachable one: the poll tries again.
+    }
   }
 
   #assertOpen(): void {
     if (this.#closed) throw new SvcError("unavailable", "Cannot write to the board: it is closed");
   }
 
-  /** Closes the KV file; followers end. */
-  close(): void {
+  /** Closes the store; followers end. Resolves once its connections are closed. */
+  async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const waiter of this.#waiters) waiter.wake();
     this.#waiters.clear();
     if (this.#poll !== undefined) clearTimeout(this.#poll);
-    this.#kv.close();
+    await this.#kv.close();
   }
 }
 

@@ -85,8 +85,14 @@ export class QueueWorker {
         // A few more than there is room for: some may be claimed by other workers meanwhile.
         const items = await this.#services.ledger.listQueue({ limit: room + 8 });
         let taken = 0;
+        let here: Set<string> | undefined;
         for (const item of items) {
           if (this.#stopped || taken >= room) break;
+          if (item.provider !== undefined) {
+            // Work that names a provider goes to a host where it is configured and available.
+            here ??= await this.#availableProviders();
+            if (!here.has(item.provider)) continue;
+          }
           if (await this.#claim(item)) taken++;
         }
       }
@@ -97,6 +103,12 @@ export class QueueWorker {
         : "the queue is unreadable";
     }
     this.#lastPollAt = new Date().toISOString();
+  }
+
+  /** The providers this host can dispatch to now (configured, and their probe passed). */
+  async #availableProviders(): Promise<Set<string>> {
+    const status = await this.#services.dispatcher.status();
+    return new Set(status.filter((p) => p.available).map((p) => p.name));
   }
 
   /** Claims and starts one item; false when another worker had it first. */

@@ -21,13 +21,17 @@ export class HostLease {
   #first: Promise<void> | undefined;
 
   /** A new identity on `ledger`; its heartbeat starts with the first hold. */
-  constructor(ledger: Ledger, options: { heartbeatMs?: number; role?: "daemon" } = {}) {
+  constructor(
+    ledger: Ledger,
+    options: { heartbeatMs?: number; role?: "daemon"; providers?: readonly string[] } = {},
+  ) {
     this.#ledger = ledger;
     this.#intervalMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.ref = {
       id: newId("host"),
       pid: platform().pid(),
       ...(options.role ? { role: options.role } : {}),
+      ...(options.providers ? { providers: options.providers } : {}),
     };
   }
 

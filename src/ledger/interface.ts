@@ -35,6 +35,8 @@ export interface HostRef {
   pid: number;
   /** `daemon` for a daemon, whose queue worker claims queued work; absent for other hosts. */
   role?: "daemon";
+  /** The providers this host can dispatch to (configured and available here). */
+  providers?: readonly string[];
 }
 
 /** A host as the ledger knows it: the processes that share it. */
@@ -51,6 +53,10 @@ export interface HostInfo {
   heartbeat_at: string;
   /** Whether it is alive: a fresh heartbeat, and its process exists where that can be checked. */
   alive: boolean;
+  /** The name of the machine it runs on, where that can be read. */
+  hostname?: string;
+  /** The providers it can dispatch to, when it said. */
+  providers?: string[];
 }
 
 /** Work waiting for a worker to claim it. */
@@ -63,6 +69,8 @@ export interface QueueItem {
   owner: string;
   /** When it was queued (ISO 8601). */
   queued_at: string;
+  /** The provider it names: only a host where that provider is configured claims it. */
+  provider?: string;
 }
 
 /** A run's event with its place in the run's feed. */
@@ -132,17 +140,25 @@ export interface ListOptions {
 /**
  * The durable store of svc: runs, journals, the event feed, tasks, sessions, the call log and
  * the hosts that work on them. Everything above `src/ledger/` talks to this interface and
- * never to a storage engine; `openLedger()` opens the Deno KV backend, and a second backend
- * (a database shared by several hosts) implements the same methods.
+ * never to a storage engine; `openLedger()` opens the Deno KV file of `SVC_HOME`, or with a
+ * `url` the same ledger in a Postgres database several hosts share.
  */
 export interface Ledger {
   /** The data directory (`SVC_HOME`): run and task folders live under it. */
   readonly home: string;
-  /** Closes the store; pending waits for events end. */
-  close(): void;
-  /** The run's directory: script text, result, final status and large values. */
+  /**
+   * Whether other hosts share this ledger (`SVC_LEDGER_URL`, a database), or it is the KV
+   * file of this machine.
+   */
+  readonly shared: boolean;
+  /** Closes the store; pending waits for events end. Resolves once its connections are closed. */
+  close(): Promise<void>;
+  /**
+   * This host's directory of a run: the summary files (`status.json`, `result.json`) of the
+   * runs it ended, and on the KV backend the script, input and large values too.
+   */
   runDir(runId: string): string;
-  /** A task's directory: large results. */
+  /** This host's directory of a task (on the KV backend, its large results). */
   taskDir(taskId: string): string;
 
   /**

@@ -3,6 +3,8 @@ import { joinPath, type KvAtomic, type KvKey, type KvStore, platform } from "../
 import { jsonByteLength, type JsonValue, MAX_ARGS_BYTES } from "../schemas/mod.ts";
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, sha256, toBytes } from "./json_bytes.ts";
+import { type LedgerFiles, localFiles, sharedFiles } from "./files.ts";
+import type { SharedKvStore } from "../platform/postgres.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
 import { checkBefore, parseCallCursor } from "./cursor.ts";
 import { isId } from "./ids.ts";
@@ -57,6 +59,11 @@ const REF_ROOM = 256;
 const STALE_HOST_MS = 10_000;
 /** How often a ledger with readers waiting for events looks for other processes' writes, in ms. */
 const POLL_MS = 25;
+/**
+ * The same on a shared ledger, where other hosts' writes wake readers through the database's
+ * notifications: the poll only covers a notification lost while a connection was down.
+ */
+const SHARED_POLL_MS = 1_000;
 /** Live run streams whose head one ledger keeps in memory for its own readers. */
 const KNOWN_HEADS = 1024;
 /** Latest events of each such stream kept in memory, so that its followers read no KV. */
@@ -118,6 +125,10 @@ interface HostDoc {
   started_at: string;
   heartbeat_at: string;
   role?: "daemon";
+  /** The machine (boot id and host name): a pid is checked only on the machine it is from. */
+  machine?: string;
+  hostname?: string;
+  providers?: string[];
 }
 
 /** What a reader waits on: the feed of a run or a task, or an owner's activity stream. */
@@ -196,6 +207,16 @@ function runActivity(
   };
 }
 
+/** A run's folder of the ledger's files (script, input, large values). */
+function runFiles(runId: string): string {
+  return `runs/${runId}`;
+}
+
+/** A task's folder of the ledger's files (large results). */
+function taskFiles(taskId: string): string {
+  return `tasks/${taskId}`;
+}
+
 function eventsPrefix(stream: EventStream): KvKey {
   return stream.kind === "run" ? KEYS.events(stream.id) : KEYS.taskEvents(stream.id);
 }
@@ -219,23 +240,68 @@ function bareStatus(status: RunStatus): RunStatus {
 
 /** Options of {@linkcode openLedger}. */
 export interface OpenLedgerOptions {
-  /** How often readers waiting for events look for other processes' writes, in ms. Default 25. */
+  /**
+   * How often readers waiting for events look for other processes' writes, in ms. Default 25;
+   * 1000 on a shared ledger, where other hosts' writes wake readers through the database.
+   */
   pollMs?: number;
+  /**
+   * The database of a ledger several hosts share (`postgres://...`, `SVC_LEDGER_URL`). Without
+   * it, the ledger is the Deno KV file under `home`, this machine's alone.
+   */
+  url?: string;
+}
+
+/** Who this machine is, read once: a pid means something only on the machine it is from. */
+let machine: Promise<{ machine?: string; hostname?: string }> | undefined;
+function thisMachine(): Promise<{ machine?: string; hostname?: string }> {
+  machine ??= (async () => {
+    const p = platform();
+    const read = (path: string) => p.readTextFile(path).then((t) => t.trim().slice(0, 200), () => "");
+    const hostname = await read("/proc/sys/kernel/hostname") || await read("/etc/hostname");
+    const boot = await read("/proc/sys/kernel/random/boot_id");
+    return {
+      ...(boot || hostname ? { machine: `${boot}/${hostname}` } : {}),
+      ...(hostname ? { hostname } : {}),
+    };
+  })();
+  return machine;
 }
 
 /**
- * Opens (creating if needed) the ledger of a data directory, in a Deno KV file under it, and
- * brings its schema up to date.
+ * Opens (creating if needed) the ledger of a data directory, in a Deno KV file under it, or the
+ * shared ledger in the database of `options.url`, and brings its schema up to date.
  */
 export async function openLedger(home: string, options: OpenLedgerOptions = {}): Promise<Ledger> {
   const p = platform();
   await p.mkdir(home);
-  const kv = await p.openKv(joinPath(home, "svc.kv"));
-  const ledger = new KvLedger(home, kv, options.pollMs ?? POLL_MS);
+  const where = await thisMachine();
+  let ledger: KvLedger;
+  if (options.url) {
+    // Loaded only for a shared ledger: a host on KV files never loads the database client.
+    const { openPostgresKv } = await import("../platform/postgres.ts");
+    const store = await openPostgresKv(options.url, {
+      namespace: "ledger",
+      watch: [KEYS.feedTick],
+    });
+    ledger = new KvLedger(home, store, {
+      pollMs: options.pollMs ?? SHARED_POLL_MS,
+      files: sharedFiles(store),
+      shared: store,
+      ...where,
+    });
+  } else {
+    const kv = await p.openKv(joinPath(home, "svc.kv"));
+    ledger = new KvLedger(home, kv, {
+      pollMs: options.pollMs ?? POLL_MS,
+      files: localFiles(home),
+      ...where,
+    });
+  }
   try {
     await ledger.migrate();
   } catch (error) {
-    kv.close();
+    await ledger.close();
     throw error;
   }
   return ledger;
@@ -261,16 +327,38 @@ class KvLedger implements Ledger {
    */
   readonly #heads = new Map<string, KnownHead>();
   #poll: ReturnType<typeof setTimeout> | undefined;
+  #polling = false;
+  #pollAgain = false;
   #tick: string | null | undefined;
   #closed = false;
   /** Readers to wake once the writer's own continuation is done (see {@linkcode #notify}). */
   #woken: Waiter[] = [];
   readonly #wakeups = new MessageChannel();
+  readonly #files: LedgerFiles;
+  readonly #shared: SharedKvStore | undefined;
+  readonly #machine: string | undefined;
+  readonly #hostname: string | undefined;
 
-  constructor(home: string, kv: KvStore, pollMs: number) {
+  constructor(
+    home: string,
+    kv: KvStore,
+    options: {
+      pollMs: number;
+      files: LedgerFiles;
+      shared?: SharedKvStore;
+      machine?: string;
+      hostname?: string;
+    },
+  ) {
     this.home = home;
     this.#kv = kv;
-    this.#pollMs = pollMs;
+    this.#pollMs = options.pollMs;
+    this.#files = options.files;
+    this.#shared = options.shared;
+    this.#machine = options.machine;
+    this.#hostname = options.hostname;
+    // Another host's write of a feed: look now rather than at the next poll.
+    this.#shared?.onChange(() => this.#pollNow());
     this.#wakeups.port1.onmessage = () => {
       const woken = this.#woken;
       this.#woken = [];
@@ -304,14 +392,20 @@ class KvLedger implements Ledger {
     }
   }
 
-  close(): void {
+  /** Whether other hosts share this ledger (a database), or it is this machine's KV file. */
+  get shared(): boolean {
+    return this.#shared !== undefined;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
     this.#wakeups.port1.close();
     this.#wakeups.port2.close();
     for (const waiter of this.#waiters) waiter.wake();
     this.#waiters.clear();
     if (this.#poll !== undefined) clearTimeout(this.#poll);
-    this.#kv.close();
+    await this.#kv.close();
   }
 
   async readEvents(
@@ -441,31 +535,62 @@ class KvLedger implements Ledger {
     if (!pending && this.#woken.length > 0 && !this.#closed) this.#wakeups.port2.postMessage(null);
   }
 
+  /**
+   * Runs the poll at once (another host wrote a feed), or once more right after the one that
+   * is running, which may have read before that write.
+   */
+  #pollNow(): void {
+    if (this.#waiters.size === 0 || this.#closed) return;
+    if (this.#polling) {
+      this.#pollAgain = true;
+      return;
+    }
+    if (this.#poll !== undefined) clearTimeout(this.#poll);
+    this.#poll = undefined;
+    this.#runPoll();
+  }
+
+  #runPoll(): void {
+    this.#polling = true;
+    this.#pollOnce().finally(() => {
+      this.#polling = false;
+      if (this.#pollAgain) {
+        this.#pollAgain = false;
+        this.#pollNow();
+      } else this.#schedulePoll();
+    });
+  }
+
   #schedulePoll(): void {
-    if (this.#poll !== undefined || this.#waiters.size === 0 || this.#closed) return;
-    this.#poll = setTimeout(async () => {
-      try {
-        // One read while nothing changes; the heads only when some process wrote events.
-        const tick = (await this.#kv.get(KEYS.feedTick)).versionstamp;
-        if (tick !== this.#tick) {
-          this.#tick = tick;
-          const streams = new Map<string, WaitTarget>();
-          for (const waiter of this.#waiters) streams.set(streamKey(waiter.stream), waiter.stream);
-          for (const [key, stream] of streams) {
-            const head = await this.#headOf(stream);
-            // Written by another process after all: this one reads the stream from the store.
-            if (head > (this.#heads.get(key)?.head ?? head)) this.#heads.delete(key);
-            for (const waiter of this.#waiters) {
-              if (streamKey(waiter.stream) === key && head > waiter.after) waiter.wake();
-            }
+    if (this.#poll !== undefined || this.#polling || this.#waiters.size === 0 || this.#closed) {
+      return;
+    }
+    this.#poll = setTimeout(() => {
+      this.#poll = undefined;
+      this.#runPoll();
+    }, this.#pollMs);
+  }
+
+  async #pollOnce(): Promise<void> {
+    try {
+      // One read while nothing changes; the heads only when some process wrote events.
+      const tick = (await this.#kv.get(KEYS.feedTick)).versionstamp;
+      if (tick !== this.#tick) {
+        this.#tick = tick;
+        const streams = new Map<string, WaitTarget>();
+        for (const waiter of this.#waiters) streams.set(streamKey(waiter.stream), waiter.stream);
+        for (const [key, stream] of streams) {
+          const head = await this.#headOf(stream);
+          // Written by another process after all: this one reads the stream from the store.
+          if (head > (this.#heads.get(key)?.head ?? head)) this.#heads.delete(key);
+          for (const waiter of this.#waiters) {
+            if (streamKey(waiter.stream) === key && head > waiter.after) waiter.wake();
           }
         }
-      } catch {
-        // A closed store: the waiters were woken by close().
       }
-      this.#poll = undefined;
-      this.#schedulePoll();
-    }, this.#pollMs);
+    } catch {
+      // A closed store: the waiters were woken by close().
+    }
   }
 
   /**
@@ -531,39 +656,37 @@ class KvLedger implements Ledger {
     value: JsonValue,
     options: { dirOf?: (id: string) => string; room?: number } = {},
   ): Promise<Stored> {
-    const dirOf = options.dirOf ?? ((id: string) => this.runDir(id));
+    const dirOf = options.dirOf ?? runFiles;
     const room = Math.min(INLINE_LIMIT, options.room ?? INLINE_LIMIT);
     const json = JSON.stringify(value);
     if (json.length <= room / 4 || new TextEncoder().encode(json).length <= room) {
       return { value };
     }
     const name = `${sha256(json)}.json`;
-    const dir = joinPath(dirOf(runId), "blobs");
-    const p = platform();
-    await p.mkdir(dir);
-    // Written whole, then published: a reader never sees half a blob.
-    const temp = joinPath(dir, `.${name}.tmp`);
-    await p.writeTextFile(temp, json);
-    await p.rename(temp, joinPath(dir, name));
+    // Written whole: a reader never sees half a blob.
+    await this.#files.write(`${dirOf(runId)}/blobs/${name}`, json);
     return { ref: `blobs/${name}` };
   }
 
   async #load(
     runId: string,
     stored: Stored,
-    dirOf: (id: string) => string = (id) => this.runDir(id),
+    dirOf: (id: string) => string = runFiles,
   ): Promise<JsonValue> {
     if ("value" in stored) return stored.value;
-    return JSON.parse(
-      await platform().readTextFile(joinPath(dirOf(runId), stored.ref)),
-    ) as JsonValue;
+    const path = `${dirOf(runId)}/${stored.ref}`;
+    const text = await this.#files.read(path);
+    if (text === undefined) {
+      throw new SvcError("internal", `Cannot read a stored value of ${runId}: ${this.#files.where(path)} is missing`);
+    }
+    return JSON.parse(text) as JsonValue;
   }
 
   async #taskBytes(task: TaskStatus): Promise<Uint8Array> {
     const { result, ...rest } = task;
     const doc: TaskDoc = { v: 1, task: rest };
     if (result !== undefined) {
-      doc.result = await this.#store(task.task_id, result, { dirOf: (id) => this.taskDir(id) });
+      doc.result = await this.#store(task.task_id, result, { dirOf: taskFiles });
     }
     return toBytes(doc);
   }
@@ -572,7 +695,7 @@ class KvLedger implements Ledger {
     const doc = fromBytes<TaskDoc>(bytes);
     const task: TaskStatus = doc.task;
     if (doc.result) {
-      task.result = await this.#load(task.task_id, doc.result, (id) => this.taskDir(id));
+      task.result = await this.#load(task.task_id, doc.result, taskFiles);
     }
     return task;
   }
@@ -594,13 +717,11 @@ class KvLedger implements Ledger {
         `Cannot record run ${status.run_id}: its args are larger than ${MAX_ARGS_BYTES} bytes as JSON`,
       );
     }
-    const p = platform();
-    const dir = this.runDir(status.run_id);
-    await p.mkdir(dir);
+    const dir = runFiles(status.run_id);
     // Fixed names: the caller's filename is for display only and never becomes a path.
-    await p.writeTextFile(joinPath(dir, "script.js"), script);
+    await this.#files.write(`${dir}/script.js`, script);
     const input: InputDoc = { v: 1, ...rest };
-    await p.writeTextFile(joinPath(dir, "input.json"), JSON.stringify(input));
+    await this.#files.write(`${dir}/input.json`, JSON.stringify(input));
     const record: RunDoc = { v: 1, status: fitRecord(bareStatus(status), VALUE_LIMIT).value };
     const doc = toBytes(record);
     const event = fitRecord(options.event).bytes;
@@ -796,29 +917,30 @@ class KvLedger implements Ledger {
   async getRunInput(runId: string): Promise<RunInput | undefined> {
     // Only the id of a recorded run ever becomes a path.
     if (!isId("run", runId) || !(await this.#kv.get(KEYS.run(runId))).value) return undefined;
-    const dir = this.runDir(runId);
-    const p = platform();
-    let script: string;
-    try {
-      script = await p.readTextFile(joinPath(dir, "script.js"));
-    } catch (error) {
+    const dir = runFiles(runId);
+    const read = async (name: string) => {
+      const path = `${dir}/${name}`;
+      try {
+        return await this.#files.read(path);
+      } catch (error) {
+        // An unreachable database says so; a file that cannot be read is named.
+        if (error instanceof SvcError) throw error;
+        throw new SvcError(
+          "internal",
+          `Cannot read the input of run ${runId}: ${this.#files.where(path)} cannot be read`,
+          { cause: error },
+        );
+      }
+    };
+    const script = await read("script.js");
+    if (script === undefined) {
       throw new SvcError(
         "internal",
-        `Cannot read the input of run ${runId}: its script file in ${dir} cannot be read`,
-        { cause: error },
+        `Cannot read the input of run ${runId}: ${this.#files.where(`${dir}/script.js`)} is missing`,
       );
     }
-    let text: string;
-    try {
-      text = await p.readTextFile(joinPath(dir, "input.json"));
-    } catch (error) {
-      if (error instanceof Error && error.name === "NotFound") return { script };
-      throw new SvcError(
-        "internal",
-        `Cannot read the input of run ${runId}: its input.json in ${dir} cannot be read`,
-        { cause: error },
-      );
-    }
+    const text = await read("input.json");
+    if (text === undefined) return { script };
     const { v: _v, ...rest } = JSON.parse(text) as InputDoc;
     return { script, ...rest };
   }
@@ -892,8 +1014,11 @@ class KvLedger implements Ledger {
       started_at: startedAt,
       heartbeat_at: now(),
       ...(host.role ? { role: host.role } : {}),
+      ...(this.#machine ? { machine: this.#machine } : {}),
+      ...(this.#hostname ? { hostname: this.#hostname } : {}),
+      ...(host.providers ? { providers: [...host.providers].slice(0, 64) } : {}),
     };
-    await this.#kv.atomic().set(KEYS.host(host.id), toBytes(doc)).commit();
+    await this.#kv.atomic().set(KEYS.host(host.id), fitRecord(doc).bytes).commit();
   }
 
   /** Removes this host's record when it shuts down cleanly. */
@@ -980,10 +1105,18 @@ class KvLedger implements Ledger {
   async #liveHost(hostId: string): Promise<{ alive: boolean; record: boolean }> {
     const entry = await this.#kv.get(KEYS.host(hostId));
     if (!entry.value) return { alive: false, record: false };
-    const host = fromBytes<HostDoc>(entry.value);
-    const alive = platform().processAlive(host.pid) !== false &&
+    return { alive: this.#alive(fromBytes<HostDoc>(entry.value)), record: true };
+  }
+
+  /**
+   * A fresh heartbeat, and a process that exists where that can be checked: on this machine.
+   * A pid from another machine sharing the ledger says nothing here; its heartbeat decides.
+   */
+  #alive(host: HostDoc): boolean {
+    const local = this.#shared === undefined ||
+      (host.machine !== undefined && host.machine === this.#machine);
+    return (!local || platform().processAlive(host.pid) !== false) &&
       Date.now() - Date.parse(host.heartbeat_at) < STALE_HOST_MS;
-    return { alive, record: true };
   }
 
   /**
@@ -1030,9 +1163,15 @@ class KvLedger implements Ledger {
     const bytes = await this.#taskBytes(task);
     const ok = await this.#commit((atomic) => {
       if (options.queue) {
+        // The provider it names, if any: only a host that has it claims the task.
+        const provider = task.fake_dispatch ? undefined : task.options.provider;
         atomic.set(
           KEYS.queue("task", task.task_id),
-          toBytes({ owner: task.owner, at: task.created_at }),
+          toBytes({
+            owner: task.owner,
+            at: task.created_at,
+            ...(typeof provider === "string" && provider !== "auto" ? { provider } : {}),
+          }),
         );
       }
       return atomic
@@ -1325,8 +1464,14 @@ class KvLedger implements Ledger {
       for await (const entry of this.#kv.list(KEYS.queue(kind), { limit })) {
         const id = entry.key.at(-1);
         if (typeof id !== "string" || !entry.value) continue;
-        const doc = fromBytes<{ owner: string; at: string }>(entry.value);
-        out.push({ kind, id, owner: doc.owner, queued_at: doc.at });
+        const doc = fromBytes<{ owner: string; at: string; provider?: string }>(entry.value);
+        out.push({
+          kind,
+          id,
+          owner: doc.owner,
+          queued_at: doc.at,
+          ...(doc.provider ? { provider: doc.provider } : {}),
+        });
       }
     }
     // Oldest first across both kinds: ids sort by creation time after their prefix.
@@ -1357,8 +1502,9 @@ class KvLedger implements Ledger {
         role: doc.role ?? "host",
         started_at: doc.started_at,
         heartbeat_at: doc.heartbeat_at,
-        alive: platform().processAlive(doc.pid) !== false &&
-          Date.now() - Date.parse(doc.heartbeat_at) < STALE_HOST_MS,
+        alive: this.#alive(doc),
+        ...(doc.hostname ? { hostname: doc.hostname } : {}),
+        ...(doc.providers ? { providers: doc.providers } : {}),
       });
     }
     return out;

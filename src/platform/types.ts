@@ -109,8 +109,8 @@ export interface KvStore {
   ): AsyncIterable<KvEntry>;
   /** Starts a set of writes that commit together. */
   atomic(): KvAtomic;
-  /** Closes the store. */
-  close(): void;
+  /** Closes the store (a database's store resolves once its connections are closed). */
+  close(): void | Promise<void>;
 }
 
 /**

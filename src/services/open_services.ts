@@ -11,6 +11,7 @@ import {
 import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
+import { ledgerUrl } from "../host_env/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { EventFeed } from "./event_feed.ts";
 import { CollaborationLog } from "../collaborations/mod.ts";
@@ -41,6 +42,11 @@ export interface ServicesOptions {
   recoverEveryMs?: number;
   /** How often readers waiting for events look for other processes' writes, in ms. Default 25. */
   pollMs?: number;
+  /**
+   * The database of a ledger shared with other hosts (`postgres://...`). Default:
+   * `SVC_LEDGER_URL`; null for this machine's KV files whatever the environment says.
+   */
+  ledgerUrl?: string | null;
   /** `daemon` for a daemon: other processes then leave queued work to it. */
   role?: "daemon";
   /** The board directory. Default: `SVC_DASHBOARD_BOARD_DIR`, else `board` in the data directory. */
@@ -112,16 +118,22 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const { config } = loaded;
   const worktrees = new WorktreeManager({ home });
   const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, { worktrees });
+  const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
   const ledger = await openLedger(home, {
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    ...(url ? { url } : {}),
   });
-  const host = new HostLease(ledger, options.role ? { role: options.role } : {});
+  const host = new HostLease(ledger, {
+    ...(options.role ? { role: options.role } : {}),
+    providers: dispatcher.providers(),
+  });
   let runs: RunManager | undefined;
   let tasks: TaskManager | undefined;
   let board: Board | undefined;
   try {
     board = await openBoard(boardDirOf(home, options.boardDir), {
       ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+      ...(url ? { url } : {}),
     });
     const sessions = new SessionStore(ledger);
     tasks = new TaskManager({ dispatcher, ledger, sessions, host });
@@ -144,8 +156,8 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
         await runs?.close();
         await tasks?.close();
         await host.close();
-        board?.close();
-        ledger.close();
+        await board?.close();
+        await ledger.close();
       })();
     return {
       home,
@@ -172,8 +184,8 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   } catch (error) {
     await runs?.close().catch(() => {});
     await tasks?.close().catch(() => {});
-    board?.close();
-    ledger.close();
+    await board?.close();
+    await ledger.close();
     throw error;
   }
 }
