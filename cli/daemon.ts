@@ -98,13 +98,27 @@ function healthLines(url: URL, health: Record<string, unknown>): string[] {
     `  running    ${String(get("running.runs"))} run(s), ${
       String(get("running.tasks"))
     } task(s) of at most ${String(get("worker.concurrency"))}`,
-    `  ledger     ${get("ledger.ok") === true ? "ok" : "FAILING"}${
+    `  ledger     ${get("ledger.ok") === true ? "ok" : "FAILING"} (${
+      get("ledger.backend") === "postgres" ? "shared, postgres" : "this machine's kv files"
+    })${
       get("ledger.write_ms") !== null && get("ledger.write_ms") !== undefined
         ? `, a write takes ${String(get("ledger.write_ms"))} ms`
         : ""
     }`,
     `  hosts      ${String(get("hosts.alive"))} alive, ${String(get("hosts.daemons"))} daemon(s)`,
   ];
+  const hosts = get("hosts.list");
+  if (Array.isArray(hosts)) {
+    for (const host of hosts as Array<Record<string, unknown>>) {
+      // Values from the ledger, written by other hosts: printed as plain bounded text.
+      const text = (value: unknown) => String(value ?? "-").replace(/[^\x20-\x7e]/g, "?").slice(0, 80);
+      lines.push(
+        `    ${text(host.host_id)}  ${text(host.role)}  pid ${text(host.pid)} on ${
+          text(host.hostname)
+        }, beat ${text(host.heartbeat_at)}`,
+      );
+    }
+  }
   const problems = get("problems");
   if (Array.isArray(problems)) {
     for (const problem of problems) lines.push(`  ! ${String(problem)}`);

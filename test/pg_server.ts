@@ -126,6 +126,24 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     throw error;
   }
   let running = true;
+  // A test run cut short (a filter, a failure before the dispose) still stops the server.
+  const onUnload = () => {
+    if (!running) return;
+    const [program, args] = asPostgres
+      ? ["setpriv", ["--reuid=postgres", "--regid=postgres", "--init-groups", `${bin}/pg_ctl`]]
+      : [`${bin}/pg_ctl`, []];
+    new Deno.Command(program, {
+      args: [...args, "-D", data, "-m", "immediate", "stop"],
+      stdout: "null",
+      stderr: "null",
+    }).outputSync();
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch {
+      // Removed already.
+    }
+  };
+  globalThis.addEventListener("unload", onUnload);
   const url = (database = "postgres") => `postgres://${USER}@127.0.0.1:${port}/${database}`;
   const psql = (sql: string, database = "postgres") =>
     run(`${bin}/psql`, [
@@ -163,6 +181,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       running = true;
     },
     async [Symbol.asyncDispose]() {
+      globalThis.removeEventListener("unload", onUnload);
       if (running) await stop().catch(() => {});
       running = false;
       await Deno.remove(dir, { recursive: true }).catch(() => {});

@@ -53,10 +53,20 @@ export interface HealthSnapshot {
   queue: { runs: number; tasks: number };
   /** Work running on this daemon. */
   running: { runs: number; tasks: number };
-  /** The ledger: whether a write went through, and how long it took. */
-  ledger: { ok: boolean; write_ms: number | null; error?: string };
-  /** The hosts sharing the ledger (processes, not machines: KV is one machine's). */
-  hosts: { alive: number; daemons: number };
+  /**
+   * The ledger: whether a write went through, how long it took, and where it is (`kv`: this
+   * machine's files; `postgres`: a database shared by several hosts).
+   */
+  ledger: { ok: boolean; write_ms: number | null; error?: string; backend: "kv" | "postgres" };
+  /**
+   * The hosts sharing the ledger (processes; on a shared ledger, of every machine): counts,
+   * and each live one (id, role, machine, providers).
+   */
+  hosts: {
+    alive: number;
+    daemons: number;
+    list: Array<Pick<HostInfo, "host_id" | "role" | "pid" | "hostname" | "heartbeat_at">>;
+  };
   /** Webhook deliveries since the daemon started. */
   webhooks: WebhookCounts;
 }
@@ -127,7 +137,11 @@ async function healthOf(parts: {
 }): Promise<HealthSnapshot> {
   const { services, worker, scheduler, webhooks } = parts;
   const problems: string[] = [];
-  const ledger: HealthSnapshot["ledger"] = { ok: true, write_ms: null };
+  const ledger: HealthSnapshot["ledger"] = {
+    ok: true,
+    write_ms: null,
+    backend: services.ledger.shared ? "postgres" : "kv",
+  };
   const begun = performance.now();
   try {
     await services.host.beat();
@@ -179,6 +193,13 @@ async function healthOf(parts: {
     hosts: {
       alive: hosts.filter((host) => host.alive).length,
       daemons: hosts.filter((host) => host.alive && host.role === "daemon").length,
+      list: hosts.filter((host) => host.alive).slice(0, 100).map((host) => ({
+        host_id: host.host_id,
+        role: host.role,
+        pid: host.pid,
+        heartbeat_at: host.heartbeat_at,
+        ...(host.hostname ? { hostname: host.hostname } : {}),
+      })),
     },
     webhooks: webhooks.counts(),
   };

@@ -65,11 +65,20 @@ const StatusSchema = z.object({
     started_at: z.string(),
     heartbeat_at: z.string(),
     alive: z.boolean(),
-  })).meta({ description: "the processes sharing the ledger" }),
+    hostname: z.string().optional().meta({ description: "the machine it runs on" }),
+    providers: z.array(z.string()).optional().meta({
+      description: "the providers configured on it: queued work naming one goes to such a host",
+    }),
+  })).meta({ description: "the processes sharing the ledger (on a shared ledger, of every machine)" }),
   runs: z.object({ active: CountsSchema }),
   tasks: z.object({ active: CountsSchema }),
   providers: z.object({ total: z.number(), available: z.number() }),
-  ledger: z.object({ ok: z.boolean() }),
+  ledger: z.object({
+    ok: z.boolean(),
+    backend: z.enum(["kv", "postgres"]).meta({
+      description: "kv: this machine's files under SVC_HOME; postgres: shared (SVC_LEDGER_URL)",
+    }),
+  }),
 }).meta({ id: "Status" });
 
 const statusRoute = createRoute({
@@ -239,7 +248,7 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
         total: providers.length,
         available: providers.filter((p) => p.available).length,
       },
-      ledger: { ok: true },
+      ledger: { ok: true, backend: services.ledger.shared ? "postgres" as const : "kv" as const },
     }, 200);
   });
 
