@@ -111,7 +111,8 @@ function healthLines(url: URL, health: Record<string, unknown>): string[] {
   if (Array.isArray(hosts)) {
     for (const host of hosts as Array<Record<string, unknown>>) {
       // Values from the ledger, written by other hosts: printed as plain bounded text.
-      const text = (value: unknown) => String(value ?? "-").replace(/[^\x20-\x7e]/g, "?").slice(0, 80);
+      const text = (value: unknown) =>
+        String(value ?? "-").replace(/[^\x20-\x7e]/g, "?").slice(0, 80);
       lines.push(
         `    ${text(host.host_id)}  ${text(host.role)}  pid ${text(host.pid)} on ${
           text(host.hostname)

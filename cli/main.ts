@@ -11,6 +11,7 @@ import { addDaemonCommands } from "./daemon.ts";
 import { addA2aServerCommand } from "./a2a_server.ts";
 import { addMcpCommand } from "./mcp.ts";
 import { addBoardCommands } from "./board_commands.ts";
+import { addLedgerCommands } from "./ledger_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addRunCommands } from "./run_commands.ts";
 import { addLegacyCommand } from "./workflow_legacy.ts";
@@ -29,6 +30,7 @@ function addAllCommands(program: Command, workflow: Command, wrap: Wrap): void {
   addA2aServerCommand(program, wrap);
   addMcpCommand(program, wrap);
   addBoardCommands(program, wrap);
+  addLedgerCommands(program, wrap);
   addDaemonCommands(program, wrap);
 }
 

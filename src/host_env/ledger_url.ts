@@ -17,7 +17,9 @@ export function ledgerUrl(): string | undefined {
   if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
     throw new SvcError(
       "invalid_argument",
-      `Cannot use SVC_LEDGER_URL: its scheme is '${parsed.protocol.slice(0, 20)}', svc knows postgres:// only`,
+      `Cannot use SVC_LEDGER_URL: its scheme is '${
+        parsed.protocol.slice(0, 20)
+      }', svc knows postgres:// only`,
     );
   }
   return url;

@@ -69,7 +69,9 @@ const StatusSchema = z.object({
     providers: z.array(z.string()).optional().meta({
       description: "the providers configured on it: queued work naming one goes to such a host",
     }),
-  })).meta({ description: "the processes sharing the ledger (on a shared ledger, of every machine)" }),
+  })).meta({
+    description: "the processes sharing the ledger (on a shared ledger, of every machine)",
+  }),
   runs: z.object({ active: CountsSchema }),
   tasks: z.object({ active: CountsSchema }),
   providers: z.object({ total: z.number(), available: z.number() }),

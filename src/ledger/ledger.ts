@@ -257,7 +257,8 @@ let machine: Promise<{ machine?: string; hostname?: string }> | undefined;
 function thisMachine(): Promise<{ machine?: string; hostname?: string }> {
   machine ??= (async () => {
     const p = platform();
-    const read = (path: string) => p.readTextFile(path).then((t) => t.trim().slice(0, 200), () => "");
+    const read = (path: string) =>
+      p.readTextFile(path).then((t) => t.trim().slice(0, 200), () => "");
     const hostname = await read("/proc/sys/kernel/hostname") || await read("/etc/hostname");
     const boot = await read("/proc/sys/kernel/random/boot_id");
     return {
@@ -677,7 +678,10 @@ class KvLedger implements Ledger {
     const path = `${dirOf(runId)}/${stored.ref}`;
     const text = await this.#files.read(path);
     if (text === undefined) {
-      throw new SvcError("internal", `Cannot read a stored value of ${runId}: ${this.#files.where(path)} is missing`);
+      throw new SvcError(
+        "internal",
+        `Cannot read a stored value of ${runId}: ${this.#files.where(path)} is missing`,
+      );
     }
     return JSON.parse(text) as JsonValue;
   }
@@ -936,7 +940,9 @@ class KvLedger implements Ledger {
     if (script === undefined) {
       throw new SvcError(
         "internal",
-        `Cannot read the input of run ${runId}: ${this.#files.where(`${dir}/script.js`)} is missing`,
+        `Cannot read the input of run ${runId}: ${
+          this.#files.where(`${dir}/script.js`)
+        } is missing`,
       );
     }
     const text = await read("input.json");

@@ -16,6 +16,12 @@ export type {
   TaskApprovalNote,
 } from "./interface.ts";
 export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
+export {
+  exportLedger,
+  importLedger,
+  type LedgerLocation,
+  type TransferCounts,
+} from "./transfer.ts";
 export { type Caller, callerOf, mayAccess, OWNER_LIMIT, ownerScope } from "./caller.ts";
 export { followActivity, followEvents, type FollowOptions } from "./follow.ts";
 export { callCursor } from "./cursor.ts";

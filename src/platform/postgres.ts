@@ -126,6 +126,8 @@ export interface SharedKvStore extends KvStore {
   writeFile(path: string, content: Uint8Array): Promise<void>;
   /** A file's content, or undefined when there is none. */
   readFile(path: string): Promise<Uint8Array | undefined>;
+  /** The paths of every file, in order. */
+  listFiles(): AsyncIterable<string>;
   /** Closes every connection; resolves once they are closed. */
   close(): Promise<void>;
 }
@@ -448,6 +450,23 @@ class PostgresKv implements SharedKvStore {
     }
     const row = rows[0];
     return row ? bytesOf(row.content) : undefined;
+  }
+
+  async *listFiles(): AsyncIterable<string> {
+    let after = "";
+    for (;;) {
+      let rows: Array<{ path: string }>;
+      try {
+        rows = await this
+          .#sql`SELECT path FROM svc_files WHERE ns = ${this.#ns} AND path COLLATE "C" > ${after}
+          ORDER BY path COLLATE "C" LIMIT ${PAGE_ROWS}`;
+      } catch (error) {
+        throw databaseFault(error, "read");
+      }
+      for (const row of rows) yield row.path;
+      if (rows.length < PAGE_ROWS) return;
+      after = rows[rows.length - 1]!.path;
+    }
   }
 
   close(): Promise<void> {
