@@ -59,6 +59,11 @@ const LOCAL = { owner: "local" };
  *    {@linkcode SOAK_DEFAULT_S}), its host's RSS per tenth of the duration and whether it stayed
  *    flat (last window's median within {@linkcode FLAT_RATIO}x of the second's).
  *
+ * 8. The shared ledger (`bench_postgres.ts`, group `postgres`), on a real Postgres server with
+ *    fsync on: the marginal cost of a journaled sequential step on a Postgres ledger against one
+ *    bare Postgres commit of the same size (goal <= 2x), and queue claims per second with one
+ *    daemon and with two. Measured `--runs` times after the repetitions.
+ *
  * The soak and the fuzz run fail the bench (exit 1, after the table) when they find a failure.
  *
  * Every figure is printed with its baseline and the ratio of the medians; the final JSON line
@@ -79,6 +84,7 @@ import { measureHttp } from "./bench_http.ts";
 import { FUZZ_DEFAULT_SCALE, measureFuzz, randomSeed } from "./bench_fuzz.ts";
 import { FLAT_RATIO, measureSoak, SOAK_DEFAULT_S } from "./bench_soak.ts";
 import { timeMicrovmStandInGuest } from "./bench_microvm.ts";
+import { measurePostgres } from "./bench_postgres.ts";
 import { hostEntry } from "../cli/launch.ts";
 
 const DEFAULT_RUNS = 15;
@@ -127,6 +133,7 @@ const GROUPS = [
   "memory",
   "feed",
   "http",
+  "postgres",
   "fuzz",
   "soak",
 ] as const;
@@ -1501,6 +1508,36 @@ async function main(args: string[]): Promise<number> {
         summarize(http.mcpStatelessMs),
         "ms",
         "rest_status_ms",
+      );
+    }
+    if (only.has("postgres")) {
+      const pg = await measurePostgres(root, runs);
+      baseline(
+        "pg_bare_commit_ms",
+        "baseline: one bare Postgres commit of a step's size (fsync on)",
+        summarize(pg.bareCommitMs),
+        "ms",
+      );
+      figure(
+        "pg_step_ms",
+        "journaled sequential step on a Postgres ledger, against it",
+        summarize(pg.stepMs),
+        "ms",
+        "pg_bare_commit_ms",
+        "<= 2x",
+      );
+      baseline(
+        "pg_claims_one_per_s",
+        "baseline: queue claims per second, one daemon (Postgres)",
+        summarize(pg.claimsOne),
+        "claims/s",
+      );
+      figure(
+        "pg_claims_two_per_s",
+        "queue claims per second, two daemons, against one",
+        summarize(pg.claimsTwo),
+        "claims/s",
+        "pg_claims_one_per_s",
       );
     }
     // The longer fuzz battery, once.

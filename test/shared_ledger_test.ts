@@ -9,7 +9,7 @@ import { openServices, type Services } from "../src/services/mod.ts";
 import { fixture, LOCAL, tempDir } from "./helpers.ts";
 import { eventually, startDaemonProcess } from "./daemon_helpers.ts";
 import { type HostProcess, startHostProcess } from "./host_process.ts";
-import { type PgServer, startPostgres } from "./pg_server.ts";
+import { startPostgres } from "./pg_server.ts";
 
 const TOKEN = "shared-ledger-token-0123456789";
 const TWO_CALLS = await Deno.readTextFile(fixture("daemon/two_calls.js"));

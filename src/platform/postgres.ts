@@ -6,11 +6,12 @@
  *
  * - Rows: `svc_kv(ns, key, value, version)`; `key` holds the ordered encoding of `pg_keys.ts`.
  * - A commit is one call of `svc_kv_commit()`: it takes a transaction-scoped advisory lock per
- *   key it checks or writes (in one order, so commits never deadlock), checks, then writes, in
- *   one statement. Two commits on one key run one after the other; a check of an absent key is
+ *   key it checks or writes (a 64-bit hash of the key, in ascending order, so commits never
+ *   deadlock), checks, then writes, in one statement. Two commits on one key run one after the other; a check of an absent key is
  *   as safe as any other. This is what makes a queue claim go to one host only.
- * - A commit that sets a watched key (the ledger's feed tick) sends `NOTIFY svc_kv`; every host
- *   `LISTEN`s and wakes its readers at once instead of at its next poll.
+ * - A commit that sets a watched key (the ledger's feed tick) sends `NOTIFY svc_kv`; every other
+ *   host `LISTEN`s and wakes its readers at once instead of at its next poll (a host's own
+ *   readers are woken by its own write, so it ignores its own notifications).
  * - Files (a run's script, input and large values) live in `svc_files`, so that any host can
  *   resume or read a run another host started.
  * - Schema changes are versioned migrations applied in one transaction at start-up; a host
@@ -18,6 +19,7 @@
  * @module
  */
 import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
 import postgres from "postgres";
 import { SvcError } from "../errors/mod.ts";
 import { decodeKey, encodeKey, prefixEnd } from "./pg_keys.ts";
@@ -59,20 +61,16 @@ CREATE TABLE svc_files (
 );
 CREATE FUNCTION svc_kv_commit(
   p_ns text, p_check_keys text[], p_check_stamps bigint[], p_set_keys text[],
-  p_set_values text[], p_delete_keys text[], p_notify boolean
+  p_set_values text[], p_delete_keys text[], p_locks bigint[], p_origin text
 ) RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
-  v_lock bigint;
   v_found bigint;
   v_stamp bigint;
   i integer;
 BEGIN
-  FOR v_lock IN
-    SELECT DISTINCT hashtextextended(p_ns || ':' || k, 0)
-    FROM unnest(p_check_keys || p_set_keys || p_delete_keys) AS k ORDER BY 1
-  LOOP
-    PERFORM pg_advisory_xact_lock(v_lock);
-  END LOOP;
+  -- p_locks: one per key, distinct and in ascending order (the caller sorts them); unnest
+  -- yields them in that order, so every commit takes its locks in one global order.
+  PERFORM pg_advisory_xact_lock(l) FROM unnest(p_locks) AS l;
   FOR i IN 1 .. coalesce(array_length(p_check_keys, 1), 0) LOOP
     v_found := NULL;
     SELECT version INTO v_found FROM svc_kv
@@ -88,8 +86,8 @@ BEGIN
     SELECT p_ns, decode(k, 'hex'), decode(v, 'hex'), v_stamp
     FROM unnest(p_set_keys, p_set_values) AS t(k, v)
   ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, version = excluded.version;
-  IF p_notify THEN
-    PERFORM pg_notify('${CHANNEL}', p_ns);
+  IF p_origin IS NOT NULL THEN
+    PERFORM pg_notify('${CHANNEL}', p_ns || ' ' || p_origin);
   END IF;
   RETURN v_stamp;
 END
@@ -181,6 +179,15 @@ function hex(bytes: Uint8Array): string {
 /** A Postgres array literal of `items` (hex strings and digits only: nothing to quote). */
 function arrayLiteral(items: ReadonlyArray<string | null>): string {
   return `{${items.map((item) => item ?? "NULL").join(",")}}`;
+}
+
+/**
+ * The advisory lock of a key: the first 8 bytes of its SHA-256 (with the namespace), as a
+ * signed 64-bit number. Two keys sharing a lock only wait for each other.
+ */
+function lockOf(ns: string, keyHex: string): bigint {
+  const digest = createHash("sha256").update(ns).update("\0").update(keyHex).digest();
+  return digest.readBigInt64BE(0);
 }
 
 function stampOf(version: string | number | bigint): string {
@@ -276,6 +283,8 @@ class PostgresKv implements SharedKvStore {
   readonly #ns: string;
   readonly #watched: Set<string>;
   readonly #listeners = new Set<() => void>();
+  /** This handle's mark on its notifications, so that it ignores its own. */
+  readonly #origin = crypto.randomUUID();
   #unlisten: (() => Promise<void>) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -288,7 +297,8 @@ class PostgresKv implements SharedKvStore {
 
   async listen(): Promise<void> {
     const { unlisten } = await this.#sql.listen(CHANNEL, (payload) => {
-      if (payload !== this.#ns) return;
+      // Another handle's write of this namespace: this handle's own writes woke its readers.
+      if (payload === `${this.#ns} ${this.#origin}` || !payload.startsWith(`${this.#ns} `)) return;
       for (const listener of this.#listeners) listener();
     });
     this.#unlisten = unlisten;
@@ -405,7 +415,10 @@ class PostgresKv implements SharedKvStore {
     const setValues: string[] = [];
     const deleteKeys: string[] = [];
     let notify = false;
+    const locks = new Set<bigint>();
+    for (const key of checks.keys()) locks.add(lockOf(this.#ns, key));
     for (const [key, value] of writes) {
+      locks.add(lockOf(this.#ns, key));
       if (value === null) deleteKeys.push(key);
       else {
         setKeys.push(key);
@@ -422,7 +435,10 @@ class PostgresKv implements SharedKvStore {
         ${arrayLiteral(setKeys)}::text[],
         ${arrayLiteral(setValues)}::text[],
         ${arrayLiteral(deleteKeys)}::text[],
-        ${notify}
+        ${
+        arrayLiteral([...locks].sort((a, b) => a < b ? -1 : a > b ? 1 : 0).map(String))
+      }::bigint[],
+        ${notify ? this.#origin : null}
       )::text AS stamp`;
     } catch (error) {
       throw databaseFault(error, "write");
