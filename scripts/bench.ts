@@ -85,6 +85,7 @@ import { FUZZ_DEFAULT_SCALE, measureFuzz, randomSeed } from "./bench_fuzz.ts";
 import { FLAT_RATIO, measureSoak, SOAK_DEFAULT_S } from "./bench_soak.ts";
 import { timeMicrovmStandInGuest } from "./bench_microvm.ts";
 import { measurePostgres } from "./bench_postgres.ts";
+import { limited, STEP_TIMEOUT_MS } from "./bench_limit.ts";
 import { hostEntry } from "../cli/launch.ts";
 
 const DEFAULT_RUNS = 15;
@@ -94,8 +95,6 @@ const MAX_RUNS = 1000;
 const WARMUP_RUNS = 2;
 const FANOUT_CALLS = 200;
 const CONCURRENCY = 8;
-/** Limit of one spawned process or one in-process run. */
-const STEP_TIMEOUT_MS = 30_000;
 /** `timeout` of every in-process run, in seconds: the RunManager stops the run after it. */
 const RUN_TIMEOUT_S = 30;
 /** Heap cap of a guest, as the RunManager sets it by default. */
@@ -292,22 +291,6 @@ function parseArgs(args: string[]): BenchArgs {
     } else throw new Error(`unknown argument '${arg}' (${USAGE})`);
   }
   return { runs, only, soakS, fuzzScale, ...(fuzzSeed !== undefined ? { fuzzSeed } : {}) };
-}
-
-/** Rejects when `promise` has not settled within the step limit: every step ends. */
-async function limited<T>(what: string, promise: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${what} did not end within ${STEP_TIMEOUT_MS} ms`)),
-      STEP_TIMEOUT_MS,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Spawns a process to its end and returns its wall time in ms; throws when it fails or hangs. */

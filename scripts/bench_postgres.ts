@@ -19,12 +19,12 @@ import { type JournalEntry, openLedger, type RunStatus, toBytes } from "../src/l
 import { startDaemon } from "../src/daemon/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { startPostgres } from "../test/pg_server.ts";
+import { limited } from "./bench_limit.ts";
 
 const LOCAL = { owner: "local" };
 const CHAIN_CALLS = 200;
 const BARE_COMMITS = 200;
 const QUEUED_TASKS = 200;
-const STEP_TIMEOUT_MS = 60_000;
 
 /** Samples of every figure, one per repetition. */
 export interface PostgresSamples {
@@ -40,21 +40,6 @@ export interface PostgresSamples {
 
 function chainScript(calls: number): string {
   return `const values = [];\nfor (let i = 0; i < ${calls}; i++) values.push(await agent("step " + i));\nreturn values;\n`;
-}
-
-async function limited<T>(what: string, promise: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${what} took over ${STEP_TIMEOUT_MS} ms`)),
-      STEP_TIMEOUT_MS,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function timeChain(

@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { tempDir } from "./helpers.ts";
 import { type HostProcess, startHostProcess } from "./host_process.ts";
+import { tokenClient } from "./token_client.ts";
 
 const SEED = Number(Deno.env.get("SVC_CHAOS_SEED") ?? 20261123);
 const KILLS = Number(Deno.env.get("SVC_CHAOS_KILLS") ?? 30);
@@ -63,34 +64,7 @@ interface Told {
 
 /** Requests to a host with the test's token. */
 function client(host: HostProcess) {
-  const request = (path: string, init: RequestInit = {}) =>
-    fetch(`${host.url}${path}`, {
-      ...init,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    });
-  const json = async (path: string, body?: unknown) => {
-    const response = await request(path, {
-      method: body === undefined ? "GET" : "POST",
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: await response.json() as Record<string, unknown> };
-  };
-  /** Every item of a paged list. */
-  const all = async (path: string, key: string) => {
-    const items: Array<Record<string, unknown>> = [];
-    let cursor: string | null = null;
-    do {
-      const separator = path.includes("?") ? "&" : "?";
-      const page = await json(
-        `${path}${separator}limit=200${cursor ? `&cursor=${cursor}` : ""}`,
-      );
-      assert.equal(page.status, 200, JSON.stringify(page.body));
-      items.push(...page.body[key] as Array<Record<string, unknown>>);
-      cursor = page.body.next_cursor as string | null;
-    } while (cursor);
-    return items;
-  };
-  return { request, json, all };
+  return tokenClient(host.url, TOKEN);
 }
 
 /** Reads an SSE response into `into` until it ends or breaks (the host was killed). */

@@ -9,6 +9,7 @@ import { openServices, type Services } from "../src/services/mod.ts";
 import { fixture, LOCAL, tempDir } from "./helpers.ts";
 import { eventually, startDaemonProcess } from "./daemon_helpers.ts";
 import { type HostProcess, startHostProcess } from "./host_process.ts";
+import { tokenClient } from "./token_client.ts";
 import { startPostgres } from "./pg_server.ts";
 
 const TOKEN = "shared-ledger-token-0123456789";
@@ -23,19 +24,7 @@ async function home(prefix: string, config: unknown = {}) {
 }
 
 function api(host: HostProcess) {
-  const request = (path: string, init: RequestInit = {}) =>
-    fetch(`${host.url}${path}`, {
-      ...init,
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    });
-  const json = async (path: string, body?: unknown) => {
-    const response = await request(path, {
-      method: body === undefined ? "GET" : "POST",
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: await response.json() as Record<string, unknown> };
-  };
-  return { request, json };
+  return tokenClient(host.url, TOKEN);
 }
 
 /** Reads SSE `event:` names and data until the stream ends. */
@@ -148,7 +137,12 @@ Deno.test("two daemons drain one queue of 100 items, one killed with SIGKILL hal
     for await (const item of queuer.runs.events(run.run_id, LOCAL, { follow: false })) {
       if (item.event.type === "state") states.push(item.event.state);
     }
-    assert.equal(states.filter((s) => s === "running").length, 1, `${run.run_id}: ${states}`);
+    // Claimed once: at most one `running` (none when the kill fell between the claim and it).
+    const running = states.filter((s) => s === "running").length;
+    assert.ok(
+      running === 1 || (running === 0 && run.state === "interrupted"),
+      `${run.run_id}: ${states}`,
+    );
     assert.ok(["succeeded", "interrupted"].includes(run.state), `${run.run_id}: ${run.state}`);
     if (run.state === "interrupted") interrupted++;
   }
@@ -157,7 +151,11 @@ Deno.test("two daemons drain one queue of 100 items, one killed with SIGKILL hal
     for await (const item of queuer.tasks.events(task.task_id, LOCAL, { follow: false })) {
       if (!item.event.approval) states.push(item.event.state);
     }
-    assert.equal(states.filter((s) => s === "running").length, 1, `${task.task_id}: ${states}`);
+    const running = states.filter((s) => s === "running").length;
+    assert.ok(
+      running === 1 || (running === 0 && task.state === "interrupted"),
+      `${task.task_id}: ${states}`,
+    );
     assert.ok(["succeeded", "interrupted"].includes(task.state), `${task.task_id}: ${task.state}`);
     if (task.state === "interrupted") interrupted++;
   }

@@ -8,7 +8,6 @@
  * value in base64, then `{"file", "content"}`.
  * @module
  */
-import { Buffer } from "node:buffer";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, type KvKey, type KvStore, platform } from "../platform/mod.ts";
@@ -132,8 +131,27 @@ async function* localPaths(home: string): AsyncIterable<string> {
   }
 }
 
-const base64 = (bytes: Uint8Array) =>
-  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+/** Bytes as base64, in chunks small enough for `String.fromCharCode`'s arguments. */
+function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let at = 0; at < bytes.length; at += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** The bytes of base64 text; undefined when it is not base64. */
+function fromBase64(text: string): Uint8Array | undefined {
+  let binary: string;
+  try {
+    binary = atob(text);
+  } catch {
+    return undefined;
+  }
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
 
 /**
  * The ledger at `where` as JSON Lines, one string per line (without its newline). Stop the
@@ -233,16 +251,16 @@ export async function importLedger(
       }
       const file = FileSchema.safeParse(parsed);
       if (file.success) {
-        await stores.files.write(
-          file.data.file,
-          new TextDecoder().decode(Buffer.from(file.data.content, "base64")),
-        );
+        const content = fromBase64(file.data.content);
+        if (content === undefined) throw bad(number, "holds a file whose content is not base64");
+        await stores.files.write(file.data.file, new TextDecoder().decode(content));
         counts.files++;
         continue;
       }
       const record = RecordSchema.safeParse(parsed);
       if (!record.success) throw bad(number, "is neither a record nor a file of an export");
-      const value = new Uint8Array(Buffer.from(record.data.value, "base64"));
+      const value = fromBase64(record.data.value);
+      if (value === undefined) throw bad(number, "holds a value that is not base64");
       if (value.length > 65_536) throw bad(number, "holds a value over 64 KiB");
       records.push({ store: record.data.store, key: record.data.key, value });
     }
