@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type Config, ConfigSchema } from "../src/config/mod.ts";
 import { type Daemon, startDaemon } from "../src/daemon/mod.ts";
-import { createDispatcher } from "../src/dispatch/mod.ts";
+import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import { type DaemonServer, serveDaemon } from "../src/http/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { type HostProcess, startHostProcess } from "./host_process.ts";
@@ -55,6 +55,8 @@ export async function startTestDaemon(
     config?: Config;
     env?: Record<string, string>;
     fakeLatencyMs?: number;
+    /** Providers beside the fake one (a scripted stand-in, say). */
+    providers?: Provider[];
     tickMs?: number;
     leaseMs?: number;
     pollMs?: number;
@@ -65,7 +67,11 @@ export async function startTestDaemon(
     home,
     config,
     role: "daemon",
-    dispatcher: createDispatcher({ config, fakeLatencyMs: options.fakeLatencyMs ?? 0 }),
+    dispatcher: createDispatcher({
+      config,
+      fakeLatencyMs: options.fakeLatencyMs ?? 0,
+      ...(options.providers ? { providers: options.providers } : {}),
+    }),
   });
   const env = options.env ?? {};
   const daemon = await startDaemon(services, {

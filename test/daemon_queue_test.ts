@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { openServices, type Services } from "../src/services/mod.ts";
 import type { RunStatus, TaskStatus } from "../src/ledger/mod.ts";
-import { fixture, LOCAL, tempDir } from "./helpers.ts";
-import { eventually, startDaemonProcess } from "./daemon_helpers.ts";
+import { fixture, LOCAL, scriptedProvider, tempDir } from "./helpers.ts";
+import { eventually, startDaemonProcess, startTestDaemon } from "./daemon_helpers.ts";
+import { createDispatcher } from "../src/dispatch/mod.ts";
 
 const SCRIPT = await Deno.readTextFile(fixture("daemon/two_calls.js"));
 
@@ -193,4 +194,34 @@ Deno.test("one of two daemons killed with SIGKILL again and again: no queued ite
   console.log(`daemon chaos: ${kills} kills, ${items.length} items, ${interrupted} interrupted`);
   assert.ok(interrupted > 0, "no kill hit an item in flight");
   assert.ok(steady.pid > 0);
+});
+
+Deno.test("a queued task naming a provider is claimed only by a daemon where that provider is configured", async () => {
+  await using home = await tempDir("svc-daemon-provider-");
+  const special = () => scriptedProvider("special", () => ({ output: "from special" }));
+  await using queuer = await openServices({
+    home: home.path,
+    dispatcher: createDispatcher({ providers: [special()] }),
+  });
+  const lacking = await startTestDaemon(home.path);
+  try {
+    const task = await queuer.tasks.enqueue(
+      { prompt: "needs special", provider: "special" },
+      LOCAL,
+    );
+    const plain = await queuer.tasks.enqueue({ prompt: "any host", fake_dispatch: true }, LOCAL);
+    assert.equal((await queuer.tasks.wait(plain.task_id, LOCAL)).state, "succeeded");
+    // Many polls later the daemon without the provider has still left it queued.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal((await queuer.tasks.get(task.task_id, LOCAL))?.state, "queued");
+    assert.deepEqual((await queuer.ledger.listQueue()).map((item) => item.provider), ["special"]);
+    await using having = await startTestDaemon(home.path, { providers: [special()] });
+    const end = await queuer.tasks.wait(task.task_id, LOCAL);
+    assert.equal(end.state, "succeeded", JSON.stringify(end.error));
+    assert.equal(end.provider, "special");
+    assert.equal((await having.daemon.health()).worker.claimed, 1);
+    assert.equal((await lacking.daemon.health()).worker.claimed, 1);
+  } finally {
+    await lacking[Symbol.asyncDispose]();
+  }
 });
