@@ -59,6 +59,11 @@ const harness = {
   /** Fixed variables set for the tool. */
   env: z.record(envName, z.string().refine((v) => !v.includes("\0"), "must not contain NUL"))
     .optional(),
+  /**
+   * The model endpoint the tool talks to (a company gateway, a local server), mapped to the
+   * tool's own variables and settings (docs/PROVIDERS.md).
+   */
+  base_url: z.url({ protocol: /^https?$/, error: "must be an http or https URL" }).optional(),
 };
 
 /** One provider of the configuration file; `type` says which kind. */
@@ -178,6 +183,8 @@ export interface HarnessProviderConfig<T extends HarnessType = HarnessType>
   pass_env?: string[];
   /** Fixed variables set for the tool. */
   env?: Record<string, string>;
+  /** The model endpoint the tool talks to, mapped to the tool's own variables and settings. */
+  base_url?: string;
 }
 
 /** An OpenAI-compatible chat completions API (docs/API_PROVIDERS.md). */

@@ -62,6 +62,7 @@ export function providerFromConfig(
         extraArgs: settings.extra_args,
         passEnv: settings.pass_env,
         env: settings.env,
+        ...(settings.base_url !== undefined ? { baseUrl: settings.base_url } : {}),
         scratchRoot: options.scratchRoot,
         sessionRoot: options.sessionRoot,
         ...(settings.model_aliases ? { modelAliases: settings.model_aliases } : {}),
@@ -77,6 +78,7 @@ type HarnessFactory = (options: {
   extraArgs?: string[];
   passEnv?: readonly string[];
   env?: Readonly<Record<string, string>>;
+  baseUrl?: string;
   scratchRoot?: string;
   sessionRoot?: string;
   modelAliases?: ModelAliases;

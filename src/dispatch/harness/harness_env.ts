@@ -32,11 +32,17 @@ function read(name: string): { value?: string; refused?: string } {
 /**
  * Builds a harness's environment: {@linkcode HARNESS_BASE_ENV} where set (skipped where the
  * host may not read it), the key variables `pass` names (a refused read fails the call: the
- * tool would otherwise report a confusing "not authenticated"), then the fixed values.
+ * tool would otherwise report a confusing "not authenticated"), the tool's defaults, then the
+ * fixed values.
  */
 export function harnessEnv(
   provider: string,
-  options: { pass: readonly string[]; fixed?: Readonly<Record<string, string>> },
+  options: {
+    pass: readonly string[];
+    fixed?: Readonly<Record<string, string>>;
+    /** The tool's own defaults: not secrets, and the fixed values win over them. */
+    defaults?: Readonly<Record<string, string>>;
+  },
 ): HarnessEnv {
   const env: Record<string, string> = {};
   const secrets: string[] = [];
@@ -53,6 +59,7 @@ export function harnessEnv(
     env[name] = value;
     secrets.push(value);
   }
+  Object.assign(env, options.defaults);
   for (const [name, value] of Object.entries(options.fixed ?? {})) {
     env[name] = value;
     secrets.push(value);

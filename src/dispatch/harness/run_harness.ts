@@ -44,8 +44,13 @@ export interface HarnessOptions {
    * proxies): the tool's own key variables by default ({@linkcode HARNESS_KEY_ENV}).
    */
   passEnv?: readonly string[];
-  /** Fixed variables set for the tool (they win over passed ones). */
+  /** Fixed variables set for the tool (they win over passed ones and over the tool's defaults). */
   env?: Readonly<Record<string, string>>;
+  /**
+   * The model endpoint the tool talks to (a gateway, a local server); each tool maps it onto its
+   * own variables or settings. The tool's own default endpoint when absent.
+   */
+  baseUrl?: string;
   /**
    * Claude model aliases the tool serves, as the model names it passes (opencode:
    * `anthropic/claude-sonnet-4-5`); they add to, or replace, the tool's own.
@@ -80,6 +85,8 @@ export interface HarnessCall {
   sandbox: SandboxLevel;
   /** The tool's own session id to continue. */
   resumeSession?: string;
+  /** The model endpoint the configuration names, for the tool to map onto its own settings. */
+  baseUrl?: string;
   extraArgs: readonly string[];
 }
 
@@ -138,6 +145,11 @@ export interface HarnessTool {
    * others get it in front of the prompt.
    */
   systemPrompt?: "native";
+  /**
+   * Variables every call gets unless the configuration's `env` sets them: the switches that turn
+   * off the tool's telemetry, update checks and other traffic svc's runs do not need.
+   */
+  defaultEnv?: Readonly<Record<string, string>>;
   /** Variables the tool gets for one call (its sandbox settings); they win over every other. */
   env?(call: HarnessCall): Record<string, string> | undefined;
   /** A fresh reader of one call's standard output. */
@@ -483,11 +495,12 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         ...(request.options.effort !== undefined ? { effort: request.options.effort } : {}),
         sandbox: request.sandbox ?? "read-only",
         ...(request.resumeSession !== undefined ? { resumeSession: request.resumeSession } : {}),
+        ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
         extraArgs,
       };
       const found = await locate(command);
       if (!found.ok) throw failure(name, found.reason);
-      const { env, secrets } = harnessEnv(name, { pass, fixed });
+      const { env, secrets } = harnessEnv(name, { pass, fixed, defaults: tool.defaultEnv });
       Object.assign(env, tool.env?.(call));
       const dir = await workingDir(name, {
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),

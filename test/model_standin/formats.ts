@@ -1,0 +1,8 @@
+/**
+ * The wire formats the stand-in serves, one module each.
+ * @module
+ */
+import type { WireFormatHandler } from "./types.ts";
+
+/** Every format, tried in order against a request's method and path. */
+export const FORMATS: readonly WireFormatHandler[] = [];
