@@ -12,96 +12,21 @@ import {
 import { retryAfterMs } from "../src/dispatch/api/http.ts";
 import { readSse, type SseEvent } from "../src/dispatch/api/sse.ts";
 import { SvcError } from "../src/errors/mod.ts";
-import { platform } from "../src/platform/mod.ts";
-import type { AgentOptions } from "../src/schemas/mod.ts";
+import {
+  anthropicError,
+  anthropicMessage,
+  anthropicStream,
+  localApi,
+  request,
+  sleepRecorder,
+  sseResponse,
+  withEnv,
+} from "./api_helpers.ts";
 import { LOCAL, testManager } from "./helpers.ts";
 
 const KEY = "sk-test-5ecret-key-0123456789abcdef";
 const OPENAI_ENV = "SVC_TEST_KEY";
 const ANTHROPIC_ENV = "SVC_TEST_ANTHROPIC_KEY";
-
-/** Sets (or with undefined, removes) an environment variable until disposed. */
-function withEnv(name: string, value: string | undefined): Disposable {
-  const before = Deno.env.get(name);
-  if (value === undefined) Deno.env.delete(name);
-  else Deno.env.set(name, value);
-  return {
-    [Symbol.dispose]() {
-      if (before === undefined) Deno.env.delete(name);
-      else Deno.env.set(name, before);
-    },
-  };
-}
-
-/** One request as the local API saw it. */
-interface Seen {
-  method: string;
-  path: string;
-  headers: Headers;
-  body: Record<string, unknown>;
-}
-
-/** A local API on 127.0.0.1: records every request and answers through `answer` (n counts from 1). */
-async function localApi(
-  answer: (seen: Seen, n: number) => Response | Promise<Response>,
-): Promise<{ url: string; port: number; seen: Seen[] } & AsyncDisposable> {
-  const seen: Seen[] = [];
-  const server = await platform().serve(async (request) => {
-    const record: Seen = {
-      method: request.method,
-      path: new URL(request.url).pathname,
-      headers: request.headers,
-      body: await request.json(),
-    };
-    seen.push(record);
-    return await answer(record, seen.length);
-  }, { hostname: "127.0.0.1", port: 0 });
-  return {
-    url: `http://127.0.0.1:${server.port}`,
-    port: server.port,
-    seen,
-    [Symbol.asyncDispose]: () => server.close(),
-  };
-}
-
-/** A server-sent-event answer whose bytes go out in pieces of `size` bytes, one write each. */
-function sseResponse(text: string, options: { size?: number; hold?: Promise<void> } = {}) {
-  const bytes = new TextEncoder().encode(text);
-  const size = options.size ?? 7;
-  let offset = 0;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (offset >= bytes.length) {
-        if (options.hold) await options.hold;
-        controller.close();
-        return;
-      }
-      controller.enqueue(bytes.slice(offset, offset + size));
-      offset += size;
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    },
-  });
-  return new Response(body, { headers: { "content-type": "text/event-stream" } });
-}
-
-/** Records the waits between attempts instead of waiting. */
-function sleepRecorder(): { waits: number[]; sleep: (ms: number) => Promise<void> } {
-  const waits: number[] = [];
-  return {
-    waits,
-    sleep: (ms) => {
-      waits.push(ms);
-      return Promise.resolve();
-    },
-  };
-}
-
-function request(
-  prompt: string,
-  extra: Partial<DispatchRequest> & { options?: AgentOptions } = {},
-): DispatchRequest {
-  return { prompt, options: {}, signal: new AbortController().signal, ...extra };
-}
 
 function openaiCompletion(content: string, usage: Record<string, number> = {}): Response {
   return Response.json({
@@ -399,6 +324,7 @@ Deno.test("openai: a 401 says not authenticated, names the key's variable, and n
     error.message,
     "Cannot dispatch to openai: not authenticated (check SVC_TEST_KEY); the API answered 401 Unauthorized",
   );
+  assert.equal(error.code, "provider_unauthenticated");
   assert.ok(!JSON.stringify({ m: error.message, s: error.stack }).includes(KEY));
   assert.equal(api.seen.length, 1);
 });
@@ -426,6 +352,7 @@ Deno.test("openai: without its key variable a call fails before any request, nam
     model: "m",
   });
   await assert.rejects(provider.dispatch(request("p")), {
+    code: "provider_unauthenticated",
     message: "Cannot dispatch to openai: SVC_TEST_KEY is not set",
   });
   assert.equal(api.seen.length, 0);
@@ -595,34 +522,6 @@ Deno.test("openai: probe is available when the key variable is set, and makes no
 
 // ---------------------------------------------------------------------------------------------
 // Anthropic Messages
-
-function anthropicMessage(
-  content: { type: string; text?: string }[],
-  usage = { input_tokens: 20, output_tokens: 8 },
-): Response {
-  return Response.json({
-    id: "msg_01",
-    type: "message",
-    role: "assistant",
-    model: "claude-test-2025",
-    content,
-    stop_reason: "end_turn",
-    stop_sequence: null,
-    usage,
-  });
-}
-
-function anthropicError(status: number, type: string, message: string): Response {
-  return Response.json({ type: "error", error: { type, message }, request_id: "req_1" }, {
-    status,
-  });
-}
-
-function anthropicStream(events: Record<string, unknown>[], eol = "\n"): string {
-  return events.map((e) => `event: ${e.type}${eol}data: ${JSON.stringify(e)}${eol}${eol}`).join(
-    "",
-  );
-}
 
 const ANTHROPIC_EVENTS: Record<string, unknown>[] = [
   {
@@ -853,6 +752,7 @@ Deno.test("anthropic: 401 and 403 say not authenticated, name the variable, and 
       error.message,
       `Cannot dispatch to anthropic: not authenticated (check ${ANTHROPIC_ENV}); the API answered ${status} ${reason}`,
     );
+    assert.equal(error.code, "provider_unauthenticated");
     assert.ok(!String(error.stack).includes(KEY));
     assert.equal(api.seen.length, 1);
   }
@@ -970,7 +870,7 @@ Deno.test("a workflow's agent() calls with provider 'openai' reach the API; the 
 // ---------------------------------------------------------------------------------------------
 // The dialect of workflow scripts (issue 10): effort and an agent type's system prompt
 
-Deno.test("openai: effort is sent as reasoning_effort (xhigh and max as high) unless the provider turns it off", async () => {
+Deno.test("openai: effort is sent as reasoning_effort, all five levels as they are, unless the provider turns it off", async () => {
   using _key = withEnv(OPENAI_ENV, KEY);
   await using api = await localApi(() => openaiCompletion("ok"));
   const provider = openaiCompatibleProvider({
@@ -978,7 +878,7 @@ Deno.test("openai: effort is sent as reasoning_effort (xhigh and max as high) un
     apiKeyEnv: OPENAI_ENV,
     model: "m",
   });
-  const expected = { low: "low", medium: "medium", high: "high", xhigh: "high", max: "high" };
+  const expected = { low: "low", medium: "medium", high: "high", xhigh: "xhigh", max: "max" };
   for (const effort of Object.keys(expected) as Array<keyof typeof expected>) {
     await provider.dispatch(request("p", { options: { effort } }));
     assert.equal(api.seen.at(-1)!.body.reasoning_effort, expected[effort], effort);
@@ -1011,12 +911,16 @@ Deno.test("openai: an agent's system prompt is the first message, before the his
   ]);
 });
 
-Deno.test("anthropic: effort becomes an extended-thinking budget added to max_tokens; low asks for none", async () => {
+Deno.test("anthropic: on a budget-only model effort becomes an extended-thinking budget added to max_tokens; low asks for none", async () => {
   using _key = withEnv(ANTHROPIC_ENV, KEY);
   await using api = await localApi(() =>
     anthropicMessage([{ type: "thinking", text: "hmm" }, { type: "text", text: "ok" }])
   );
-  const provider = anthropicProvider({ baseUrl: api.url, apiKeyEnv: ANTHROPIC_ENV, model: "c" });
+  const provider = anthropicProvider({
+    baseUrl: api.url,
+    apiKeyEnv: ANTHROPIC_ENV,
+    model: "claude-sonnet-4-5-20250929",
+  });
   const budgets = { medium: 2048, high: 8192, xhigh: 16384, max: 32768 };
   for (const [effort, budget] of Object.entries(budgets)) {
     const result = await provider.dispatch(request("p", { options: { effort: effort as "max" } }));
@@ -1048,4 +952,84 @@ Deno.test("anthropic: an agent's system prompt is the system field, with a schem
   await provider.dispatch(request("Check", { system: "You review code.", options: { schema } }));
   const system = String(api.seen[1]!.body.system);
   assert.ok(system.startsWith("You review code.\n\nAnswer with a single JSON value"), system);
+});
+
+Deno.test("anthropic: current models get adaptive thinking with output_config.effort at every level, with room in max_tokens", async () => {
+  using _key = withEnv(ANTHROPIC_ENV, KEY);
+  await using api = await localApi((seen) =>
+    seen.body.stream
+      ? sseResponse(anthropicStream(ANTHROPIC_EVENTS))
+      : anthropicMessage([{ type: "text", text: "ok" }])
+  );
+  const provider = anthropicProvider({
+    baseUrl: api.url,
+    apiKeyEnv: ANTHROPIC_ENV,
+    model: "claude-opus-4-7",
+  });
+  const room = { low: 0, medium: 2048, high: 8192, xhigh: 16384, max: 32768 };
+  for (const [effort, tokens] of Object.entries(room)) {
+    await provider.dispatch(request("p", { options: { effort: effort as "max" } }));
+    const body = api.seen.at(-1)!.body;
+    assert.deepEqual(body.thinking, { type: "adaptive" }, effort);
+    assert.deepEqual(body.output_config, { effort }, effort);
+    assert.equal(body.max_tokens, 4096 + tokens, effort);
+  }
+  await provider.dispatch(request("p"));
+  assert.ok(!("thinking" in api.seen.at(-1)!.body) && !("output_config" in api.seen.at(-1)!.body));
+  const forced = anthropicProvider({
+    baseUrl: api.url,
+    apiKeyEnv: ANTHROPIC_ENV,
+    model: "claude-opus-4-7",
+    thinking: "enabled",
+  });
+  await forced.dispatch(request("p", { options: { effort: "high" } }));
+  assert.deepEqual(api.seen.at(-1)!.body.thinking, { type: "enabled", budget_tokens: 8192 });
+  assert.ok(!("output_config" in api.seen.at(-1)!.body));
+});
+
+Deno.test("anthropic: a request too large to send unstreamed (effort max) is streamed even when stream is off", async () => {
+  using _key = withEnv(ANTHROPIC_ENV, KEY);
+  await using api = await localApi((seen) =>
+    seen.body.stream
+      ? sseResponse(anthropicStream(ANTHROPIC_EVENTS))
+      : anthropicMessage([{ type: "text", text: "whole" }])
+  );
+  const provider = anthropicProvider({ baseUrl: api.url, apiKeyEnv: ANTHROPIC_ENV, model: "c" });
+  const big = await provider.dispatch(request("p", { options: { effort: "max" } }));
+  assert.equal(api.seen[0]!.body.max_tokens, 36_864);
+  assert.equal(api.seen[0]!.body.stream, true);
+  assert.equal(api.seen[0]!.headers.get("accept"), "text/event-stream");
+  assert.equal(big.output, "Hello, wörld ✓");
+  const small = await provider.dispatch(request("p", { options: { effort: "xhigh" } }));
+  assert.equal(api.seen[1]!.body.max_tokens, 20_480);
+  assert.ok(!("stream" in api.seen[1]!.body), "20 480 tokens may go unstreamed");
+  assert.equal(small.output, "whole");
+});
+
+Deno.test("a streamed answer that keeps sending outlives timeoutMs; one that falls silent is cut", async () => {
+  using _key = withEnv(ANTHROPIC_ENV, KEY);
+  const slow = anthropicStream(ANTHROPIC_EVENTS);
+  const hold = Promise.withResolvers<void>();
+  await using api = await localApi((_, n) =>
+    n === 1
+      // About 50 writes 10 ms apart: half a second in all, never 150 ms without a byte.
+      ? sseResponse(slow, { size: Math.ceil(slow.length / 50), pauseMs: 10 })
+      : sseResponse(slow.slice(0, 400), { hold: hold.promise })
+  );
+  const provider = anthropicProvider({
+    baseUrl: api.url,
+    apiKeyEnv: ANTHROPIC_ENV,
+    model: "c",
+    stream: true,
+    timeoutMs: 150,
+    maxRetries: 0,
+  });
+  const t0 = performance.now();
+  const result = await provider.dispatch(request("p"));
+  assert.ok(performance.now() - t0 > 300, "the answer took longer than timeoutMs");
+  assert.equal(result.output, "Hello, wörld ✓");
+  await assert.rejects(provider.dispatch(request("p")), {
+    message: "Cannot dispatch to anthropic: the stream sent nothing for 0.15 s after 1 attempt",
+  });
+  hold.resolve();
 });

@@ -103,8 +103,8 @@ export const ProviderConfigSchema = z.discriminatedUnion("type", [
     ).optional(),
     stream: z.boolean().optional(),
     max_tokens: z.number().int().positive().optional(),
-    /** Turn `effort` into an extended-thinking budget (default true). */
-    thinking: z.boolean().optional(),
+    /** How `effort` asks for thinking: true (by model), "adaptive", "enabled", or false (none). */
+    thinking: z.union([z.boolean(), z.enum(["adaptive", "enabled"])]).optional(),
   }),
   // Agents elsewhere (issue 14): a remote A2A agent, another svc host among them.
   z.strictObject({
@@ -217,8 +217,11 @@ export interface AnthropicProviderConfig extends ProviderSettings {
   stream?: boolean;
   /** The most tokens an answer may have. */
   max_tokens?: number;
-  /** Turn `effort` into an extended-thinking budget (default true). */
-  thinking?: boolean;
+  /**
+   * How `effort` asks for thinking: true (the default) by the model's name, `adaptive`
+   * (`output_config.effort`) or `enabled` (a budget) for every model, false for none.
+   */
+  thinking?: boolean | "adaptive" | "enabled";
 }
 
 /** An agent elsewhere, over the A2A protocol (docs/PROVIDERS.md). */

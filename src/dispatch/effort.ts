@@ -19,21 +19,23 @@ export const CODEX_REASONING_EFFORT: Record<Effort, string> = {
 };
 
 /**
- * `reasoning_effort` of an OpenAI-compatible request: `low`, `medium` and `high` are what every
- * reasoning model and gateway takes, so `xhigh` and `max` ask for `high`.
+ * `reasoning_effort` of an OpenAI-compatible request: the level as it is. The API takes all five
+ * (`openai` 7.57's `ReasoningEffort`: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`);
+ * a model or gateway without a level refuses it, loudly, rather than getting a lower one.
  */
 export const OPENAI_REASONING_EFFORT: Record<Effort, string> = {
   low: "low",
   medium: "medium",
   high: "high",
-  xhigh: "high",
-  max: "high",
+  xhigh: "xhigh",
+  max: "max",
 };
 
 /**
- * The extended-thinking budget (`thinking.budget_tokens`) of an Anthropic Messages request;
- * `low` asks for no extended thinking (the cheapest call). `max_tokens` grows by the budget,
- * which must stay below it.
+ * The thinking tokens of an Anthropic Messages request, added to `max_tokens` so that the answer
+ * keeps its own share (thinking counts toward `max_tokens`). With manual extended thinking
+ * (`thinking: {type: "enabled"}`) it is also `budget_tokens`, and `low` asks for no thinking (the
+ * cheapest call); with adaptive thinking it is the room the model may think in.
  */
 export const ANTHROPIC_THINKING_BUDGET: Record<Effort, number | null> = {
   low: null,

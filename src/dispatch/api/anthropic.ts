@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { SvcError } from "../../errors/mod.ts";
 import type { DispatchRequest, DispatchResult, Provider } from "../types.ts";
+import type { Effort } from "../../schemas/mod.ts";
 import {
   type ApiClientOptions,
   apiKey,
@@ -20,6 +21,7 @@ import {
 } from "./http.ts";
 import { readSse } from "./sse.ts";
 import { ANTHROPIC_THINKING_BUDGET } from "../effort.ts";
+import { anthropicThinkingType, type AnthropicThinkingType, mustStream } from "./anthropic_models.ts";
 import { ANTHROPIC_MODEL_ALIASES, type ModelAliases } from "../model_aliases.ts";
 
 /** Options of {@linkcode anthropicProvider}. */
@@ -34,17 +36,22 @@ export interface AnthropicOptions extends ApiClientOptions {
   model: string;
   /** `max_tokens` of every request; default 4096. */
   maxTokens?: number;
-  /** Stream the answer (server-sent events); default false. */
+  /**
+   * Stream the answer (server-sent events); default false. A request whose `max_tokens` the SDK
+   * refuses to send unstreamed ({@linkcode mustStream}) streams anyway.
+   */
   stream?: boolean;
   /** The `anthropic-version` header; default `2023-06-01`. */
   anthropicVersion?: string;
   /** Extra request headers (`anthropic-beta`, ...); they cannot replace the key's or the version. */
   headers?: Record<string, string>;
   /**
-   * Turn a call's `effort` into an extended-thinking budget ({@linkcode ANTHROPIC_THINKING_BUDGET});
-   * default true. Models without extended thinking refuse it: set false for them.
+   * How a call's `effort` asks for thinking; default true: by the model's name
+   * ({@linkcode anthropicThinkingType}), `adaptive` (`output_config.effort`) or `enabled` (a
+   * budget, {@linkcode ANTHROPIC_THINKING_BUDGET}). A type forces it for every model (a gateway's
+   * names); false sends none, for models without thinking.
    */
-  thinking?: boolean;
+  thinking?: boolean | AnthropicThinkingType;
   /**
    * The model ids of Claude Code's aliases (`haiku`, `sonnet`, `opus`), over the defaults
    * ({@linkcode ANTHROPIC_MODEL_ALIASES}).
@@ -85,15 +92,26 @@ const RETRYABLE_STREAM_ERRORS = new Set(["overloaded_error", "api_error", "rate_
 interface Answer {
   text: string;
   model: string | null;
-  inputTokens: number;
-  outputTokens: number;
+  usage: AnthropicUsage;
 }
 
 /** Input tokens of a usage record: uncached, cache writes and cache reads together. */
-function inputTokens(usage: AnthropicUsage): number | undefined {
-  if (usage.input_tokens === undefined || usage.input_tokens === null) return undefined;
-  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) +
+function inputTokens(usage: AnthropicUsage): number {
+  return (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) +
     (usage.cache_read_input_tokens ?? 0);
+}
+
+/**
+ * A `message_delta`'s usage over the earlier one, field by field as the SDK's `MessageStream`
+ * does: each counter is a cumulative whole-message total, left out when it does not apply, so a
+ * counter present replaces its earlier value and an absent one keeps it.
+ */
+function mergeUsage(earlier: AnthropicUsage, later: AnthropicUsage): AnthropicUsage {
+  const merged = { ...earlier };
+  for (const [field, value] of Object.entries(later) as [keyof AnthropicUsage, number | null][]) {
+    if (value !== null && value !== undefined) merged[field] = value;
+  }
+  return merged;
 }
 
 function readMessage(post: ApiPost, text: string): Answer {
@@ -105,8 +123,7 @@ function readMessage(post: ApiPost, text: string): Answer {
       "",
     ),
     model: model ?? null,
-    inputTokens: inputTokens(usage) ?? 0,
-    outputTokens: usage.output_tokens ?? 0,
+    usage,
   };
 }
 
@@ -117,7 +134,7 @@ function parseEvent<T>(post: ApiPost, schema: z.ZodType<T>, json: unknown, type:
 }
 
 async function readStream(post: ApiPost, body: ReadableStream<Uint8Array>): Promise<Answer> {
-  const answer: Answer = { text: "", model: null, inputTokens: 0, outputTokens: 0 };
+  const answer: Answer = { text: "", model: null, usage: {} };
   for await (const event of readSse(body)) {
     const json = parseJson(post, event.data, "an event of the stream");
     const { type } = parseEvent(post, EventSchema, json, event.event);
@@ -125,8 +142,7 @@ async function readStream(post: ApiPost, body: ReadableStream<Uint8Array>): Prom
       case "message_start": {
         const { message } = parseEvent(post, MessageStartSchema, json, type);
         answer.model = message.model ?? null;
-        answer.inputTokens = (message.usage && inputTokens(message.usage)) ?? 0;
-        answer.outputTokens = message.usage?.output_tokens ?? 0;
+        answer.usage = message.usage ?? {};
         break;
       }
       case "content_block_delta": {
@@ -135,12 +151,8 @@ async function readStream(post: ApiPost, body: ReadableStream<Uint8Array>): Prom
         break;
       }
       case "message_delta": {
-        // Its counts are cumulative: they replace the ones of message_start.
         const { usage } = parseEvent(post, MessageDeltaSchema, json, type);
-        if (usage) {
-          answer.inputTokens = inputTokens(usage) ?? answer.inputTokens;
-          answer.outputTokens = usage.output_tokens ?? answer.outputTokens;
-        }
+        if (usage) answer.usage = mergeUsage(answer.usage, usage);
         break;
       }
       case "message_stop":
@@ -176,11 +188,38 @@ function schemaInstruction(schema: Record<string, unknown>): string {
 }
 
 /**
+ * `max_tokens` and the thinking fields of a request. Thinking counts toward `max_tokens`, so its
+ * tokens ({@linkcode ANTHROPIC_THINKING_BUDGET}) are added and the answer keeps its own share.
+ * Adaptive: `thinking: {type: "adaptive"}` and `output_config: {effort}` at every level, as Claude
+ * Code sends; enabled: `thinking: {type: "enabled", budget_tokens}`, none for `low`.
+ */
+function thinkingFields(
+  model: string,
+  effort: Effort | undefined,
+  options: { maxTokens: number; thinking: AnthropicOptions["thinking"] },
+): Record<string, unknown> {
+  const { maxTokens, thinking } = options;
+  if (effort === undefined || thinking === false) return { max_tokens: maxTokens };
+  const budget = ANTHROPIC_THINKING_BUDGET[effort];
+  const type = thinking === true || thinking === undefined ? anthropicThinkingType(model) : thinking;
+  if (type === "adaptive") {
+    return {
+      max_tokens: maxTokens + (budget ?? 0),
+      thinking: { type: "adaptive" },
+      output_config: { effort },
+    };
+  }
+  if (budget === null) return { max_tokens: maxTokens };
+  return { max_tokens: maxTokens + budget, thinking: { type: "enabled", budget_tokens: budget } };
+}
+
+/**
  * An Anthropic Messages provider (`kind: "api"`). Sends the request's history and prompt as
  * `messages`; a schema call gets a system prompt holding the schema and asking for bare JSON,
  * and returns the text, which the engine parses and validates. Text is the concatenation of the
  * answer's `text` blocks (streamed: its `text_delta`s); usage comes from the answer (streamed:
- * `message_start` and the cumulative `message_delta`); the cost is null (priced by the
+ * `message_start`, then each `message_delta` merged field by field); `effort` asks for thinking
+ * ({@linkcode thinkingFields}); a request too large to send unstreamed streams; the cost is null (priced by the
  * dispatcher's table). Retries, timeouts and error messages: {@linkcode postWithRetries}.
  * Stateless: `session_id` is always null.
  */
@@ -202,35 +241,33 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
     request.signal.throwIfAborted();
     const key = apiKey(name, keyEnv);
     const model = request.model ?? options.model;
-    const effort = request.options.effort;
-    const budget = effort !== undefined && options.thinking !== false
-      ? ANTHROPIC_THINKING_BUDGET[effort]
-      : null;
     const body: Record<string, unknown> = {
       model,
-      // The thinking budget comes out of max_tokens: the answer keeps its own share.
-      max_tokens: maxTokens + (budget ?? 0),
+      ...thinkingFields(model, request.options.effort, { maxTokens, thinking: options.thinking }),
       messages: chatMessages(request),
     };
-    if (budget !== null) body.thinking = { type: "enabled", budget_tokens: budget };
     const schema = request.options.schema;
     const system = [
       request.system,
       typeof schema === "object" ? schemaInstruction(schema) : undefined,
     ].filter((part) => part !== undefined);
     if (system.length > 0) body.system = system.join("\n\n");
-    if (stream) body.stream = true;
+    const streamed = stream || mustStream(model, body.max_tokens as number);
+    if (streamed) body.stream = true;
     const headers = new Headers(options.headers);
     headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
     if (key !== undefined) headers.set("x-api-key", key);
     const answer = await postJson(
-      { provider: name, url, headers, body, keyEnv, key, signal: request.signal, stream },
+      { provider: name, url, headers, body, keyEnv, key, signal: request.signal, stream: streamed },
       policy,
       { stream: readStream, document: readMessage },
     );
     return {
       output: answer.text,
-      usage: { input_tokens: answer.inputTokens, output_tokens: answer.outputTokens },
+      usage: {
+        input_tokens: inputTokens(answer.usage),
+        output_tokens: answer.usage.output_tokens ?? 0,
+      },
       cost_usd: null,
       provider: name,
       model: answer.model ?? model,

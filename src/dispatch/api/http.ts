@@ -14,7 +14,10 @@ import { SseFramingError } from "./sse.ts";
 
 /** Options every API client takes beside its wire-specific ones. */
 export interface ApiClientOptions {
-  /** Limit of one attempt (request and whole answer, stream included) in ms; default 600 000. */
+  /**
+   * Limit of one attempt in ms; default 600 000. A JSON answer must arrive whole within it; a
+   * streamed one must start within it, and then never fall silent for as long.
+   */
   timeoutMs?: number;
   /** Retries after a 429, a 5xx, a network failure or a timeout; default 3 (4 attempts). */
   maxRetries?: number;
@@ -86,14 +89,18 @@ export function probeKey(keyEnv: string | null): Availability {
 
 /**
  * The API key, read from its variable at call time (never kept). Undefined when the provider
- * needs none; throws a provider_failed SvcError naming the variable when it is missing.
+ * needs none; throws a provider_unauthenticated SvcError naming the variable when it is missing
+ * (provider_failed when the host may not read it: that is svc's permissions, not the key).
  */
 export function apiKey(provider: string, keyEnv: string | null): string | undefined {
   if (keyEnv === null) return undefined;
   const { value, refused } = readEnv(keyEnv);
   if (refused) throw new SvcError("provider_failed", `Cannot dispatch to ${provider}: ${refused}`);
   if (!value) {
-    throw new SvcError("provider_failed", `Cannot dispatch to ${provider}: ${keyEnv} is not set`);
+    throw new SvcError(
+      "provider_unauthenticated",
+      `Cannot dispatch to ${provider}: ${keyEnv} is not set`,
+    );
   }
   return value;
 }
@@ -207,19 +214,32 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** A signal for one attempt: the call's signal, or the attempt's timeout. */
+/**
+ * A signal for one attempt: the call's signal, or the attempt's timeout. `touch()` (bytes of a
+ * stream arrived) restarts the timeout, so that a long answer that keeps streaming is not cut,
+ * as a stalled one is.
+ */
 function attemptScope(parent: AbortSignal, timeoutMs: number) {
   const controller = new AbortController();
   let timedOut = false;
+  let touched = false;
   const onAbort = () => controller.abort(parent.reason);
   parent.addEventListener("abort", onAbort, { once: true });
-  const timer = setTimeout(() => {
+  const expire = () => {
     timedOut = true;
     controller.abort(new DOMException("the attempt timed out", "TimeoutError"));
-  }, timeoutMs);
+  };
+  let timer = setTimeout(expire, timeoutMs);
   return {
     signal: controller.signal,
     timedOut: () => timedOut,
+    touched: () => touched,
+    touch() {
+      if (timedOut) return;
+      touched = true;
+      clearTimeout(timer);
+      timer = setTimeout(expire, timeoutMs);
+    },
     dispose() {
       clearTimeout(timer);
       parent.removeEventListener("abort", onAbort);
@@ -269,6 +289,19 @@ async function boundedText(
   return { text: new TextDecoder().decode(bytes), over: false };
 }
 
+/**
+ * Whether a non-2xx answer is worth another attempt, by the official SDKs' rule
+ * (`shouldRetry` in `@anthropic-ai/sdk` and `openai`): an `x-should-retry: true|false` header
+ * decides when present; else 408 (request timeout), 409 (lock timeout), 429 and every 5xx are.
+ */
+export function worthRetrying(response: Response): boolean {
+  const said = response.headers.get("x-should-retry");
+  if (said === "true") return true;
+  if (said === "false") return false;
+  const { status } = response;
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
 /** Turns a non-2xx answer into a final SvcError or a RetryableFailure. Consumes the body. */
 async function failure(
   response: Response,
@@ -286,7 +319,7 @@ async function failure(
   const detail = message === undefined ? undefined : redact(message, post.key);
   const state = `the API answered ${statusLine(response)}`;
   const { status } = response;
-  if (status === 429 || status >= 500) {
+  if (worthRetrying(response)) {
     return new RetryableFailure(state, {
       detail,
       retryAfterMs: retryAfterMs(response.headers, now),
@@ -296,7 +329,7 @@ async function failure(
     // The API's words are left out: they may quote part of the key.
     const check = post.keyEnv === null ? "no API key is configured" : `check ${post.keyEnv}`;
     return new SvcError(
-      "provider_failed",
+      "provider_unauthenticated",
       `Cannot dispatch to ${post.provider}: not authenticated (${check}); ${state}`,
     );
   }
@@ -308,15 +341,16 @@ async function failure(
 
 /**
  * POSTs `post.body` as JSON and hands a 2xx answer to `read`, retrying with exponential backoff
- * and jitter on 429, 5xx, network failures, timeouts and {@linkcode RetryableFailure}s from
- * `read`, honouring `Retry-After` (capped), up to `maxRetries` times. Other 4xx answers fail at
- * once with the API's message (401/403 name the key's variable, never the key). Aborting
+ * and jitter on the answers {@linkcode worthRetrying} names, network failures, timeouts and
+ * {@linkcode RetryableFailure}s from `read`, honouring `Retry-After` (capped), up to `maxRetries`
+ * times. Other 4xx answers fail at once with the API's message (401/403 as
+ * provider_unauthenticated, naming the key's variable, never the key). Aborting
  * `post.signal` rejects at once with its reason, whatever the call was doing.
  */
 export async function postWithRetries<T>(
   post: ApiPost,
   policy: RetryPolicy,
-  read: (response: Response, signal: AbortSignal) => Promise<T>,
+  read: (response: Response, signal: AbortSignal, touch: () => void) => Promise<T>,
 ): Promise<T> {
   const attempts = policy.maxRetries + 1;
   const payload = JSON.stringify(post.body);
@@ -333,7 +367,7 @@ export async function postWithRetries<T>(
       });
       if (!response.ok) throw await failure(response, post, policy.now());
       try {
-        return await read(response, scope.signal);
+        return await read(response, scope.signal, scope.touch);
       } finally {
         await response.body?.cancel().catch(() => {});
       }
@@ -348,7 +382,11 @@ export async function postWithRetries<T>(
       }
       if (error instanceof RetryableFailure) retry = error;
       else if (scope.timedOut()) {
-        retry = new RetryableFailure(`the API did not answer within ${seconds(policy.timeoutMs)}`);
+        retry = new RetryableFailure(
+          scope.touched()
+            ? `the stream sent nothing for ${seconds(policy.timeoutMs)}`
+            : `the API did not answer within ${seconds(policy.timeoutMs)}`,
+        );
       } else {
         retry = new RetryableFailure("the connection to the API failed", {
           detail: redact(describe(error), post.key),
@@ -409,6 +447,16 @@ function mediaType(type: string): string {
   return /^[\w.+\/-]+$/.test(media) ? media : "(unreadable)";
 }
 
+/** Passes bytes through unchanged, calling `touch` as each chunk arrives. */
+function progress(touch: () => void): TransformStream<Uint8Array, Uint8Array> {
+  return new TransformStream({
+    transform(chunk, controller) {
+      touch();
+      controller.enqueue(chunk);
+    },
+  });
+}
+
 /** How to read an answer: as a server-sent-event stream, or as one JSON document. */
 export interface AnswerReaders<T> {
   stream(post: ApiPost, body: ReadableStream<Uint8Array>): Promise<T>;
@@ -427,7 +475,7 @@ export function postJson<T>(
   const { stream, ...rest } = post;
   rest.headers.set("content-type", "application/json");
   rest.headers.set("accept", stream ? "text/event-stream" : "application/json");
-  return postWithRetries(rest, policy, async (response) => {
+  return postWithRetries(rest, policy, async (response, _signal, touch) => {
     const type = response.headers.get("content-type") ?? "";
     if (stream && response.body && !type.includes("application/json")) {
       // A login page of a proxy, say: read as events it would look like a cut stream.
@@ -439,7 +487,7 @@ export function postJson<T>(
           }, not an event stream or JSON`,
         );
       }
-      return await read.stream(rest, response.body);
+      return await read.stream(rest, response.body.pipeThrough(progress(touch)));
     }
     const { text, over } = await boundedText(response, MAX_ANSWER_BYTES);
     if (over) {
