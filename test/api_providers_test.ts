@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import {
   anthropicProvider,
   createDispatcher,
-  type DispatchRequest,
   openaiCompatibleProvider,
 } from "../src/dispatch/mod.ts";
 import { retryAfterMs } from "../src/dispatch/api/http.ts";

@@ -117,7 +117,8 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     http: 503,
     jsonRpc: -32052,
     exit: EXIT_STATUS.unavailable,
-    meaning: "the provider's tool or API is not logged in or has no key",
+    meaning:
+      "the provider's tool or API is not logged in or has no key, or the API refused the key (401, 403)",
   },
   provider_failed: {
     http: 502,

@@ -21,7 +21,11 @@ import {
 } from "./http.ts";
 import { readSse } from "./sse.ts";
 import { ANTHROPIC_THINKING_BUDGET } from "../effort.ts";
-import { anthropicThinkingType, type AnthropicThinkingType, mustStream } from "./anthropic_models.ts";
+import {
+  type AnthropicThinkingType,
+  anthropicThinkingType,
+  mustStream,
+} from "./anthropic_models.ts";
 import { ANTHROPIC_MODEL_ALIASES, type ModelAliases } from "../model_aliases.ts";
 
 /** Options of {@linkcode anthropicProvider}. */
@@ -201,7 +205,9 @@ function thinkingFields(
   const { maxTokens, thinking } = options;
   if (effort === undefined || thinking === false) return { max_tokens: maxTokens };
   const budget = ANTHROPIC_THINKING_BUDGET[effort];
-  const type = thinking === true || thinking === undefined ? anthropicThinkingType(model) : thinking;
+  const type = thinking === true || thinking === undefined
+    ? anthropicThinkingType(model)
+    : thinking;
   if (type === "adaptive") {
     return {
       max_tokens: maxTokens + (budget ?? 0),
