@@ -3,10 +3,12 @@
  * production code path, with only the base URL pointing here.
  */
 import assert from "node:assert/strict";
+import { ConfigSchema } from "../src/config/mod.ts";
 import {
   anthropicProvider,
   createDispatcher,
   openaiCompatibleProvider,
+  providerFromConfig,
 } from "../src/dispatch/mod.ts";
 import { retryAfterMs } from "../src/dispatch/api/http.ts";
 import { readSse, type SseEvent } from "../src/dispatch/api/sse.ts";
@@ -1031,4 +1033,35 @@ Deno.test("a streamed answer that keeps sending outlives timeoutMs; one that fal
     message: "Cannot dispatch to anthropic: the stream sent nothing for 0.15 s after 1 attempt",
   });
   hold.resolve();
+});
+
+Deno.test("the configuration's thinking takes a type that forces it for every model, and refuses other words", async () => {
+  using _key = withEnv(ANTHROPIC_ENV, KEY);
+  await using api = await localApi(() => anthropicMessage([{ type: "text", text: "ok" }]));
+  const settings = (thinking: unknown) =>
+    ConfigSchema.parse({
+      providers: {
+        gateway: {
+          type: "anthropic",
+          model: "claude-opus-4-7",
+          base_url: api.url,
+          api_key_env: ANTHROPIC_ENV,
+          thinking,
+        },
+      },
+    }).providers.gateway!;
+  const sent = [];
+  for (const thinking of ["enabled", "adaptive", true, false]) {
+    await providerFromConfig("gateway", settings(thinking))!.dispatch(
+      request("p", { options: { effort: "medium" } }),
+    );
+    sent.push(api.seen.at(-1)!.body.thinking);
+  }
+  assert.deepEqual(sent, [
+    { type: "enabled", budget_tokens: 2048 },
+    { type: "adaptive" },
+    { type: "adaptive" },
+    undefined,
+  ]);
+  assert.throws(() => settings("budget"));
 });
