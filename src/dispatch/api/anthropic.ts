@@ -201,7 +201,7 @@ function thinkingFields(
   model: string,
   effort: Effort | undefined,
   options: { maxTokens: number; thinking: AnthropicOptions["thinking"] },
-): Record<string, unknown> {
+): { max_tokens: number } & Record<string, unknown> {
   const { maxTokens, thinking } = options;
   if (effort === undefined || thinking === false) return { max_tokens: maxTokens };
   const budget = ANTHROPIC_THINKING_BUDGET[effort];
@@ -225,8 +225,9 @@ function thinkingFields(
  * and returns the text, which the engine parses and validates. Text is the concatenation of the
  * answer's `text` blocks (streamed: its `text_delta`s); usage comes from the answer (streamed:
  * `message_start`, then each `message_delta` merged field by field); `effort` asks for thinking
- * ({@linkcode thinkingFields}); a request too large to send unstreamed streams; the cost is null (priced by the
- * dispatcher's table). Retries, timeouts and error messages: {@linkcode postWithRetries}.
+ * ({@linkcode thinkingFields}); a request too large to send unstreamed streams; the cost is null
+ * (priced by the dispatcher's table). Retries, timeouts and error messages:
+ * {@linkcode postWithRetries}.
  * Stateless: `session_id` is always null.
  */
 export function anthropicProvider(options: AnthropicOptions): Provider {
@@ -247,18 +248,18 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
     request.signal.throwIfAborted();
     const key = apiKey(name, keyEnv);
     const model = request.model ?? options.model;
-    const body: Record<string, unknown> = {
-      model,
-      ...thinkingFields(model, request.options.effort, { maxTokens, thinking: options.thinking }),
-      messages: chatMessages(request),
-    };
+    const fields = thinkingFields(model, request.options.effort, {
+      maxTokens,
+      thinking: options.thinking,
+    });
+    const body: Record<string, unknown> = { model, ...fields, messages: chatMessages(request) };
     const schema = request.options.schema;
     const system = [
       request.system,
       typeof schema === "object" ? schemaInstruction(schema) : undefined,
     ].filter((part) => part !== undefined);
     if (system.length > 0) body.system = system.join("\n\n");
-    const streamed = stream || mustStream(model, body.max_tokens as number);
+    const streamed = stream || mustStream(model, fields.max_tokens);
     if (streamed) body.stream = true;
     const headers = new Headers(options.headers);
     headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
