@@ -10,6 +10,7 @@ import { chooseRoute, type RouteCandidate, type RouteDecision } from "./router.t
 import {
   type ChatMessage,
   type DispatchResult,
+  type ProbeRequest,
   type Provider,
   SpentFailure,
   type Usage,
@@ -260,13 +261,17 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
     return config.providers[name]?.price ?? null;
   }
 
-  async function candidates(): Promise<RouteCandidate[]> {
+  /**
+   * Every provider as routing sees it. A call (`wait: false`) waits only a short while for a
+   * probe still running; a listing waits for every probe to end.
+   */
+  async function candidates(request: ProbeRequest = {}): Promise<RouteCandidate[]> {
     return await Promise.all([...registry.values()].map(async (provider) => {
       const price = priceOf(provider.name);
       return {
         name: provider.name,
         kind: provider.kind,
-        availability: await tracker.check(provider),
+        availability: await tracker.check(provider, request),
         load: {
           running: running.get(provider.name) ?? 0,
           capacity: capacity.get(provider.name) ?? null,
@@ -384,7 +389,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
           model: null,
           reason: "every call goes to the fake provider (fake dispatch)",
         }
-        : chooseRoute(options, admission.level, await candidates(), config);
+        : chooseRoute(options, admission.level, await candidates({ wait: false }), config);
       const provider = registry.get(route.provider)!;
       if (context.requirePrice && provider !== fake && !priceOf(provider.name)) {
         throw new UnpricedCallError(provider.name);

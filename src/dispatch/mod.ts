@@ -69,6 +69,7 @@ export type {
   ChatMessage,
   DispatchRequest,
   DispatchResult,
+  ProbeRequest,
   Provider,
   Usage,
 } from "./types.ts";
