@@ -98,3 +98,10 @@ export { SUBSCHEMA_KEYWORDS } from "./schema_limits.ts";
 export type { CompiledSchema } from "./structured_output.ts";
 export { stepCost, structuredStep } from "./structured_step.ts";
 export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";
+export {
+  type Capabilities,
+  type CapabilitiesOptions,
+  CAPABILITY_DEADLINE_MS,
+  createCapabilities,
+  ENDPOINT_TIMEOUT_MS,
+} from "./capabilities.ts";
