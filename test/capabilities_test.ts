@@ -22,7 +22,7 @@ const SECRET = "sk-caps-test-Vq3nX8yL2mK5pR7tW9zB4cD6fG1hJ0";
 const GEMINI_SECRET = "AIza-caps-test-Qw7Er5Ty3Ui1Op9As8Df6Gh";
 
 /** A local endpoint serving model lists: `/v1/models` and `/v1beta/models`, one key accepted each. */
-async function modelLists(): Promise<{ url: string; paths: string[] } & AsyncDisposable> {
+function modelLists(): { url: string; paths: string[] } & AsyncDisposable {
   const paths: string[] = [];
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
     const url = new URL(request.url);
@@ -88,7 +88,7 @@ function configOf(base: string): Config {
 }
 
 Deno.test("GET /api/capabilities reports each provider's tool, version, credentials and sandbox levels, the same for every caller and without a key's value", async () => {
-  await using endpoint = await modelLists();
+  await using endpoint = modelLists();
   await using home = await tempDir("svc-caps-");
   Deno.env.set("SVC_TEST_CAPS_KEY", SECRET);
   Deno.env.set("SVC_TEST_CAPS_WRONG_KEY", "sk-wrong-0123456789abcdefghij");
@@ -162,7 +162,7 @@ Deno.test("GET /api/capabilities reports each provider's tool, version, credenti
 });
 
 Deno.test("the capability report comes within its deadline when an endpoint hangs and a tool's version flag is slow", async () => {
-  await using endpoint = await modelLists();
+  await using endpoint = modelLists();
   await using dir = await tempDir("svc-caps-slow-");
   const slow = `${dir.path}/claude`;
   await Deno.writeTextFile(slow, "#!/usr/bin/env bash\nsleep 3\necho '1.0.0 (Claude Code)'\n");
@@ -195,7 +195,7 @@ Deno.test("the capability report comes within its deadline when an endpoint hang
 });
 
 Deno.test("svc doctor prints the report for people and as JSON, and never a key's value", async () => {
-  await using endpoint = await modelLists();
+  await using endpoint = modelLists();
   await using home = await tempDir("svc-caps-cli-");
   await Deno.writeTextFile(
     `${home.path}/config.json`,
