@@ -196,12 +196,14 @@ Deno.test("the capability report comes within its deadline when an endpoint hang
 
 Deno.test("svc doctor prints the report for people and as JSON, and never a key's value", async () => {
   await using endpoint = modelLists();
+  // Another port: the harness's endpoint is granted to `svc doctor` on its own.
+  await using gateway = modelLists();
   await using home = await tempDir("svc-caps-cli-");
   await Deno.writeTextFile(
     `${home.path}/config.json`,
     JSON.stringify({
       providers: {
-        claude: { type: "claude", command: stub("claude"), base_url: endpoint.url },
+        claude: { type: "claude", command: stub("claude"), base_url: gateway.url },
         keyed: {
           type: "anthropic",
           model: "m",

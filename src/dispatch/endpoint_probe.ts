@@ -5,6 +5,7 @@
  * answer is its HTTP status and the number of models, never the body.
  * @module
  */
+import { platform } from "../platform/mod.ts";
 
 /** The wire format whose model list is asked for. */
 export type EndpointWire = "anthropic" | "openai" | "gemini" | "a2a";
@@ -108,10 +109,15 @@ async function ask(request: EndpointProbeRequest): Promise<EndpointAnswer> {
     return { state: "ok", endpoint, detail: `answered ${how}: HTTP ${response.status}${count}` };
   } catch (error) {
     const timedOut = error instanceof DOMException && error.name === "TimeoutError";
+    const grant = platform().missingGrant(error);
     return {
       state: "unreachable",
       endpoint,
-      detail: timedOut ? `no answer within ${seconds}` : "cannot connect",
+      detail: timedOut
+        ? `no answer within ${seconds}`
+        : grant
+        ? `svc needs ${grant}`
+        : "cannot connect",
     };
   }
 }
