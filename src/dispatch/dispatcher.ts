@@ -156,8 +156,11 @@ export interface ProviderStatus {
 export interface Dispatcher {
   /** Names of the registered providers. */
   providers(): string[];
-  /** Every provider with its availability (probed, then cached), load and price. */
-  status(): Promise<ProviderStatus[]>;
+  /**
+   * Every provider with its availability (probed, then cached), load and price. A listing waits
+   * for probes still running; `{wait: false}` (deciding what to claim) waits only briefly.
+   */
+  status(request?: ProbeRequest): Promise<ProviderStatus[]>;
   /**
    * Routes the call, admits its sandbox level, waits for the provider's permit and performs it.
    * A provider's failure rejects as a {@linkcode ProviderError}; a refusal as an SvcError.
@@ -360,8 +363,8 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
 
   return {
     providers: () => [...registry.keys()],
-    async status() {
-      return (await candidates()).map((c) => ({
+    async status(request = {}) {
+      return (await candidates(request)).map((c) => ({
         name: c.name,
         kind: c.kind,
         available: c.availability.available,
