@@ -53,6 +53,8 @@ export async function launch(argv: readonly string[]): Promise<number> {
     const grants = await configuredGrants();
     const listen = listenGrant(argv);
     if (listen !== undefined) grants.net = [...(grants.net ?? []), listen];
+    // `svc doctor` asks the harnesses' endpoints whether their credentials answer.
+    if (argv[0] === "doctor") grants.net = [...(grants.net ?? []), ...(grants.probeNet ?? [])];
     flags = hostPermissionFlags(grants);
   } catch (error) {
     if (!(error instanceof SvcError)) throw error;

@@ -13,6 +13,7 @@ import { addMcpCommand } from "./mcp.ts";
 import { addBoardCommands } from "./board_commands.ts";
 import { addLedgerCommands } from "./ledger_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
+import { addDoctorCommand } from "./doctor.ts";
 import { addRunCommands } from "./run_commands.ts";
 import { addLegacyCommand } from "./workflow_legacy.ts";
 import { runProgram, type Wrap } from "./program.ts";
@@ -26,6 +27,7 @@ function addAllCommands(program: Command, workflow: Command, wrap: Wrap): void {
   addLegacyCommand(workflow, wrap);
   addRunCommands(workflow, wrap);
   addDispatchCommands(program, wrap);
+  addDoctorCommand(program, wrap);
   addDashboardCommand(program, wrap);
   addA2aServerCommand(program, wrap);
   addMcpCommand(program, wrap);

@@ -89,6 +89,23 @@ export interface HostGrants {
   env?: readonly string[];
   /** Hosts (`host:port`) of the configured model APIs. */
   net?: readonly string[];
+  /**
+   * Hosts (`host:port`) of the harnesses' endpoints (their `base_url`, else the tool's own),
+   * which only `svc doctor` asks (a model list, to see whether the credentials answer).
+   */
+  probeNet?: readonly string[];
+}
+
+/** The endpoints the tools talk to when the configuration names no `base_url`. */
+const TOOL_HOSTS: Record<string, string | undefined> = {
+  claude: "api.anthropic.com",
+  codex: "api.openai.com",
+  gemini: "generativelanguage.googleapis.com",
+};
+
+/** `host` or `host:port` of a URL, as `--allow-net` takes it. */
+function netOf(url: URL): string {
+  return url.port ? `${url.hostname}:${url.port}` : url.hostname;
 }
 
 function list(flag: string, values: readonly string[]): string {
@@ -156,6 +173,7 @@ export function grantsOf(
   ];
   const env: string[] = [];
   const net: string[] = [];
+  const probeNet: string[] = [];
   // A shared ledger (SVC_LEDGER_URL): its database's address.
   const database = ledgerNetGrant(ledgerUrl());
   if (database) net.push(database);
@@ -174,6 +192,10 @@ export function grantsOf(
       const command = settings.command ?? settings.type;
       executables.push(command.includes("/") ? command : p.which(command));
       env.push(...harnessEnvGrants(settings.pass_env ?? HARNESS_KEY_ENV[settings.type]));
+      const endpoint = settings.base_url
+        ? netOf(new URL(settings.base_url))
+        : TOOL_HOSTS[settings.type];
+      if (endpoint) probeNet.push(endpoint);
     }
   }
   return {
@@ -182,6 +204,7 @@ export function grantsOf(
     executables: executables.filter((path): path is string => path !== undefined),
     env,
     net,
+    probeNet,
   };
 }
 

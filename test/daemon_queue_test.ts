@@ -3,7 +3,7 @@ import { openServices, type Services } from "../src/services/mod.ts";
 import type { RunStatus, TaskStatus } from "../src/ledger/mod.ts";
 import { fixture, LOCAL, scriptedProvider, tempDir } from "./helpers.ts";
 import { eventually, startDaemonProcess, startTestDaemon } from "./daemon_helpers.ts";
-import { createDispatcher } from "../src/dispatch/mod.ts";
+import { claudeProvider, createDispatcher } from "../src/dispatch/mod.ts";
 
 const SCRIPT = await Deno.readTextFile(fixture("daemon/two_calls.js"));
 
@@ -224,4 +224,34 @@ Deno.test("a queued task naming a provider is claimed only by a daemon where tha
   } finally {
     await lacking[Symbol.asyncDispose]();
   }
+});
+
+Deno.test("a daemon claims a task for a harness whose version flag is slow without waiting for its probe", async () => {
+  await using home = await tempDir("svc-daemon-slow-probe-");
+  const tool = `${home.path}/claude`;
+  const result = JSON.stringify({
+    type: "result",
+    subtype: "success",
+    is_error: false,
+    result: "claimed at once",
+    session_id: "s1",
+    total_cost_usd: 0,
+    usage: { input_tokens: 1, output_tokens: 1 },
+  });
+  await Deno.writeTextFile(
+    tool,
+    `#!/usr/bin/env bash\nif [ "$1" = --version ]; then sleep 4; echo '1.0.0'; exit 0; fi\necho '${result}'\n`,
+  );
+  await Deno.chmod(tool, 0o755);
+  const provider = claudeProvider({ command: tool, scratchRoot: home.path });
+  await using queuer = await openServices({ home: home.path });
+  await using _daemon = await startTestDaemon(home.path, { providers: [provider] });
+  const started = Date.now();
+  const task = await queuer.tasks.enqueue({ prompt: "hi", provider: "claude" }, LOCAL);
+  const end = await queuer.tasks.wait(task.task_id, LOCAL);
+  const took = Date.now() - started;
+  assert.equal(end.state, "succeeded", JSON.stringify(end.error));
+  assert.ok(took < 3_500, `the task waited ${took} ms for the version probe`);
+  // The probe ends by itself (and the test leaves no process behind).
+  assert.equal((await provider.probe!()).version, "1.0.0");
 });

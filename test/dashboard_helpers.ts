@@ -3,7 +3,7 @@
  * small client for it. Everything is closed and removed when the test's `await using` ends.
  */
 import type { Config } from "../src/config/mod.ts";
-import { createDispatcher } from "../src/dispatch/mod.ts";
+import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import {
   type AuthSettings,
   type DashboardServer,
@@ -57,6 +57,8 @@ export async function startDashboard(
     home?: string;
     fakeLatencyMs?: number;
     config?: Config;
+    /** Providers beside the fake one. */
+    providers?: Provider[];
   } = {},
 ): Promise<TestDashboard> {
   const dir = options.home === undefined ? await tempDir("svc-dash-") : undefined;
@@ -66,6 +68,7 @@ export async function startDashboard(
     dispatcher: createDispatcher({
       fakeLatencyMs: options.fakeLatencyMs ?? 0,
       ...(options.config ? { config: options.config } : {}),
+      ...(options.providers ? { providers: options.providers } : {}),
     }),
     ...(options.config ? { config: options.config } : {}),
   });

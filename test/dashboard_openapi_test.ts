@@ -46,6 +46,7 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/history",
       "GET /api/stats",
       "GET /api/providers",
+      "GET /api/capabilities",
       "GET /api/costs",
       "GET /api/usage/summary",
       "GET /api/tasks",
@@ -124,6 +125,7 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
       "/api/history",
       "/api/stats",
       "/api/providers",
+      "/api/capabilities",
       "/api/costs",
       "/api/usage/summary",
     ]

@@ -5,6 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { ConfigSchema } from "../src/config/mod.ts";
+import { claudeProvider } from "../src/dispatch/mod.ts";
+import { TESTED_VERSIONS } from "../src/dispatch/harness/mod.ts";
+import { stub } from "./harness_helpers.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { launchBrowser, pageTest, saveScreenshot } from "./page_helpers.ts";
 
@@ -112,6 +115,33 @@ pageTest(
     await page.locator(".provider-bars li", { hasText: "fake" }).waitFor();
     await saveScreenshot(page, "costs");
     assert.equal(await page.evaluate("window.__pwned"), undefined);
+    browser.assertNoErrors();
+  },
+);
+
+pageTest(
+  "the providers view shows each provider's capabilities: its tool's version against the tested one, credentials, sandbox levels",
+  async () => {
+    const config = ConfigSchema.parse({
+      providers: { claude: { type: "claude", command: stub("claude") } },
+    });
+    await using d = await startDashboard({
+      config,
+      providers: [claudeProvider({ command: stub("claude") })],
+    });
+    await using browser = await launchBrowser();
+    const page = await browser.newPage();
+    await page.goto(`${d.url}/#token=${TOKENS.alice}`);
+    await page.getByRole("link", { name: "Providers" }).click();
+    const claude = page.getByLabel("capabilities of claude");
+    await claude.waitFor();
+    const text = await claude.innerText();
+    assert.match(text, new RegExp(`2\\.0\\.14, not the tested ${TESTED_VERSIONS.claude.version}`));
+    assert.match(text, /credentials\s+missing\s+none of ANTHROPIC_API_KEY/);
+    assert.deepEqual(await claude.locator(".tag").allInnerTexts(), ["read-only", "write", "full"]);
+    const fake = page.getByLabel("capabilities of fake");
+    assert.match(await fake.innerText(), /not needed/);
+    await saveScreenshot(page, "providers");
     browser.assertNoErrors();
   },
 );

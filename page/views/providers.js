@@ -1,4 +1,8 @@
-/** Providers: availability, load against their cap, and price. */
+/**
+ * Providers: availability, load against their cap, and price; and what each can do here (from
+ * `/api/capabilities`): its tool's version and whether svc is tested with it, whether its
+ * credentials answer, its sandbox levels.
+ */
 import { html } from "../lib/html.js";
 import { useResource } from "../lib/live.js";
 import { Empty, ErrorBox, Section } from "../lib/ui.js";
@@ -9,15 +13,63 @@ function price(p) {
   return parts.join(" · ");
 }
 
+/** A tool's version line: installed or not, and whether svc is tested with that version. */
+function toolText(tool) {
+  if (!tool.installed) return `not installed (${tool.detail})`;
+  if (tool.version === null) return `version unknown: ${tool.detail}`;
+  if (tool.tested) return `${tool.version}, the tested version`;
+  return tool.tested_version
+    ? `${tool.version}, not the tested ${tool.tested_version}`
+    : tool.version;
+}
+
+const CREDENTIAL_BADGES = {
+  ok: "state-succeeded",
+  not_needed: "state-succeeded",
+  unchecked: "state-queued",
+};
+
+/** What a provider can do here, from the capability report. */
+function Capability({ cap }) {
+  if (!cap) return null;
+  const credentials = cap.credentials;
+  return html`<dl class="capability" aria-label=${`capabilities of ${cap.name}`}>
+    ${
+    cap.tool
+      ? html`
+        <dt>tool</dt>
+        <dd class=${cap.tool.tested === false || !cap.tool.installed ? "warn" : ""}>${toolText(
+          cap.tool,
+        )}</dd>
+      `
+      : null
+  }
+    <dt>credentials</dt>
+    <dd><span class=${`badge ${CREDENTIAL_BADGES[credentials.state] ?? "state-failed"}`}>${
+    credentials.state.replaceAll("_", " ")
+  }</span> <span class="muted small">${credentials.detail}</span></dd>
+    <dt>sandbox</dt>
+    <dd>${cap.sandbox_levels.map((level) => html`<span class="tag">${level}</span>`)}</dd>
+  </dl>`;
+}
+
 /** `#/providers`. */
 export function ProvidersView({ api }) {
   const providers = useResource((signal) => api.json("/api/providers", { signal }), [], {
     kinds: ["run", "task"],
     every: 5000,
   });
+  // Probes are dear (a version flag, an endpoint's model list): asked once a minute at most.
+  const capabilities = useResource(
+    (signal) => api.json("/api/capabilities", { signal }),
+    [],
+    { every: 60_000 },
+  );
+  const caps = new Map((capabilities.data?.providers ?? []).map((c) => [c.name, c]));
   const list = providers.data?.providers ?? [];
   return html`<${Section} title="Providers">
     <${ErrorBox} error=${providers.error} title="Cannot list the providers" />
+    <${ErrorBox} error=${capabilities.error} title="Cannot probe the providers' capabilities" />
     ${
     list.length === 0 && !providers.loading
       ? html`<${Empty}>No providers.<//>`
@@ -50,6 +102,7 @@ export function ProvidersView({ api }) {
               : null
           }
           <p class="small">${price(p.price)}</p>
+          <${Capability} cap=${caps.get(p.name)} />
         </li>`;
         })
       }</ul>`

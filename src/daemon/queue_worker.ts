@@ -107,7 +107,8 @@ export class QueueWorker {
 
   /** The providers this host can dispatch to now (configured, and their probe passed). */
   async #availableProviders(): Promise<Set<string>> {
-    const status = await this.#services.dispatcher.status();
+    // A slow version probe must not hold the queue up: it is waited for only briefly.
+    const status = await this.#services.dispatcher.status({ wait: false });
     return new Set(status.filter((p) => p.available).map((p) => p.name));
   }
 

@@ -1,4 +1,4 @@
-import type { Availability, Provider } from "./types.ts";
+import type { Availability, ProbeRequest, Provider } from "./types.ts";
 
 /** Options of {@linkcode AvailabilityTracker}. */
 export interface AvailabilityOptions {
@@ -58,21 +58,10 @@ export class AvailabilityTracker {
   }
 
   /** The provider's availability now: the cached probe, then the recent failure rate. */
-  async check(provider: Provider): Promise<Availability> {
+  async check(provider: Provider, request: ProbeRequest = {}): Promise<Availability> {
     const entry = this.#entry(provider.name);
-    if (!entry.probed || this.#now() - entry.probed.at > this.#ttl) {
-      let result: Availability;
-      try {
-        result = provider.probe ? await provider.probe() : { available: true, reason: "no probe" };
-      } catch (error) {
-        result = {
-          available: false,
-          reason: `probe failed: ${error instanceof Error ? error.message : "unknown error"}`,
-        };
-      }
-      entry.probed = { at: this.#now(), result };
-    }
-    const probed = entry.probed.result;
+    const fresh = entry.probed && this.#now() - entry.probed.at <= this.#ttl;
+    const probed = fresh ? entry.probed!.result : await this.#probe(provider, entry, request);
     if (!probed.available) return probed;
     const failing = this.#failing(entry);
     if (failing === undefined) return probed;
@@ -90,6 +79,23 @@ export class AvailabilityTracker {
       available: false,
       reason: `${failing.reason}; tried again in ${Math.ceil((this.#cooldown - waited) / 1000)} s`,
     };
+  }
+
+  /** Probes the provider; keeps the answer unless it is provisional (a probe still running). */
+  async #probe(provider: Provider, entry: Entry, request: ProbeRequest): Promise<Availability> {
+    let result: Availability;
+    try {
+      result = provider.probe
+        ? await provider.probe(request)
+        : { available: true, reason: "no probe" };
+    } catch (error) {
+      result = {
+        available: false,
+        reason: `probe failed: ${error instanceof Error ? error.message : "unknown error"}`,
+      };
+    }
+    if (!result.pending) entry.probed = { at: this.#now(), result };
+    return result;
   }
 
   /** Why the provider counts as failing now, or undefined; forgets outcomes past their time. */

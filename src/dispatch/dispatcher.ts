@@ -10,6 +10,7 @@ import { chooseRoute, type RouteCandidate, type RouteDecision } from "./router.t
 import {
   type ChatMessage,
   type DispatchResult,
+  type ProbeRequest,
   type Provider,
   SpentFailure,
   type Usage,
@@ -155,8 +156,11 @@ export interface ProviderStatus {
 export interface Dispatcher {
   /** Names of the registered providers. */
   providers(): string[];
-  /** Every provider with its availability (probed, then cached), load and price. */
-  status(): Promise<ProviderStatus[]>;
+  /**
+   * Every provider with its availability (probed, then cached), load and price. A listing waits
+   * for probes still running; `{wait: false}` (deciding what to claim) waits only briefly.
+   */
+  status(request?: ProbeRequest): Promise<ProviderStatus[]>;
   /**
    * Routes the call, admits its sandbox level, waits for the provider's permit and performs it.
    * A provider's failure rejects as a {@linkcode ProviderError}; a refusal as an SvcError.
@@ -260,13 +264,17 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
     return config.providers[name]?.price ?? null;
   }
 
-  async function candidates(): Promise<RouteCandidate[]> {
+  /**
+   * Every provider as routing sees it. A call (`wait: false`) waits only a short while for a
+   * probe still running; a listing waits for every probe to end.
+   */
+  async function candidates(request: ProbeRequest = {}): Promise<RouteCandidate[]> {
     return await Promise.all([...registry.values()].map(async (provider) => {
       const price = priceOf(provider.name);
       return {
         name: provider.name,
         kind: provider.kind,
-        availability: await tracker.check(provider),
+        availability: await tracker.check(provider, request),
         load: {
           running: running.get(provider.name) ?? 0,
           capacity: capacity.get(provider.name) ?? null,
@@ -355,8 +363,8 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
 
   return {
     providers: () => [...registry.keys()],
-    async status() {
-      return (await candidates()).map((c) => ({
+    async status(request = {}) {
+      return (await candidates(request)).map((c) => ({
         name: c.name,
         kind: c.kind,
         available: c.availability.available,
@@ -384,7 +392,7 @@ export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
           model: null,
           reason: "every call goes to the fake provider (fake dispatch)",
         }
-        : chooseRoute(options, admission.level, await candidates(), config);
+        : chooseRoute(options, admission.level, await candidates({ wait: false }), config);
       const provider = registry.get(route.provider)!;
       if (context.requirePrice && provider !== fake && !priceOf(provider.name)) {
         throw new UnpricedCallError(provider.name);

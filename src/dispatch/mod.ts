@@ -69,6 +69,7 @@ export type {
   ChatMessage,
   DispatchRequest,
   DispatchResult,
+  ProbeRequest,
   Provider,
   Usage,
 } from "./types.ts";
@@ -97,3 +98,10 @@ export { SUBSCHEMA_KEYWORDS } from "./schema_limits.ts";
 export type { CompiledSchema } from "./structured_output.ts";
 export { stepCost, structuredStep } from "./structured_step.ts";
 export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";
+export {
+  type Capabilities,
+  type CapabilitiesOptions,
+  CAPABILITY_DEADLINE_MS,
+  createCapabilities,
+  ENDPOINT_TIMEOUT_MS,
+} from "./capabilities.ts";

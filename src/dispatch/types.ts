@@ -85,6 +85,20 @@ export interface Availability {
   reason: string;
   /** The tool's version, for harnesses that answered their version flag. */
   version?: string;
+  /**
+   * The probe has not ended yet (a slow version flag): the answer is provisional, is not
+   * cached, and the next check asks again.
+   */
+  pending?: boolean;
+}
+
+/** Options of {@linkcode Provider.probe}. */
+export interface ProbeRequest {
+  /**
+   * Whether to wait for a probe still running until it ends (a listing); `false` on a call's
+   * path, which waits a short while and then goes ahead on what is known.
+   */
+  wait?: boolean;
 }
 
 /** A dispatch target: a harness, a model API, or the fake. */
@@ -101,5 +115,5 @@ export interface Provider {
    */
   readonly modelAliases?: ModelAliases;
   /** Checks that the provider can answer (binary answers its version flag, API key present). */
-  probe?(): Promise<Availability>;
+  probe?(options?: ProbeRequest): Promise<Availability>;
 }

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { dispatchHistory } from "../dispatch/mod.ts";
 import { callCursor, type RunState } from "../ledger/mod.ts";
 import { SCHEDULER_LEASE } from "../daemon/mod.ts";
+import { CapabilityReportSchema } from "../schemas/mod.ts";
 import { VERSION } from "../version.ts";
 import type { DashboardHono, RouteContext } from "./app.ts";
 import { errors, jsonContent, nextCursor } from "./route_parts.ts";
@@ -134,6 +135,19 @@ const providersRoute = createRoute({
       description: "the providers",
       content: jsonContent(z.object({ providers: z.array(ProviderStatusSchema) })),
     },
+    ...errors(),
+  },
+});
+
+const capabilitiesRoute = createRoute({
+  method: "get",
+  path: "/api/capabilities",
+  summary:
+    "What each configured provider can do on this host: its tool and version (and whether svc is tested with it), whether its credentials or endpoint answer, its sandbox levels",
+  description:
+    "The same for every caller. Bounded in time: the report comes within its deadline_ms (10 s); probes still running then are reported as such. Key variables are named, never shown.",
+  responses: {
+    200: { description: "the report", content: jsonContent(CapabilityReportSchema) },
     ...errors(),
   },
 });
@@ -284,6 +298,10 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
 
   app.openapi(providersRoute, async (c) => {
     return c.json({ providers: await services.dispatcher.status() }, 200);
+  });
+
+  app.openapi(capabilitiesRoute, async (c) => {
+    return c.json(await services.capabilities.report(), 200);
   });
 
   app.openapi(costsRoute, async (c) => {

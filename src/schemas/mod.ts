@@ -91,3 +91,13 @@ export {
   AutomationRequestSchema,
   cronProblem,
 } from "./automation.ts";
+export {
+  type CapabilityReport,
+  CapabilityReportSchema,
+  type CredentialsCapability,
+  CredentialsCapabilitySchema,
+  type ProviderCapability,
+  ProviderCapabilitySchema,
+  type ToolCapability,
+  ToolCapabilitySchema,
+} from "./capabilities.ts";

@@ -2,6 +2,8 @@ import { type Board, openBoard } from "../board/mod.ts";
 import { ApprovalQueue } from "../approvals/mod.ts";
 import { type Config, loadConfig, svcHome } from "../config/mod.ts";
 import {
+  type Capabilities,
+  createCapabilities,
   type Dispatcher,
   dispatcherFromConfig,
   SessionStore,
@@ -79,6 +81,8 @@ export interface Services extends AsyncDisposable {
   readonly host: HostLease;
   /** Routes and performs agent calls (providers, admission, availability). */
   readonly dispatcher: Dispatcher;
+  /** What each configured provider can do here: tool, version, credentials, sandbox levels. */
+  readonly capabilities: Capabilities;
   /** Multi-turn conversations. */
   readonly sessions: SessionStore;
   /** Asynchronous dispatches (tasks). */
@@ -166,6 +170,8 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       ledger,
       host,
       dispatcher,
+      // The one place the report reads host variables: the key variables it names.
+      capabilities: createCapabilities({ config, env: (name) => platform().env(name) }),
       sessions,
       tasks,
       runs,

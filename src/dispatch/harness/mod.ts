@@ -12,7 +12,20 @@ export { HARNESS_BASE_ENV, HARNESS_KEY_ENV, harnessEnv, LOCALE_ENV } from "./har
 export type { HarnessEnv } from "./harness_env.ts";
 export { CALL_DIR_PREFIX, workingDir } from "./scratch.ts";
 export type { WorkingDir } from "./scratch.ts";
-export { createHarnessProvider, DEFAULT_HARNESS_TIMEOUT_MS, redact } from "./run_harness.ts";
+export {
+  createHarnessProvider,
+  DEFAULT_HARNESS_TIMEOUT_MS,
+  PROBE_CALL_WAIT_MS,
+  PROBE_TIMEOUT_MS,
+  probeToolVersion,
+  redact,
+  toolMessage,
+} from "./run_harness.ts";
+export { ProbeCache, TOOL_PROBES } from "./probe_cache.ts";
+export type { ProbeCacheOptions, ToolProbe, VersionOutcome } from "./probe_cache.ts";
+export { stripTerminalCodes } from "./terminal_codes.ts";
+export { TESTED_VERSIONS } from "./tested_versions.ts";
+export type { TestedTool } from "./tested_versions.ts";
 export type {
   HarnessAnswer,
   HarnessCall,
@@ -20,4 +33,5 @@ export type {
   HarnessReport,
   HarnessTool,
   OutputReader,
+  ToolVersionOptions,
 } from "./run_harness.ts";

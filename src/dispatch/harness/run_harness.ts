@@ -24,6 +24,9 @@ import {
 } from "../types.ts";
 import { checkArgText, checkArgValue } from "./arg_values.ts";
 import { harnessEnv } from "./harness_env.ts";
+import { locate } from "./locate.ts";
+import { TOOL_PROBES, type ToolProbe, type VersionOutcome } from "./probe_cache.ts";
+import { stripTerminalCodes } from "./terminal_codes.ts";
 import { workingDir } from "./scratch.ts";
 import type { ModelAliases } from "../model_aliases.ts";
 
@@ -66,6 +69,8 @@ export interface HarnessOptions {
    * finds its session by the directory it ran in); `$SVC_HOME/session_dirs` by default.
    */
   sessionRoot?: string;
+  /** Longest the tool may take to print its version; {@linkcode PROBE_TIMEOUT_MS} by default. */
+  probeTimeoutMs?: number;
 }
 
 /** One call as a tool's command line sees it, defaults applied. */
@@ -158,7 +163,18 @@ export interface HarnessTool {
 
 /** Default longest run of one harness call. */
 export const DEFAULT_HARNESS_TIMEOUT_MS = 30 * 60_000;
-const PROBE_TIMEOUT_MS = 10_000;
+/**
+ * Longest a tool may take to print its version. Measured on 2 busy cores with the four tools
+ * probed at once: Gemini CLI 0.61 took up to 7.5 s (2.4 to 2.9 s idle), opencode 3.4 s, Codex
+ * 0.8 s, Claude Code 0.1 s; this leaves four times the slowest.
+ */
+export const PROBE_TIMEOUT_MS = 30_000;
+/**
+ * Longest a call waits for a version probe still running: long enough for a binary that fails
+ * at once to be seen as unavailable, short enough that a slow one does not hold calls up (the
+ * call then goes ahead, and the probe goes on by itself).
+ */
+export const PROBE_CALL_WAIT_MS = 1_000;
 /** Longest line of a tool's standard output that is read; longer ones count as malformed. */
 export const STDOUT_LINE_LIMIT = 16 * 1024 * 1024;
 const STDERR_LINE_LIMIT = 16 * 1024;
@@ -173,6 +189,15 @@ const DETAIL_LIMIT = 600;
  */
 export function redact(text: string, secrets: readonly string[] = []): string {
   return redactSecrets(text, { secrets });
+}
+
+/**
+ * A tool's message as svc repeats it in an error: without terminal escape sequences and control
+ * characters (colours would reach run records and terminals), without anything that looks like
+ * a credential. Every piece of a tool's own text goes through here before it reaches an error.
+ */
+export function toolMessage(text: string, secrets: readonly string[] = []): string {
+  return redact(stripTerminalCodes(text), secrets);
 }
 
 function clip(text: string, limit = DETAIL_LIMIT): string {
@@ -210,25 +235,6 @@ const STACK_LINE = /^\s+at\s|^\s*\d+:\s|^\s*stack backtrace:\s*$/i;
 function lastLines(lines: readonly string[], n = 5): string {
   return lines.filter((line) => line.trim() !== "" && !STACK_LINE.test(line)).slice(-n)
     .map((line) => clip(line, 300)).join(" | ");
-}
-
-/** Where a command is: a path as given, or found on PATH. */
-type Located = { ok: true; path: string } | { ok: false; reason: string };
-
-async function locate(command: string): Promise<Located> {
-  if (command.includes("/")) {
-    try {
-      const info = await platform().stat(command);
-      return info.isFile ? { ok: true, path: command } : {
-        ok: false,
-        reason: `${command} is not a file`,
-      };
-    } catch {
-      return { ok: false, reason: `${command} does not exist` };
-    }
-  }
-  const found = platform().which(command);
-  return found ? { ok: true, path: found } : { ok: false, reason: `${command} not found on PATH` };
 }
 
 /** How one process run ended. */
@@ -366,7 +372,7 @@ function answerOf(
   report: HarnessReport,
 ): DispatchResult {
   const { status, stderrTail } = end;
-  const hide = (text: string) => redact(text, end.secrets);
+  const hide = (text: string) => toolMessage(text, end.secrets);
   const exitedOk = status.code === 0 && status.signal === null;
   const name = call.provider;
   if (!exitedOk || report.failed) {
@@ -420,18 +426,20 @@ function spawnFailure(provider: string, path: string, error: unknown): SvcError 
   return failure(provider, `${path} could not be started`, error);
 }
 
-/** Checks that the binary exists and answers `--version` in time (with the base environment). */
-async function probeTool(command: string, env: Record<string, string>): Promise<Availability> {
-  const found = await locate(command);
-  if (!found.ok) return { available: false, reason: found.reason };
+/** Runs `path --version` once (with the base environment) and reads its first line. */
+async function runVersion(
+  command: string,
+  path: string,
+  options: { env: Record<string, string>; timeoutMs: number },
+): Promise<VersionOutcome> {
   const lines: string[] = [];
   let end: ProcessEnd;
   try {
     end = await runProcess({
-      path: found.path,
+      path,
       args: ["--version"],
-      env,
-      timeoutMs: PROBE_TIMEOUT_MS,
+      env: options.env,
+      timeoutMs: options.timeoutMs,
       onLine: (line) => {
         if (lines.length < 20) lines.push(line);
       },
@@ -440,22 +448,86 @@ async function probeTool(command: string, env: Record<string, string>): Promise<
   } catch (error) {
     const grant = platform().missingGrant(error);
     return {
-      available: false,
+      state: "failed",
       reason: grant ? `svc needs ${grant}` : `${command} could not be started`,
     };
   }
   if (end.kind !== "exited") {
     return {
-      available: false,
-      reason: `${command} --version did not answer within ${formatDuration(PROBE_TIMEOUT_MS)}`,
+      state: "timed_out",
+      reason: `${command} --version did not answer within ${formatDuration(options.timeoutMs)}`,
     };
   }
   if (end.status.code !== 0 || end.status.signal !== null) {
-    return { available: false, reason: `${command} --version ${howItEnded(end.status)}` };
+    return { state: "failed", reason: `${command} --version ${howItEnded(end.status)}` };
   }
-  const first = lines.map((line) => line.trim()).find((line) => line !== "") ?? "";
+  const first = lines.map((line) => toolMessage(line).trim()).find((line) => line !== "") ?? "";
   const version = /\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?/.exec(first)?.[0] ?? first;
-  return { available: true, reason: `found ${found.path}: ${clip(first, 200)}`, version };
+  return { state: "answered", version, line: clip(first, 200) };
+}
+
+/** Options of {@linkcode probeToolVersion}. */
+export interface ToolVersionOptions {
+  /** Longest wait for a probe still running; until it ends (its own deadline) when absent. */
+  waitMs?: number;
+  /** Longest the version flag may take; {@linkcode PROBE_TIMEOUT_MS} by default. */
+  timeoutMs?: number;
+}
+
+/**
+ * What is known of a tool's binary: missing, or the outcome of its version flag, run once per
+ * binary file and shared by every caller (`probing` while it runs past `waitMs`).
+ */
+export function probeToolVersion(
+  command: string,
+  options: ToolVersionOptions = {},
+): Promise<ToolProbe> {
+  const timeoutMs = options.timeoutMs ?? PROBE_TIMEOUT_MS;
+  const env = harnessEnv(command, { pass: [] }).env;
+  return TOOL_PROBES.probe(command, {
+    run: (path) => runVersion(command, path, { env, timeoutMs }),
+    ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
+  });
+}
+
+/**
+ * A tool's availability from its probe. A probe that timed out or still runs does not make the
+ * tool unavailable: the binary is there, and a slow version flag says nothing of its calls.
+ */
+function availabilityOf(probe: ToolProbe): Availability {
+  switch (probe.state) {
+    case "missing":
+    case "failed":
+      return { available: false, reason: probe.reason };
+    case "probing":
+      return {
+        available: true,
+        reason: `found ${probe.path}; its version is still being probed`,
+        pending: true,
+      };
+    case "timed_out":
+      return { available: true, reason: `found ${probe.path}; ${probe.reason}` };
+    case "answered":
+      return {
+        available: true,
+        reason: `found ${probe.path}: ${probe.line}`,
+        version: probe.version,
+      };
+  }
+}
+
+/** `error` with a note that the tool's version probe timed out, when it did. */
+function withProbeNote(error: unknown, timedOut: string | undefined): unknown {
+  if (timedOut === undefined || !(error instanceof SvcError)) return error;
+  const message = `${error.message} (svc's probe of the tool timed out too: ${timedOut})`;
+  if (error instanceof SpentFailure) {
+    return new SpentFailure(error.code, message, {
+      usage: error.usage,
+      cost_usd: error.cost_usd,
+      cause: error,
+    });
+  }
+  return new SvcError(error.code, message, { status: error.status, cause: error });
 }
 
 /**
@@ -475,7 +547,13 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
     name,
     kind: "harness",
     ...(Object.keys(aliases).length > 0 ? { modelAliases: aliases } : {}),
-    probe: () => probeTool(command, harnessEnv(name, { pass: [] }).env),
+    probe: async (probeOptions) =>
+      availabilityOf(
+        await probeToolVersion(command, {
+          ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
+          ...(probeOptions?.wait === false ? { waitMs: PROBE_CALL_WAIT_MS } : {}),
+        }),
+      ),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
       request.signal.throwIfAborted();
       const model = request.model ?? request.options.model ?? options.model;
@@ -546,6 +624,9 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         const report = reader.finish(end.stderrTail);
         report.malformed += oversize;
         return conclude(tool, call, { ...end, secrets }, report);
+      } catch (error) {
+        if (request.signal.aborted) throw error;
+        throw withProbeNote(error, await TOOL_PROBES.timedOut(found.path));
       } finally {
         await dir.release();
       }
