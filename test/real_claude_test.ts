@@ -10,7 +10,7 @@ import { CLAUDE_DEFAULT_ENV } from "../src/dispatch/harness/claude.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { Provider } from "../src/dispatch/mod.ts";
 import { assertAllGone, harnessRequest, killAll, running } from "./harness_helpers.ts";
-import { processesMentioning, runScript } from "./helpers.ts";
+import { runScript } from "./helpers.ts";
 import {
   type ModelStandIn,
   type Reply,
@@ -89,13 +89,17 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-/** The pids of the processes whose working directory is `dir` (Claude Code and its tools). */
-async function processesIn(dir: string): Promise<number[]> {
+/**
+ * The pids of the running processes whose working directory is `dir` (Claude Code and its
+ * tools), only those whose command name is `name` when given.
+ */
+async function processesIn(dir: string, name?: string): Promise<number[]> {
   const script = `for p in /proc/[0-9]*; do
-    [ "$(readlink "$p/cwd" 2>/dev/null)" = "$1" ] && echo "\${p#/proc/}"
+    [ "$(readlink "$p/cwd" 2>/dev/null)" = "$1" ] || continue
+    [ -z "$2" ] || [ "$(cat "$p/comm" 2>/dev/null)" = "$2" ] && echo "\${p#/proc/}"
   done; true`;
   const output = await new Deno.Command("bash", {
-    args: ["-c", script, "bash", dir],
+    args: ["-c", script, "bash", dir, name ?? ""],
     stdout: "piped",
     stderr: "null",
   }).output();
@@ -392,16 +396,15 @@ realToolTest("claude", "a tool that hangs is killed with the call at its timeout
     env: { ...NO_RETRIES, IS_SANDBOX: "1" },
     timeoutMs: 8_000,
   });
-  const marker = `svc-hang-${crypto.randomUUID()}`;
   r.standin.respond(toolThenText([{
     name: "Bash",
-    input: { command: `sleep 600 # ${marker}`, description: "wait" },
+    input: { command: "tail -f /dev/null", description: "wait" },
   }]));
   const call = r.provider.dispatch(harnessRequest("hang", { cwd: r.home.work, sandbox: "full" }));
   const outcome = call.then(() => undefined, (e: unknown) => e);
   let pids: number[] = [];
   try {
-    await until(async () => (await processesMentioning(marker)).length > 0);
+    await until(async () => (await processesIn(r.home.work, "tail")).length > 0);
     pids = await processesIn(r.home.work);
     const error = await outcome;
     assert.ok(error instanceof SvcError && error.code === "provider_timeout", String(error));
