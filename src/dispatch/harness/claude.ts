@@ -203,9 +203,9 @@ function resultReport(
 /**
  * Variables every Claude Code call gets unless the configuration sets them. Telemetry, error
  * reports, update checks and other non-essential traffic are off. `CLAUDE_CODE_MAX_RETRIES`
- * bounds the retries of a failed API request: Claude Code's own default (10, backing off to
- * 32 s) retries even a refused key for about two and a half minutes before it says so; with 3
- * a 401 fails within about 5 s, and a passing 429 or 5xx still gets three more tries (after the
+ * bounds the retries of a failed API request: Claude Code's own default (10, with delays
+ * doubling from about half a second) retries even a refused key, which was still unreported
+ * after a minute; with 3 a 401 fails within about 5 s, and a passing 429 or 5xx still gets three more tries (after the
  * server's `retry-after` when it sends one).
  */
 export const CLAUDE_DEFAULT_ENV: Readonly<Record<string, string>> = {
