@@ -62,6 +62,8 @@ Deno.test("claude: resuming passes --resume=<id> and returns the new session id 
     }),
   );
   assert.equal(result.session_id, "22222222-2222-4222-8222-222222222222");
+  // The turn's cost, not the session's total so far (the result line's total_cost_usd).
+  assert.equal(result.cost_usd, 0.0123);
   assert.match(String(result.output), /resumed=11111111-1111-4111-8111-111111111111 /);
   const argv = await dir.argv();
   assert.deepEqual(argv[4], "--resume=11111111-1111-4111-8111-111111111111");

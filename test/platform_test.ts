@@ -133,3 +133,33 @@ Deno.test("without a Deno for guests the run fails closed with a clear error", a
     "Cannot start the guest: SVC_DENO names '/nonexistent/deno', which does not exist",
   );
 });
+
+Deno.test("a process's descendants are found through their parents, in /proc's stat lines and in ps output", async () => {
+  const { descendantsOf, procParents, psParents } = await import(
+    "../src/platform/process_tree.ts"
+  );
+  const stats: Record<string, string> = {
+    "/proc/10/stat": "10 (claude) S 1 10 10 0",
+    "/proc/11/stat": "11 (ba sh) (x)) S 10 11 11 0",
+    "/proc/12/stat": "12 (tail) S 11 11 11 0",
+    "/proc/13/stat": "13 (other) S 1 13 13 0",
+  };
+  const table = procParents({
+    readDir: () => ["10", "11", "12", "13", "self"],
+    readFile: (path) => stats[path]!,
+  });
+  assert.deepEqual(descendantsOf(10, table!), [11, 12]);
+  assert.equal(
+    procParents({
+      readDir: () => {
+        throw new Error("no grant");
+      },
+      readFile: () => "",
+    }),
+    undefined,
+  );
+  assert.deepEqual(
+    descendantsOf(10, psParents("   10     1\n   11    10\n   12    11\n   13     1\n")),
+    [11, 12],
+  );
+});

@@ -1,5 +1,12 @@
 import { wrapKv } from "./kv.ts";
 import { readBounded } from "./read_bounded.ts";
+import {
+  descendantsOf,
+  type ParentTable,
+  procParents,
+  type ProcReader,
+  psParents,
+} from "./process_tree.ts";
 import type {
   ChildProcess,
   ExitStatus,
@@ -22,13 +29,16 @@ function nodeCrypto(): typeof import("node:crypto") {
 // Nothing here may touch `Deno` while the module loads: the npm package imports it under Node.
 const encoder = new TextEncoder();
 
-/** Signals a process group through kill(1). False when it is not installed or not granted. */
-function killGroupWithCommand(pgid: number, signal: "SIGKILL" | "SIGTERM"): boolean {
+/**
+ * Signals processes through kill(1) (`-<pgid>` for a group). False when it is not installed or
+ * not granted.
+ */
+function killWithCommand(targets: readonly string[], signal: "SIGKILL" | "SIGTERM"): boolean {
   const kill = which("kill");
   if (!kill) return false;
   try {
     const result = new Deno.Command(kill, {
-      args: ["-s", signal.slice(3), "--", `-${pgid}`],
+      args: ["-s", signal.slice(3), "--", ...targets],
       stdin: "null",
       stdout: "null",
       stderr: "null",
@@ -36,6 +46,49 @@ function killGroupWithCommand(pgid: number, signal: "SIGKILL" | "SIGTERM"): bool
     return result.success;
   } catch {
     return false;
+  }
+}
+
+const DENO_PROC: ProcReader = {
+  readDir: (path) => [...Deno.readDirSync(path)].map((entry) => entry.name),
+  readFile: (path) => Deno.readTextFileSync(path),
+};
+
+/**
+ * Every process's parent: from `/proc`, or, where Deno may not read it (it asks for every grant
+ * to), from ps(1). Undefined when neither answers.
+ */
+function parentTable(): ParentTable | undefined {
+  const table = procParents(DENO_PROC);
+  if (table !== undefined) return table;
+  const ps = which("ps");
+  if (!ps) return undefined;
+  try {
+    const result = new Deno.Command(ps, {
+      args: ["-A", "-o", "pid=,ppid="],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "null",
+    }).outputSync();
+    return result.success ? psParents(new TextDecoder().decode(result.stdout)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Signals the descendants of a group leader that left its group; best effort. */
+function killDescendants(tree: readonly number[], signal: "SIGKILL" | "SIGTERM"): void {
+  if (tree.length === 0) return;
+  try {
+    for (const pid of tree) {
+      try {
+        Deno.kill(pid, signal);
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
+    }
+  } catch {
+    killWithCommand(tree.map(String), signal);
   }
 }
 
@@ -64,6 +117,11 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
     status,
     kill(signal = "SIGKILL") {
       if (group) {
+        // Read before the group dies: descendants in groups of their own are found by their
+        // parents, and a killed parent's children are handed to init.
+        const table = exited ? undefined : parentTable();
+        const tree = table ? descendantsOf(child.pid, table) : [];
+        killDescendants(tree, signal);
         // The group may outlive its leader (a tool's children): it is signalled even after the
         // leader exited. A negative pid addresses the whole group.
         try {
@@ -73,7 +131,7 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
           if (error instanceof Deno.errors.NotFound) return;
           // Deno.kill needs an unscoped --allow-run; under the launcher's narrow grants the
           // system's kill(1), granted by path, reaches the group instead.
-          if (killGroupWithCommand(child.pid, signal)) return;
+          if (killWithCommand([`-${child.pid}`], signal)) return;
         }
       }
       if (exited) return;

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { openKv as openDenoKv } from "@deno/kv";
 import { getRequestListener } from "@hono/node-server";
 import { spawn as spawnChild } from "node:child_process";
-import { accessSync, constants as fsConstants, statSync } from "node:fs";
+import { accessSync, constants as fsConstants, readdirSync, readFileSync, statSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,6 +17,7 @@ import process from "node:process";
 import { Readable, Writable } from "node:stream";
 import { wrapKv } from "./kv.ts";
 import { readBounded } from "./read_bounded.ts";
+import { descendantsOf, procParents, type ProcReader } from "./process_tree.ts";
 import type {
   ChildProcess,
   ExitStatus,
@@ -51,6 +52,11 @@ async function fsCall<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
+const NODE_PROC: ProcReader = {
+  readDir: (path) => readdirSync(path),
+  readFile: (path) => readFileSync(path, "utf8"),
+};
+
 function spawnNode(command: string, options: SpawnOptions): ChildProcess {
   const group = options.newProcessGroup ?? false;
   const env = options.clearEnv
@@ -83,6 +89,16 @@ function spawnNode(command: string, options: SpawnOptions): ChildProcess {
     stderr: Readable.toWeb(child.stderr) as unknown as ReadableStream<Uint8Array>,
     status,
     kill(signal = "SIGKILL") {
+      if (group && child.pid !== undefined && !exited) {
+        // Descendants in groups of their own, read before the group dies (see process_tree.ts).
+        for (const pid of descendantsOf(child.pid, procParents(NODE_PROC) ?? [])) {
+          try {
+            process.kill(pid, signal);
+          } catch {
+            // Gone already.
+          }
+        }
+      }
       try {
         // A negative pid addresses the whole group; grandchildren die with the guest.
         // The group may outlive its leader (a tool's children): signal it even after the leader exited.

@@ -4,7 +4,7 @@
  * @module
  */
 import type { SandboxLevel } from "../../schemas/mod.ts";
-import type { Provider } from "../types.ts";
+import type { Provider, Usage } from "../types.ts";
 import {
   count,
   field,
@@ -18,6 +18,7 @@ import {
   createHarnessProvider,
   type HarnessCall,
   type HarnessOptions,
+  type HarnessReport,
   type HarnessTool,
   type OutputReader,
 } from "./run_harness.ts";
@@ -74,6 +75,55 @@ function assistantText(event: JsonRecord): string {
     .map((block) => text(block, "text") ?? "").join("\n");
 }
 
+/**
+ * What the turn cost. `total_cost_usd` is the whole session's cost so far on a `--resume` turn;
+ * `model_usage_since_last_result` holds each model's cost of this run alone (on the first turn
+ * too). Without it, `total_cost_usd` is the turn's only when no session was resumed: a resumed
+ * turn's cost is then unknown rather than counted again.
+ */
+function turnCost(result: JsonRecord, resumed: boolean): number | null {
+  const perModel = field(result, "model_usage_since_last_result");
+  if (perModel !== undefined) {
+    const costs = Object.values(perModel).map((usage) => count(usage, "costUSD"));
+    if (costs.every((cost) => cost !== undefined)) {
+      return costs.reduce((sum: number, cost) => sum + cost!, 0);
+    }
+  }
+  if (resumed) return null;
+  return count(result, "total_cost_usd") ?? count(result, "cost_usd") ?? null;
+}
+
+/** The tokens of one run: `usage` of the result line counts this run only, resumed or not. */
+function turnUsage(usage: JsonRecord | undefined): Usage {
+  return {
+    input_tokens: tokens(usage, "input_tokens") + tokens(usage, "cache_read_input_tokens") +
+      tokens(usage, "cache_creation_input_tokens"),
+    output_tokens: tokens(usage, "output_tokens"),
+  };
+}
+
+/** The reasons an error result lists in `errors` (an unknown `--resume` id says so there). */
+function resultErrors(result: JsonRecord): string[] {
+  const errors = result.errors;
+  if (!Array.isArray(errors)) return [];
+  return errors.filter((error): error is string => typeof error === "string" && error !== "");
+}
+
+/** What Claude Code prints, and exits 1, when `--dangerously-skip-permissions` runs as root. */
+const ROOT_REFUSAL = /--dangerously-skip-permissions cannot be used with root\/sudo privileges/;
+
+/**
+ * The error of a `full` call Claude Code refused because svc runs as root, naming the cause and
+ * the two ways through: a user other than root, or, where the host is itself a sandbox (a
+ * container, a VM), Claude Code's own opt-in `IS_SANDBOX=1` in the provider's configuration.
+ */
+export function claudeRootRefusal(provider: string): string {
+  return `Claude Code refuses sandbox "full" (--dangerously-skip-permissions) when it runs as ` +
+    `root: run svc as a user other than root, or, if this host is itself a sandbox (a ` +
+    `container, a VM), opt in with providers.${provider}.env.IS_SANDBOX = "1" in svc's ` +
+    `configuration`;
+}
+
 function claudeReader(call: HarnessCall): OutputReader {
   let malformed = 0;
   let model: string | undefined;
@@ -100,43 +150,71 @@ function claudeReader(call: HarnessCall): OutputReader {
         result = event;
       }
     },
-    finish() {
-      if (!result) return { failed: false, errors, malformed };
-      const subtype = text(result, "subtype");
-      const answer = text(result, "result");
-      const usage = field(result, "usage");
-      const used = {
-        input_tokens: tokens(usage, "input_tokens") + tokens(usage, "cache_read_input_tokens") +
-          tokens(usage, "cache_creation_input_tokens"),
-        output_tokens: tokens(usage, "output_tokens"),
-      };
-      const cost = count(result, "total_cost_usd") ?? count(result, "cost_usd") ?? null;
-      if (result.is_error === true || (subtype !== undefined && subtype !== "success")) {
-        const what = [answer, subtype !== "success" ? subtype : undefined].filter(Boolean);
-        return {
-          failed: true,
-          errors: [...errors, what.join(" ") || "an error result"],
-          malformed,
-          // An error result (max turns, an API error mid-way) still reports what the turn used.
-          ...(usage !== undefined ? { spent: { usage: used, cost_usd: cost } } : {}),
-        };
+    finish(stderrTail) {
+      if (!result) {
+        const refused = stderrTail.some((line) => ROOT_REFUSAL.test(line));
+        return refused
+          ? { failed: true, errors: [...errors, claudeRootRefusal(call.provider)], malformed }
+          : { failed: false, errors, malformed };
       }
-      const modelUsage = field(result, "modelUsage");
-      return {
-        answer: {
-          output: answer ?? "",
-          usage: used,
-          cost_usd: cost,
-          model: model ?? Object.keys(modelUsage ?? {})[0] ?? call.model ?? null,
-          session_id: text(result, "session_id") ?? sessionId ?? null,
-        },
-        failed: false,
-        errors,
-        malformed,
-      };
+      return resultReport(call, result, { model, sessionId, errors, malformed });
     },
   };
 }
+
+/** The report of a run that printed its result line. */
+function resultReport(
+  call: HarnessCall,
+  result: JsonRecord,
+  seen: { model?: string; sessionId?: string; errors: string[]; malformed: number },
+): HarnessReport {
+  const { errors, malformed } = seen;
+  const subtype = text(result, "subtype");
+  const answer = text(result, "result");
+  const usage = field(result, "usage");
+  const used = turnUsage(usage);
+  const cost = turnCost(result, call.resumeSession !== undefined);
+  if (result.is_error === true || (subtype !== undefined && subtype !== "success")) {
+    const what = [answer, ...resultErrors(result), subtype !== "success" ? subtype : undefined]
+      .filter(Boolean);
+    return {
+      failed: true,
+      errors: [...errors, what.join(" ") || "an error result"],
+      malformed,
+      // An error result (max turns, an API error mid-way) still reports what the turn used.
+      ...(usage !== undefined ? { spent: { usage: used, cost_usd: cost } } : {}),
+    };
+  }
+  const modelUsage = field(result, "modelUsage");
+  return {
+    answer: {
+      output: answer ?? "",
+      usage: used,
+      cost_usd: cost,
+      model: seen.model ?? Object.keys(modelUsage ?? {})[0] ?? call.model ?? null,
+      session_id: text(result, "session_id") ?? seen.sessionId ?? null,
+    },
+    failed: false,
+    errors,
+    malformed,
+  };
+}
+
+/**
+ * Variables every Claude Code call gets unless the configuration sets them. Telemetry, error
+ * reports, update checks and other non-essential traffic are off. `CLAUDE_CODE_MAX_RETRIES`
+ * bounds the retries of a failed API request: Claude Code's own default (10, with delays
+ * doubling from about half a second) retries even a refused key, which was still unreported
+ * after a minute; with 3 a 401 fails within about 5 s, and a passing 429 or 5xx still gets three more tries (after the
+ * server's `retry-after` when it sends one).
+ */
+export const CLAUDE_DEFAULT_ENV: Readonly<Record<string, string>> = {
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  DISABLE_AUTOUPDATER: "1",
+  DISABLE_TELEMETRY: "1",
+  DISABLE_ERROR_REPORTING: "1",
+  CLAUDE_CODE_MAX_RETRIES: "3",
+};
 
 /** How svc drives Claude Code (exported for the command-line tests). */
 export const CLAUDE: HarnessTool = {
@@ -148,6 +226,9 @@ export const CLAUDE: HarnessTool = {
   systemPrompt: "native",
   modelAliases: NATIVE_CLAUDE_ALIASES,
   args: claudeArgs,
+  defaultEnv: CLAUDE_DEFAULT_ENV,
+  // The configured endpoint is Claude Code's own variable (a gateway, a local server).
+  env: (call) => (call.baseUrl !== undefined ? { ANTHROPIC_BASE_URL: call.baseUrl } : undefined),
   reader: claudeReader,
 };
 
