@@ -26,6 +26,22 @@ export const CODEX_SANDBOX: Record<SandboxLevel, string> = {
 };
 
 /**
+ * Codex's `workspace-write` also lets commands write `/tmp` and `$TMPDIR`; svc's `write` means
+ * the working directory only, so both are taken away (`--add-dir` in the extra arguments gives
+ * a directory back).
+ */
+const WRITE_ONLY_WORKDIR: Record<SandboxLevel, readonly string[]> = {
+  "read-only": [],
+  write: [
+    "-c",
+    "sandbox_workspace_write.exclude_slash_tmp=true",
+    "-c",
+    "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+  ],
+  full: [],
+};
+
+/**
  * Switches of Codex's non-essential traffic, as `-c` overrides (checked with `--strict-config`
  * against codex-cli 0.169.0, which has no variables for them): analytics, the feedback uploader,
  * the update check, OpenTelemetry logs and metrics.
@@ -95,12 +111,13 @@ function codexArgs(call: HarnessCall): string[] {
       ...common,
       "-c",
       `sandbox_mode="${mode}"`,
+      ...WRITE_ONLY_WORKDIR[call.sandbox],
       "--",
       call.resumeSession,
       "-",
     ];
   }
-  return [...head, ...common, "--sandbox", mode, "--", "-"];
+  return [...head, ...common, "--sandbox", mode, ...WRITE_ONLY_WORKDIR[call.sandbox], "--", "-"];
 }
 
 /** What a shell command prints when Codex runs it without its sandbox helper. */
