@@ -11,7 +11,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { type Responder, startModelStandIn } from "./model_standin/mod.ts";
 import { assertAllGone, harnessRequest, killAll } from "./harness_helpers.ts";
 import { processesMentioning } from "./helpers.ts";
-import { type AgentHome, agentHome, realToolTest } from "./real_agents.ts";
+import { agentHome, realToolTest } from "./real_agents.ts";
 
 const KEY = "sk-standin-codex-key";
 
@@ -269,4 +269,9 @@ realToolTest("codex", "an unknown thread id fails the call and names it", async 
     rejection("provider_failed", /01a2143c-fb06-70d0-973b-ead8d4c54a7c|no rollout|not found/i),
   );
   assert.equal(t.standin.modelRequests().length, 0);
+});
+
+realToolTest("codex", "a stream that breaks mid-answer fails the call", async (bin) => {
+  await using t = await setup(bin, () => ({ text: "half an answer", broken: true }));
+  await assert.rejects(t.dispatch("Hello"), rejection("provider_failed", /stream disconnected/));
 });

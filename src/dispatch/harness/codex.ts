@@ -81,8 +81,8 @@ function providerArgs(baseUrl: string): string[] {
  * (one argument is limited to 128 KiB); the model is glued to its option (`--model=<name>`),
  * and the thread id comes after `--`, so that no value from the call can be read as an option.
  * In codex-cli 0.169 global options (`-a`, `--search`) are refused after `exec`, and `exec
- * resume` refuses `--sandbox` and takes the session's recorded mode unless told otherwise, so a
- * resumed call sets the mode as a configuration override, `-c sandbox_mode="<mode>"`. svc's
+ * resume` refuses `--sandbox`, so a resumed call sets the mode as a configuration override,
+ * `-c sandbox_mode="<mode>"`. svc's
  * switches and the provider come first, right after `exec`; then the extra arguments, which may
  * be `exec`'s own options (`--ephemeral`, `--add-dir`) or `-c` overrides (a later `-c` wins, so
  * they can change svc's); then the call's own settings. `--skip-git-repo-check` because calls
