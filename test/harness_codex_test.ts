@@ -2,7 +2,11 @@
 import assert from "node:assert/strict";
 import { codexProvider } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
+import { CODEX_QUIET } from "../src/dispatch/harness/codex.ts";
 import { callDir, harnessRequest, stub } from "./harness_helpers.ts";
+
+/** svc's switches of Codex's non-essential traffic, as they open every command line. */
+const QUIET = CODEX_QUIET.flatMap((entry) => ["-c", entry]);
 
 Deno.test("codex: a call returns the last agent message, the turn's usage, no cost, and the thread id", async () => {
   await using dir = await callDir();
@@ -22,6 +26,7 @@ Deno.test("codex: a call returns the last agent message, the turn's usage, no co
   });
   assert.deepEqual(await dir.argv(), [
     "exec",
+    ...QUIET,
     "--json",
     "--skip-git-repo-check",
     "--model=gpt-5-codex",
@@ -47,7 +52,9 @@ Deno.test("codex: each sandbox level maps to Codex's sandbox mode", async () => 
   for (const sandbox of ["read-only", "write", "full"] as const) {
     await using dir = await callDir();
     const result = await provider.dispatch(harnessRequest("hi", { cwd: dir.path, sandbox }));
-    assert.deepEqual((await dir.argv()).slice(3, 5), ["--sandbox", modes[sandbox]]);
+    const argv = await dir.argv();
+    const at = argv.indexOf("--sandbox");
+    assert.deepEqual(argv.slice(at, at + 2), ["--sandbox", modes[sandbox]]);
     assert.match(String(result.output), new RegExp(`sandbox=${modes[sandbox]} `));
   }
 });
@@ -63,12 +70,17 @@ Deno.test("codex: resuming runs `codex exec resume <thread>` with the sandbox as
   assert.match(String(result.output), new RegExp(`sandbox=workspace-write resumed=${thread} `));
   assert.deepEqual(await dir.argv(), [
     "exec",
+    ...QUIET,
     "--ephemeral",
     "resume",
     "--json",
     "--skip-git-repo-check",
     "-c",
     'sandbox_mode="workspace-write"',
+    "-c",
+    "sandbox_workspace_write.exclude_slash_tmp=true",
+    "-c",
+    "sandbox_workspace_write.exclude_tmpdir_env_var=true",
     "--",
     thread,
     "-",
@@ -88,6 +100,76 @@ Deno.test("codex: a failed turn fails the call with Codex's message", async () =
         error.message,
         "Cannot dispatch to codex: codex reported an error: model response stream ended unexpectedly (it exited with code 1)",
       );
+      return true;
+    },
+  );
+});
+
+Deno.test("codex: a base URL becomes a model provider of the command line, the user's files untouched", async () => {
+  await using dir = await callDir();
+  const provider = codexProvider({
+    command: stub("codex"),
+    baseUrl: "http://127.0.0.1:9/v1/",
+    extraArgs: ["-c", "model_providers.svc.request_max_retries=0"],
+  });
+  await provider.dispatch(harnessRequest("hi", { cwd: dir.path }));
+  assert.deepEqual(await dir.argv(), [
+    "exec",
+    ...QUIET,
+    "-c",
+    'model_provider="svc"',
+    "-c",
+    'model_providers.svc.name="svc"',
+    "-c",
+    'model_providers.svc.base_url="http://127.0.0.1:9/v1"',
+    "-c",
+    'model_providers.svc.wire_api="responses"',
+    "-c",
+    "model_providers.svc.requires_openai_auth=true",
+    "-c",
+    "model_providers.svc.request_max_retries=0",
+    "--json",
+    "--skip-git-repo-check",
+    "--sandbox",
+    "read-only",
+    "--",
+    "-",
+  ]);
+});
+
+Deno.test("codex: a base URL that is not http(s) is refused, and one with quotes cannot leave its TOML string", async () => {
+  for (const baseUrl of ["file:///etc/passwd", "not a url", "javascript:alert(1)"]) {
+    assert.throws(
+      () => codexProvider({ command: stub("codex"), baseUrl }),
+      (error: unknown) => error instanceof SvcError && error.code === "invalid_request",
+    );
+  }
+  await using dir = await callDir();
+  const hostile = 'http://127.0.0.1:9/v1"\nmodel_provider="openai';
+  await codexProvider({ command: stub("codex"), baseUrl: hostile }).dispatch(
+    harnessRequest("hi", { cwd: dir.path }),
+  );
+  const argv = await dir.argv();
+  assert.ok(
+    argv.includes(
+      'model_providers.svc.base_url="http://127.0.0.1:9/v1%22model_provider=%22openai"',
+    ),
+  );
+  assert.equal(argv.filter((arg) => arg.startsWith("model_provider=")).length, 1);
+});
+
+Deno.test("codex: shell commands failing for want of Codex's sandbox helper fail the call with cause and remedy", async () => {
+  await using dir = await callDir();
+  await assert.rejects(
+    codexProvider({ command: stub("codex") }).dispatch(
+      harnessRequest("STUB_SANDBOX_HELPER", { cwd: dir.path, sandbox: "write" }),
+    ),
+    (error: unknown) => {
+      assert.ok(error instanceof SvcError);
+      assert.equal(error.code, "provider_failed");
+      assert.match(error.message, /execvp codex-linux-sandbox/);
+      assert.match(error.message, /Refusing to create helper binaries under temporary dir/);
+      assert.match(error.message, /put CODEX_HOME \(or HOME\) outside TMPDIR/);
       return true;
     },
   );

@@ -11,6 +11,7 @@ import {
   opencodeProvider,
 } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
+import { CODEX_QUIET } from "../src/dispatch/harness/codex.ts";
 import { type CallDir, callDir, harnessRequest, stub } from "./harness_helpers.ts";
 
 async function parsed(dir: CallDir): Promise<{ options: Record<string, unknown> }> {
@@ -70,7 +71,10 @@ Deno.test("codex: effort becomes -c model_reasoning_effort, max as Codex's highe
     await provider.dispatch(
       harnessRequest("hi", { cwd: dir.path, options: { effort: effort as "low" } }),
     );
-    assert.deepEqual((await parsed(dir)).options.config, [`model_reasoning_effort="${value}"`]);
+    assert.deepEqual((await parsed(dir)).options.config, [
+      ...CODEX_QUIET,
+      `model_reasoning_effort="${value}"`,
+    ]);
   }
   await using dir = await callDir();
   await provider.dispatch(harnessRequest("again", {

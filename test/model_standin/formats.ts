@@ -3,9 +3,11 @@
  * @module
  */
 import { ANTHROPIC } from "./anthropic.ts";
+import { OPENAI_RESPONSES } from "./openai_responses.ts";
 import type { WireFormatHandler } from "./types.ts";
 
 /** Every format, tried in order against a request's method and path. */
 export const FORMATS: readonly WireFormatHandler[] = [
   ANTHROPIC,
+  OPENAI_RESPONSES,
 ];

@@ -5,6 +5,7 @@
  */
 import type { SandboxLevel } from "../../schemas/mod.ts";
 import type { Provider } from "../types.ts";
+import { SvcError } from "../../errors/mod.ts";
 import { field, parseJsonLine, text, tokens } from "./json_fields.ts";
 import {
   createHarnessProvider,
@@ -15,6 +16,7 @@ import {
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { CODEX_REASONING_EFFORT } from "../effort.ts";
+import { type CodexTokens, threadUsage } from "./codex_threads.ts";
 
 /** Codex's sandbox mode of each svc sandbox level. */
 export const CODEX_SANDBOX: Record<SandboxLevel, string> = {
@@ -24,17 +26,76 @@ export const CODEX_SANDBOX: Record<SandboxLevel, string> = {
 };
 
 /**
- * The prompt is `-`, which makes `codex exec` read it from standard input (one argument is
- * limited to 128 KiB); the model is glued to its option (`--model=<name>`), and the thread id
- * comes after `--`, so that no value from the call can be read as an option. A new session
- * passes `--sandbox <mode>`; `codex exec resume` refuses `--sandbox` (and would
- * otherwise keep the mode the session was recorded with), so a resumed one sets the same mode
- * as a configuration override, `-c sandbox_mode="<mode>"`. `--skip-git-repo-check` because calls
- * may run in a scratch directory that is not a repository. Extra arguments go right after
- * `exec`, where both `exec`'s own options and the global ones are accepted.
+ * Codex's `workspace-write` also lets commands write `/tmp` and `$TMPDIR`; svc's `write` means
+ * the working directory only, so both are taken away (`--add-dir` in the extra arguments gives
+ * a directory back).
+ */
+const WRITE_ONLY_WORKDIR: Record<SandboxLevel, readonly string[]> = {
+  "read-only": [],
+  write: [
+    "-c",
+    "sandbox_workspace_write.exclude_slash_tmp=true",
+    "-c",
+    "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+  ],
+  full: [],
+};
+
+/**
+ * Switches of Codex's non-essential traffic, as `-c` overrides (checked with `--strict-config`
+ * against codex-cli 0.169.0, which has no variables for them): analytics, the feedback uploader,
+ * the update check, OpenTelemetry logs and metrics.
+ */
+export const CODEX_QUIET: readonly string[] = [
+  "analytics.enabled=false",
+  "feedback.enabled=false",
+  "check_for_update_on_startup=false",
+  'otel.exporter="none"',
+  'otel.metrics_exporter="none"',
+];
+
+/** The id of the model provider svc defines for a configured base URL. */
+export const CODEX_PROVIDER_ID = "svc";
+
+/**
+ * A configured base URL as a Codex model provider, defined on the command line so that no file
+ * of the user's `CODEX_HOME` is touched (Codex ignores `OPENAI_BASE_URL`). Codex sends
+ * `POST <base_url>/responses`; `requires_openai_auth` makes it send the credentials it would
+ * send to OpenAI (`CODEX_API_KEY`, or its login), and none when it has none (a local server).
+ * The URL arrives as a TOML string (JSON's escapes are TOML's), after `new URL()` checked it.
+ */
+function providerArgs(baseUrl: string): string[] {
+  const id = CODEX_PROVIDER_ID;
+  const url = new URL(baseUrl).href.replace(/\/+$/, "");
+  return [
+    `model_provider="${id}"`,
+    `model_providers.${id}.name="${id}"`,
+    `model_providers.${id}.base_url=${JSON.stringify(url)}`,
+    `model_providers.${id}.wire_api="responses"`,
+    `model_providers.${id}.requires_openai_auth=true`,
+  ].flatMap((entry) => ["-c", entry]);
+}
+
+/**
+ * The command line. The prompt is `-`, which makes `codex exec` read it from standard input
+ * (one argument is limited to 128 KiB); the model is glued to its option (`--model=<name>`),
+ * and the thread id comes after `--`, so that no value from the call can be read as an option.
+ * In codex-cli 0.169 global options (`-a`, `--search`) are refused after `exec`, and `exec
+ * resume` refuses `--sandbox`, so a resumed call sets the mode as a configuration override,
+ * `-c sandbox_mode="<mode>"`. svc's
+ * switches and the provider come first, right after `exec`; then the extra arguments, which may
+ * be `exec`'s own options (`--ephemeral`, `--add-dir`) or `-c` overrides (a later `-c` wins, so
+ * they can change svc's); then the call's own settings. `--skip-git-repo-check` because calls
+ * may run in a scratch directory that is not a repository.
  */
 function codexArgs(call: HarnessCall): string[] {
   const mode = CODEX_SANDBOX[call.sandbox];
+  const head = [
+    "exec",
+    ...CODEX_QUIET.flatMap((entry) => ["-c", entry]),
+    ...(call.baseUrl !== undefined ? providerArgs(call.baseUrl) : []),
+    ...call.extraArgs,
+  ];
   const common = [
     "--json",
     "--skip-git-repo-check",
@@ -45,26 +106,64 @@ function codexArgs(call: HarnessCall): string[] {
   ];
   if (call.resumeSession !== undefined) {
     return [
-      "exec",
-      ...call.extraArgs,
+      ...head,
       "resume",
       ...common,
       "-c",
       `sandbox_mode="${mode}"`,
+      ...WRITE_ONLY_WORKDIR[call.sandbox],
       "--",
       call.resumeSession,
       "-",
     ];
   }
-  return ["exec", ...call.extraArgs, ...common, "--sandbox", mode, "--", "-"];
+  return [...head, ...common, "--sandbox", mode, ...WRITE_ONLY_WORKDIR[call.sandbox], "--", "-"];
 }
 
-function codexReader(call: HarnessCall): OutputReader {
+/** What a shell command prints when Codex runs it without its sandbox helper. */
+const HELPER_MISSING = /execvp codex-linux-sandbox/;
+/** Codex's warning on standard error when it will not create the helper. */
+const HELPER_REFUSED = /Refusing to create helper binaries under temporary dir/;
+
+/**
+ * The error of a call whose shell commands all failed because Codex had no sandbox helper. Codex
+ * refuses to create the helper (`codex-linux-sandbox`, under `CODEX_HOME`) when `CODEX_HOME` lies
+ * under the temp directory; its own warning is quoted when it gave one.
+ */
+function helperError(stderrTail: readonly string[]): string {
+  const warning = stderrTail.find((line) => HELPER_REFUSED.test(line));
+  return `Codex could not start its sandbox helper (bwrap: execvp codex-linux-sandbox), so no shell command of this call ran${
+    warning ? ` (${warning.trim()})` : ""
+  }: Codex will not create the helper under the temp directory; put CODEX_HOME (or HOME) outside TMPDIR, or set TMPDIR to a directory that does not hold CODEX_HOME`;
+}
+
+/** Counts of one `turn.completed`, less what the thread had used before the call. */
+function turnUsage(used: unknown, before: CodexTokens | undefined): CodexTokens {
+  const input = tokens(used, "input_tokens");
+  const output = tokens(used, "output_tokens");
+  return {
+    input_tokens: Math.max(0, input - (before?.input_tokens ?? 0)),
+    output_tokens: Math.max(0, output - (before?.output_tokens ?? 0)),
+  };
+}
+
+/**
+ * Reads `codex exec --json`. A resumed call first reads what the thread had used (Codex reports
+ * the thread's running total after a resume), so that the call's usage is its own.
+ */
+async function codexReader(
+  call: HarnessCall,
+  env: Readonly<Record<string, string>>,
+): Promise<OutputReader> {
+  const before = call.resumeSession !== undefined
+    ? await threadUsage(call.resumeSession, env)
+    : undefined;
   let malformed = 0;
   let threadId: string | undefined;
   let message: string | undefined;
   let turns = 0;
   let failed = false;
+  let helperMissing = false;
   const usage = { input_tokens: 0, output_tokens: 0 };
   const errors: string[] = [];
   return {
@@ -86,14 +185,18 @@ function codexReader(call: HarnessCall): OutputReader {
           if (kind === "agent_message" || kind === "assistant_message") {
             message = text(item, "text") ?? message;
           }
+          if (kind === "command_execution") {
+            helperMissing ||= HELPER_MISSING.test(text(item, "aggregated_output") ?? "");
+          }
           break;
         }
         case "turn.completed": {
           turns++;
-          const used = field(event, "usage");
-          // `cached_input_tokens` is the part of `input_tokens` served from the cache.
-          usage.input_tokens += tokens(used, "input_tokens");
-          usage.output_tokens += tokens(used, "output_tokens");
+          // `input_tokens` holds the cached and cache-written parts, `output_tokens` the
+          // reasoning: the parts are not added again.
+          const used = turnUsage(field(event, "usage"), before);
+          usage.input_tokens = used.input_tokens;
+          usage.output_tokens = used.output_tokens;
           break;
         }
         case "turn.failed":
@@ -106,7 +209,10 @@ function codexReader(call: HarnessCall): OutputReader {
           break;
       }
     },
-    finish() {
+    finish(stderrTail) {
+      if (helperMissing) {
+        return { failed: true, errors: [...errors, helperError(stderrTail)], malformed };
+      }
       if (failed || turns === 0) return { failed, errors, malformed };
       return {
         answer: {
@@ -135,12 +241,32 @@ export const CODEX: HarnessTool = {
   reader: codexReader,
 };
 
+/** Refuses a base URL Codex could not be given safely (it reaches a `-c` override). */
+function checkBaseUrl(baseUrl: string): void {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(baseUrl).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== "http:" && protocol !== "https:") {
+    throw new SvcError(
+      "invalid_request",
+      `Cannot create the codex provider: base_url ${
+        JSON.stringify(baseUrl)
+      } is not an http or https URL`,
+    );
+  }
+}
+
 /**
  * The Codex provider. Sandbox levels map to Codex's `read-only`, `workspace-write` and
- * `danger-full-access`; `resumeSession` (a thread id) becomes `codex exec resume <id>`. Codex
- * reports no cost, so `cost_usd` is null (the dispatcher prices it); the model is the one asked
- * for, or null when Codex chose its default.
+ * `danger-full-access`; `resumeSession` (a thread id) becomes `codex exec resume <id>`; a
+ * `baseUrl` becomes a model provider of the command line. Codex reports no cost, so `cost_usd`
+ * is null (the dispatcher prices it); the model is the one asked for, or null when Codex chose
+ * its default.
  */
 export function codexProvider(options: HarnessOptions = {}): Provider {
+  if (options.baseUrl !== undefined) checkBaseUrl(options.baseUrl);
   return createHarnessProvider(CODEX, options);
 }

@@ -157,8 +157,14 @@ export interface HarnessTool {
   defaultEnv?: Readonly<Record<string, string>>;
   /** Variables the tool gets for one call (its sandbox settings); they win over every other. */
   env?(call: HarnessCall): Record<string, string> | undefined;
-  /** A fresh reader of one call's standard output. */
-  reader(call: HarnessCall): OutputReader;
+  /**
+   * A fresh reader of one call's standard output, made before the process starts; `env` is the
+   * process's environment (for a tool whose reading needs its state from before the call).
+   */
+  reader(
+    call: HarnessCall,
+    env: Readonly<Record<string, string>>,
+  ): OutputReader | Promise<OutputReader>;
 }
 
 /** Default longest run of one harness call. */
@@ -587,7 +593,7 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         sessionRoot: options.sessionRoot ?? joinPath(svcHome(), "session_dirs"),
       });
       try {
-        const reader = tool.reader(call);
+        const reader = await tool.reader(call, env);
         // Lines over the limit, and lines the reader choked on: malformed either way.
         let oversize = 0;
         let end: ProcessEnd;
