@@ -10,7 +10,12 @@ Deno.test("opencode: a call returns the last step's text, summed cost and tokens
   const result = await provider.dispatch(
     harnessRequest("Review the diff", { cwd: dir.path, model: "anthropic/claude-sonnet-4-5" }),
   );
-  const permission = JSON.stringify({ edit: "deny", bash: "deny", webfetch: "deny" });
+  const permission = JSON.stringify({
+    edit: "deny",
+    bash: "deny",
+    webfetch: "deny",
+    external_directory: "deny",
+  });
   assert.deepEqual(result, {
     output:
       `opencode-stub answer to: Review the diff [model=anthropic/claude-sonnet-4-5 permission=${permission} resumed=none cwd=${dir.path}]`,
@@ -25,6 +30,7 @@ Deno.test("opencode: a call returns the last step's text, summed cost and tokens
     "run",
     "--format",
     "json",
+    "--title=",
     "--model=anthropic/claude-sonnet-4-5",
   ]);
 });
@@ -36,15 +42,15 @@ Deno.test("opencode: the prompt goes on standard input and arrives unchanged", a
     harnessRequest(prompt, { cwd: dir.path }),
   );
   assert.ok(String(result.output).startsWith(`opencode-stub answer to: ${prompt.trimEnd()} [`));
-  assert.deepEqual(await dir.argv(), ["run", "--format", "json"]);
+  assert.deepEqual(await dir.argv(), ["run", "--format", "json", "--title="]);
 });
 
 Deno.test("opencode: each sandbox level becomes OPENCODE_PERMISSION", async () => {
   const provider = opencodeProvider({ command: stub("opencode") });
   const expected = {
-    "read-only": { edit: "deny", bash: "deny", webfetch: "deny" },
-    write: { edit: "allow", bash: "deny", webfetch: "deny" },
-    full: { edit: "allow", bash: "allow", webfetch: "allow" },
+    "read-only": { edit: "deny", bash: "deny", webfetch: "deny", external_directory: "deny" },
+    write: { edit: "allow", bash: "deny", webfetch: "deny", external_directory: "deny" },
+    full: { edit: "allow", bash: "allow", webfetch: "allow", external_directory: "allow" },
   };
   for (const sandbox of ["read-only", "write", "full"] as const) {
     await using dir = await callDir();
