@@ -59,12 +59,16 @@ async function bodyOf(request: Request): Promise<unknown> {
   }
 }
 
-/** Holds a request open until its client goes away. */
+/**
+ * Holds a request open until its client goes away or the stand-in closes. The close matters:
+ * a killed client's connection can sit in CLOSE-WAIT unnoticed, and the server's shutdown
+ * waits for every open request.
+ */
 function hang(signal: AbortSignal): Promise<Response> {
   return new Promise((resolve) => {
-    signal.addEventListener("abort", () => resolve(new Response(null, { status: 499 })), {
-      once: true,
-    });
+    const end = () => resolve(new Response(null, { status: 499 }));
+    if (signal.aborted) return end();
+    signal.addEventListener("abort", end, { once: true });
   });
 }
 
@@ -87,6 +91,7 @@ async function serveModel(
 export function startModelStandIn(responder: Responder = ECHO): ModelStandIn {
   let current = responder;
   const requests: LoggedRequest[] = [];
+  const closing = new AbortController();
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     async (request) => {
@@ -109,20 +114,25 @@ export function startModelStandIn(responder: Responder = ECHO): ModelStandIn {
         return format.error(400, `the stand-in could not read the request: ${error}`);
       }
       try {
-        return await serveModel(format, logged.model, current, request.signal);
+        const signal = AbortSignal.any([request.signal, closing.signal]);
+        return await serveModel(format, logged.model, current, signal);
       } catch (error) {
         return format.error(500, `the stand-in's responder failed: ${error}`);
       }
     },
   );
   const port = server.addr.port;
+  const close = () => {
+    closing.abort();
+    return server.shutdown();
+  };
   return {
     url: `http://127.0.0.1:${port}`,
     port,
     requests,
     modelRequests: () => requests.flatMap((r) => (r.model ? [r.model] : [])),
     respond: (next) => (current = next),
-    close: () => server.shutdown(),
-    [Symbol.asyncDispose]: () => server.shutdown(),
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }

@@ -177,7 +177,12 @@ function chunks(reply: Reply, request: ModelRequest, id: string): SseEvent[] {
   toolCallsOf(reply, id).forEach((call, index) => {
     const fn = record(call.function);
     all.push(chunk({
-      tool_calls: [{ index, id: call.id, type: "function", function: { name: fn.name, arguments: "" } }],
+      tool_calls: [{
+        index,
+        id: call.id,
+        type: "function",
+        function: { name: fn.name, arguments: "" },
+      }],
     }));
     all.push(chunk({ tool_calls: [{ index, function: { arguments: fn.arguments } }] }));
   });

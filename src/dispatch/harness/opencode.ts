@@ -15,7 +15,11 @@ import {
   type OutputReader,
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
-import { checkOpencodeBaseUrl, opencodeEndpointConfig, opencodeModel } from "./opencode_endpoint.ts";
+import {
+  checkOpencodeBaseUrl,
+  opencodeEndpointConfig,
+  opencodeModel,
+} from "./opencode_endpoint.ts";
 
 /**
  * opencode has no sandbox flag: its permissions come from configuration, and the variable
