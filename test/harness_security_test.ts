@@ -45,7 +45,7 @@ const SVC_OPTIONS: Record<StubTool, string[]> = {
   ],
   codex: ["json", "skip-git-repo-check", "model", "sandbox", "config"],
   gemini: ["outputFormat", "model", "approvalMode", "resume"],
-  opencode: ["format", "model", "session"],
+  opencode: ["format", "title", "model", "session"],
 };
 
 /** Values that are dangerous options of one tool or another. */

@@ -3,6 +3,7 @@
  * @module
  */
 import { ANTHROPIC } from "./anthropic.ts";
+import { OPENAI_CHAT } from "./openai_chat.ts";
 import { OPENAI_RESPONSES } from "./openai_responses.ts";
 import type { WireFormatHandler } from "./types.ts";
 
@@ -10,4 +11,5 @@ import type { WireFormatHandler } from "./types.ts";
 export const FORMATS: readonly WireFormatHandler[] = [
   ANTHROPIC,
   OPENAI_RESPONSES,
+  OPENAI_CHAT,
 ];
