@@ -21,6 +21,7 @@ Deno.test("gemini: a call reads the pretty-printed document: response, usage ove
   assert.deepEqual(await dir.argv(), [
     "--output-format",
     "json",
+    "--skip-trust",
     "--approval-mode",
     "default",
   ]);
@@ -36,6 +37,7 @@ Deno.test("gemini: each sandbox level maps to an approval mode; the model is pas
     assert.deepEqual(await dir.argv(), [
       "--output-format",
       "json",
+      "--skip-trust",
       "--model=gemini-2.5-flash",
       "--approval-mode",
       modes[sandbox],
@@ -52,7 +54,7 @@ Deno.test("gemini: resuming passes --resume=<session id> and keeps that session"
   );
   assert.equal(result.session_id, session);
   assert.match(String(result.output), new RegExp(`resumed=${session} `));
-  assert.deepEqual((await dir.argv())[4], `--resume=${session}`);
+  assert.deepEqual((await dir.argv())[5], `--resume=${session}`);
 });
 
 Deno.test("gemini: a prompt starting with '-' reaches Gemini as the prompt", async () => {
@@ -61,4 +63,17 @@ Deno.test("gemini: a prompt starting with '-' reaches Gemini as the prompt", asy
     harnessRequest("- list the files\n- say hi", { cwd: dir.path }),
   );
   assert.match(String(result.output), /^gemini-stub answer to: - list the files\n- say hi \[/);
+});
+
+Deno.test("gemini: with routing, the model in the main role is reported, not the router's", async () => {
+  await using dir = await callDir();
+  // The router's model wrote as many tokens as the answering one.
+  const result = await geminiProvider({ command: stub("gemini") }).dispatch(
+    harnessRequest("STUB_TIE", { cwd: dir.path }),
+  );
+  assert.equal(result.model, "gemini-2.5-pro");
+  assert.deepEqual(result.usage, {
+    input_tokens: 1200 + 24939,
+    output_tokens: 120 + 52 + 120 + 154,
+  });
 });

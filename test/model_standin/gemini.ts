@@ -7,7 +7,7 @@
  * with JSON itself: an invalid answer would make the CLI retry for minutes.
  * @module
  */
-import { jsonResponse, sseResponse, type SseEvent } from "./sse.ts";
+import { jsonResponse, type SseEvent, sseResponse } from "./sse.ts";
 import {
   DEFAULT_USAGE,
   type ModelRequest,

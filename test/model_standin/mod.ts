@@ -59,12 +59,16 @@ async function bodyOf(request: Request): Promise<unknown> {
   }
 }
 
-/** Holds a request open until its client goes away. */
-function hang(signal: AbortSignal): Promise<Response> {
+/**
+ * Holds a request open until its client goes away or the stand-in closes (`release`: the
+ * server's shutdown waits for every open request, and a client killed mid-request does not
+ * always abort the request's signal).
+ */
+function hang(signal: AbortSignal, release: AbortSignal): Promise<Response> {
   return new Promise((resolve) => {
-    signal.addEventListener("abort", () => resolve(new Response(null, { status: 499 })), {
-      once: true,
-    });
+    const done = () => resolve(new Response(null, { status: 499 }));
+    signal.addEventListener("abort", done, { once: true });
+    release.addEventListener("abort", done, { once: true });
   });
 }
 
@@ -72,10 +76,10 @@ async function serveModel(
   format: WireFormatHandler,
   model: ModelRequest,
   responder: Responder,
-  signal: AbortSignal,
+  signals: { request: AbortSignal; closing: AbortSignal },
 ): Promise<Response> {
   const reply = await responder(model);
-  if (reply.hang) return hang(signal);
+  if (reply.hang) return hang(signals.request, signals.closing);
   if (reply.error) {
     const { status, message, headers } = reply.error;
     return format.error(status, message ?? `stand-in error ${status}`, headers);
@@ -87,6 +91,7 @@ async function serveModel(
 export function startModelStandIn(responder: Responder = ECHO): ModelStandIn {
   let current = responder;
   const requests: LoggedRequest[] = [];
+  const closing = new AbortController();
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
     async (request) => {
@@ -109,20 +114,27 @@ export function startModelStandIn(responder: Responder = ECHO): ModelStandIn {
         return format.error(400, `the stand-in could not read the request: ${error}`);
       }
       try {
-        return await serveModel(format, logged.model, current, request.signal);
+        return await serveModel(format, logged.model, current, {
+          request: request.signal,
+          closing: closing.signal,
+        });
       } catch (error) {
         return format.error(500, `the stand-in's responder failed: ${error}`);
       }
     },
   );
   const port = server.addr.port;
+  const close = () => {
+    closing.abort();
+    return server.shutdown();
+  };
   return {
     url: `http://127.0.0.1:${port}`,
     port,
     requests,
     modelRequests: () => requests.flatMap((r) => (r.model ? [r.model] : [])),
     respond: (next) => (current = next),
-    close: () => server.shutdown(),
-    [Symbol.asyncDispose]: () => server.shutdown(),
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
