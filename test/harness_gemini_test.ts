@@ -77,3 +77,28 @@ Deno.test("gemini: with routing, the model in the main role is reported, not the
     output_tokens: 120 + 52 + 120 + 154,
   });
 });
+
+Deno.test("gemini: telemetry is off unless configured; a base URL points Gemini at it with a home of svc's", async () => {
+  await using dir = await callDir();
+  const envOf = (output: unknown) => JSON.parse(String(output).replace(/^[\s\S]* env=/, ""));
+  const plain = await geminiProvider({ command: stub("gemini") }).dispatch(
+    harnessRequest("STUB_ENV", { cwd: dir.path }),
+  );
+  assert.equal(envOf(plain.output).GEMINI_TELEMETRY_ENABLED, "false");
+  assert.equal(envOf(plain.output).GOOGLE_GEMINI_BASE_URL, undefined);
+  assert.equal(envOf(plain.output).GEMINI_CLI_HOME, undefined);
+
+  const state = `${dir.path}/state`;
+  const routed = await geminiProvider({
+    command: stub("gemini"),
+    baseUrl: "http://127.0.0.1:9/",
+    stateRoot: state,
+    env: { GEMINI_TELEMETRY_ENABLED: "true" },
+  }).dispatch(harnessRequest("STUB_ENV", { cwd: dir.path }));
+  const env = envOf(routed.output);
+  assert.equal(env.GEMINI_TELEMETRY_ENABLED, "true");
+  assert.equal(env.GOOGLE_GEMINI_BASE_URL, "http://127.0.0.1:9/");
+  assert.equal(env.GEMINI_CLI_HOME, `${state}/gemini`);
+  const settings = JSON.parse(await Deno.readTextFile(`${state}/gemini/.gemini/settings.json`));
+  assert.equal(settings.security.auth.selectedType, "gemini-api-key");
+});
