@@ -216,9 +216,13 @@ realToolTest("gemini", "a hang is killed by the call's timeout", async (bin) => 
 
 realToolTest("gemini", "a 401 or a 403 is provider_unauthenticated", async (bin) => {
   let status = 401;
-  await using r = await rig(bin, () => ({ error: { status, message: "the gateway refused the request" } }), {
-    model: "gemini-2.5-flash",
-  });
+  await using r = await rig(
+    bin,
+    () => ({ error: { status, message: "the gateway refused the request" } }),
+    {
+      model: "gemini-2.5-flash",
+    },
+  );
   for (const code of [401, 403]) {
     status = code;
     const error = await rejection(r.provider.dispatch(harnessRequest("Hi", { cwd: r.home.work })));
