@@ -21,6 +21,7 @@ Deno.test("gemini: a call reads the pretty-printed document: response, usage ove
   assert.deepEqual(await dir.argv(), [
     "--output-format",
     "json",
+    "--skip-trust",
     "--approval-mode",
     "default",
   ]);
@@ -36,6 +37,7 @@ Deno.test("gemini: each sandbox level maps to an approval mode; the model is pas
     assert.deepEqual(await dir.argv(), [
       "--output-format",
       "json",
+      "--skip-trust",
       "--model=gemini-2.5-flash",
       "--approval-mode",
       modes[sandbox],
@@ -52,7 +54,7 @@ Deno.test("gemini: resuming passes --resume=<session id> and keeps that session"
   );
   assert.equal(result.session_id, session);
   assert.match(String(result.output), new RegExp(`resumed=${session} `));
-  assert.deepEqual((await dir.argv())[4], `--resume=${session}`);
+  assert.deepEqual((await dir.argv())[5], `--resume=${session}`);
 });
 
 Deno.test("gemini: a prompt starting with '-' reaches Gemini as the prompt", async () => {
@@ -61,4 +63,42 @@ Deno.test("gemini: a prompt starting with '-' reaches Gemini as the prompt", asy
     harnessRequest("- list the files\n- say hi", { cwd: dir.path }),
   );
   assert.match(String(result.output), /^gemini-stub answer to: - list the files\n- say hi \[/);
+});
+
+Deno.test("gemini: with routing, the model in the main role is reported, not the router's", async () => {
+  await using dir = await callDir();
+  // The router's model wrote as many tokens as the answering one.
+  const result = await geminiProvider({ command: stub("gemini") }).dispatch(
+    harnessRequest("STUB_TIE", { cwd: dir.path }),
+  );
+  assert.equal(result.model, "gemini-2.5-pro");
+  assert.deepEqual(result.usage, {
+    input_tokens: 1200 + 24939,
+    output_tokens: 120 + 52 + 120 + 154,
+  });
+});
+
+Deno.test("gemini: telemetry is off unless configured; a base URL points Gemini at it with a home of svc's", async () => {
+  await using dir = await callDir();
+  const envOf = (output: unknown) => JSON.parse(String(output).replace(/^[\s\S]* env=/, ""));
+  const plain = await geminiProvider({ command: stub("gemini") }).dispatch(
+    harnessRequest("STUB_ENV", { cwd: dir.path }),
+  );
+  assert.equal(envOf(plain.output).GEMINI_TELEMETRY_ENABLED, "false");
+  assert.equal(envOf(plain.output).GOOGLE_GEMINI_BASE_URL, undefined);
+  assert.equal(envOf(plain.output).GEMINI_CLI_HOME, undefined);
+
+  const state = `${dir.path}/state`;
+  const routed = await geminiProvider({
+    command: stub("gemini"),
+    baseUrl: "http://127.0.0.1:9/",
+    stateRoot: state,
+    env: { GEMINI_TELEMETRY_ENABLED: "true" },
+  }).dispatch(harnessRequest("STUB_ENV", { cwd: dir.path }));
+  const env = envOf(routed.output);
+  assert.equal(env.GEMINI_TELEMETRY_ENABLED, "true");
+  assert.equal(env.GOOGLE_GEMINI_BASE_URL, "http://127.0.0.1:9/");
+  assert.equal(env.GEMINI_CLI_HOME, `${state}/gemini`);
+  const settings = JSON.parse(await Deno.readTextFile(`${state}/gemini/.gemini/settings.json`));
+  assert.equal(settings.security.auth.selectedType, "gemini-api-key");
 });

@@ -3,6 +3,7 @@
  * @module
  */
 import { ANTHROPIC } from "./anthropic.ts";
+import { GEMINI_FORMAT } from "./gemini.ts";
 import { OPENAI_CHAT } from "./openai_chat.ts";
 import { OPENAI_RESPONSES } from "./openai_responses.ts";
 import type { WireFormatHandler } from "./types.ts";
@@ -12,4 +13,5 @@ export const FORMATS: readonly WireFormatHandler[] = [
   ANTHROPIC,
   OPENAI_RESPONSES,
   OPENAI_CHAT,
+  GEMINI_FORMAT,
 ];

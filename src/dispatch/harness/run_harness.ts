@@ -71,6 +71,11 @@ export interface HarnessOptions {
   sessionRoot?: string;
   /** Longest the tool may take to print its version; {@linkcode PROBE_TIMEOUT_MS} by default. */
   probeTimeoutMs?: number;
+  /**
+   * Where svc keeps the files it writes for a tool (a settings file that maps the base URL),
+   * one directory per provider name; `$SVC_HOME/harness` by default.
+   */
+  stateRoot?: string;
 }
 
 /** One call as a tool's command line sees it, defaults applied. */
@@ -92,6 +97,11 @@ export interface HarnessCall {
   resumeSession?: string;
   /** The model endpoint the configuration names, for the tool to map onto its own settings. */
   baseUrl?: string;
+  /**
+   * The provider's own directory under the state root, for files svc writes for the tool (set
+   * for every call the runner makes).
+   */
+  stateDir?: string;
   extraArgs: readonly string[];
 }
 
@@ -157,6 +167,11 @@ export interface HarnessTool {
   defaultEnv?: Readonly<Record<string, string>>;
   /** Variables the tool gets for one call (its sandbox settings); they win over every other. */
   env?(call: HarnessCall): Record<string, string> | undefined;
+  /**
+   * Writes what the tool needs before a call (a settings file under `call.stateDir`) and may
+   * add to the call's whole environment `env`, which it sees as configured.
+   */
+  prepare?(call: HarnessCall, env: Record<string, string>): Promise<void>;
   /**
    * A fresh reader of one call's standard output, made before the process starts; `env` is the
    * process's environment (for a tool whose reading needs its state from before the call).
@@ -580,12 +595,14 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         sandbox: request.sandbox ?? "read-only",
         ...(request.resumeSession !== undefined ? { resumeSession: request.resumeSession } : {}),
         ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
+        stateDir: joinPath(options.stateRoot ?? joinPath(svcHome(), "harness"), name),
         extraArgs,
       };
       const found = await locate(command);
       if (!found.ok) throw failure(name, found.reason);
       const { env, secrets } = harnessEnv(name, { pass, fixed, defaults: tool.defaultEnv });
       Object.assign(env, tool.env?.(call));
+      await tool.prepare?.(call, env);
       const dir = await workingDir(name, {
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...(request.options.session !== undefined ? { session: request.options.session } : {}),
