@@ -471,3 +471,39 @@ realToolTest(
     assert.equal(await exists(`${r.home.work}/NOTES.md`), false, "the repository is untouched");
   },
 );
+
+realToolTest(
+  "claude",
+  "a background sub-agent's answer reaches the call, and every model request's tokens are counted",
+  async (bin) => {
+    // Claude Code 2.1.332 runs an Agent call in the background: the tool answers "launched" at
+    // once, the main loop ends its turn (one result line), and the sub-agent's notification
+    // starts another turn (a second result line).
+    const SUB = { input: 1000, output: 200 };
+    await using r = await rig(bin, (request) => {
+      if (request.system.includes("cc_is_subagent=true")) {
+        return { text: "the sub-agent looked", usage: SUB };
+      }
+      if (request.transcript.includes("the sub-agent looked")) {
+        return { text: "main heard the sub-agent", usage: USAGE };
+      }
+      if (request.toolResults.length > 0) return { text: "waiting for it", usage: USAGE };
+      return {
+        toolCalls: [{
+          name: "Agent",
+          input: { description: "look", prompt: "look around", subagent_type: "general-purpose" },
+        }],
+        usage: USAGE,
+      };
+    }, { env: NO_RETRIES });
+    const result = await r.provider.dispatch(harnessRequest("delegate", { cwd: r.home.work }));
+    assert.equal(result.output, "main heard the sub-agent");
+    const requests = r.standin.modelRequests();
+    assert.equal(requests.length, 4, requests.map((q) => q.prompt).join(" | "));
+    const main = USAGE.input + USAGE.cacheRead + USAGE.cacheWrite;
+    assert.deepEqual(result.usage, {
+      input_tokens: 3 * main + SUB.input,
+      output_tokens: 3 * USAGE.output + SUB.output,
+    });
+  },
+);

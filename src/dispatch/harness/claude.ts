@@ -75,25 +75,65 @@ function assistantText(event: JsonRecord): string {
     .map((block) => text(block, "text") ?? "").join("\n");
 }
 
-/**
- * What the turn cost. `total_cost_usd` is the whole session's cost so far on a `--resume` turn;
- * `model_usage_since_last_result` holds each model's cost of this run alone (on the first turn
- * too). Without it, `total_cost_usd` is the turn's only when no session was resumed: a resumed
- * turn's cost is then unknown rather than counted again.
- */
-function turnCost(result: JsonRecord, resumed: boolean): number | null {
-  const perModel = field(result, "model_usage_since_last_result");
-  if (perModel !== undefined) {
-    const costs = Object.values(perModel).map((usage) => count(usage, "costUSD"));
-    if (costs.every((cost) => cost !== undefined)) {
-      return costs.reduce((sum: number, cost) => sum + cost!, 0);
-    }
-  }
-  if (resumed) return null;
-  return count(result, "total_cost_usd") ?? count(result, "cost_usd") ?? null;
+/** What one result line says its stretch of the run used and cost. */
+interface Spend {
+  usage: Usage;
+  cost: number | null;
 }
 
-/** The tokens of one run: `usage` of the result line counts this run only, resumed or not. */
+/**
+ * What one result line's stretch of the run used. `model_usage_since_last_result` counts every
+ * model's tokens and cost since the previous result, sub-agents included (the result's own
+ * `usage` counts the main loop only); it is there on a first turn too. Without it, `usage` is the
+ * stretch's, and `total_cost_usd` its cost only for the first result of a run that resumed no
+ * session: it is the session's total so far, so otherwise the cost is unknown rather than
+ * counted again.
+ */
+function resultSpend(result: JsonRecord, options: { resumed: boolean; first: boolean }): Spend {
+  const perModel = field(result, "model_usage_since_last_result");
+  if (perModel !== undefined) {
+    const models = Object.values(perModel);
+    const costs = models.map((usage) => count(usage, "costUSD"));
+    return {
+      usage: {
+        input_tokens: models.reduce(
+          (sum: number, u) =>
+            sum + tokens(u, "inputTokens") + tokens(u, "cacheReadInputTokens") +
+            tokens(u, "cacheCreationInputTokens"),
+          0,
+        ),
+        output_tokens: models.reduce((sum: number, u) => sum + tokens(u, "outputTokens"), 0),
+      },
+      cost: costs.every((cost) => cost !== undefined)
+        ? costs.reduce((sum: number, cost) => sum + cost!, 0)
+        : null,
+    };
+  }
+  const usage = field(result, "usage");
+  const cost = options.resumed || !options.first
+    ? null
+    : count(result, "total_cost_usd") ?? count(result, "cost_usd") ?? null;
+  return { usage: turnUsage(usage), cost };
+}
+
+/**
+ * What a whole run used: the sum over its result lines. A run prints one result per turn of its
+ * main loop, and more than one when a background sub-agent's notification starts another.
+ */
+function runSpend(results: readonly JsonRecord[], resumed: boolean): Spend {
+  const spends = results.map((result, i) => resultSpend(result, { resumed, first: i === 0 }));
+  return {
+    usage: {
+      input_tokens: spends.reduce((sum, s) => sum + s.usage.input_tokens, 0),
+      output_tokens: spends.reduce((sum, s) => sum + s.usage.output_tokens, 0),
+    },
+    cost: spends.every((s) => s.cost !== null)
+      ? Math.round(spends.reduce((sum, s) => sum + s.cost!, 0) * 1e12) / 1e12
+      : null,
+  };
+}
+
+/** The tokens of a result's `usage`: the main loop's, of this run only, resumed or not. */
 function turnUsage(usage: JsonRecord | undefined): Usage {
   return {
     input_tokens: tokens(usage, "input_tokens") + tokens(usage, "cache_read_input_tokens") +
@@ -128,7 +168,7 @@ function claudeReader(call: HarnessCall): OutputReader {
   let malformed = 0;
   let model: string | undefined;
   let sessionId: string | undefined;
-  let result: JsonRecord | undefined;
+  const results: JsonRecord[] = [];
   const errors: string[] = [];
   return {
     line(line) {
@@ -147,33 +187,33 @@ function claudeReader(call: HarnessCall): OutputReader {
         const error = text(event, "error");
         if (error !== undefined) errors.push(`${assistantText(event)} (${error})`);
       } else if (type === "result") {
-        result = event;
+        results.push(event);
       }
     },
     finish(stderrTail) {
-      if (!result) {
+      if (results.length === 0) {
         const refused = stderrTail.some((line) => ROOT_REFUSAL.test(line));
         return refused
           ? { failed: true, errors: [...errors, claudeRootRefusal(call.provider)], malformed }
           : { failed: false, errors, malformed };
       }
-      return resultReport(call, result, { model, sessionId, errors, malformed });
+      return resultReport(call, results, { model, sessionId, errors, malformed });
     },
   };
 }
 
-/** The report of a run that printed its result line. */
+/** The report of a run that printed result lines: the last one's answer, all of their spend. */
 function resultReport(
   call: HarnessCall,
-  result: JsonRecord,
+  results: readonly JsonRecord[],
   seen: { model?: string; sessionId?: string; errors: string[]; malformed: number },
 ): HarnessReport {
   const { errors, malformed } = seen;
+  const result = results.at(-1)!;
   const subtype = text(result, "subtype");
   const answer = text(result, "result");
   const usage = field(result, "usage");
-  const used = turnUsage(usage);
-  const cost = turnCost(result, call.resumeSession !== undefined);
+  const { usage: used, cost } = runSpend(results, call.resumeSession !== undefined);
   if (result.is_error === true || (subtype !== undefined && subtype !== "success")) {
     const what = [answer, ...resultErrors(result), subtype !== "success" ? subtype : undefined]
       .filter(Boolean);
