@@ -61,9 +61,12 @@ export {
 } from "./dispatch/mod.ts";
 export type {
   AnthropicOptions,
+  AnthropicThinkingType,
   ApiClientOptions,
   Availability,
   AvailabilityOptions,
+  Capabilities,
+  CapabilitiesOptions,
   ChatMessage,
   ClaudeModelAlias,
   DayStats,
@@ -78,6 +81,7 @@ export type {
   HarnessOptions,
   ModelAliases,
   OpenAICompatibleOptions,
+  ProbeRequest,
   Provider,
   ProviderStats,
   ProviderStatus,
@@ -255,13 +259,17 @@ export {
 } from "./schemas/mod.ts";
 export type {
   AgentOptions,
+  CapabilityReport,
+  CredentialsCapability,
   Effort,
   IsolationTier,
   JsonValue,
+  ProviderCapability,
   SandboxLevel,
   Schema,
   SchemaIssue,
   SchemaResult,
+  ToolCapability,
   WorkflowResumeRequest,
   WorkflowRunRequest,
 } from "./schemas/mod.ts";

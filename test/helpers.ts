@@ -30,6 +30,11 @@ export function fixture(name: string): string {
   return `${ROOT}/test/fixtures/${name}`;
 }
 
+/** Whether a file or directory exists at `path`. */
+export async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
 /** A temporary directory that removes itself when disposed. */
 export async function tempDir(prefix = "svc-test-"): Promise<{ path: string } & AsyncDisposable> {
   const path = await Deno.makeTempDir({ prefix });

@@ -6,6 +6,7 @@
  * @module
  */
 import { TESTED_VERSIONS } from "../src/dispatch/harness/tested_versions.ts";
+import type { Reply, Responder } from "./model_standin/mod.ts";
 import { tempDir } from "./helpers.ts";
 
 /** The four real tools. */
@@ -64,4 +65,30 @@ export function realToolTest(
     ignore: agentsDir() === undefined,
     fn: () => fn(agentBin(tool)),
   });
+}
+
+/**
+ * Scripts one round of tool calls: a request without tool results gets `calls` (and `usage`),
+ * the request carrying their results gets a text that quotes them, `tool said: <results>`.
+ */
+export function toolThenText(
+  calls: NonNullable<Reply["toolCalls"]>,
+  usage?: Reply["usage"],
+): Responder {
+  return (request) =>
+    request.toolResults.length === 0
+      ? { toolCalls: calls, ...(usage ? { usage } : {}) }
+      : { text: `tool said: ${request.toolResults.map((r) => r.content).join(" | ")}` };
+}
+
+/** Waits until `check` holds, for at most 30 s; the error names `what` was awaited. */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what = "the awaited condition",
+): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

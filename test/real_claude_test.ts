@@ -10,14 +10,9 @@ import { CLAUDE_DEFAULT_ENV } from "../src/dispatch/harness/claude.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { Provider } from "../src/dispatch/mod.ts";
 import { assertAllGone, harnessRequest, killAll, running } from "./harness_helpers.ts";
-import { LOCAL, runScript, testManager } from "./helpers.ts";
-import {
-  type ModelStandIn,
-  type Reply,
-  type Responder,
-  startModelStandIn,
-} from "./model_standin/mod.ts";
-import { type AgentHome, agentHome, realToolTest } from "./real_agents.ts";
+import { exists, LOCAL, runScript, testManager } from "./helpers.ts";
+import { type ModelStandIn, type Responder, startModelStandIn } from "./model_standin/mod.ts";
+import { type AgentHome, agentHome, realToolTest, toolThenText, until } from "./real_agents.ts";
 
 /** A stand-in, a throw-away HOME and a provider pointed at both. */
 interface Rig extends AsyncDisposable {
@@ -69,27 +64,6 @@ async function rig(
 const NO_RETRIES = { CLAUDE_CODE_MAX_RETRIES: "0" };
 
 /**
- * Scripts one tool call: the first request of a call gets `call`, the request carrying its
- * result gets a text that quotes the result.
- */
-function toolThenText(call: Reply["toolCalls"]): Responder {
-  return (request) =>
-    request.toolResults.length === 0
-      ? { toolCalls: call, usage: USAGE }
-      : { text: `tool said: ${request.toolResults.map((r) => r.content).join(" | ")}` };
-}
-
-/** Whether a file exists. */
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
  * The pids of the running processes whose working directory is `dir` (Claude Code and its
  * tools), only those whose command name is `name` when given.
  */
@@ -105,15 +79,6 @@ async function processesIn(dir: string, name?: string): Promise<number[]> {
   }).output();
   const pids = new TextDecoder().decode(output.stdout).split(/\s+/).filter(Boolean).map(Number);
   return await running(pids);
-}
-
-/** Waits until `check` holds, for at most `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("the awaited condition never held");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** The tools a logged model request offered. */
@@ -232,7 +197,7 @@ realToolTest(
     await using r = await rig(bin, () => ({ text: "unused" }), { env: NO_RETRIES });
     const file = `${r.home.work}/made.txt`;
     r.standin.respond(
-      toolThenText([{ name: "Write", input: { file_path: file, content: "x\n" } }]),
+      toolThenText([{ name: "Write", input: { file_path: file, content: "x\n" } }], USAGE),
     );
     const result = await r.provider.dispatch(
       harnessRequest("write it", { cwd: r.home.work, sandbox: "read-only" }),
@@ -257,7 +222,7 @@ realToolTest(
     await using r = await rig(bin, () => ({ text: "unused" }), { env: NO_RETRIES });
     const inside = `${r.home.work}/inside.txt`;
     r.standin.respond(
-      toolThenText([{ name: "Write", input: { file_path: inside, content: "in\n" } }]),
+      toolThenText([{ name: "Write", input: { file_path: inside, content: "in\n" } }], USAGE),
     );
     await r.provider.dispatch(
       harnessRequest("write inside", { cwd: r.home.work, sandbox: "write" }),
@@ -268,7 +233,7 @@ realToolTest(
 
     const outside = `${r.home.home}/outside.txt`;
     r.standin.respond(
-      toolThenText([{ name: "Write", input: { file_path: outside, content: "out\n" } }]),
+      toolThenText([{ name: "Write", input: { file_path: outside, content: "out\n" } }], USAGE),
     );
     const result = await r.provider.dispatch(
       harnessRequest("write outside", { cwd: r.home.work, sandbox: "write" }),
@@ -303,7 +268,7 @@ realToolTest(
     r.standin.respond(toolThenText([{
       name: "Bash",
       input: { command: `id -u > '${outside}'`, description: "who am I" },
-    }]));
+    }], USAGE));
     await r.provider.dispatch(harnessRequest("who", { cwd: r.home.work, sandbox: "full" }));
     assert.equal((await Deno.readTextFile(outside)).trim(), String(Deno.uid()));
   },
@@ -399,7 +364,7 @@ realToolTest("claude", "a tool that hangs is killed with the call at its timeout
   r.standin.respond(toolThenText([{
     name: "Bash",
     input: { command: "tail -f /dev/null", description: "wait" },
-  }]));
+  }], USAGE));
   const call = r.provider.dispatch(harnessRequest("hang", { cwd: r.home.work, sandbox: "full" }));
   const outcome = call.then(() => undefined, (e: unknown) => e);
   let pids: number[] = [];

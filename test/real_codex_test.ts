@@ -10,7 +10,7 @@ import type { DispatchRequest, DispatchResult } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { type Responder, startModelStandIn } from "./model_standin/mod.ts";
 import { assertAllGone, harnessRequest, killAll } from "./harness_helpers.ts";
-import { processesMentioning } from "./helpers.ts";
+import { exists, processesMentioning } from "./helpers.ts";
 import { agentHome, realToolTest } from "./real_agents.ts";
 
 const KEY = "sk-standin-codex-key";
@@ -66,10 +66,6 @@ function rejection(code: string, pattern: RegExp) {
     assert.match(error.message, pattern);
     return true;
   };
-}
-
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
 }
 
 realToolTest(

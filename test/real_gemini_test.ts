@@ -8,7 +8,7 @@ import { geminiProvider, type Provider } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { HarnessOptions } from "../src/dispatch/harness/run_harness.ts";
 import { harnessRequest } from "./harness_helpers.ts";
-import { processesMentioning } from "./helpers.ts";
+import { exists, processesMentioning } from "./helpers.ts";
 import {
   type ModelRequest,
   type ModelStandIn,
@@ -71,15 +71,6 @@ async function rejection(promise: Promise<unknown>): Promise<SvcError> {
     return error;
   }
   assert.fail("the call did not fail");
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 realToolTest(

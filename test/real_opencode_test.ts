@@ -9,13 +9,14 @@ import { opencodeProvider } from "../src/dispatch/mod.ts";
 import type { HarnessOptions } from "../src/dispatch/harness/run_harness.ts";
 import type { Provider } from "../src/dispatch/types.ts";
 import { assertAllGone, harnessRequest, killAll } from "./harness_helpers.ts";
+import { exists } from "./helpers.ts";
 import {
   type ModelStandIn,
   type Responder,
   startModelStandIn,
   type ToolCall,
 } from "./model_standin/mod.ts";
-import { type AgentHome, agentHome, realToolTest } from "./real_agents.ts";
+import { type AgentHome, agentHome, realToolTest, toolThenText, until } from "./real_agents.ts";
 
 /** The model every test names: a provider id opencode's catalog does not know. */
 const MODEL = "standin/m1";
@@ -85,23 +86,6 @@ const PRICED = { provider: { standin: { models: { m1: { cost: PRICE } } } } };
 /** The text answer of every request, naming the prompt; USAGE as the usage. */
 const ANSWER: Responder = (request) => ({ text: `answer to: ${request.prompt}`, usage: USAGE });
 
-/** Answers the first request with `call`, and the one carrying its result with that result. */
-function toolThenAnswer(call: ToolCall): Responder {
-  return (request) =>
-    request.toolResults.length > 0
-      ? { text: `tool said: ${request.toolResults.map((r) => r.content).join(" | ")}` }
-      : { toolCalls: [call] };
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The pids of the processes whose working directory is `dir` (opencode and its children). */
 async function processesIn(dir: string): Promise<number[]> {
   const script = `for p in /proc/[0-9]*; do
@@ -114,14 +98,6 @@ async function processesIn(dir: string): Promise<number[]> {
   }).output();
   return new TextDecoder().decode(output.stdout).split(/\s+/).filter(Boolean).map(Number)
     .filter((pid) => pid !== Deno.pid);
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 realToolTest(
@@ -245,10 +221,10 @@ realToolTest(
   async (bin) => {
     let file = "";
     await using world = await rig(bin, (request) =>
-      toolThenAnswer({
+      toolThenText([{
         name: "write",
         input: { filePath: file, content: "written\n" },
-      })(request));
+      }])(request));
     file = `${world.home.work}/made.txt`;
     const result = await world.provider().dispatch(
       harnessRequest("Write it", { cwd: world.home.work, sandbox: "read-only" }),
@@ -266,10 +242,10 @@ realToolTest(
   async (bin) => {
     let target = "";
     await using world = await rig(bin, (request) =>
-      toolThenAnswer({
+      toolThenText([{
         name: "write",
         input: { filePath: target, content: "written\n" },
-      })(request));
+      }])(request));
     const provider = world.provider();
     target = `${world.home.work}/inside.txt`;
     const inside = await provider.dispatch(
@@ -297,7 +273,7 @@ realToolTest(
       name: "bash",
       input: { command: "id -u", description: "Print the user id" },
     };
-    await using world = await rig(bin, (request) => toolThenAnswer(call)(request));
+    await using world = await rig(bin, (request) => toolThenText([call])(request));
     const provider = world.provider();
     const shell = await provider.dispatch(
       harnessRequest("Who am I", { cwd: world.home.work, sandbox: "full" }),
@@ -316,10 +292,10 @@ realToolTest(
   async (bin) => {
     let file = "";
     await using world = await rig(bin, (request) =>
-      toolThenAnswer({
+      toolThenText([{
         name: "read",
         input: { filePath: file },
-      })(request));
+      }])(request));
     // opencode asks before reading *.env files; nobody can answer in `run`, so it rejects.
     file = `${world.home.work}/.env`;
     await Deno.writeTextFile(file, "TOKEN=secret\n");

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
 import { runGuest } from "../src/engine/mod.ts";
 import { makeScratchDir, scratchOwner, sweepScratch } from "../src/scratch/mod.ts";
-import { fixture, tempDir, testManager } from "./helpers.ts";
+import { exists, fixture, tempDir, testManager } from "./helpers.ts";
 
 /** A real process that made a scratch directory under `root` and lives until stopped. */
 async function scratchOwnerProcess(root: string) {
@@ -31,15 +31,6 @@ async function scratchOwnerProcess(root: string) {
       await child.status;
     },
   };
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 Deno.test("the next host removes the scratch directories of a host that is gone, and keeps a live host's", async () => {

@@ -12,6 +12,7 @@ export {
 export type {
   A2aAgentOptions,
   AnthropicOptions,
+  AnthropicThinkingType,
   ApiClientOptions,
   OpenAICompatibleOptions,
 } from "./api/mod.ts";

@@ -5,6 +5,7 @@
  * @module
  */
 import { z } from "zod";
+import type { Assert, SameType } from "./same_type.ts";
 
 /** What is known of a harness's binary. */
 export const ToolCapabilitySchema = z.object({
@@ -66,11 +67,69 @@ export const CapabilityReportSchema = z.object({
   providers: z.array(ProviderCapabilitySchema),
 }).meta({ id: "CapabilityReport" });
 
+/** What is known of a harness's binary (see {@linkcode ToolCapabilitySchema}). */
+export interface ToolCapability {
+  /** The command as configured (a name on PATH or a path). */
+  command: string;
+  /** Whether the binary was found. */
+  installed: boolean;
+  /** Where the binary was found. */
+  path: string | null;
+  /** The version its version flag printed. */
+  version: string | null;
+  /** How its version flag went. */
+  probe: "answered" | "failed" | "timed_out" | "probing" | "missing";
+  /** What the probe said, for people. */
+  detail: string;
+  /** The version svc is tested with. */
+  tested_version: string | null;
+  /** Whether the version is the tested one; null when the version is unknown. */
+  tested: boolean | null;
+}
+
+/** Whether a provider's credentials or endpoint answer (see {@linkcode CredentialsCapabilitySchema}). */
+export interface CredentialsCapability {
+  /** What the check found. */
+  state: "ok" | "refused" | "missing" | "unreachable" | "failed" | "unchecked" | "not_needed";
+  /** The variables looked at, by NAME only. */
+  key_env: string[];
+  /** The NAME of the variable that is set. */
+  key_found: string | null;
+  /** The URL probed, without credentials or query. */
+  endpoint: string | null;
+  /** What the check said, for people. */
+  detail: string;
+}
+
+/** One provider of the report. */
+export interface ProviderCapability {
+  /** The provider's name. */
+  name: string;
+  /** The configuration's type. */
+  type: string;
+  /** The kind of provider. */
+  kind: "fake" | "harness" | "api";
+  /** The binary; null for providers without one. */
+  tool: ToolCapability | null;
+  /** Whether its credentials or endpoint answer. */
+  credentials: CredentialsCapability;
+  /** The levels its calls can run at. */
+  sandbox_levels: ("read-only" | "write" | "full")[];
+}
+
 /** The capability report. */
-export type CapabilityReport = z.infer<typeof CapabilityReportSchema>;
-/** One provider of the capability report. */
-export type ProviderCapability = z.infer<typeof ProviderCapabilitySchema>;
-/** A harness's binary in the capability report. */
-export type ToolCapability = z.infer<typeof ToolCapabilitySchema>;
-/** A provider's credentials in the capability report. */
-export type CredentialsCapability = z.infer<typeof CredentialsCapabilitySchema>;
+export interface CapabilityReport {
+  /** When it was made, ISO 8601. */
+  generated_at: string;
+  /** How long it took. */
+  took_ms: number;
+  /** The bound the report is made within. */
+  deadline_ms: number;
+  /** The configuration's policy for the full level. */
+  sandbox_full: "deny" | "allow" | "ask";
+  /** Every configured provider. */
+  providers: ProviderCapability[];
+}
+type _CapabilityReportMatches = Assert<
+  SameType<CapabilityReport, z.infer<typeof CapabilityReportSchema>>
+>;

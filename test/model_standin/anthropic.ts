@@ -6,6 +6,7 @@
  * object; errors as `{type: "error", error: {type, message}}` with the API's error types.
  * @module
  */
+import { isRecord, type Json } from "./json.ts";
 import { jsonResponse, type SseEvent, sseResponse } from "./sse.ts";
 import {
   DEFAULT_USAGE,
@@ -15,12 +16,6 @@ import {
   type ToolResult,
   type WireFormatHandler,
 } from "./types.ts";
-
-type Json = Record<string, unknown>;
-
-function isRecord(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** The text of a `content` that is a string or an array of blocks (text blocks only). */
 function textOf(content: unknown): string {

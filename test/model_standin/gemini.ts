@@ -7,6 +7,7 @@
  * with JSON itself: an invalid answer would make the CLI retry for minutes.
  * @module
  */
+import { isRecord, type Json, list } from "./json.ts";
 import { jsonResponse, type SseEvent, sseResponse } from "./sse.ts";
 import {
   DEFAULT_USAGE,
@@ -17,16 +18,6 @@ import {
 } from "./types.ts";
 
 const PATH = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
-
-type Json = Record<string, unknown>;
-
-function isRecord(value: unknown): value is Json {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function list(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
-}
 
 /** The text parts of a `Content`, joined (thoughts left out). */
 function textOf(content: unknown): string {

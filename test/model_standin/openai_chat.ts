@@ -8,6 +8,7 @@
  * `chat.completion` when `stream` is not true.
  * @module
  */
+import { contentText, type Json, list, record, str } from "./json.ts";
 import { jsonResponse, type SseEvent, sseResponse } from "./sse.ts";
 import {
   DEFAULT_USAGE,
@@ -17,26 +18,6 @@ import {
   type ToolResult,
   type WireFormatHandler,
 } from "./types.ts";
-
-type Json = Record<string, unknown>;
-
-function record(value: unknown): Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? value as Json : {};
-}
-
-function list(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
-}
-
-function str(value: unknown): string {
-  return typeof value === "string" ? value : "";
-}
-
-/** The text of a message's content: a string, or the text of its `text` parts. */
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  return list(content).map((part) => str(record(part).text)).filter((t) => t !== "").join("\n");
-}
 
 /** An assistant message's tool calls, as `name(arguments)` for the transcript. */
 function callsText(message: Json): string[] {

@@ -6,6 +6,7 @@
  * `response.completed` with the usage), or come as one JSON response when `stream` is false.
  * @module
  */
+import { contentText, type Json, list, record, str } from "./json.ts";
 import { jsonResponse, type SseEvent, sseResponse } from "./sse.ts";
 import {
   DEFAULT_USAGE,
@@ -15,26 +16,6 @@ import {
   type ToolResult,
   type WireFormatHandler,
 } from "./types.ts";
-
-type Json = Record<string, unknown>;
-
-function record(value: unknown): Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? value as Json : {};
-}
-
-function list(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
-}
-
-function str(value: unknown): string {
-  return typeof value === "string" ? value : "";
-}
-
-/** The text of a message's content: a string, or its `input_text`/`output_text`/`text` parts. */
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  return list(content).map((part) => str(record(part).text)).filter((t) => t !== "").join("\n");
-}
 
 /** A function call's output: a string, or (newer clients) a list of content parts. */
 function outputText(output: unknown): string {

@@ -5,6 +5,7 @@
  */
 export { anthropicProvider } from "./anthropic.ts";
 export type { AnthropicOptions } from "./anthropic.ts";
+export type { AnthropicThinkingType } from "./anthropic_models.ts";
 export type { ApiClientOptions } from "./http.ts";
 export { openaiCompatibleProvider } from "./openai_compatible.ts";
 export type { OpenAICompatibleOptions } from "./openai_compatible.ts";
