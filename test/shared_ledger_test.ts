@@ -259,7 +259,12 @@ Deno.test("the database restarted mid-run: the run ends interrupted with a clear
       JSON.stringify(end.error),
       /Cannot write the ledger: the database cannot be reached/,
     );
-    const resumed = await api(host).json(`/api/workflow/${runId}/resume`, {});
+    // Right after the restart a request may still meet a connection the server closed: that is
+    // answered 503 `unavailable`, which a client retries.
+    const resumed = await eventually(async () => {
+      const answer = await api(host).json(`/api/workflow/${runId}/resume`, {});
+      return answer.status === 503 ? undefined : answer;
+    }, { timeoutMs: 30_000, what: "the resume to be answered" });
     assert.equal(resumed.status, 202, JSON.stringify(resumed.body));
     const again = await eventually(async () => {
       const status = await api(host).json(`/api/workflow/${resumed.body.run_id}`);

@@ -526,17 +526,20 @@ export class TaskManager {
     caller: Caller,
     options: { signal?: AbortSignal } = {},
   ): Promise<TaskStatus> {
-    const live = this.#live.get(taskId);
-    if (live && mayAccess(caller, live.status.owner)) return structuredClone(await live.done);
-    const task = await this.#visible(taskId, caller, "wait for");
-    if (isTerminal(task.state)) return task;
-    for await (const _item of this.events(taskId, caller, options)) {
-      // Only the end matters here.
+    // A queued task can start here while its end is being followed: then its feed may end
+    // before its status in memory does (a cancel of the queued task), so look again.
+    for (;;) {
+      const live = this.#live.get(taskId);
+      if (live && mayAccess(caller, live.status.owner)) return structuredClone(await live.done);
+      const task = await this.#visible(taskId, caller, "wait for");
+      if (isTerminal(task.state)) return task;
+      for await (const _item of this.events(taskId, caller, options)) {
+        // Only the end matters here.
+      }
+      if (options.signal?.aborted) {
+        throw new SvcError("unavailable", `Cannot wait for task '${taskId}': the wait was stopped`);
+      }
     }
-    if (options.signal?.aborted) {
-      throw new SvcError("unavailable", `Cannot wait for task '${taskId}': the wait was stopped`);
-    }
-    return await this.#visible(taskId, caller, "wait for");
   }
 
   /**
