@@ -183,26 +183,29 @@ Deno.test("the 0.3.x SDK as an older peer sends, gets and streams", async () => 
 Deno.test("the 0.3.x SDK as an older peer cancels a running task and resubscribes", async () => {
   await using a2a = await startA2a({ fakeLatencyMs: 30_000 });
   const client = await v03Client(a2a.url, TOKENS.alice);
-  const started = await client.sendMessage({
-    message: v03Message("long, old peer"),
-    configuration: { blocking: false },
-  });
-  assert.equal(started.kind, "task");
-  if (started.kind !== "task") return;
-  const stream = client.resubscribeTask({ id: started.id })[Symbol.asyncIterator]();
-  // The first event is the task as it is: the subscription is in place before the cancel.
-  const first = await stream.next();
-  assert.equal(first.done, false);
-  const watching = (async () => {
-    const states: string[] = [];
-    for (let next = await stream.next(); !next.done; next = await stream.next()) {
-      if (next.value.kind === "status-update") states.push(next.value.status.state);
-    }
-    return states;
-  })();
-  const cancelled = await client.cancelTask({ id: started.id });
-  assert.equal(cancelled.status.state, "canceled");
-  assert.equal((await watching).at(-1), "canceled");
+  // A cancel that meets the task's claim on the host is a race: several rounds meet it.
+  for (let round = 0; round < 8; round++) {
+    const started = await client.sendMessage({
+      message: v03Message("long, old peer"),
+      configuration: { blocking: false },
+    });
+    assert.equal(started.kind, "task");
+    if (started.kind !== "task") return;
+    const stream = client.resubscribeTask({ id: started.id })[Symbol.asyncIterator]();
+    // The first event is the task as it is: the subscription is in place before the cancel.
+    const first = await stream.next();
+    assert.equal(first.done, false);
+    const watching = (async () => {
+      const states: string[] = [];
+      for (let next = await stream.next(); !next.done; next = await stream.next()) {
+        if (next.value.kind === "status-update") states.push(next.value.status.state);
+      }
+      return states;
+    })();
+    const cancelled = await client.cancelTask({ id: started.id });
+    assert.equal(cancelled.status.state, "canceled", `round ${round}`);
+    assert.equal((await watching).at(-1), "canceled", `round ${round}`);
+  }
 });
 
 Deno.test("a JSON-RPC call without a token, or with a wrong one, is refused with 401", async () => {

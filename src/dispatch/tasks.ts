@@ -278,6 +278,24 @@ export class TaskManager {
     }
   }
 
+  /**
+   * Claims a queued task for this process: saves it running if it is still queued. A cancel
+   * asked meanwhile (`cancel_requested`) changes the record but not its state, so the claim is
+   * tried again with the request kept; the run then ends cancelled. False when another host
+   * claimed it or it ended while queued.
+   */
+  async #claim(live: LiveTask): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (await this.#save(live, { expect: "queued" })) return true;
+      // The failed write took no event number.
+      live.eventSeq--;
+      const stored = await this.#options.ledger.getTask(live.status.task_id);
+      if (!stored || stored.state !== "queued") return false;
+      if (stored.cancel_requested) live.status.cancel_requested = true;
+    }
+    return false;
+  }
+
   async #run(live: LiveTask): Promise<TaskStatus> {
     const { status, controller } = live;
     await new Promise((resolve) => setTimeout(resolve, 0));
@@ -292,7 +310,7 @@ export class TaskManager {
     status.state = "running";
     status.started_at = now();
     status.host_id = this.#host.ref.id;
-    if (!(await this.#save(live, { expect: "queued" }))) {
+    if (!(await this.#claim(live))) {
       // Someone else claimed it, or it was cancelled while queued.
       this.#live.delete(status.task_id);
       release();
@@ -530,7 +548,11 @@ export class TaskManager {
     // before its status in memory does (a cancel of the queued task), so look again.
     for (;;) {
       const live = this.#live.get(taskId);
-      if (live && mayAccess(caller, live.status.owner)) return structuredClone(await live.done);
+      if (live && mayAccess(caller, live.status.owner)) {
+        const status = structuredClone(await live.done);
+        // A run that lost its claim ends with the ledger's status: another host may run it.
+        if (isTerminal(status.state)) return status;
+      }
       const task = await this.#visible(taskId, caller, "wait for");
       if (isTerminal(task.state)) return task;
       for await (const _item of this.events(taskId, caller, options)) {
