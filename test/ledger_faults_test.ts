@@ -247,8 +247,14 @@ Deno.test("a task that ends while the disk is full answers its end from memory a
     const task = await call(host, "/api/dispatch", { prompt: "slow", fake_dispatch: true });
     assert.equal(task.status, 202, JSON.stringify(task.body));
     const taskId = String(task.body.task_id);
-    await disk(host, "fill");
+    // The task must have started (its claim is a write) before the disk fills.
     let status: Record<string, unknown> = {};
+    for (let i = 0; i < 300 && status.state !== "running"; i++) {
+      status = (await call(host, `/api/tasks/${taskId}`)).body;
+      if (status.state !== "running") await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.equal(status.state, "running", JSON.stringify(status));
+    await disk(host, "fill");
     for (let i = 0; i < 300; i++) {
       status = (await call(host, `/api/tasks/${taskId}`)).body;
       if (status.state !== "queued" && status.state !== "running") break;
