@@ -28,6 +28,14 @@ const CONFIG = configOf({
       max_body_bytes: 4096,
     },
     unset: { secret_env: "HOOK_UNSET_SECRET", workflow: "echo-args" },
+    release: {
+      secret_env: "HOOK_PUSH_SECRET",
+      style: "github",
+      owner: "alice",
+      workflow: "echo-args",
+      fake_dispatch: true,
+      replay_window_s: 3600,
+    },
   },
 });
 const ENV = { HOOK_PUSH_SECRET: GITHUB_SECRET, HOOK_ISSUE_SECRET: STANDARD_SECRET };
@@ -55,6 +63,15 @@ async function githubHeaders(body: string, delivery: string, secret = GITHUB_SEC
     "x-github-delivery": delivery,
     "x-hub-signature-256": `sha256=${hex}`,
   };
+}
+
+/** The replay key the receiver keeps a GitHub-style delivery under: SHA-256 of signature and body. */
+async function githubReplayKey(body: string, headers: Record<string, string>): Promise<string> {
+  const hex = headers["x-hub-signature-256"]!.slice(7);
+  const signature = Uint8Array.from(hex.match(/../g)!, (pair) => parseInt(pair, 16));
+  const bytes = new Uint8Array([...signature, ...new TextEncoder().encode(body)]);
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return `sha256:${[...digest].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
 async function standardHeaders(body: string, id: string, options: { at?: number } = {}) {
@@ -242,5 +259,70 @@ Deno.test("webhook refusals are API errors: bad or stale signatures 401, unknown
     assert.equal((await daemon.services.tasks.list(ALICE)).length, 0);
     const health = await (await fetch(`${daemon.url}/health`)).json();
     assert.equal(health.webhooks.rejected, 6);
+  });
+});
+
+Deno.test("a GitHub-style delivery replayed under a new X-GitHub-Delivery, or with its signature in upper case, starts nothing new", async () => {
+  await withHookDaemon(async (daemon) => {
+    const payload = JSON.stringify({ ref: "refs/heads/main", after: "0123abc" });
+    const headers = await githubHeaders(payload, "delivery-genuine");
+    const first = await post(daemon, "push", payload, headers);
+    assert.equal(first.status, 202, JSON.stringify(first.body));
+    const replays = [
+      { ...headers, "x-github-delivery": "delivery-forged-1" },
+      { ...headers, "x-github-delivery": "delivery-forged-2" },
+      {
+        ...headers,
+        "x-github-delivery": "delivery-forged-3",
+        "x-hub-signature-256": `sha256=${headers["x-hub-signature-256"].slice(7).toUpperCase()}`,
+      },
+    ];
+    for (const replay of replays) {
+      const again = await post(daemon, "push", payload, replay);
+      assert.equal(again.status, 200, JSON.stringify(again.body));
+      assert.equal(again.body.duplicate, true);
+      assert.equal(again.body.run_id, first.body.run_id);
+      assert.equal(again.body.delivery_id, "delivery-genuine");
+    }
+    // A different body is different work, whatever its delivery id.
+    const other = JSON.stringify({ ref: "refs/heads/main", after: "4567def" });
+    const next = await post(daemon, "push", other, await githubHeaders(other, "delivery-genuine"));
+    assert.equal(next.status, 202, JSON.stringify(next.body));
+    assert.equal((await daemon.services.runs.list(ALICE)).length, 2);
+    const health = await (await fetch(`${daemon.url}/health`)).json();
+    assert.equal(health.webhooks.duplicate, 3);
+  });
+});
+
+Deno.test("a webhook's replay record is kept for its replay window: within it a repeat is a duplicate, past it the record is replaced and old ones are removed", async () => {
+  await withHookDaemon(async (daemon) => {
+    const { ledger } = daemon.services;
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString();
+    const payload = JSON.stringify({ action: "published", release: { tag: "v1" } });
+    const headers = await githubHeaders(payload, "delivery-old");
+    const replayKey = await githubReplayKey(payload, headers);
+    const old = {
+      hook: "release",
+      delivery_id: "delivery-old",
+      replay_key: replayKey,
+      owner: "alice",
+      received_at: twoHoursAgo,
+      outcome: "accepted" as const,
+      run_id: "run_from_long_ago",
+    };
+    const unrelated = { ...old, delivery_id: "delivery-other", replay_key: "sha256:unrelated" };
+    const year = { windowMs: 366 * 24 * 3600_000 };
+    assert.equal(await ledger.claimDelivery(old, year), undefined);
+    assert.equal(await ledger.claimDelivery(unrelated, year), undefined);
+    // The hook's window is an hour: the two-hour-old record no longer makes it a duplicate.
+    const fresh = await post(daemon, "release", payload, headers);
+    assert.equal(fresh.status, 202, JSON.stringify(fresh.body));
+    assert.notEqual(fresh.body.run_id, "run_from_long_ago");
+    const again = await post(daemon, "release", payload, headers);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.run_id, fresh.body.run_id);
+    // The claim removed the expired record it did not replace: claiming it again is new.
+    assert.equal(await ledger.claimDelivery(unrelated, year), undefined);
+    assert.equal((await daemon.services.runs.list(ALICE)).length, 1);
   });
 });

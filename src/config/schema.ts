@@ -258,6 +258,15 @@ export type FullSandboxPolicy = "deny" | "allow" | "ask";
 export const WEBHOOK_BODY_LIMIT = 25 * 1024 * 1024;
 
 /**
+ * Default replay window of a webhook (30 days): longer than GitHub lets anyone redeliver a
+ * delivery (3 days), and the whole protection a GitHub-style hook has, whose signatures carry no
+ * time.
+ */
+export const WEBHOOK_REPLAY_WINDOW_S = 30 * 24 * 3600;
+/** Longest replay window a hook may set (a year). */
+export const WEBHOOK_REPLAY_WINDOW_MAX_S = 366 * 24 * 3600;
+
+/**
  * A webhook of the configuration file (`webhooks.<name>`, served at `POST /webhooks/<name>`):
  * its shared secret (the NAME of the variable holding it), its signature style, its owner, and
  * what a delivery does: run a saved workflow with the payload as `args`, or dispatch a prompt
@@ -275,6 +284,13 @@ export const WebhookConfigSchema = z.strictObject({
   max_body_bytes: z.number().int().positive().max(WEBHOOK_BODY_LIMIT).default(1024 * 1024),
   /** Standard Webhooks: how far `webhook-timestamp` may be from now, in seconds. */
   tolerance_s: z.number().int().positive().max(3600).default(300),
+  /**
+   * How long a delivery's replay record is kept, in seconds: a repeat within it starts nothing.
+   * At least an hour, so never shorter than the largest `tolerance_s`.
+   */
+  replay_window_s: z.number().int().min(3600).max(WEBHOOK_REPLAY_WINDOW_MAX_S).default(
+    WEBHOOK_REPLAY_WINDOW_S,
+  ),
 }).superRefine((hook, ctx) => {
   if ((hook.workflow === undefined) === (hook.prompt_template === undefined)) {
     ctx.addIssue({
@@ -312,6 +328,8 @@ export interface WebhookConfig {
   max_body_bytes: number;
   /** Standard Webhooks: the timestamp tolerance in seconds. Default 300. */
   tolerance_s: number;
+  /** How long a delivery's replay record is kept, in seconds. Default 30 days. */
+  replay_window_s: number;
 }
 type _WebhookConfigMatches = Assert<SameType<WebhookConfig, z.infer<typeof WebhookConfigSchema>>>;
 

@@ -5,9 +5,13 @@
  * @module
  */
 
-/** Why a delivery's signature was refused, for the 401's message (never the expected value). */
+/**
+ * A verified delivery's id and the key its replay record is kept under (what the signature
+ * covers, so that changing an unsigned header cannot make a replay look new); or why the
+ * signature was refused, for the 401's message (never the expected value).
+ */
 export type SignatureResult =
-  | { ok: true; deliveryId: string }
+  | { ok: true; deliveryId: string; replayKey: string }
   | { ok: false; reason: string };
 
 /** Longest delivery id kept: it becomes part of a ledger key. */
@@ -59,8 +63,19 @@ function concat(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
 }
 
 /**
+ * The replay key of a GitHub-style delivery: a SHA-256 digest of the decoded signature and the
+ * body. `X-GitHub-Delivery` is not signed, so it cannot be the key; the decoded bytes (not the
+ * header's text) make an upper-case spelling of the same signature the same key.
+ */
+async function githubReplayKey(signature: Uint8Array, body: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", concat(signature, body)));
+  return `sha256:${[...digest].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/**
  * GitHub style: `X-Hub-Signature-256: sha256=<hex HMAC of the body>`, the delivery id in
- * `X-GitHub-Delivery`.
+ * `X-GitHub-Delivery`. Nothing signed carries a time, so a captured delivery verifies forever:
+ * only its replay record (keyed on the signature and body) stops it from starting work again.
  */
 export async function verifyGithub(
   headers: Headers,
@@ -89,7 +104,7 @@ export async function verifyGithub(
         `the X-GitHub-Delivery header is missing or not 1 to ${DELIVERY_ID_LIMIT} printable characters`,
     };
   }
-  return { ok: true, deliveryId };
+  return { ok: true, deliveryId, replayKey: await githubReplayKey(signature, body) };
 }
 
 /**
@@ -138,7 +153,8 @@ export async function verifyStandard(
     if (
       await crypto.subtle.verify("HMAC", key, signature as Uint8Array<ArrayBuffer>, signed)
     ) {
-      return { ok: true, deliveryId };
+      // The id is signed and the timestamp bounds how long a copy verifies: the id is the key.
+      return { ok: true, deliveryId, replayKey: deliveryId };
     }
   }
   return { ok: false, reason: "no v1 signature matches the body" };

@@ -44,8 +44,9 @@ const HOOK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 /**
  * The receiving side of webhooks: a delivery to a configured hook is size-checked, its
- * signature verified over the raw bytes before anything parses them, its delivery id recorded
- * once (a repeat does nothing again), and its action queued under the hook's owner. Every
+ * signature verified over the raw bytes before anything parses them, what the signature covers
+ * recorded once per replay window (a repeat does nothing again), and its action queued under the
+ * hook's owner. Every
  * signed delivery enters the owner's activity stream; refusals answer with an SvcError.
  */
 export class WebhookReceiver {
@@ -107,12 +108,13 @@ export class WebhookReceiver {
     const record: WebhookDelivery = {
       hook: name,
       delivery_id: verified.deliveryId,
+      replay_key: verified.replayKey,
       owner: owner.owner,
       received_at: new Date().toISOString(),
       outcome: "received",
     };
     const { ledger } = this.#services;
-    const seen = await ledger.claimDelivery(record);
+    const seen = await ledger.claimDelivery(record, { windowMs: hook.replay_window_s * 1000 });
     if (seen) {
       this.#counts.duplicate++;
       await ledger.saveDelivery(seen, { duplicate: true });

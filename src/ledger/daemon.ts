@@ -8,7 +8,8 @@
  * | `["leases", name]` | `{holder, expires_at}`: held until it expires or is released |
  * | `["automations", automation_id]` | an automation made through the API |
  * | `["automation_slots", automation_id]` | `{slot, at, item}`: the last slot that fired |
- * | `["webhook_deliveries", hook, delivery_id]` | a delivery and what it started |
+ * | `["webhook_deliveries", hook, replay_key]` | a delivery and what it started, for the hook's replay window |
+ * | `["webhook_delivery_times", hook, received_ms, replay_key]` | `{}`: finds the records past the window |
  * @module
  */
 import type { JsonValue } from "../schemas/mod.ts";
@@ -67,6 +68,12 @@ export interface WebhookDelivery {
   hook: string;
   /** The sender's delivery id (`X-GitHub-Delivery` or `webhook-id`). */
   delivery_id: string;
+  /**
+   * What the record is kept under: what the signature covers (a digest of a GitHub-style
+   * signature and body; a Standard Webhooks `webhook-id`). Absent in older records, which are
+   * kept under `delivery_id`.
+   */
+  replay_key?: string;
   /** The hook's owner, who owns what the delivery started. */
   owner: string;
   /** When it was received (ISO 8601). */
@@ -85,6 +92,9 @@ const LEASES: KvKey = ["leases"];
 const AUTOMATIONS: KvKey = ["automations"];
 const SLOTS: KvKey = ["automation_slots"];
 const DELIVERIES: KvKey = ["webhook_deliveries"];
+const DELIVERY_TIMES: KvKey = ["webhook_delivery_times"];
+/** Expired replay records removed per claim: bounds a claim's work, and still outpaces arrivals. */
+const PRUNE_BATCH = 16;
 
 /**
  * Takes or renews the lease `name` for `holder` for `ttlMs`: granted when nobody holds it, its
@@ -196,21 +206,61 @@ export async function saveSlot(kv: KvStore, automationId: string, fired: FiredSl
 }
 
 /**
- * Records a new delivery, unless its id was seen for this hook: then returns the delivery
- * recorded first, and records nothing.
+ * Records a new delivery, unless one with its replay key was recorded for this hook within the
+ * last `windowMs` (a record older than that is replaced): then returns the delivery recorded
+ * first, and records nothing. Removes a few records past the window on the way.
  */
 export async function claimDelivery(
   kv: KvStore,
   delivery: WebhookDelivery,
+  options: { windowMs: number },
 ): Promise<WebhookDelivery | undefined> {
-  const key = [...DELIVERIES, delivery.hook, delivery.delivery_id];
-  const ok = (await kv.atomic().check(key, null).set(key, fitRecord(delivery).bytes).commit()).ok;
-  if (ok) return undefined;
-  const entry = await kv.get(key);
-  return entry.value ? fromBytes<WebhookDelivery>(entry.value) : delivery;
+  const key = deliveryKey(delivery);
+  const receivedMs = Date.parse(delivery.received_at);
+  const cutoffMs = receivedMs - options.windowMs;
+  await pruneDeliveries(kv, delivery.hook, cutoffMs);
+  // A failed commit means another claim wrote the key meanwhile: read it again to answer it.
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const current = await kv.get(key);
+    const seen = current.value ? fromBytes<WebhookDelivery>(current.value) : undefined;
+    if (seen && Date.parse(seen.received_at) > cutoffMs) return seen;
+    const ok = (await kv.atomic()
+      .check(key, current.versionstamp)
+      .set(key, fitRecord(delivery).bytes)
+      .set([...DELIVERY_TIMES, delivery.hook, receivedMs, replayKeyOf(delivery)], toBytes({}))
+      .commit()).ok;
+    if (ok) return undefined;
+  }
+  // Still contended after four reads: answering "duplicate" never starts work twice.
+  return delivery;
+}
+
+/**
+ * Deletes up to PRUNE_BATCH of a hook's replay records received at or before `cutoffMs`; a
+ * record claimed again since (its time index entry is stale) keeps its newer claim.
+ */
+async function pruneDeliveries(kv: KvStore, hook: string, cutoffMs: number): Promise<void> {
+  const stale = kv.list([...DELIVERY_TIMES, hook], {
+    end: [...DELIVERY_TIMES, hook, cutoffMs + 1],
+    limit: PRUNE_BATCH,
+  });
+  for await (const index of stale) {
+    const key = [...DELIVERIES, hook, String(index.key[index.key.length - 1])];
+    const entry = await kv.get(key);
+    const record = entry.value ? fromBytes<WebhookDelivery>(entry.value) : undefined;
+    const atomic = kv.atomic().delete(index.key);
+    if (record && Date.parse(record.received_at) <= cutoffMs) {
+      atomic.check(key, entry.versionstamp).delete(key);
+    }
+    await atomic.commit();
+  }
+}
+
+function replayKeyOf(delivery: WebhookDelivery): string {
+  return delivery.replay_key ?? delivery.delivery_id;
 }
 
 /** The key of a delivery, for the ledger to write it with its activity item. */
 export function deliveryKey(delivery: WebhookDelivery): KvKey {
-  return [...DELIVERIES, delivery.hook, delivery.delivery_id];
+  return [...DELIVERIES, delivery.hook, replayKeyOf(delivery)];
 }

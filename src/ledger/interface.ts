@@ -349,10 +349,13 @@ export interface Ledger {
   /** Records what a claimed slot started. */
   saveSlot(automationId: string, fired: FiredSlot): Promise<void>;
   /**
-   * Records a new webhook delivery; a delivery id seen before for the hook records nothing and
-   * returns the delivery recorded first.
+   * Records a new webhook delivery; one whose replay key the hook recorded within the last
+   * `windowMs` records nothing and returns the delivery recorded first.
    */
-  claimDelivery(delivery: WebhookDelivery): Promise<WebhookDelivery | undefined>;
+  claimDelivery(
+    delivery: WebhookDelivery,
+    options: { windowMs: number },
+  ): Promise<WebhookDelivery | undefined>;
   /**
    * Saves what a delivery started (with `duplicate`, only notes the repeat) and adds it to the
    * hook owner's activity stream.

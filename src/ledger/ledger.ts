@@ -1555,8 +1555,11 @@ class KvLedger implements Ledger {
     return daemon.saveSlot(this.#kv, automationId, fired);
   }
 
-  claimDelivery(delivery: daemon.WebhookDelivery): Promise<daemon.WebhookDelivery | undefined> {
-    return daemon.claimDelivery(this.#kv, delivery);
+  claimDelivery(
+    delivery: daemon.WebhookDelivery,
+    options: { windowMs: number },
+  ): Promise<daemon.WebhookDelivery | undefined> {
+    return daemon.claimDelivery(this.#kv, delivery, options);
   }
 
   async saveDelivery(
