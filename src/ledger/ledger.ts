@@ -8,6 +8,7 @@ import type { SharedKvStore } from "../platform/postgres.ts";
 import { KEYS, MIGRATIONS, SCHEMA_VERSION } from "./keys.ts";
 import { checkBefore, parseCallCursor } from "./cursor.ts";
 import { isId } from "./ids.ts";
+import { warnIfHomeShared } from "./private_home.ts";
 import type {
   HostInfo,
   HostRef,
@@ -276,6 +277,7 @@ function thisMachine(): Promise<{ machine?: string; hostname?: string }> {
 export async function openLedger(home: string, options: OpenLedgerOptions = {}): Promise<Ledger> {
   const p = platform();
   await p.mkdir(home);
+  await warnIfHomeShared(home);
   const where = await thisMachine();
   let ledger: KvLedger;
   if (options.url) {

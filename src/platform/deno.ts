@@ -17,6 +17,7 @@ import type {
   ServeOptions,
   SpawnOptions,
 } from "./types.ts";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
 
 /**
  * Node's crypto module, loaded at the first hash: a static `node:crypto` import would start
@@ -193,8 +194,14 @@ function which(command: string): string | undefined {
   return undefined;
 }
 
-/** Opens a KV file: the SQLite format both runtimes share. */
+/**
+ * Opens a KV file: the SQLite format both runtimes share. A missing file is created private
+ * first (not truncating one another process just made): SQLite would create it 0644, and gives
+ * its `-wal` and `-shm` files the mode of the store.
+ */
 async function openKv(path: string): Promise<KvStore> {
+  const file = await Deno.open(path, { create: true, append: true, mode: PRIVATE_FILE_MODE });
+  file.close();
   return wrapKv(await Deno.openKv(path));
 }
 
@@ -288,8 +295,9 @@ export const denoPlatform: Platform = {
   homeDir: () => Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE"),
   cwd: () => Deno.cwd(),
   readTextFile: (path) => Deno.readTextFile(path),
+  // Deno applies the mode to an existing file too.
   writeTextFile: (path, text, options) =>
-    Deno.writeTextFile(path, text, options?.mode !== undefined ? { mode: options.mode } : {}),
+    Deno.writeTextFile(path, text, { mode: options?.mode ?? PRIVATE_FILE_MODE }),
   async stat(path): Promise<FileInfo> {
     const info = await Deno.stat(path);
     return {
@@ -297,10 +305,11 @@ export const denoPlatform: Platform = {
       isDirectory: info.isDirectory,
       size: info.size,
       mtimeMs: info.mtime?.getTime() ?? null,
+      mode: info.mode === null ? null : info.mode & 0o7777,
     };
   },
   realPath: (path) => Deno.realPath(path),
-  mkdir: (path) => Deno.mkdir(path, { recursive: true }),
+  mkdir: (path) => Deno.mkdir(path, { recursive: true, mode: PRIVATE_DIR_MODE }),
   makeTempDir: ({ dir, prefix }) => Deno.makeTempDir({ dir, prefix }),
   rename: (from, to) => Deno.rename(from, to),
   openKv,

@@ -22,6 +22,7 @@ export type {
   SpawnOptions,
 } from "./types.ts";
 
+export { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
 export { readBounded } from "./read_bounded.ts";
 
 let current: Platform = denoPlatform;

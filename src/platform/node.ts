@@ -28,6 +28,7 @@ import type {
   ServeOptions,
   SpawnOptions,
 } from "./types.ts";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
 
 /** Node's error codes, as the names the platform contract uses (those of Deno). */
 const ERROR_NAMES: Record<string, string> = {
@@ -200,9 +201,26 @@ function serve(
 
 /** The platform implementation for Node.js. */
 
-/** Opens a KV file: the SQLite format both runtimes share. */
+/**
+ * Opens a KV file: the SQLite format both runtimes share. A missing file is created private
+ * first (not truncating one another process just made): SQLite would create it 0644, and gives
+ * its `-wal` and `-shm` files the mode of the store.
+ */
 async function openKv(path: string): Promise<KvStore> {
+  await fsCall(async () => await (await fs.open(path, "a", PRIVATE_FILE_MODE)).close());
   return wrapKv(await openDenoKv(path));
+}
+
+/** Writes a file with `mode`, which Node's `writeFile` would give a new file only. */
+async function writeTextFile(path: string, text: string, mode: number): Promise<void> {
+  const file = await fs.open(path, "w", mode);
+  try {
+    // Before the text goes in: an existing file may have been readable by others.
+    await file.chmod(mode);
+    await file.writeFile(text, "utf8");
+  } finally {
+    await file.close();
+  }
 }
 
 function processAlive(pid: number): boolean {
@@ -246,9 +264,7 @@ export const nodePlatform: Platform = {
   cwd: () => process.cwd(),
   readTextFile: (path) => fsCall(() => fs.readFile(path, "utf8")),
   writeTextFile: (path, text, options) =>
-    fsCall(() =>
-      fs.writeFile(path, text, options?.mode !== undefined ? { mode: options.mode } : {})
-    ),
+    fsCall(() => writeTextFile(path, text, options?.mode ?? PRIVATE_FILE_MODE)),
   stat: (path) =>
     fsCall(async (): Promise<FileInfo> => {
       const info = await fs.stat(path);
@@ -257,10 +273,12 @@ export const nodePlatform: Platform = {
         isDirectory: info.isDirectory(),
         size: info.size,
         mtimeMs: info.mtimeMs,
+        mode: process.platform === "win32" ? null : info.mode & 0o7777,
       };
     }),
   realPath: (path) => fsCall(() => fs.realpath(path)),
-  mkdir: (path) => fsCall(async () => void await fs.mkdir(path, { recursive: true })),
+  mkdir: (path) =>
+    fsCall(async () => void await fs.mkdir(path, { recursive: true, mode: PRIVATE_DIR_MODE })),
   makeTempDir: ({ dir, prefix }) => fsCall(() => fs.mkdtemp(`${dir}/${prefix}`)),
   rename: (from, to) => fsCall(() => fs.rename(from, to)),
   openKv,

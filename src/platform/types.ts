@@ -66,7 +66,14 @@ export interface FileInfo {
   size: number;
   /** Last modification, in milliseconds since the epoch; null where the file system keeps none. */
   mtimeMs: number | null;
+  /** Permission bits (`0o755`, ...); null where the system has none (Windows). */
+  mode: number | null;
 }
+
+/** The mode of every directory svc creates: its user's alone. */
+export const PRIVATE_DIR_MODE = 0o700;
+/** The mode of every file svc writes unless told otherwise: its user's alone. */
+export const PRIVATE_FILE_MODE = 0o600;
 
 /** A part of a KV key. */
 export type KvKeyPart = string | number;
@@ -119,6 +126,10 @@ export interface KvStore {
  *
  * File operations report a missing path with an error named `NotFound` and a refused one with
  * an error named `PermissionDenied`, whatever the runtime calls them.
+ *
+ * What svc creates is private to the user it runs as: directories {@linkcode PRIVATE_DIR_MODE},
+ * files {@linkcode PRIVATE_FILE_MODE}, whatever the umask (it only takes bits away). `SVC_HOME`
+ * holds every owner's scripts, inputs and results: no other local user may read them.
  */
 export interface Platform {
   /** Name and version of the runtime, for status output. */
@@ -163,7 +174,10 @@ export interface Platform {
   cwd(): string;
   /** Reads a file as UTF-8. */
   readTextFile(path: string): Promise<string>;
-  /** Writes a file as UTF-8, creating or replacing it. */
+  /**
+   * Writes a file as UTF-8, creating or replacing it. Its mode is `options.mode`, else
+   * {@linkcode PRIVATE_FILE_MODE}, applied to an existing file as well.
+   */
   writeTextFile(path: string, text: string, options?: { mode?: number }): Promise<void>;
   /** Describes a path, following symbolic links. */
   stat(path: string): Promise<FileInfo>;
@@ -172,13 +186,19 @@ export interface Platform {
    * opens it. Fails with `NotFound` when it does not exist.
    */
   realPath(path: string): Promise<string>;
-  /** Creates a directory and its missing parents; an existing one is fine. */
+  /**
+   * Creates a directory and its missing parents, each {@linkcode PRIVATE_DIR_MODE}; an existing
+   * one is fine and keeps its mode.
+   */
   mkdir(path: string): Promise<void>;
   /** Creates a fresh, private directory `<prefix><random>` under `dir` and returns its path. */
   makeTempDir(options: { dir: string; prefix: string }): Promise<string>;
   /** Moves a file in one step (used to publish a fully written file). */
   rename(from: string, to: string): Promise<void>;
-  /** Opens (creating if needed) a KV store file. */
+  /**
+   * Opens (creating if needed) a KV store file. A new one is created {@linkcode PRIVATE_FILE_MODE},
+   * and so are its journal files (SQLite gives them the store's mode).
+   */
   openKv(path: string): Promise<KvStore>;
   /**
    * Whether a process with this id exists (it may belong to someone else); undefined when
