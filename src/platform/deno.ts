@@ -1,5 +1,6 @@
 import { wrapKv } from "./kv.ts";
 import { readBounded } from "./read_bounded.ts";
+import { LIFELINE_RELEASE, LIFELINE_SHELL, lifelineArgs } from "./lifeline.ts";
 import {
   descendantsOf,
   type ParentTable,
@@ -160,6 +161,7 @@ async function runAttached(
     stdout: "inherit",
     stderr: "inherit",
   }).spawn();
+  const lifeline = holdLifeline(child.pid);
   const forwarders = FORWARDED_SIGNALS.map((signal) => {
     const forward = () => {
       try {
@@ -176,7 +178,36 @@ async function runAttached(
     return { code: status.code, signal: status.signal ?? null };
   } finally {
     for (const remove of forwarders) remove();
+    await lifeline?.release();
   }
+}
+
+/**
+ * Starts the watcher that kills `pid`'s tree if this process dies before it (see
+ * `lifeline.ts`); undefined where no POSIX shell runs it, and the child then lives as before.
+ */
+function holdLifeline(pid: number): { release(): Promise<void> } | undefined {
+  let watcher: Deno.ChildProcess;
+  try {
+    watcher = new Deno.Command(LIFELINE_SHELL, {
+      args: lifelineArgs(pid),
+      // A session of its own: a signal to this process's group must not end the watcher.
+      detached: true,
+      stdin: "piped",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+  } catch {
+    return undefined;
+  }
+  const writer = watcher.stdin.getWriter();
+  return {
+    async release() {
+      await writer.write(encoder.encode(LIFELINE_RELEASE)).catch(() => {});
+      await writer.close().catch(() => {});
+      await watcher.status;
+    },
+  };
 }
 
 function which(command: string): string | undefined {

@@ -17,6 +17,7 @@ import process from "node:process";
 import { Readable, Writable } from "node:stream";
 import { wrapKv } from "./kv.ts";
 import { readBounded } from "./read_bounded.ts";
+import { LIFELINE_RELEASE, LIFELINE_SHELL, lifelineArgs } from "./lifeline.ts";
 import { descendantsOf, procParents, type ProcReader } from "./process_tree.ts";
 import type {
   ChildProcess,
@@ -132,12 +133,37 @@ function runAttached(
     }
   };
   for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
+  const lifeline = child.pid !== undefined ? holdLifeline(child.pid) : undefined;
   return new Promise<ExitStatus>((resolve) => {
     child.once("error", () => resolve({ code: 127, signal: null }));
     child.once("exit", (code, signal) => resolve({ code: code ?? 128, signal: signal ?? null }));
-  }).finally(() => {
+  }).finally(async () => {
     for (const signal of FORWARDED_SIGNALS) process.off(signal, forward);
+    await lifeline?.release();
   });
+}
+
+/**
+ * Starts the watcher that kills `pid`'s tree if this process dies before it (see
+ * `lifeline.ts`); where no POSIX shell runs it, the child lives as before.
+ */
+function holdLifeline(pid: number): { release(): Promise<void> } {
+  // A session of its own: a signal to this process's group must not end the watcher.
+  const watcher = spawnChild(LIFELINE_SHELL, lifelineArgs(pid), {
+    stdio: ["pipe", "ignore", "ignore"],
+    detached: true,
+  });
+  const ended = new Promise<void>((resolve) => {
+    watcher.once("error", () => resolve());
+    watcher.once("exit", () => resolve());
+  });
+  watcher.stdin?.on("error", () => {});
+  return {
+    release() {
+      watcher.stdin?.end(LIFELINE_RELEASE);
+      return ended;
+    },
+  };
 }
 
 function which(command: string): string | undefined {

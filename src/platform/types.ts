@@ -154,6 +154,8 @@ export interface Platform {
   /**
    * Runs a command on the host's own standard streams, in a process group of its own, and
    * forwards SIGINT and SIGTERM to it (once each time they arrive). Resolves when it ends.
+   * Its life is tied to this process's: should this one die first, even of SIGKILL, the
+   * command and every process it started are killed within moments (`lifeline.ts`).
    */
   run(command: string, options: { args: readonly string[]; cwd?: string }): Promise<ExitStatus>;
   /**
