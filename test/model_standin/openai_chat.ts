@@ -9,6 +9,7 @@
  * @module
  */
 import { contentText, type Json, list, record, str } from "./json.ts";
+import { openaiError } from "./openai_error.ts";
 import { jsonResponse, type SseEvent, sseResponse } from "./sse.ts";
 import {
   DEFAULT_USAGE,
@@ -175,15 +176,6 @@ function chunks(reply: Reply, request: ModelRequest, id: string): SseEvent[] {
   return all;
 }
 
-/** The error type and code OpenAI names for each status. */
-function errorType(status: number): { type: string; code: string | null } {
-  if (status === 401) return { type: "invalid_request_error", code: "invalid_api_key" };
-  if (status === 404) return { type: "invalid_request_error", code: "model_not_found" };
-  if (status === 429) return { type: "requests", code: "rate_limit_exceeded" };
-  if (status >= 500) return { type: "server_error", code: null };
-  return { type: "invalid_request_error", code: null };
-}
-
 /** The Chat Completions format. */
 export const OPENAI_CHAT: WireFormatHandler = {
   format: "chat",
@@ -194,7 +186,5 @@ export const OPENAI_CHAT: WireFormatHandler = {
     if (!request.stream) return jsonResponse(completion(reply, request, id));
     return sseResponse(chunks(reply, request, id), { broken: reply.broken ?? false });
   },
-  error(status, message, headers = {}) {
-    return jsonResponse({ error: { message, ...errorType(status), param: null } }, status, headers);
-  },
+  error: openaiError,
 };

@@ -7,6 +7,7 @@
  * @module
  */
 import { contentText, type Json, list, record, str } from "./json.ts";
+import { openaiError } from "./openai_error.ts";
 import { jsonResponse, type SseEvent, sseResponse } from "./sse.ts";
 import {
   DEFAULT_USAGE,
@@ -174,14 +175,6 @@ function events(reply: Reply, request: ModelRequest, id: string): SseEvent[] {
   return all;
 }
 
-/** The error type OpenAI names for each status. */
-function errorType(status: number): { type: string; code: string | null } {
-  if (status === 401) return { type: "invalid_request_error", code: "invalid_api_key" };
-  if (status === 429) return { type: "requests", code: "rate_limit_exceeded" };
-  if (status >= 500) return { type: "server_error", code: null };
-  return { type: "invalid_request_error", code: null };
-}
-
 /** The Responses format. */
 export const OPENAI_RESPONSES: WireFormatHandler = {
   format: "responses",
@@ -192,7 +185,5 @@ export const OPENAI_RESPONSES: WireFormatHandler = {
     if (!request.stream) return jsonResponse(responseOf(reply, request, id, "completed"));
     return sseResponse(events(reply, request, id), { broken: reply.broken ?? false });
   },
-  error(status, message, headers = {}) {
-    return jsonResponse({ error: { message, ...errorType(status), param: null } }, status, headers);
-  },
+  error: openaiError,
 };
