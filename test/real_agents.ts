@@ -6,8 +6,11 @@
  * @module
  */
 import { TESTED_VERSIONS } from "../src/dispatch/harness/tested_versions.ts";
+import assert from "node:assert/strict";
+import { createDispatcher, type Provider, WorktreeManager } from "../src/dispatch/mod.ts";
+import type { JsonValue } from "../src/schemas/mod.ts";
 import type { Reply, Responder } from "./model_standin/mod.ts";
-import { tempDir } from "./helpers.ts";
+import { LOCAL, runCommand, tempDir, testManager } from "./helpers.ts";
 
 /** The four real tools. */
 export type RealTool = keyof typeof TESTED_VERSIONS;
@@ -91,4 +94,93 @@ export async function until(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** What a worktree-isolated call of a workflow run left. */
+export interface WorktreeCall {
+  /** The run's result: the call's answer. */
+  result: JsonValue | undefined;
+  /** Where the call's worktree is, whether it was kept, and its diff. */
+  worktree: { path: string; kept: boolean; diff?: string | null };
+}
+
+/** Makes `dir` a git repository with one commit of `README.md`. */
+async function gitRepo(dir: string): Promise<void> {
+  await Deno.writeTextFile(`${dir}/README.md`, "hello\n");
+  const who = ["-c", "user.email=t@example.com", "-c", "user.name=t"];
+  for (
+    const args of [["init", "-q", "-b", "main"], [...who, "add", "."], [
+      ...who,
+      "commit",
+      "-q",
+      "-m",
+      "init",
+    ]]
+  ) {
+    const done = await runCommand("git", args, { cwd: dir });
+    assert.equal(done.code, 0, done.stderr);
+  }
+}
+
+/**
+ * Makes `options.work` a git repository and runs `prompt` there as the one `agent()` call of a
+ * workflow run, with `isolation: "worktree"` and the `write` sandbox; worktrees go under
+ * `options.home`. The run must succeed.
+ */
+export async function worktreeCall(
+  provider: Provider,
+  prompt: string,
+  options: { work: string; home: string },
+): Promise<WorktreeCall> {
+  await gitRepo(options.work);
+  const worktrees = new WorktreeManager({ home: options.home });
+  await using t = await testManager({
+    dispatcher: createDispatcher({ providers: [provider], worktrees, fakeLatencyMs: 0 }),
+  });
+  const run = await t.manager.start({
+    script: `return await agent(${JSON.stringify(prompt)}, { provider: ${
+      JSON.stringify(provider.name)
+    }, isolation: "worktree", sandbox: "write" })`,
+    workdir: options.work,
+    sandbox_max: "write",
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  const [entry] = await t.manager.journal(run.run_id, LOCAL);
+  assert.ok(entry?.worktree, "the call ran in a worktree");
+  return { result: status.result, worktree: entry.worktree };
+}
+
+/**
+ * Scripts a write of `NOTES.md` ("new") into the worktree the tool works in, found under
+ * `home`'s worktrees in what the tool told the model (its system prompt names its directory):
+ * `input` gives the tool call's input for the file's path. The request carrying the result gets
+ * `wrote: <result>`.
+ */
+export function writeInWorktree(
+  home: string,
+  tool: string,
+  input: (file: string) => Record<string, unknown>,
+): Responder {
+  const inWorktrees = new RegExp(
+    `${home.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/worktrees/wt_[A-Za-z0-9_-]+`,
+  );
+  return (request) => {
+    if (request.toolResults.length > 0) {
+      return { text: `wrote: ${request.toolResults.map((r) => r.content).join(" | ")}` };
+    }
+    const dir = inWorktrees.exec(`${request.system}\n${request.transcript}`)?.[0];
+    if (dir === undefined) return { text: "no worktree named to the model" };
+    return { toolCalls: [{ name: tool, input: input(`${dir}/NOTES.md`) }] };
+  };
+}
+
+/** Asserts that a worktree call wrote `NOTES.md` in its kept worktree and not in `work`. */
+export async function assertWroteInWorktree(call: WorktreeCall, work: string): Promise<void> {
+  assert.match(String(call.result), /^wrote: /);
+  assert.equal(call.worktree.kept, true);
+  assert.match(call.worktree.diff ?? "", /NOTES\.md/);
+  assert.equal(await Deno.readTextFile(`${call.worktree.path}/NOTES.md`), "new\n");
+  const leaked = await Deno.stat(`${work}/NOTES.md`).then(() => true, () => false);
+  assert.equal(leaked, false, "the repository is untouched");
 }

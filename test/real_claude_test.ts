@@ -5,14 +5,21 @@
  * authentication and rate-limit errors, an unknown session and a tool that hangs.
  */
 import assert from "node:assert/strict";
-import { claudeProvider, createDispatcher, WorktreeManager } from "../src/dispatch/mod.ts";
+import { claudeProvider, createDispatcher } from "../src/dispatch/mod.ts";
 import { CLAUDE_DEFAULT_ENV } from "../src/dispatch/harness/claude.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { Provider } from "../src/dispatch/mod.ts";
 import { assertAllGone, harnessRequest, killAll, running } from "./harness_helpers.ts";
-import { exists, LOCAL, runScript, testManager } from "./helpers.ts";
+import { exists, runScript } from "./helpers.ts";
 import { type ModelStandIn, type Responder, startModelStandIn } from "./model_standin/mod.ts";
-import { type AgentHome, agentHome, realToolTest, toolThenText, until } from "./real_agents.ts";
+import {
+  type AgentHome,
+  agentHome,
+  realToolTest,
+  toolThenText,
+  until,
+  worktreeCall,
+} from "./real_agents.ts";
 
 /** A stand-in, a throw-away HOME and a provider pointed at both. */
 interface Rig extends AsyncDisposable {
@@ -380,22 +387,6 @@ realToolTest("claude", "a tool that hangs is killed with the call at its timeout
   }
 });
 
-/** Makes `dir` a git repository with one commit of `README.md`. */
-async function gitRepo(dir: string): Promise<void> {
-  await Deno.writeTextFile(`${dir}/README.md`, "hello\n");
-  for (
-    const args of [
-      ["init", "-q", "-b", "main"],
-      ["-c", "user.email=t@example.com", "-c", "user.name=t", "add", "."],
-      ["-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "init"],
-    ]
-  ) {
-    const done = await new Deno.Command("git", { args, cwd: dir, stdout: "null", stderr: "piped" })
-      .output();
-    assert.ok(done.success, new TextDecoder().decode(done.stderr));
-  }
-}
-
 realToolTest(
   "claude",
   "a workflow run's worktree call edits the worktree, not the repository, and keeps its diff",
@@ -414,22 +405,11 @@ realToolTest(
         }],
       };
     }, { env: NO_RETRIES });
-    await gitRepo(r.home.work);
-    const worktrees = new WorktreeManager({ home: r.home.home });
-    await using t = await testManager({
-      dispatcher: createDispatcher({ providers: [r.provider], worktrees, fakeLatencyMs: 0 }),
+    const { result, worktree: kept } = await worktreeCall(r.provider, "edit the readme", {
+      work: r.home.work,
+      home: r.home.home,
     });
-    const run = await t.manager.start({
-      script:
-        `return await agent("edit the readme", { provider: "claude", isolation: "worktree", sandbox: "write" })`,
-      workdir: r.home.work,
-      sandbox_max: "write",
-    }, LOCAL);
-    const status = await t.manager.wait(run.run_id, LOCAL);
-    assert.equal(status.state, "succeeded", JSON.stringify(status.error));
-    assert.match(String(status.result), /^edited: File created successfully/);
-    const [entry] = await t.manager.journal(run.run_id, LOCAL);
-    const kept = entry!.worktree!;
+    assert.match(String(result), /^edited: File created successfully/);
     assert.equal(kept.kept, true);
     assert.match(kept.diff ?? "", /NOTES\.md/);
     assert.equal(await Deno.readTextFile(`${kept.path}/NOTES.md`), "new\n");

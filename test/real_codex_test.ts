@@ -11,7 +11,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { type Responder, startModelStandIn } from "./model_standin/mod.ts";
 import { assertAllGone, harnessRequest, killAll } from "./harness_helpers.ts";
 import { exists, processesMentioning } from "./helpers.ts";
-import { agentHome, realToolTest } from "./real_agents.ts";
+import { agentHome, realToolTest, worktreeCall } from "./real_agents.ts";
 
 const KEY = "sk-standin-codex-key";
 
@@ -271,3 +271,20 @@ realToolTest("codex", "a stream that breaks mid-answer fails the call", async (b
   await using t = await setup(bin, () => ({ text: "half an answer", broken: true }));
   await assert.rejects(t.dispatch("Hello"), rejection("provider_failed", /stream disconnected/));
 });
+
+realToolTest(
+  "codex",
+  "a workflow run's worktree call writes in the worktree, not the repository, and keeps its diff",
+  async (bin) => {
+    await using t = await setup(bin, SHELL);
+    const { result, worktree } = await worktreeCall(t.provider, "RUN{{echo new > NOTES.md}}", {
+      work: t.home.work,
+      home: t.home.home,
+    });
+    assert.match(String(result), /^ran: /);
+    assert.equal(worktree.kept, true);
+    assert.match(worktree.diff ?? "", /NOTES\.md/);
+    assert.equal(await Deno.readTextFile(`${worktree.path}/NOTES.md`), "new\n");
+    assert.equal(await exists(`${t.home.work}/NOTES.md`), false, "the repository is untouched");
+  },
+);

@@ -16,6 +16,7 @@ import {
   startModelStandIn,
 } from "./model_standin/mod.ts";
 import { type AgentHome, agentHome, realToolTest } from "./real_agents.ts";
+import { assertWroteInWorktree, worktreeCall, writeInWorktree } from "./real_agents.ts";
 
 /** A throw-away HOME, a stand-in, and a Gemini provider wired to both. */
 interface Rig extends AsyncDisposable {
@@ -262,3 +263,21 @@ realToolTest("gemini", "an unknown session fails saying so", async (bin) => {
   );
   assert.equal(r.standin.modelRequests().length, 0);
 });
+
+realToolTest(
+  "gemini",
+  "a workflow run's worktree call writes in the worktree, not the repository, and keeps its diff",
+  async (bin) => {
+    // A named model: no routing request for the scripted answer to confuse.
+    await using r = await rig(bin, () => ({ text: "unused" }), { model: "gemini-2.5-flash" });
+    r.standin.respond(
+      writeInWorktree(r.home.home, "write_file", (file) => ({ file_path: file, content: "new\n" })),
+    );
+    const provider = r.provider;
+    const call = await worktreeCall(provider, "write the notes", {
+      work: r.home.work,
+      home: r.home.home,
+    });
+    await assertWroteInWorktree(call, r.home.work);
+  },
+);

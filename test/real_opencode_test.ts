@@ -17,6 +17,7 @@ import {
   type ToolCall,
 } from "./model_standin/mod.ts";
 import { type AgentHome, agentHome, realToolTest, toolThenText, until } from "./real_agents.ts";
+import { assertWroteInWorktree, worktreeCall, writeInWorktree } from "./real_agents.ts";
 
 /** The model every test names: a provider id opencode's catalog does not know. */
 const MODEL = "standin/m1";
@@ -406,5 +407,22 @@ realToolTest(
     const provider = world.provider({ env: { OPENCODE_MODELS_URL: world.standin.url } });
     await provider.dispatch(harnessRequest("Hi", { cwd: world.home.work }));
     assert.deepEqual(world.standin.requests.map((r) => r.path), ["/v1/chat/completions"]);
+  },
+);
+
+realToolTest(
+  "opencode",
+  "a workflow run's worktree call writes in the worktree, not the repository, and keeps its diff",
+  async (bin) => {
+    await using r = await rig(bin, () => ({ text: "unused" }));
+    r.standin.respond(
+      writeInWorktree(r.home.home, "write", (file) => ({ filePath: file, content: "new\n" })),
+    );
+    const provider = r.provider();
+    const call = await worktreeCall(provider, "write the notes", {
+      work: r.home.work,
+      home: r.home.home,
+    });
+    await assertWroteInWorktree(call, r.home.work);
   },
 );
