@@ -6,6 +6,7 @@
  */
 import type { Command } from "commander";
 import { platform } from "../src/platform/mod.ts";
+import { callerOf } from "../src/ledger/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { EXIT } from "./exit_status.ts";
 import { cliCaller } from "./host.ts";
@@ -27,7 +28,9 @@ export async function mcpStdio(): Promise<number> {
   consoleToStderr();
   // Loaded here, not at the top: the SDK would slow every other command's start.
   const { serveMcpStdio } = await import("../src/mcp/mod.ts");
-  const caller = cliCaller();
+  // An agent drives this server, not the person at the terminal: its paths and runs go
+  // through the workspace policy and admission control as any remote caller's.
+  const caller = callerOf(cliCaller().owner, { remote: true });
   const services = await openServices({ runs: { prestartGuest: true } });
   const stop = new AbortController();
   const remove = platform().onStop(() => stop.abort());

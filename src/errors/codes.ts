@@ -22,6 +22,7 @@ export type ErrorCode =
   | "unauthenticated"
   | "forbidden"
   | "payload_too_large"
+  | "rate_limited"
   | "internal";
 
 /**
@@ -149,13 +150,22 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorMapping>> = {
     jsonRpc: -32057,
     exit: EXIT_STATUS.usage,
     meaning: "the request is refused whoever asks: an origin not allowed, a token bound to no " +
-      "owner where owners are required, a field the server fixes itself (`board_dir`)",
+      "owner where owners are required, a field the server fixes itself (`board_dir`), a path " +
+      "outside the workspace roots of the caller's owner",
   },
   payload_too_large: {
     http: 413,
     jsonRpc: -32058,
     exit: EXIT_STATUS.usage,
     meaning: "the request body is larger than the server accepts",
+  },
+  rate_limited: {
+    http: 429,
+    jsonRpc: -32059,
+    exit: EXIT_STATUS.unavailable,
+    meaning: "a cap of the host or of the caller's owner is reached (live or queued runs and " +
+      "tasks, open event streams, automations): nothing was started; retry after the " +
+      "`Retry-After` seconds",
   },
   internal: {
     http: 500,

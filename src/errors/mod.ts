@@ -24,17 +24,23 @@ export class SvcError extends Error {
   readonly code: ErrorCode;
   /** The HTTP status: the error table's for the code unless the thrower chose another. */
   readonly status: number;
+  /**
+   * Seconds after which the same request may succeed (`rate_limited`): HTTP answers carry it
+   * as `Retry-After`, JSON-RPC errors as `data.retry_after_s`.
+   */
+  readonly retryAfterS?: number;
 
   /** An error with `code` and a message "Cannot <action>: <reason>"; `options.status` overrides the table's. */
   constructor(
     code: ErrorCode,
     message: string,
-    options: { status?: number; cause?: unknown } = {},
+    options: { status?: number; cause?: unknown; retryAfterS?: number } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = "SvcError";
     this.code = code;
     this.status = options.status ?? httpStatusOf(code);
+    if (options.retryAfterS !== undefined) this.retryAfterS = options.retryAfterS;
   }
 }
 

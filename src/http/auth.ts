@@ -75,7 +75,7 @@ export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<
     digest: digest(binding.token),
     owner: binding.owner,
   }));
-  const local = callerOf(LOCAL_OWNER);
+  const local = callerOf(LOCAL_OWNER, { remote: true });
 
   return async function authenticate(c, next) {
     const origin = c.req.header("origin");
@@ -116,7 +116,10 @@ export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<
         ),
       );
     }
-    c.set("caller", match?.owner !== undefined ? callerOf(match.owner) : local);
+    c.set(
+      "caller",
+      match?.owner !== undefined ? callerOf(match.owner, { remote: true }) : local,
+    );
     await next();
     for (const [name, value] of Object.entries(cors)) c.res.headers.set(name, value);
     return undefined;

@@ -36,9 +36,12 @@ export function errorResponse(
     ? `${error.message.slice(0, MESSAGE_LIMIT)}...`
     : error.message;
   const body: ApiErrorBody = { error: { status: error.status, code: error.code, message } };
+  const retry: Record<string, string> = error.retryAfterS !== undefined
+    ? { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterS))) }
+    : {};
   return new Response(JSON.stringify(body), {
     status: error.status,
-    headers: { ...JSON_HEADERS, ...options.headers },
+    headers: { ...JSON_HEADERS, ...retry, ...options.headers },
   });
 }
 

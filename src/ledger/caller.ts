@@ -10,6 +10,12 @@ export interface Caller {
   readonly owner: string;
   /** An administrator sees and changes every owner's records. */
   readonly admin?: boolean;
+  /**
+   * The caller came over a network or a tool protocol (the dashboard API, MCP, A2A, an
+   * automation such a caller created), not from the operator at the terminal: every path it
+   * names goes through the workspace policy, every run it starts through admission control.
+   */
+  readonly remote?: boolean;
 }
 
 /** Longest owner name: owners come from tokens and flags, and end up in ledger keys. */
@@ -19,7 +25,10 @@ export const OWNER_LIMIT = 128;
  * A caller for `owner`, checked: an owner is 1 to 128 characters without control characters,
  * since it becomes part of ledger keys and is printed.
  */
-export function callerOf(owner: string, options: { admin?: boolean } = {}): Caller {
+export function callerOf(
+  owner: string,
+  options: { admin?: boolean; remote?: boolean } = {},
+): Caller {
   // deno-lint-ignore no-control-regex
   if (owner.length === 0 || owner.length > OWNER_LIMIT || /[\u0000-\u001f\u007f]/.test(owner)) {
     throw new SvcError(
@@ -29,7 +38,11 @@ export function callerOf(owner: string, options: { admin?: boolean } = {}): Call
       }: an owner is 1 to ${OWNER_LIMIT} characters without control characters`,
     );
   }
-  return options.admin ? { owner, admin: true } : { owner };
+  return {
+    owner,
+    ...(options.admin ? { admin: true } : {}),
+    ...(options.remote ? { remote: true } : {}),
+  };
 }
 
 /** Whether `caller` may see and change a record of `owner`. */

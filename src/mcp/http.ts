@@ -44,7 +44,9 @@ export function mcpHttpHandler(services: Services, options: McpHttpOptions = {})
     const auth = request.authInfo;
     // Only fetch() below calls the handler, always with the caller: never serve without one.
     if (!auth) throw new SvcError("unauthenticated", "Cannot serve /mcp: no caller");
-    return build(callerOf(auth.clientId, { admin: auth.scopes.includes(ADMIN_SCOPE) }));
+    return build(
+      callerOf(auth.clientId, { admin: auth.scopes.includes(ADMIN_SCOPE), remote: true }),
+    );
   }, {
     legacy: "reject",
     maxRequestBodySize: maxBodyBytes,
