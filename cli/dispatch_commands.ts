@@ -8,7 +8,7 @@ import { EffortSchema } from "../src/schemas/mod.ts";
 import { openHost } from "./host.ts";
 import { daemonAlive } from "../src/services/mod.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
-import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
+import { spawnWorker } from "./worker.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";
 import { formatAge, formatCost, renderTable, type TableColumn } from "./table.ts";
 import { UsageError } from "./workflow_input.ts";
@@ -34,37 +34,6 @@ interface DispatchFlags {
 
 function json(value: unknown): Promise<void> {
   return printJson(value, 2);
-}
-
-function fileOf(relative: string): string {
-  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
-}
-
-/**
- * The command line that starts `svc task work <id>` in a process of its own: the platform's
- * own program when it knows it (Node, a compiled binary), else `deno run` with the host's grants.
- */
-async function workerCommand(taskId: string): Promise<{ command: string; args: string[] }> {
-  const p = platform();
-  const self = p.selfCommand();
-  if (self) return { command: self.command, args: [...self.args, "task", "work", taskId] };
-  const deno = p.denoExecutable();
-  if (!deno) {
-    throw new UsageError("Cannot start a task worker: no Deno binary is known (set SVC_DENO)");
-  }
-  return {
-    command: deno,
-    args: [
-      "run",
-      ...hostPermissionFlags(await configuredGrants()),
-      "--config",
-      fileOf("../deno.json"),
-      fileOf("./main.ts"),
-      "task",
-      "work",
-      taskId,
-    ],
-  };
 }
 
 async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
@@ -98,8 +67,7 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
     const task = await host.tasks.enqueue(request, host.caller);
     // A live daemon claims it from the queue; without one, a worker process of its own does.
     if (!(await daemonAlive(host.ledger))) {
-      const worker = await workerCommand(task.task_id);
-      p.spawnDetached(worker.command, { args: worker.args });
+      await spawnWorker("task", task.task_id);
     }
     printLine(`svc: task ${task.task_id} queued; follow it with: svc task status ${task.task_id}`);
     await json({ task_id: task.task_id, state: task.state });

@@ -25,12 +25,12 @@ function fileOf(relative: string): string {
 }
 
 /**
- * The host module that runs `argv`: the lean program for `workflow run` and `workflow resume`
- * (`cli/workflow_main.ts`: no server, dashboard, MCP or board command is loaded), else the
- * whole command line (`cli/main.ts`). Both parse those two commands alike.
+ * The host module that runs `argv`: the lean program for `workflow run`, `workflow resume` and
+ * `workflow work` (`cli/workflow_main.ts`: no server, dashboard, MCP or board command is
+ * loaded), else the whole command line (`cli/main.ts`). Both parse those commands alike.
  */
 export function hostEntry(argv: readonly string[]): string {
-  const lean = argv[0] === "workflow" && (argv[1] === "run" || argv[1] === "resume");
+  const lean = argv[0] === "workflow" && ["run", "resume", "work"].includes(argv[1] ?? "");
   return fileOf(lean ? "./workflow_main.ts" : "./main.ts");
 }
 

@@ -2,6 +2,9 @@
  * `svc mcp`: serves svc's tools over the tool protocol (MCP) on standard input and output, for
  * a coding agent that starts svc as its MCP server. It acts as the command line's owner
  * (`SVC_OWNER`, else `local`) and ends when the client closes standard input, or on Ctrl-C.
+ * Runs and tasks it starts go to a live daemon, else to worker processes of their own: they
+ * never run in this process, whose client may hang up (and, per the protocol, send SIGTERM and
+ * SIGKILL after it) while they work.
  * @module
  */
 import type { Command } from "commander";
@@ -11,6 +14,7 @@ import { openServices } from "../src/services/mod.ts";
 import { EXIT } from "./exit_status.ts";
 import { cliCaller } from "./host.ts";
 import { printLine } from "./terminal.ts";
+import { spawnWorker } from "./worker.ts";
 
 /**
  * Sends every console line to standard error: in stdio mode standard output carries protocol
@@ -31,11 +35,16 @@ export async function mcpStdio(): Promise<number> {
   // An agent drives this server, not the person at the terminal: its paths and runs go
   // through the workspace policy and admission control as any remote caller's.
   const caller = callerOf(cliCaller().owner, { remote: true });
-  const services = await openServices({ runs: { prestartGuest: true } });
+  // No guest is started ahead of need: runs go to workers, not to this process.
+  const services = await openServices();
   const stop = new AbortController();
   const remove = platform().onStop(() => stop.abort());
   try {
-    await serveMcpStdio(services, caller, { logError: printLine, signal: stop.signal });
+    await serveMcpStdio(services, caller, {
+      logError: printLine,
+      signal: stop.signal,
+      spawnWorker,
+    });
   } finally {
     remove();
     await services.close();

@@ -5,12 +5,12 @@
  * @module
  */
 import { type Command, Option } from "commander";
-import { workflowResume, workflowRun } from "./workflow_run.ts";
+import { workflowResume, workflowRun, workflowWork } from "./workflow_run.ts";
 
 /** Runs `action` and records its exit status (the program's wrapper). */
 type Wrap = (action: () => Promise<number>) => Promise<void>;
 
-/** Adds `run` and `resume` to the `workflow` command. */
+/** Adds `run`, `resume` and the hidden `work` (a worker's) to the `workflow` command. */
 export function addWorkflowRunCommands(workflow: Command, wrap: Wrap): void {
   workflow
     .command("run")
@@ -78,5 +78,9 @@ export function addWorkflowRunCommands(workflow: Command, wrap: Wrap): void {
     .exitOverride()
     .action(async (runId: string, flags) => {
       await wrap(() => workflowResume(runId, flags));
+    });
+  workflow.command("work", { hidden: true }).argument("<run_id>").exitOverride()
+    .action(async (runId: string) => {
+      await wrap(() => workflowWork(runId));
     });
 }

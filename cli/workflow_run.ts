@@ -4,7 +4,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
 import { type Host, openHost } from "./host.ts";
-import { exitStatusOfState } from "./exit_status.ts";
+import { EXIT, exitStatusOfState } from "./exit_status.ts";
 import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
 import { type RerunFlags, resumeCommand } from "./resume_hint.ts";
 import { printLine } from "./terminal.ts";
@@ -153,6 +153,19 @@ async function reportInterrupted(host: Host): Promise<void> {
     );
     printLine(`svc: resume it with: ${resumeCommand(status)}`);
   }
+}
+
+/**
+ * `svc workflow work <run_id>` (hidden): claims a queued run and runs it in this process to
+ * its end, for a worker started by a process that may not outlive the run (`svc mcp`). A run
+ * another worker claimed first, or one no longer queued, is left alone.
+ */
+export async function workflowWork(runId: string): Promise<number> {
+  await using host = await openHost();
+  const started = await host.runs.work(runId);
+  if (!started) return EXIT.ok;
+  const ended = await host.runs.wait(runId, { owner: started.owner });
+  return exitStatusOfState(ended.state);
 }
 
 /**

@@ -200,7 +200,14 @@ export type {
 export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./services/mod.ts";
 export { Automations, type AutomationView } from "./automations/mod.ts";
 export type { AutomationConfig, AutomationConfigFields, AutomationRequest } from "./schemas/mod.ts";
-export type { FeedFollowOptions, RunSettings, Services, ServicesOptions } from "./services/mod.ts";
+export type {
+  FeedFollowOptions,
+  RunSettings,
+  Services,
+  ServicesOptions,
+  SpawnWorker,
+  SubmitOptions,
+} from "./services/mod.ts";
 export type { ErrorCode } from "./errors/mod.ts";
 export {
   createMicrovmBackend,

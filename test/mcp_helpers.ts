@@ -27,6 +27,8 @@ export interface TestClient extends AsyncDisposable {
   ok(name: string, args: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Errors the client's transport reported (a stray line on stdout would be one). */
   errors: Error[];
+  /** Over stdio: the pid of the process the client started (the launcher of `svc mcp`). */
+  pid?: number;
 }
 
 function wrap(client: Client, errors: Error[], close: () => Promise<void>): TestClient {
@@ -93,7 +95,11 @@ export async function connectStdio(
   await client.connect(transport);
   // Drain standard error, so that the server never blocks on a full pipe.
   void transport.stderr?.on("data", () => {});
-  return wrap(client, errors, () => client.close());
+  const pid = transport.pid;
+  return Object.assign(
+    wrap(client, errors, () => client.close()),
+    pid === null ? {} : { pid },
+  );
 }
 
 /** Polls `svc_task_status` until the handle's run or task has ended. */

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ROOT, runCli, runCommand, svcTaskCommand, tempDir } from "./helpers.ts";
+import { eventually } from "./daemon_helpers.ts";
 import {
   connectStdio,
   ERAS,
@@ -90,6 +91,12 @@ Deno.test("svc mcp writes nothing but protocol frames to standard output and exi
   assert.match(byId.get(3).result.structuredContent.handle, /^run_/);
   assert.ok(byId.get(4).error ?? byId.get(4).result?.isError, "an unknown tool is refused");
   assert.equal(byId.get(5).error.code, -32601);
+  // The run went to a worker of its own: it ends before the test removes its home.
+  const handle = String(byId.get(3).result.structuredContent.handle);
+  await eventually(async () => {
+    const run = await runCli(["workflow", "status", handle, "--json"], { home: home.path });
+    return run.code === 0 && JSON.parse(run.stdout).state === "succeeded" ? true : undefined;
+  }, { what: "the run of the worker to succeed" });
 });
 
 Deno.test("the README's MCP client configuration starts svc mcp, from the package and from a checkout", async () => {

@@ -6,7 +6,7 @@
  */
 import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import type { Caller } from "../ledger/mod.ts";
-import type { Services } from "../services/mod.ts";
+import type { Services, SpawnWorker } from "../services/mod.ts";
 import { svcMcpServer } from "./server.ts";
 
 /** Options of {@linkcode serveMcpStdio}. */
@@ -15,6 +15,11 @@ export interface McpStdioOptions {
   logError?: (message: string) => void;
   /** Stops serving (the process is asked to stop). */
   signal?: AbortSignal;
+  /**
+   * Hands each run and task to a worker process (no daemon alive), so that it goes on when the
+   * client hangs up and this process ends. Default: work runs in this process.
+   */
+  spawnWorker?: SpawnWorker;
 }
 
 /**
@@ -26,14 +31,20 @@ export async function serveMcpStdio(
   caller: Caller,
   options: McpStdioOptions = {},
 ): Promise<void> {
-  const { logError, signal } = options;
+  const { logError, signal, spawnWorker } = options;
   // Not Promise.withResolvers(): the npm package runs on Node 20, which lacks it.
   let end = () => {};
   const ended = new Promise<void>((resolve) => end = resolve);
   signal?.addEventListener("abort", end, { once: true });
   const transport = new StdioServerTransport();
   const handle = serveStdio(
-    () => svcMcpServer({ services, caller, ...(logError ? { logError } : {}) }),
+    () =>
+      svcMcpServer({
+        services,
+        caller,
+        ...(logError ? { logError } : {}),
+        ...(spawnWorker ? { spawnWorker } : {}),
+      }),
     {
       transport,
       ...(logError ? { onerror: (error: Error) => logError(`svc mcp: ${error.message}`) } : {}),

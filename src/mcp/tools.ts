@@ -16,7 +16,7 @@ import {
   DispatchRequestSchema,
   WorkflowRunBodySchema,
 } from "../schemas/mod.ts";
-import { type Services, submitRun, submitTask } from "../services/mod.ts";
+import { type Services, type SpawnWorker, submitRun, submitTask } from "../services/mod.ts";
 import { followUntilDone, MAX_WAIT_SECONDS } from "./follow.ts";
 import {
   type HandleResult,
@@ -36,6 +36,12 @@ export interface ToolContext {
   caller: Caller;
   /** Where an internal error's details go (never to the client). Default: dropped. */
   logError?: (message: string) => void;
+  /**
+   * Hands each run and task to a worker process when no daemon is alive, so that it outlives
+   * this server (`svc mcp` over stdio, whose client may hang up at any time). Default: work
+   * runs in this process, as long as it serves (a dashboard).
+   */
+  spawnWorker?: SpawnWorker;
 }
 
 /** A run's or task's id, as the tools take it. */
@@ -121,6 +127,7 @@ function reporterOf(ctx: ServerContext) {
 /** Registers every svc tool on `server`, acting as `context.caller`. */
 export function registerTools(server: McpServer, context: ToolContext): void {
   const { services, caller } = context;
+  const submit = context.spawnWorker ? { spawnWorker: context.spawnWorker } : {};
 
   server.registerTool("svc_workflow", {
     title: "Run a workflow script",
@@ -134,7 +141,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
   }, (args) =>
     guarded("svc_workflow", context, async () => {
       const { owner_user_id: _ignored, ...body } = args;
-      const status = await submitRun(services, body, caller);
+      const status = await submitRun(services, body, caller, submit);
       return structured(handleOf("run", status.run_id, status.state));
     }));
 
@@ -149,7 +156,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
   }, (args) =>
     guarded("svc_workflow_legacy", context, async () => {
       const legacy = legacyRunRequest(args);
-      const status = await submitRun(services, legacy.request, caller);
+      const status = await submitRun(services, legacy.request, caller, submit);
       return structured({
         ...handleOf("run", status.run_id, status.state),
         deprecation: legacy.notice,
@@ -187,7 +194,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
   }, (args) =>
     guarded("svc_dispatch", context, async () => {
-      const status = await submitTask(services, args, caller);
+      const status = await submitTask(services, args, caller, submit);
       return structured(handleOf("task", status.task_id, status.state));
     }));
 

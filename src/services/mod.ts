@@ -11,3 +11,4 @@ export {
 } from "./open_services.ts";
 export { EventFeed, type FeedFollowOptions } from "./event_feed.ts";
 export { daemonAlive, submitRun, submitTask } from "./submit.ts";
+export type { SpawnWorker, SubmitOptions } from "./submit.ts";

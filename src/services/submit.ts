@@ -20,17 +20,68 @@ export function daemonAlive(ledger: Ledger): Promise<boolean> {
 }
 
 /**
+ * Starts a process of its own that claims the queued run or task `id` and runs it to its end
+ * (`svc workflow work`, `svc task work`). A surface whose process may end before its work
+ * does (`svc mcp` over stdio) gives one to {@linkcode submitRun} and {@linkcode submitTask}.
+ */
+export type SpawnWorker = (kind: "run" | "task", id: string) => Promise<void>;
+
+/** Options of {@linkcode submitRun} and {@linkcode submitTask}. */
+export interface SubmitOptions {
+  /**
+   * Without a daemon, queue the work and hand it to a worker process, instead of running it
+   * in this process (which would cancel it on closing). Default: run it here.
+   */
+  spawnWorker?: SpawnWorker;
+}
+
+/** One kind of queued work, as {@linkcode submitWork} drives it. */
+interface WorkQueue<S> {
+  kind: "run" | "task";
+  enqueue(): Promise<S>;
+  start(): Promise<S>;
+  idOf(status: S): string;
+  /** Claims the queued work in this process; what the worker would have done. */
+  workHere(id: string): Promise<unknown>;
+}
+
+async function submitWork<S>(
+  services: Services,
+  queue: WorkQueue<S>,
+  options: SubmitOptions,
+): Promise<S> {
+  if (await daemonAlive(services.ledger)) return await queue.enqueue();
+  const { spawnWorker } = options;
+  if (!spawnWorker) return await queue.start();
+  const queued = await queue.enqueue();
+  const id = queue.idOf(queued);
+  try {
+    await spawnWorker(queue.kind, id);
+  } catch {
+    // No worker could start: run it here rather than leave it queued with nobody to claim it.
+    await queue.workHere(id);
+  }
+  return queued;
+}
+
+/**
  * Starts a run for a surface: queued for the daemon when one is alive (the run then outlives
- * the process that asked for it), else run in this process. Returns its first status.
+ * the process that asked for it); else handed to a worker process when `spawnWorker` is given;
+ * else run in this process. Returns its first status.
  */
 export async function submitRun(
   services: Services,
   input: unknown,
   caller: Caller,
+  options: SubmitOptions = {},
 ): Promise<RunStatus> {
-  return (await daemonAlive(services.ledger))
-    ? await services.runs.enqueue(input, caller)
-    : await services.runs.start(input, caller);
+  return await submitWork(services, {
+    kind: "run",
+    enqueue: () => services.runs.enqueue(input, caller),
+    start: () => services.runs.start(input, caller),
+    idOf: (status) => status.run_id,
+    workHere: (id) => services.runs.work(id),
+  }, options);
 }
 
 /** Starts a dispatch task for a surface, as {@linkcode submitRun} does a run. */
@@ -38,8 +89,13 @@ export async function submitTask(
   services: Services,
   input: unknown,
   caller: Caller,
+  options: SubmitOptions = {},
 ): Promise<TaskStatus> {
-  return (await daemonAlive(services.ledger))
-    ? await services.tasks.enqueue(input, caller)
-    : await services.tasks.start(input, caller);
+  return await submitWork(services, {
+    kind: "task",
+    enqueue: () => services.tasks.enqueue(input, caller),
+    start: () => services.tasks.start(input, caller),
+    idOf: (status) => status.task_id,
+    workHere: (id) => services.tasks.claim(id),
+  }, options);
 }
