@@ -31,7 +31,12 @@ export async function mcpStdio(): Promise<number> {
   // An agent drives this server, not the person at the terminal: its paths and runs go
   // through the workspace policy and admission control as any remote caller's.
   const caller = callerOf(cliCaller().owner, { remote: true });
-  const services = await openServices({ runs: { prestartGuest: true } });
+  // The agent launched this server in its project: workdirs inside it stay reachable to an
+  // owner the configuration gives no workspace roots (never svc's own data or source).
+  const services = await openServices({
+    runs: { prestartGuest: true },
+    fallbackRoots: [platform().cwd()],
+  });
   const stop = new AbortController();
   const remove = platform().onStop(() => stop.abort());
   try {
