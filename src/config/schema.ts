@@ -351,11 +351,10 @@ export const ProfileSchema = z.strictObject({
 });
 
 /** A directory of a workspace root: absolute, without `..` or control characters. */
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
 const rootPath = z.string().max(4096).refine(
-  // deno-lint-ignore no-control-regex
-  (path) =>
-    path.startsWith("/") && !/[\u0000-\u001f\u007f]/.test(path) &&
-    !path.split("/").includes(".."),
+  (path) => path.startsWith("/") && !CONTROL.test(path) && !path.split("/").includes(".."),
   "must be an absolute path without '..' or control characters",
 );
 

@@ -108,7 +108,7 @@ export interface RunManagerOptions {
   /** Source of bridge nonces (tests pass a known one to prove it never leaks). */
   nonce?: () => string;
   /**
-   * Which directories remote callers may name (`workdir`, `script_dir`). Default: no roots,
+   * Which directories remote callers may name as `workdir`. Default: no roots,
    * so a remote caller's run gets a fresh scratch workdir and cannot name one; the command
    * line's choice is free either way.
    */
@@ -462,8 +462,8 @@ export class RunManager {
   }
 
   /**
-   * The request with the directories the workspace policy gives `caller`: for a remote caller
-   * real paths inside its roots, and a fresh scratch workdir when it named none. A resumed
+   * The request with the workdir the workspace policy gives `caller`: for a remote caller a
+   * real path inside its roots, and a fresh scratch workdir when it named none. A resumed
    * run's scratch workdir is the caller's own and is accepted again.
    */
   async #placed(request: WorkflowRunRequest, caller: Caller): Promise<WorkflowRunRequest> {
@@ -476,12 +476,9 @@ export class RunManager {
       scratch: true,
       ...(inherited !== undefined ? { inherited } : {}),
     });
-    const scriptDir = await policy.workdirFor(caller, request.script_dir, { what: "script_dir" });
-    return {
-      ...request,
-      ...(workdir !== undefined ? { workdir } : {}),
-      ...(scriptDir !== undefined ? { script_dir: scriptDir } : {}),
-    };
+    // `script_dir` is no field of the API's body: only the host sets it (the command line, a
+    // saved workflow of A2A or the daemon), so it is the host's choice, not the caller's.
+    return workdir === undefined ? request : { ...request, workdir };
   }
 
   /** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */
