@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { ConfigSchema } from "../src/config/mod.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { tempDir } from "./helpers.ts";
+import { connectHttp, errorText } from "./mcp_helpers.ts";
 
 /** A dashboard whose owner alice has `root` as her only workspace root; bob has none. */
 async function dashboardWithRoot(root: string) {
@@ -173,4 +174,17 @@ Deno.test("the command line names any workdir, as before", async () => {
   const started = await d.services.runs.start({ ...RUN, workdir: other.path }, { owner: "alice" });
   assert.equal(started.workdir, other.path);
   await d.services.runs.wait(started.run_id, { owner: "alice" });
+});
+
+Deno.test("svc_dispatch over MCP with workdir SVC_HOME is a tool error naming the missing root", async () => {
+  await using d = await startDashboard();
+  await using mcp = await connectHttp(d.url, { token: TOKENS.bob });
+  const result = await mcp.call("svc_dispatch", {
+    prompt: "hi",
+    workdir: d.home,
+    sandbox: "write",
+    fake_dispatch: true,
+  });
+  assert.match(errorText(result), /no workspace root is configured for owner 'bob'/);
+  assert.equal((await d.services.tasks.list({ owner: "bob", admin: true })).length, 0);
 });
