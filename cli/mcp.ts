@@ -35,8 +35,10 @@ export async function mcpStdio(): Promise<number> {
   // An agent drives this server, not the person at the terminal: its paths and runs go
   // through the workspace policy and admission control as any remote caller's.
   const caller = callerOf(cliCaller().owner, { remote: true });
-  // No guest is started ahead of need: runs go to workers, not to this process.
-  const services = await openServices();
+  // The agent launched this server in its project: workdirs inside it stay reachable to an
+  // owner the configuration gives no workspace roots (never svc's own data or source). No
+  // guest is started ahead of need: runs go to workers, not to this process.
+  const services = await openServices({ fallbackRoots: [platform().cwd()] });
   const stop = new AbortController();
   const remove = platform().onStop(() => stop.abort());
   try {

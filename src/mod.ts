@@ -190,6 +190,12 @@ export type {
   MemorySearchRequest,
 } from "./memory/mod.ts";
 export { ReviewService } from "./reviews/mod.ts";
+export {
+  type WorkdirOptions,
+  type WorkspaceCaller,
+  WorkspacePolicy,
+  type WorkspacePolicyOptions,
+} from "./workspace/mod.ts";
 export type {
   Finding,
   ReviewDetail,

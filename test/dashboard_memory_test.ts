@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { ConfigSchema } from "../src/config/mod.ts";
 import { readEvents, startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { tempDir } from "./helpers.ts";
 
@@ -45,8 +46,14 @@ Deno.test("memory search over HTTP finds the caller's cards and run results, and
 });
 
 Deno.test("a review over HTTP reviews a working directory's git diff and lists its findings; another owner gets 404", async () => {
-  await using d = await startDashboard();
-  await using repo = await tempDir("svc-review-repo-");
+  // Alice's workspace root holds the repository and a folder that is none.
+  await using root = await tempDir("svc-review-root-");
+  const repo = { path: `${root.path}/repo` };
+  await Deno.mkdir(repo.path);
+  await Deno.mkdir(`${root.path}/plain`);
+  await using d = await startDashboard({
+    config: ConfigSchema.parse({ workspaces: { alice: [root.path] } }),
+  });
   await git(repo.path, "init", "-q");
   await Deno.writeTextFile(`${repo.path}/a.js`, "export const a = 1;\n");
   await git(repo.path, "add", ".");
@@ -67,7 +74,10 @@ Deno.test("a review over HTTP reviews a working directory's git diff and lists i
   assert.deepEqual((list.body.reviews as Array<{ run_id: string }>).map((r) => r.run_id), [runId]);
   assert.equal((await d.json(`/api/reviews/${runId}`, { token: TOKENS.bob })).status, 404);
   assert.deepEqual((await d.json("/api/reviews", { token: TOKENS.bob })).body.reviews, []);
-  const notRepo = await d.json("/api/reviews", { token: TOKENS.alice, body: { workdir: "/" } });
+  const notRepo = await d.json("/api/reviews", {
+    token: TOKENS.alice,
+    body: { workdir: `${root.path}/plain` },
+  });
   assert.equal(notRepo.status, 400);
 });
 

@@ -350,11 +350,21 @@ export const ProfileSchema = z.strictObject({
   sandbox: z.enum(["read-only", "write", "full"]).optional(),
 });
 
+/** A directory of a workspace root: absolute, without `..` or control characters. */
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const rootPath = z.string().max(4096).refine(
+  (path) => path.startsWith("/") && !CONTROL.test(path) && !path.split("/").includes(".."),
+  "must be an absolute path without '..' or control characters",
+);
+
 const configSchema = z.strictObject({
   providers: z.record(name, ProviderConfigSchema).default({}),
   daemon: DaemonConfigSchema,
   automations: z.record(name.max(64), AutomationConfigSchema).default({}),
   webhooks: z.record(name.max(64), WebhookConfigSchema).default({}),
+  /** Per owner: the directories its remote requests may name as workdirs. */
+  workspaces: z.record(z.string().min(1).max(128), z.array(rootPath).max(64)).default({}),
   profiles: z.record(name, ProfileSchema).default({}),
   routing: z.strictObject({
     /** Providers `auto` tries first, in order. */
@@ -460,6 +470,11 @@ export interface Config {
   automations: Record<string, AutomationConfig>;
   /** Webhooks by name, served by the daemon at `POST /webhooks/<name>`. */
   webhooks: Record<string, WebhookConfig>;
+  /**
+   * Per owner: the absolute directories (workspace roots) its remote callers (dashboard API,
+   * MCP, A2A) may name as workdirs. An owner without roots works in fresh scratch directories.
+   */
+  workspaces: Record<string, string[]>;
   /** What sandbox levels may be granted. */
   sandbox: {
     /**

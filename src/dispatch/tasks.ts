@@ -20,7 +20,8 @@ import {
   type WorkTrigger,
 } from "../ledger/mod.ts";
 import { withDefaults } from "../options/mod.ts";
-import { platform } from "../platform/mod.ts";
+import { joinPath, platform } from "../platform/mod.ts";
+import { WorkspacePolicy } from "../workspace/mod.ts";
 import {
   describeIssue,
   DispatchRequestSchema,
@@ -54,6 +55,12 @@ export interface TaskManagerOptions {
   cancelPollMs?: number;
   /** This process's identity in the ledger, shared with its run manager. Default: its own. */
   host?: HostLease;
+  /**
+   * Which directories remote callers may name as `workdir`. Default: no roots, so a remote
+   * caller's task works in a fresh scratch directory and cannot name one; the command line's
+   * choice is free either way.
+   */
+  workspace?: WorkspacePolicy;
 }
 
 /** Longest prompt of a task: it is stored with the task, in one KV value. */
@@ -93,7 +100,13 @@ export class TaskManager {
 
   /** A manager over the dispatcher and ledger of `options`; it runs nothing until asked. */
   constructor(options: TaskManagerOptions) {
-    this.#options = withDefaults({ cancelPollMs: 250 }, options);
+    this.#options = withDefaults({
+      cancelPollMs: 250,
+      workspace: new WorkspacePolicy({
+        forbidden: [options.ledger.home],
+        scratchRoot: joinPath(options.ledger.home, "tmp"),
+      }),
+    }, options);
     this.#ownsHost = options.host === undefined;
     this.#host = options.host ?? new HostLease(options.ledger);
   }
@@ -131,14 +144,21 @@ export class TaskManager {
     caller: Caller,
     options: { queue: boolean; trigger?: WorkTrigger },
   ): Promise<TaskStatus> {
-    const request = this.#parse(input);
-    const { prompt, timeout, fake_dispatch, schema_attempts, ...agentOptions } = request;
-    if (prompt.length > PROMPT_LIMIT) {
+    const parsed = this.#parse(input);
+    if (parsed.prompt.length > PROMPT_LIMIT) {
       throw new SvcError(
         "invalid_request",
         `Cannot dispatch: 'prompt' is over ${PROMPT_LIMIT} characters`,
       );
     }
+    // A remote caller's workdir is checked and made real before anything runs in it (a queued
+    // task keeps the checked path, so its worker need not check it again).
+    const workdir = await this.#options.workspace.workdirFor(caller, parsed.workdir, {
+      what: "workdir",
+      scratch: true,
+    });
+    const request = workdir === undefined ? parsed : { ...parsed, workdir };
+    const { prompt, timeout, fake_dispatch, schema_attempts, ...agentOptions } = request;
     const task: TaskStatus = {
       task_id: newId("task"),
       owner: caller.owner,

@@ -48,6 +48,7 @@ import {
   WorkflowRunRequestSchema,
 } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
+import { WorkspacePolicy } from "../workspace/mod.ts";
 import { handleAgentCall, recordReplayedCalls } from "./agent_call.ts";
 import { BudgetGate } from "./budget.ts";
 import {
@@ -106,6 +107,12 @@ export interface RunManagerOptions {
   maxBlobBytes?: number;
   /** Source of bridge nonces (tests pass a known one to prove it never leaks). */
   nonce?: () => string;
+  /**
+   * Which directories remote callers may name as `workdir`. Default: no roots,
+   * so a remote caller's run gets a fresh scratch workdir and cannot name one; the command
+   * line's choice is free either way.
+   */
+  workspace?: WorkspacePolicy;
   /** This process's identity in the ledger, shared with its task manager. Default: its own. */
   host?: HostLease;
   /**
@@ -164,9 +171,15 @@ const UNWRITTEN_RETRY_MAX_MS = 2_000;
  */
 export class RunManager {
   readonly #options:
-    & Required<Omit<RunManagerOptions, "nonce" | "projectDir" | "sessions" | "userHome" | "host">>
+    & Required<
+      Omit<
+        RunManagerOptions,
+        "nonce" | "projectDir" | "sessions" | "userHome" | "host" | "workspace"
+      >
+    >
     & {
       sessions: SessionStore;
+      workspace: WorkspacePolicy;
       nonce?: () => string;
       projectDir: string;
       userHome?: string;
@@ -208,6 +221,10 @@ export class RunManager {
         userHome: platform().homeDir(),
       }, options),
       sessions: options.sessions ?? new SessionStore(options.ledger),
+      workspace: options.workspace ?? new WorkspacePolicy({
+        forbidden: [options.ledger.home],
+        scratchRoot: joinPath(options.ledger.home, "tmp"),
+      }),
     };
     this.#ownsHost = options.host === undefined;
     this.#host = options.host ?? new HostLease(options.ledger);
@@ -375,7 +392,9 @@ export class RunManager {
     if (!parsed.success) {
       throw new SvcError("invalid_request", `Cannot start the run: ${describeIssue(parsed.error)}`);
     }
-    const request = parsed.data;
+    // A remote caller's paths are checked (and made real) before anything reads them; a
+    // queued run's were checked when it was queued.
+    const request = queued ? parsed.data : await this.#placed(parsed.data, caller);
     const owner = caller.owner;
     const filename = request.filename ?? "script.js";
     const checked = checkScript(request.script, { filename });
@@ -440,6 +459,26 @@ export class RunManager {
       },
     };
     return { ...common, status, budget };
+  }
+
+  /**
+   * The request with the workdir the workspace policy gives `caller`: for a remote caller a
+   * real path inside its roots, and a fresh scratch workdir when it named none. A resumed
+   * run's scratch workdir is the caller's own and is accepted again.
+   */
+  async #placed(request: WorkflowRunRequest, caller: Caller): Promise<WorkflowRunRequest> {
+    if (caller.remote !== true) return request;
+    const policy = this.#options.workspace;
+    const source = request.resume_from ? await this.get(request.resume_from, caller) : undefined;
+    const inherited = source?.workdir ?? undefined;
+    const workdir = await policy.workdirFor(caller, request.workdir, {
+      what: "workdir",
+      scratch: true,
+      ...(inherited !== undefined ? { inherited } : {}),
+    });
+    // `script_dir` is no field of the API's body: only the host sets it (the command line, a
+    // saved workflow of A2A or the daemon), so it is the host's choice, not the caller's.
+    return workdir === undefined ? request : { ...request, workdir };
   }
 
   /** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */

@@ -15,6 +15,8 @@ import {
   type RunStatus,
 } from "../ledger/mod.ts";
 import { type Assert, describeIssue, type JsonValue, type SameType } from "../schemas/mod.ts";
+import { joinPath } from "../platform/mod.ts";
+import { WorkspacePolicy } from "../workspace/mod.ts";
 import { diffWorkdir } from "./git_diff.ts";
 import { readReviewScript, REVIEW_FILENAME } from "./review_script.ts";
 
@@ -96,6 +98,11 @@ export interface ReviewServiceOptions {
   ledger: Ledger;
   /** The review workflow. Default: the bundled `bundled/svc-review.js`. */
   scriptPath?: string;
+  /**
+   * Which repositories remote callers may review. Default: no roots, so a remote caller can
+   * review none; the command line's choice is free either way.
+   */
+  workspace?: WorkspacePolicy;
 }
 
 const SEVERITIES = new Set(["info", "warning", "error"]);
@@ -131,12 +138,17 @@ export class ReviewService {
   readonly #runs: RunManager;
   readonly #ledger: Ledger;
   readonly #scriptPath: string | undefined;
+  readonly #workspace: WorkspacePolicy;
 
   /** A review service over the run manager and ledger of the options. */
   constructor(options: ReviewServiceOptions) {
     this.#runs = options.runs;
     this.#ledger = options.ledger;
     this.#scriptPath = options.scriptPath;
+    this.#workspace = options.workspace ?? new WorkspacePolicy({
+      forbidden: [options.ledger.home],
+      scratchRoot: joinPath(options.ledger.home, "tmp"),
+    });
   }
 
   /**
@@ -152,7 +164,10 @@ export class ReviewService {
         `Cannot start the review: ${describeIssue(parsed.error)}`,
       );
     }
-    const { workdir, base, ...run } = parsed.data;
+    const { workdir: asked, base, ...run } = parsed.data;
+    // Before git runs: git reads the repository's own configuration, and the diff is copied
+    // into the caller's run.
+    const workdir = await this.#workspace.workdirFor(caller, asked, { what: "workdir" }) ?? asked;
     const diff = await diffWorkdir(workdir, base);
     const script = await readReviewScript(this.#scriptPath);
     const status = await this.#runs.start({

@@ -20,6 +20,7 @@ import { CollaborationLog } from "../collaborations/mod.ts";
 import { type CardSource, MemorySearch } from "../memory/mod.ts";
 import { ReviewService } from "../reviews/mod.ts";
 import { Automations } from "../automations/mod.ts";
+import { WorkspacePolicy } from "../workspace/mod.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -55,11 +56,24 @@ export interface ServicesOptions {
   boardDir?: string;
   /** Memory search: where it reads board cards (default the board), how long an index is reused. */
   memory?: { cards?: CardSource; indexTtlMs?: number };
+  /**
+   * Workspace roots of owners the configuration's `workspaces` names none for (`svc mcp` over
+   * stdio: the directory it was started in). Default none: such owners' remote requests work
+   * in fresh scratch directories.
+   */
+  fallbackRoots?: readonly string[];
 }
 
 /** The board directory: the option, else `SVC_DASHBOARD_BOARD_DIR`, else `<home>/board`. */
 function boardDirOf(home: string, option: string | undefined): string {
   return option ?? (platform().env("SVC_DASHBOARD_BOARD_DIR") || joinPath(home, "board"));
+}
+
+/** The directory of svc's own source, when it runs from files (not from a bundle). */
+function ownCheckout(): string[] {
+  const url = new URL("../../", import.meta.url);
+  if (url.protocol !== "file:") return [];
+  return [decodeURIComponent(url.pathname).replace(/\/$/, "")];
 }
 
 /**
@@ -140,9 +154,24 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       ...(url ? { url } : {}),
     });
     const sessions = new SessionStore(ledger);
-    tasks = new TaskManager({ dispatcher, ledger, sessions, host });
+    // What a remote caller may never reach: the data directory (the configuration, the token,
+    // every owner's ledger), the board, and svc's own source.
+    const workspace = new WorkspacePolicy({
+      roots: config.workspaces,
+      ...(options.fallbackRoots ? { fallbackRoots: options.fallbackRoots } : {}),
+      forbidden: [home, board.dir, ...ownCheckout()],
+      scratchRoot: joinPath(home, "tmp"),
+    });
+    tasks = new TaskManager({ dispatcher, ledger, sessions, host, workspace });
     const recoveredTasks = await tasks.recover();
-    runs = await RunManager.create({ ...options.runs, dispatcher, ledger, sessions, host });
+    runs = await RunManager.create({
+      ...options.runs,
+      dispatcher,
+      ledger,
+      sessions,
+      host,
+      workspace,
+    });
     // Scratch directories of harness calls whose host died (the run manager swept its own).
     await sweepScratch(joinPath(home, "tmp"));
     const recovery = setInterval(() => {
@@ -151,7 +180,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
     const events = new EventFeed({ runs, tasks, ledger });
     const memory = new MemorySearch({ runs, tasks, cards: board, ...options.memory });
-    const reviews = new ReviewService({ runs, ledger });
+    const reviews = new ReviewService({ runs, ledger, workspace });
     const collaborations = new CollaborationLog(ledger);
     let closing: Promise<void> | undefined;
     const close = () =>
