@@ -78,7 +78,7 @@ Deno.test("a message whose metadata names a workflow runs it with svc.args, and 
   assert.equal(run?.state, "succeeded");
 });
 
-Deno.test("a message naming an unknown workflow, or a file part, ends rejected with the reason", async () => {
+Deno.test("a message naming an unknown workflow, or a file part, ends rejected with the reason, which names no host path", async () => {
   await using a2a = await startA2a();
   const client = await sdkClient(a2a.url, TOKENS.alice);
   const unknown = asTask(
@@ -90,6 +90,12 @@ Deno.test("a message naming an unknown workflow, or a file part, ends rejected w
   const reason = unknown.status?.message?.parts[0]?.content;
   assert.equal(reason?.$case, "text");
   assert.match(String(reason?.value), /Cannot find workflow 'nowhere'/);
+  // The folders searched are named by role: a peer learns no path of the host.
+  assert.match(
+    String(reason?.value),
+    /in the project's \.claude\/workflows\/ folder, .*svc's saved workflows/,
+  );
+  assert.ok(!String(reason?.value).includes(a2a.home), String(reason?.value));
 
   const message = userMessage("see file");
   message.parts.push({
