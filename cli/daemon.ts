@@ -1,6 +1,8 @@
 /**
  * `svc daemon` (the resident process: queue worker, scheduler, webhooks, `/health`) and
- * `svc health` (reads a daemon's `/health`, prints it, exits non-zero when it is unhealthy).
+ * `svc health` (reads a daemon's health, prints it, exits non-zero when it is unhealthy). The
+ * open `/health` says liveness only; the snapshot is `/health/detail`, for a token bound to no
+ * owner: `svc health` sends the one of `--token-file`, by default `$SVC_HOME/dashboard.token`.
  * @module
  */
 import type { Command } from "commander";
@@ -9,9 +11,17 @@ import { startDaemon } from "../src/daemon/mod.ts";
 import { DAEMON_PORT, serveDaemon } from "../src/http/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { svcHome } from "../src/config/mod.ts";
+import { joinPath, platform } from "../src/platform/mod.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { EXIT } from "./exit_status.ts";
-import { parsePort, untilStopped } from "./dashboard.ts";
+import {
+  type DashboardFlags,
+  generatedTokenPath,
+  parsePort,
+  serverAuth,
+  untilStopped,
+  withTokenOptions,
+} from "./dashboard.ts";
 import { UsageError } from "./workflow_input.ts";
 
 /** The URL `svc health` reads by default. */
@@ -21,17 +31,15 @@ export const DEFAULT_HEALTH_URL = `http://127.0.0.1:${DAEMON_PORT}/health`;
 const HEALTH_TIMEOUT_MS = 5_000;
 
 /** Runs the daemon until Ctrl-C or SIGTERM; resolves to the exit status. */
-async function daemon(flags: { host: string; port: string }): Promise<number> {
+async function daemon(flags: DashboardFlags): Promise<number> {
   const port = parsePort(flags.port);
-  const services = await openServices({
-    home: svcHome(),
-    role: "daemon",
-    runs: { prestartGuest: true },
-  });
+  const home = svcHome();
+  const { settings, generated } = await serverAuth(flags, home);
+  const services = await openServices({ home, role: "daemon", runs: { prestartGuest: true } });
   const running = await startDaemon(services);
   let server;
   try {
-    server = await serveDaemon(running, { hostname: flags.host, port });
+    server = await serveDaemon(running, { hostname: flags.host, port, auth: settings });
   } catch (error) {
     await running.stop();
     await services.close();
@@ -44,6 +52,9 @@ async function daemon(flags: { host: string; port: string }): Promise<number> {
   }
   const health = await running.health();
   printLine(`svc: daemon on ${server.url} (health: ${server.url}/health; Ctrl-C stops it)`);
+  if (generated) {
+    printLine(`svc: /health/detail takes the API token in ${generated.path} (svc health sends it)`);
+  }
   printLine(
     `svc: working on up to ${health.worker.concurrency} queued items; scheduler ${health.scheduler.mode}; ${health.webhooks.hooks.length} webhook(s)`,
   );
@@ -127,14 +138,70 @@ function healthLines(url: URL, health: Record<string, unknown>): string[] {
   return lines;
 }
 
-/** Reads a daemon's health; exit 0 when healthy, 1 when unhealthy, 5 when unreachable. */
-async function health(flags: { url: string; json?: boolean }): Promise<number> {
+/** The token `svc health` sends for the detail: `--token-file`'s, else the generated one. */
+async function healthToken(flags: { tokenFile?: string }): Promise<string | undefined> {
+  const path = flags.tokenFile ?? generatedTokenPath(svcHome());
+  const text = await platform().readTextFile(path).catch(() => undefined);
+  if (text === undefined && flags.tokenFile !== undefined) {
+    throw new UsageError(
+      `Cannot read the token file '${path}': it does not exist or is not readable`,
+    );
+  }
+  return text?.split("\n").map((line) => line.trim()).find((line) => line !== "");
+}
+
+/** The snapshot's URL: `/health/detail` beside the health URL. */
+function detailUrl(url: URL): URL {
+  const detail = new URL(url);
+  detail.pathname = joinPath(url.pathname.replace(/\/+$/, ""), "detail");
+  return detail;
+}
+
+/**
+ * Reads a daemon's health; exit 0 when healthy, 1 when unhealthy, 5 when unreachable. With a
+ * token it reads the whole snapshot; without one, or when the token is refused, the liveness.
+ */
+async function health(
+  flags: { url: string; json?: boolean; tokenFile?: string },
+): Promise<number> {
   const url = healthUrl(flags.url);
+  const token = await healthToken(flags);
+  if (token !== undefined) {
+    const detail = await readHealth(detailUrl(url), token);
+    if (detail.response.status !== 401 && detail.response.status !== 403) {
+      return await printHealth(url, detail, flags);
+    }
+  }
+  return await printHealth(url, await readHealth(url), flags);
+}
+
+/** Prints a health answer; resolves to the exit status. */
+async function printHealth(
+  url: URL,
+  answer: { response: Response; body: Record<string, unknown> },
+  flags: { json?: boolean },
+): Promise<number> {
+  const { response, body } = answer;
+  if (flags.json) await printJson(body, 2);
+  else if (body.version === undefined) {
+    await printOut([
+      `${url.href}: ${String(body.status)} (the detail needs the operator's token: --token-file)`,
+    ]);
+  } else await printOut(healthLines(url, body));
+  return response.status === 200 && body.status === "ok" ? EXIT.ok : EXIT.failed;
+}
+
+/** GETs a health URL (with `token` as the bearer when given); its answer as JSON. */
+async function readHealth(
+  url: URL,
+  token?: string,
+): Promise<{ response: Response; body: Record<string, unknown> }> {
   let response: Response;
   try {
     response = await fetch(url, {
       signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS),
       redirect: "error",
+      ...(token !== undefined ? { headers: { authorization: `Bearer ${token}` } } : {}),
     });
   } catch (error) {
     const why = error instanceof Error && error.name === "TimeoutError"
@@ -154,9 +221,7 @@ async function health(flags: { url: string; json?: boolean }): Promise<number> {
       `Cannot read the health of ${url.href}: the answer (HTTP ${response.status}) is not a health snapshot`,
     );
   }
-  if (flags.json) await printJson(body, 2);
-  else await printOut(healthLines(url, body));
-  return response.status === 200 && body.status === "ok" ? EXIT.ok : EXIT.failed;
+  return { response, body };
 }
 
 /** Adds `daemon` and `health` to the program; `run` sets the exit status. */
@@ -164,18 +229,24 @@ export function addDaemonCommands(
   program: Command,
   run: (action: () => Promise<number>) => Promise<void>,
 ): void {
-  program
+  const daemonCommand = program
     .command("daemon")
     .description(
       "Run the daemon: claim queued runs and dispatches, fire automations, receive webhooks, serve /health",
     )
     .option("--host <host>", "address to listen on", "127.0.0.1")
-    .option("--port <port>", "port to listen on (0 picks a free one)", String(DAEMON_PORT))
-    .action((flags: { host: string; port: string }) => run(() => daemon(flags)));
+    .option("--port <port>", "port to listen on (0 picks a free one)", String(DAEMON_PORT));
+  withTokenOptions(daemonCommand).action((flags: DashboardFlags) => run(() => daemon(flags)));
   program
     .command("health")
     .description("Read a daemon's /health; exit 0 when healthy, 1 when not, 5 when unreachable")
     .option("--url <url>", "the daemon's health URL", DEFAULT_HEALTH_URL)
     .option("--json", "print the snapshot as JSON")
-    .action((flags: { url: string; json?: boolean }) => run(() => health(flags)));
+    .option(
+      "--token-file <path>",
+      "send the token of this file for the whole snapshot (default: $SVC_HOME/dashboard.token)",
+    )
+    .action((flags: { url: string; json?: boolean; tokenFile?: string }) =>
+      run(() => health(flags))
+    );
 }

@@ -50,16 +50,47 @@ async function rpc(
   return { status: response.status, text: await response.text() };
 }
 
-Deno.test("a message whose metadata names a workflow runs it with svc.args, and the card lists it as a skill", async () => {
+Deno.test("the open cards name no saved workflow; the authenticated extended card lists each as a skill, through the SDK client of both protocol versions", async () => {
   await using project = await tempDir("svc-a2a-project-");
   await write(`${project.path}/workflows/summarise.js`, SUMMARISE);
   await using a2a = await startA2a({ projectDir: project.path });
-  const card = await (await fetch(`${a2a.url}/.well-known/agent-card.json`, {
-    headers: { "A2A-Version": "1.0" },
-  })).json();
-  const skill = card.skills.find((s: { id: string }) => s.id === "workflow:summarise");
+  for (
+    const [path, headers] of [
+      ["/.well-known/agent-card.json", { "A2A-Version": "1.0" }],
+      ["/.well-known/agent-card.json", {}],
+      ["/.well-known/agent.json", {}],
+    ] as const
+  ) {
+    const text = await (await fetch(`${a2a.url}${path}`, { headers })).text();
+    assert.ok(!text.includes("summarise"), `${path} names a saved workflow: ${text}`);
+    const card = JSON.parse(text);
+    assert.deepEqual(card.skills.map((s: { id: string }) => s.id), ["dispatch", "workflow"]);
+  }
+  const client = await sdkClient(a2a.url, TOKENS.alice);
+  const extended = await client.getAgentCard();
+  const skill = extended.skills.find((s) => s.id === "workflow:summarise");
   assert.equal(skill?.description, "Summarises items one agent call each.");
+  const legacy = await sdkClient(a2a.url, TOKENS.alice, {
+    legacyCompat: true,
+    cardPath: "/.well-known/agent.json",
+  });
+  assert.equal(legacy.protocolVersion, "0.3");
+  const legacyCard = await legacy.getAgentCard();
+  assert.ok(legacyCard.skills.some((s) => s.id === "workflow:summarise"));
+  // Without a token the extended card is refused like every JSON-RPC call.
+  const anonymous = await fetch(`${a2a.url}/a2a`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "A2A-Version": "1.0" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetExtendedAgentCard", params: {} }),
+  });
+  assert.equal(anonymous.status, 401);
+  assert.ok(!(await anonymous.text()).includes("summarise"));
+});
 
+Deno.test("a message whose metadata names a workflow runs it with svc.args", async () => {
+  await using project = await tempDir("svc-a2a-project-");
+  await write(`${project.path}/workflows/summarise.js`, SUMMARISE);
+  await using a2a = await startA2a({ projectDir: project.path });
   const client = await sdkClient(a2a.url, TOKENS.alice);
   const task = asTask(
     await client.sendMessage(sendRequest(userMessage("run it", {
@@ -78,7 +109,7 @@ Deno.test("a message whose metadata names a workflow runs it with svc.args, and 
   assert.equal(run?.state, "succeeded");
 });
 
-Deno.test("a message naming an unknown workflow, or a file part, ends rejected with the reason", async () => {
+Deno.test("a message naming an unknown workflow, or a file part, ends rejected with the reason, which names no host path", async () => {
   await using a2a = await startA2a();
   const client = await sdkClient(a2a.url, TOKENS.alice);
   const unknown = asTask(
@@ -90,6 +121,12 @@ Deno.test("a message naming an unknown workflow, or a file part, ends rejected w
   const reason = unknown.status?.message?.parts[0]?.content;
   assert.equal(reason?.$case, "text");
   assert.match(String(reason?.value), /Cannot find workflow 'nowhere'/);
+  // The folders searched are named by role: a peer learns no path of the host.
+  assert.match(
+    String(reason?.value),
+    /in the project's \.claude\/workflows\/ folder, .*svc's saved workflows/,
+  );
+  assert.ok(!String(reason?.value).includes(a2a.home), String(reason?.value));
 
   const message = userMessage("see file");
   message.parts.push({

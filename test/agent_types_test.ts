@@ -175,25 +175,35 @@ Deno.test("an agent type name that is not one plain file name is refused before 
   }
 });
 
-Deno.test("a symbolic link cannot hand an agent type a file from outside its folder, and an oversized file is refused", async () => {
+Deno.test("a symbolic link cannot hand an agent type a file from outside its folder, and an oversized file is refused, naming the folder by role", async () => {
   await using f = await folders();
   await using outside = await tempDir("svc-outside-");
   await Deno.writeTextFile(`${outside.path}/secret.md`, "---\nname: leak\n---\nSecret text.");
   await Deno.symlink(`${outside.path}/secret.md`, `${f.project}/.claude/agents/leak.md`);
   await Deno.symlink(`${outside.path}/secret.md`, `${f.home}/.claude/agents/leak2.md`);
-  for (const name of ["leak", "leak2"]) {
-    await assert.rejects(
-      registry(f).resolve(name),
-      /leads outside .* through a symbolic link/,
-      name,
-    );
+  // Each folder is named by its role, never by its path on the host.
+  const where = { leak: "the project's .claude/agents", leak2: "~/.claude/agents" };
+  for (const [name, folder] of Object.entries(where)) {
+    await assert.rejects(registry(f).resolve(name), (error: unknown) => {
+      assert.equal(
+        (error as Error).message,
+        `agent(): the agent type '${name}' leads outside ${folder} through a symbolic link`,
+      );
+      return true;
+    });
   }
   await f.write(
     "project",
     "big.md",
     `---\nname: big\n---\n${"x".repeat(AGENT_TYPE_LIMITS.fileBytes)}`,
   );
-  await assert.rejects(registry(f).resolve("big"), /is larger than 65536 bytes/);
+  await assert.rejects(registry(f).resolve("big"), (error: unknown) => {
+    assert.equal(
+      (error as Error).message,
+      "agent(): the agent type big.md in the project's .claude/agents is larger than 65536 bytes",
+    );
+    return true;
+  });
 });
 
 /** A provider that records every request it gets. */

@@ -132,7 +132,8 @@ Deno.test("GET /api/capabilities reports each provider's tool, version, credenti
     assert.deepEqual(byName.claude!.sandbox_levels, ["read-only", "write", "full"]);
     assert.equal(byName.nowhere!.tool!.installed, false);
     assert.equal(byName.nowhere!.tool!.probe, "missing");
-    assert.equal(byName.nowhere!.tool!.detail, "/nonexistent/codex does not exist");
+    // A remote caller learns the tool's name, never where it is on the host.
+    assert.equal(byName.nowhere!.tool!.detail, "codex does not exist");
     // Credentials: the gateway's model list with the configured key, by wire format.
     assert.equal(byName.gemini!.credentials.state, "ok");
     assert.equal(byName.gemini!.credentials.key_found, "GEMINI_API_KEY");
@@ -239,6 +240,53 @@ Deno.test("svc doctor prints the report for people and as JSON, and never a key'
   );
   assert.match(text.stdout, /^ {2}credentials {2}ok: answered with ANTHROPIC_API_KEY: HTTP 200/m);
   assert.match(text.stdout, /^ {2}sandbox {6}read-only, write, full$/m);
+});
+
+Deno.test("/api/providers and /api/capabilities name each tool by name and version, never by a path on the host; the local report keeps the paths", async () => {
+  await using home = await tempDir("svc-caps-paths-");
+  const config = ConfigSchema.parse({
+    providers: {
+      claude: { type: "claude", command: stub("claude") },
+      nowhere: { type: "codex", command: `${home.path}/bin/codex` },
+    },
+  });
+  // The configuration's own dispatcher: the harnesses are registered and probed.
+  await using services = await openServices({ home: home.path, config });
+  const app = dashboardApp(services, { auth: TWO_OWNERS });
+  const get = async (path: string) => {
+    const response = await app.fetch(
+      new Request(`http://127.0.0.1${path}`, {
+        headers: { authorization: `Bearer ${TOKENS.bob}` },
+      }),
+    );
+    assert.equal(response.status, 200);
+    return await response.text();
+  };
+  const stubDir = stub("claude").slice(0, stub("claude").lastIndexOf("/"));
+  for (const path of ["/api/providers", "/api/capabilities"]) {
+    const text = await get(path);
+    assert.ok(!text.includes(stubDir), `${path} shows the tool's folder: ${text}`);
+    assert.ok(!text.includes(home.path), `${path} shows a host path: ${text}`);
+  }
+  const providers = JSON.parse(await get("/api/providers")).providers;
+  const claude = providers.find((p: { name: string }) => p.name === "claude");
+  assert.equal(claude.available, true);
+  assert.equal(claude.version, "2.0.14");
+  assert.match(claude.reason, /^found claude: /);
+  const nowhere = providers.find((p: { name: string }) => p.name === "nowhere");
+  assert.equal(nowhere.available, false);
+  assert.equal(nowhere.reason, "codex does not exist");
+  const report = CapabilityReportSchema.parse(JSON.parse(await get("/api/capabilities")));
+  const tool = report.providers.find((p) => p.name === "claude")!.tool!;
+  assert.deepEqual([tool.command, tool.path, tool.installed, tool.version], [
+    "claude",
+    null,
+    true,
+    "2.0.14",
+  ]);
+  // The operator's own report (svc doctor) still says where each binary is.
+  const local = await services.capabilities.report();
+  assert.equal(local.providers.find((p) => p.name === "claude")!.tool!.path, stub("claude"));
 });
 
 /** One `svc doctor --json` over the four real tools, shared by their tests. */

@@ -159,6 +159,6 @@ Deno.test("svc workflow run <name> says where it looked when no saved workflow h
   assert.equal(result.code, 2);
   assert.match(
     result.stderr,
-    /^svc: Cannot read script 'no_such_flow': no such file, and no saved workflow of that name \(Cannot find workflow 'no_such_flow': looked for .*\.claude\/workflows\/no_such_flow\.js/m,
+    /^svc: Cannot read script 'no_such_flow': no such file, and no saved workflow of that name \(Cannot find workflow 'no_such_flow': looked for no_such_flow\.js in the project's \.claude\/workflows\/ folder, /m,
   );
 });

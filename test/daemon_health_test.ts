@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { runCommand, tempDir } from "./helpers.ts";
-import { startTestDaemon } from "./daemon_helpers.ts";
+import { configOf, DAEMON_TOKENS, startTestDaemon } from "./daemon_helpers.ts";
 import { svcTaskCommand } from "./helpers.ts";
 
 async function svcHealth(url: string, home: string, json = false) {
@@ -14,10 +14,31 @@ async function svcHealth(url: string, home: string, json = false) {
   ], { env: { SVC_HOME: home, NO_COLOR: "1" } });
 }
 
-Deno.test("GET /health answers 200 with the kernel policy, scheduler mode, queue and ledger, without authentication", async () => {
+Deno.test("GET /health answers liveness only without authentication; the snapshot is /health/detail, for the operator's token", async () => {
   await using home = await tempDir("svc-health-");
-  await using daemon = await startTestDaemon(home.path);
-  const response = await fetch(`${daemon.url}/health`);
+  await using daemon = await startTestDaemon(home.path, {
+    config: configOf({
+      webhooks: { "secret-hook-name": { secret_env: "NOPE", prompt_template: "x" } },
+    }),
+  });
+  const open = await fetch(`${daemon.url}/health`);
+  assert.equal(open.status, 200);
+  assert.equal(open.headers.get("cache-control"), "no-store");
+  // No host name, pid, host id, webhook name, queue or version for a stranger.
+  assert.deepEqual(await open.json(), { status: "ok" });
+
+  const detail = (token?: string) =>
+    fetch(`${daemon.url}/health/detail`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
+  const anonymous = await detail();
+  assert.equal(anonymous.status, 401);
+  assert.ok(!(await anonymous.text()).includes("secret-hook-name"));
+  const owner = await detail(DAEMON_TOKENS.alice);
+  assert.equal(owner.status, 403);
+  assert.ok(!(await owner.text()).includes("secret-hook-name"));
+
+  const response = await detail(DAEMON_TOKENS.operator);
   assert.equal(response.status, 200);
   const body = await response.json();
   assert.equal(body.status, "ok");
@@ -30,7 +51,8 @@ Deno.test("GET /health answers 200 with the kernel policy, scheduler mode, queue
   assert.deepEqual(body.running, { runs: 0, tasks: 0 });
   assert.equal(body.ledger.ok, true);
   assert.equal(body.hosts.daemons, 1);
-  // Nothing secret: no token, no path of the data directory.
+  assert.deepEqual(body.webhooks.hooks, ["secret-hook-name"]);
+  // Nothing secret even there: no token, no path of the data directory.
   assert.ok(!JSON.stringify(body).includes(home.path));
 });
 
@@ -38,6 +60,12 @@ Deno.test("svc health prints a healthy daemon and exits 0, exits 1 once the ledg
   await using home = await tempDir("svc-health-cli-");
   const daemon = await startTestDaemon(home.path);
   try {
+    // Without a token svc health says only whether the daemon lives.
+    const bare = await svcHealth(`${daemon.url}/health`, home.path);
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.match(bare.stdout, /: ok \(the detail needs the operator's token/);
+    // With the operator's token in SVC_HOME (as svc daemon makes it), the whole snapshot.
+    await Deno.writeTextFile(`${home.path}/dashboard.token`, `${DAEMON_TOKENS.operator}\n`);
     const healthy = await svcHealth(`${daemon.url}/health`, home.path);
     assert.equal(healthy.code, 0, healthy.stderr);
     assert.match(healthy.stdout, /: ok \(svc /);
@@ -45,7 +73,9 @@ Deno.test("svc health prints a healthy daemon and exits 0, exits 1 once the ledg
     assert.match(healthy.stdout, /ledger {5}ok/);
     // The ledger closes under the daemon: writes fail, and health says so with a 503.
     daemon.services.ledger.close();
-    const response = await fetch(`${daemon.url}/health`);
+    const response = await fetch(`${daemon.url}/health/detail`, {
+      headers: { authorization: `Bearer ${DAEMON_TOKENS.operator}` },
+    });
     assert.equal(response.status, 503);
     const body = await response.json();
     assert.equal(body.status, "unhealthy");

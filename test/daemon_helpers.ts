@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { type Config, ConfigSchema } from "../src/config/mod.ts";
 import { type Daemon, startDaemon } from "../src/daemon/mod.ts";
 import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
-import { type DaemonServer, serveDaemon } from "../src/http/mod.ts";
+import { type AuthSettings, type DaemonServer, serveDaemon } from "../src/http/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { type HostProcess, startHostProcess } from "./host_process.ts";
 
@@ -25,11 +25,29 @@ export async function startDaemonProcess(
   return {
     ...host,
     async health() {
-      const response = await fetch(`${host.url}/health`);
+      // The snapshot is for the operator's token: the one the daemon made in SVC_HOME.
+      const token = (await Deno.readTextFile(`${home}/dashboard.token`)).trim();
+      const response = await fetch(`${host.url}/health/detail`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       return await response.json();
     },
   };
 }
+
+/** The operator's token of a test daemon (bound to no owner), and one bound to an owner. */
+export const DAEMON_TOKENS = {
+  operator: "operator-token-0123456789abcdef",
+  alice: "alice-daemon-token-0123456789",
+};
+
+/** What a test daemon's `/health/detail` accepts: {@linkcode DAEMON_TOKENS}. */
+export const DAEMON_AUTH: AuthSettings = {
+  required: true,
+  requireOwner: false,
+  tokens: [{ token: DAEMON_TOKENS.operator }, { token: DAEMON_TOKENS.alice, owner: "alice" }],
+  allowedOrigins: [],
+};
 
 /** A daemon in this process, over its own services, on a free port. */
 export interface TestDaemon extends AsyncDisposable {
@@ -60,6 +78,8 @@ export async function startTestDaemon(
     tickMs?: number;
     leaseMs?: number;
     pollMs?: number;
+    /** The tokens `/health/detail` accepts; {@linkcode DAEMON_AUTH} by default. */
+    auth?: AuthSettings;
   } = {},
 ): Promise<TestDaemon> {
   const config = options.config ?? configOf({});
@@ -80,7 +100,11 @@ export async function startTestDaemon(
     ...(options.tickMs !== undefined ? { tickMs: options.tickMs } : {}),
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
   });
-  const server = await serveDaemon(daemon, { hostname: "127.0.0.1", port: 0 });
+  const server = await serveDaemon(daemon, {
+    hostname: "127.0.0.1",
+    port: 0,
+    auth: options.auth ?? DAEMON_AUTH,
+  });
   let closed: Promise<void> | undefined;
   return {
     url: server.url,

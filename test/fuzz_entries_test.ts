@@ -18,6 +18,7 @@ import { startDaemon } from "../src/daemon/mod.ts";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { ERROR_TABLE } from "../src/errors/mod.ts";
 import { daemonApp, dashboardApp } from "../src/http/mod.ts";
+import { DAEMON_AUTH } from "./daemon_helpers.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import {
   fromSchema,
@@ -719,7 +720,7 @@ Deno.test({
       env: (name) => (name === "FUZZ_SECRET" ? secret : undefined),
     });
     try {
-      const app = daemonApp(daemon);
+      const app = daemonApp(daemon, { auth: DAEMON_AUTH });
       const fetcher = (request: Request) => app.fetch(request);
       const secrets = [secret, services.home, ROOT];
       const deliveries = fc.record({

@@ -44,6 +44,27 @@ Deno.test("schema_id names a registered schema: the project's schemas folder fir
   assert.deepEqual(status.result, [{ ok: false }, "from home"]);
 });
 
+Deno.test("a registered schema that is not a schema names its folder by role, never a host path", async () => {
+  await using t = await testManager();
+  await Deno.mkdir(`${t.home}/project/schemas`, { recursive: true });
+  await Deno.mkdir(`${t.home}/schemas`, { recursive: true });
+  await Deno.writeTextFile(`${t.home}/project/schemas/broken.json`, "{not json");
+  await Deno.writeTextFile(`${t.home}/schemas/listed.json`, "[1]");
+  const run = await t.manager.start({
+    script: `
+      const seen = [];
+      for (const id of ["broken", "listed"]) {
+        try { await agent("x", { schema_id: id }); } catch (e) { seen.push(e.message); }
+      }
+      return seen;`,
+    workdir: `${t.home}/project`,
+  }, LOCAL);
+  assert.deepEqual((await t.manager.wait(run.run_id, LOCAL)).result, [
+    "agent(): schema 'broken' (in the project's schemas/ folder) is not valid JSON",
+    "agent(): schema 'listed' (in svc's saved schemas) is not a JSON Schema object",
+  ]);
+});
+
 Deno.test("an unknown schema_id or a schema ajv cannot compile throws before any dispatch", async () => {
   const dispatcher = countingDispatcher();
   await using t = await testManager({ dispatcher });
@@ -58,7 +79,7 @@ Deno.test("an unknown schema_id or a schema ajv cannot compile throws before any
   const seen = (await t.manager.wait(run.run_id, LOCAL)).result as string[];
   assert.match(
     seen[0]!,
-    /^TypeError: agent\(\): no registered schema 'nope' \(looked in the project's schemas, \$SVC_HOME\/schemas\)$/,
+    /^TypeError: agent\(\): no registered schema 'nope' \(looked in the project's schemas\/ folder, svc's saved schemas\)$/,
   );
   assert.match(
     seen[1]!,

@@ -99,9 +99,10 @@ Deno.test("an unknown name, a bad ref or a syntax error fails that call with a c
   }, LOCAL);
   const status = await t.manager.wait(run.run_id, LOCAL);
   const seen = status.result as string[];
-  assert.match(
+  // Folders are named by role: the script learns nothing of where the host keeps them.
+  assert.equal(
     seen[0]!,
-    /^Error: workflow\(\): no workflow 'missing' \(looked for .*\/workflows\/missing\.js, .*\/workflows\/missing\.js\)$/,
+    "Error: workflow(): no workflow 'missing' (looked for missing.js in the project's .claude/workflows/ folder, the project's workflows/ folder, the user's .claude/workflows/ folder and svc's saved workflows)",
   );
   assert.match(seen[1]!, /^Error: broken\.js:2:11: syntax error: Unexpected token$/);
   assert.match(seen[2]!, /^Error: imports\.js:1:1: import declarations are not allowed/);
@@ -152,9 +153,9 @@ Deno.test("a symbolic link cannot hand workflow() a file from outside the projec
   assert.deepEqual(status.result, [
     "workflow(): './lib/link.js' leads outside the project directory through a symbolic link",
     "workflow(): './linked/secret.js' leads outside the project directory through a symbolic link",
-    "workflow(): 'escape' leads outside the project's workflows folder through a symbolic link",
-    "workflow(): 'sideways' leads outside the project's workflows folder through a symbolic link",
-    "workflow(): 'home_escape' leads outside SVC_HOME's workflows folder through a symbolic link",
+    "workflow(): 'escape' leads outside the project's workflows/ folder through a symbolic link",
+    "workflow(): 'sideways' leads outside the project's workflows/ folder through a symbolic link",
+    "workflow(): 'home_escape' leads outside svc's saved workflows through a symbolic link",
     "ran: inside",
   ]);
 });
@@ -173,7 +174,7 @@ Deno.test("a project whose workflows folder is a link to elsewhere gives workflo
   const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(
     status.result,
-    "workflow(): 'secret' leads outside the project's workflows folder through a symbolic link",
+    "workflow(): 'secret' leads outside the project's workflows/ folder through a symbolic link",
   );
 });
 
@@ -218,7 +219,7 @@ Deno.test("workflow(name) looks in the project's .claude/workflows and workflows
   ]);
 });
 
-Deno.test("findWorkflow() gives the real path of a saved workflow, or names every place it looked", async () => {
+Deno.test("findWorkflow() gives the real path of a saved workflow, or names every place it looked by role, never by path", async () => {
   await using t = await tempDir();
   const places = {
     projectDir: `${t.path}/project`,
@@ -235,7 +236,7 @@ Deno.test("findWorkflow() gives the real path of a saved workflow, or names ever
     (error: unknown) =>
       error instanceof SvcError && error.code === "not_found" &&
       error.message ===
-        `Cannot find workflow 'nothing': looked for ${t.path}/project/.claude/workflows/nothing.js, ${t.path}/project/workflows/nothing.js, ${t.path}/user/.claude/workflows/nothing.js, ${t.path}/svc/workflows/nothing.js`,
+        "Cannot find workflow 'nothing': looked for nothing.js in the project's .claude/workflows/ folder, the project's workflows/ folder, the user's .claude/workflows/ folder and svc's saved workflows",
   );
   await assert.rejects(findWorkflow("../x", places), /a name is letters, digits/);
 });

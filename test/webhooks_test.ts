@@ -257,7 +257,7 @@ Deno.test("webhook refusals are API errors: bad or stale signatures 401, unknown
     // Nothing was started by any of them.
     assert.equal((await daemon.services.runs.list(ALICE)).length, 0);
     assert.equal((await daemon.services.tasks.list(ALICE)).length, 0);
-    const health = await (await fetch(`${daemon.url}/health`)).json();
+    const health = await daemon.daemon.health();
     assert.equal(health.webhooks.rejected, 6);
   });
 });
@@ -289,7 +289,7 @@ Deno.test("a GitHub-style delivery replayed under a new X-GitHub-Delivery, or wi
     const next = await post(daemon, "push", other, await githubHeaders(other, "delivery-genuine"));
     assert.equal(next.status, 202, JSON.stringify(next.body));
     assert.equal((await daemon.services.runs.list(ALICE)).length, 2);
-    const health = await (await fetch(`${daemon.url}/health`)).json();
+    const health = await daemon.daemon.health();
     assert.equal(health.webhooks.duplicate, 3);
   });
 });

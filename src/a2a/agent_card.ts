@@ -21,7 +21,10 @@ const MODES = ["text/plain", "application/json"];
 export interface CardSource {
   /** The server's base URL, e.g. `http://127.0.0.1:41523`. */
   baseUrl: string;
-  /** The named workflows offered, one skill each. */
+  /**
+   * The named workflows offered, one skill each: only on the authenticated extended card (the
+   * public card names none, so that strangers learn nothing of what the host keeps).
+   */
   workflows: readonly WorkflowSkill[];
 }
 
@@ -43,6 +46,13 @@ function skillsOf(source: CardSource): SkillJson[] {
         "Sends the message's text to one of this host's coding agents or model APIs (read-only sandbox) and answers with its reply.",
       tags: ["svc", "dispatch"],
       examples: ["Summarise what this repository does."],
+    },
+    {
+      id: "workflow",
+      name: "Run a workflow",
+      description:
+        "Runs one of this host's named workflows: metadata 'svc.workflow' names it, 'svc.args' holds its arguments. The authenticated extended card lists them.",
+      tags: ["svc", "workflow"],
     },
     ...source.workflows.map((workflow) => ({
       id: `workflow:${workflow.name}`,
@@ -68,7 +78,7 @@ export function agentCardJson(source: CardSource): Record<string, unknown> {
       { url, protocolBinding: "JSONRPC", protocolVersion: PROTOCOL_VERSION },
       { url, protocolBinding: "JSONRPC", protocolVersion: LEGACY_PROTOCOL_VERSION },
     ],
-    capabilities: { streaming: true, pushNotifications: false },
+    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true },
     securitySchemes: {
       bearer: {
         httpAuthSecurityScheme: {
@@ -103,6 +113,7 @@ export function legacyAgentCardJson(
     url,
     preferredTransport: "JSONRPC",
     capabilities: { streaming: true, pushNotifications: false },
+    supportsAuthenticatedExtendedCard: true,
     securitySchemes: {
       bearer: { type: "http", scheme: "bearer", description: "A token of the dashboard's" },
     },

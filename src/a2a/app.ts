@@ -69,7 +69,10 @@ export async function a2aApp(services: Services, options: A2aAppOptions): Promis
     at: Date.now(),
     list: await workflowSkills(options.places),
   };
-  const source = async (): Promise<CardSource> => {
+  // The open cards are generic: which workflows the host keeps is for token holders, on the
+  // authenticated extended card the SDK serves over JSON-RPC (behind the bearer check).
+  const source: CardSource = { baseUrl: options.baseUrl, workflows: [] };
+  const extendedSource = async (): Promise<CardSource> => {
     if (Date.now() - skills.at > SKILLS_TTL_MS) {
       skills = { at: Date.now(), list: await workflowSkills(options.places) };
     }
@@ -77,12 +80,16 @@ export async function a2aApp(services: Services, options: A2aAppOptions): Promis
   };
   const executor = new SvcExecutor(services, { places: options.places });
   const handler = new DefaultRequestHandler(
-    AgentCard.fromJSON(agentCardJson(await source())),
+    AgentCard.fromJSON(agentCardJson(source)),
     new LedgerTaskStore(services.ledger, {
       onSaved: (task) => executor.noteSaved(task),
       settle: staleSettler(services),
     }),
     executor,
+    undefined,
+    undefined,
+    undefined,
+    async () => AgentCard.fromJSON(agentCardJson(await extendedSource())),
   );
   const serveJsonRpc = jsonRpcHandler(handler, {
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
@@ -96,15 +103,13 @@ export async function a2aApp(services: Services, options: A2aAppOptions): Promis
     )
   );
   app.get("/health", (c) => c.json({ status: "ok", version: VERSION }));
-  app.get("/.well-known/agent-card.json", async (c) => {
-    const card = await source();
-    return cardResponse(
+  app.get("/.well-known/agent-card.json", (c) =>
+    cardResponse(
       isLegacyRequest(c.req.header("a2a-version"))
-        ? legacyAgentCardJson(card, { embedInterfaces: true })
-        : agentCardJson(card),
-    );
-  });
-  app.get("/.well-known/agent.json", async () => cardResponse(legacyAgentCardJson(await source())));
+        ? legacyAgentCardJson(source, { embedInterfaces: true })
+        : agentCardJson(source),
+    ));
+  app.get("/.well-known/agent.json", () => cardResponse(legacyAgentCardJson(source)));
   app.use(JSON_RPC_PATH, dashboardAuth({ settings: options.auth }));
   app.post(JSON_RPC_PATH, (c) => serveJsonRpc(c.req.raw, c.get("caller")));
   return { fetch: (request) => Promise.resolve(app.fetch(request)), executor };

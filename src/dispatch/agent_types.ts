@@ -226,6 +226,8 @@ export class AgentTypeRegistry {
   ): Promise<AgentDefinition | undefined> {
     const p = platform();
     const path = joinPath(folder.dir, file);
+    // Messages name the file by its folder's role: a remote caller's script learns no host path.
+    const shown = `${file} in ${folder.shown}`;
     let real: string;
     try {
       real = await p.realPath(path);
@@ -242,7 +244,7 @@ export class AgentTypeRegistry {
       if (bound === undefined || !inside(real, bound)) {
         throw new SvcError(
           "invalid_argument",
-          `agent(): the agent type '${name}' leads outside ${dir} through a symbolic link`,
+          `agent(): the agent type '${name}' leads outside ${folder.shown} through a symbolic link`,
         );
       }
     }
@@ -251,7 +253,7 @@ export class AgentTypeRegistry {
     if (info.size > AGENT_TYPE_LIMITS.fileBytes) {
       throw new SvcError(
         "invalid_argument",
-        `agent(): the agent type ${path} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`,
+        `agent(): the agent type ${shown} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`,
       );
     }
     const text = await p.readTextFile(real);
@@ -259,10 +261,10 @@ export class AgentTypeRegistry {
     if (text.length > AGENT_TYPE_LIMITS.fileBytes) {
       throw new SvcError(
         "invalid_argument",
-        `agent(): the agent type ${path} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`,
+        `agent(): the agent type ${shown} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`,
       );
     }
-    return parseAgentFile(text, path);
+    return parseAgentFile(text, shown);
   }
 
   /** Claude Code knows an agent by the `name` of its front matter: a file named otherwise. */

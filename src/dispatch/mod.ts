@@ -106,3 +106,4 @@ export {
   createCapabilities,
   ENDPOINT_TIMEOUT_MS,
 } from "./capabilities.ts";
+export { remoteCapabilityReport, remoteProviderStatus, withoutHostPaths } from "./remote_view.ts";

@@ -92,8 +92,8 @@ export interface SchemaFolder {
 /** The registry of a call: `schemas` of its project, then of the data directory. */
 export function schemaRegistryFor(places: { projectDir: string; home: string }): SchemaRegistry {
   return new SchemaRegistry([
-    { dir: joinPath(places.projectDir, "schemas"), shown: "the project's schemas" },
-    { dir: joinPath(places.home, "schemas"), shown: "$SVC_HOME/schemas" },
+    { dir: joinPath(places.projectDir, "schemas"), shown: "the project's schemas/ folder" },
+    { dir: joinPath(places.home, "schemas"), shown: "svc's saved schemas" },
   ]);
 }
 
@@ -181,13 +181,15 @@ export class SchemaRegistry {
       try {
         schema = JSON.parse(text);
       } catch {
-        throw new SchemaError(`agent(): schema '${id}' (${path}) is not valid JSON`);
+        throw new SchemaError(`agent(): schema '${id}' (in ${folder.shown}) is not valid JSON`);
       }
       if (
         typeof schema !== "boolean" &&
         (schema === null || typeof schema !== "object" || Array.isArray(schema))
       ) {
-        throw new SchemaError(`agent(): schema '${id}' (${path}) is not a JSON Schema object`);
+        throw new SchemaError(
+          `agent(): schema '${id}' (in ${folder.shown}) is not a JSON Schema object`,
+        );
       }
       return this.compile(schema as Record<string, unknown> | boolean);
     }

@@ -43,7 +43,10 @@ interface Candidate {
   path: string;
   /** Folders (as named, resolved before the check) that must hold the file's real path. */
   within: string[];
-  /** What those folders are, for the error. */
+  /**
+   * What those folders are, for the error: named by role, never by path (a remote caller's
+   * script must not learn where the host keeps its projects, its home or SVC_HOME).
+   */
   where: string;
 }
 
@@ -99,13 +102,26 @@ function nameCandidates(name: string, places: WorkflowPlaces): Candidate[] {
     where,
   });
   return [
-    project([".claude", "workflows"], "the project's .claude/workflows folder"),
-    project(["workflows"], "the project's workflows folder"),
+    project([".claude", "workflows"], "the project's .claude/workflows/ folder"),
+    project(["workflows"], "the project's workflows/ folder"),
     ...(places.userHome !== undefined
-      ? [own(joinPath(places.userHome, ".claude", "workflows"), "~/.claude/workflows")]
+      ? [
+        own(
+          joinPath(places.userHome, ".claude", "workflows"),
+          "the user's .claude/workflows/ folder",
+        ),
+      ]
       : []),
-    own(joinPath(places.home, "workflows"), "SVC_HOME's workflows folder"),
+    own(joinPath(places.home, "workflows"), "svc's saved workflows"),
   ];
+}
+
+/** The folders of `candidates`, by role, for a message: "a, b and c". */
+function placesOf(candidates: readonly Candidate[]): string {
+  const roles = [...new Set(candidates.map((c) => c.where))];
+  return roles.length <= 1
+    ? roles.join("")
+    : `${roles.slice(0, -1).join(", ")} and ${roles.at(-1)}`;
 }
 
 /** The first candidate that exists, at its real path (checked to stay where it must). */
@@ -143,7 +159,7 @@ export async function findWorkflow(name: string, places: WorkflowPlaces): Promis
   if (found) return found.real;
   throw new SvcError(
     "not_found",
-    `Cannot find workflow '${name}': looked for ${candidates.map((c) => c.path).join(", ")}`,
+    `Cannot find workflow '${name}': looked for ${name}.js in ${placesOf(candidates)}`,
   );
 }
 
@@ -220,8 +236,6 @@ export async function resolveWorkflow(
   }
   throw new SvcError(
     "not_found",
-    `workflow(): no workflow ${shown(ref)} (looked for ${
-      candidates.map((c) => c.path).join(", ")
-    })`,
+    `workflow(): no workflow ${shown(ref)} (looked for ${display} in ${placesOf(candidates)})`,
   );
 }

@@ -29,5 +29,10 @@ export {
   serveDashboard,
   type ServeDashboardOptions,
 } from "./serve.ts";
-export { type DaemonApp, daemonApp } from "./daemon_app.ts";
-export { DAEMON_PORT, type DaemonServer, serveDaemon } from "./serve_daemon.ts";
+export { type DaemonApp, daemonApp, type DaemonAppOptions } from "./daemon_app.ts";
+export {
+  DAEMON_PORT,
+  type DaemonServer,
+  serveDaemon,
+  type ServeDaemonOptions,
+} from "./serve_daemon.ts";

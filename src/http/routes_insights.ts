@@ -6,7 +6,7 @@
  */
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { dispatchHistory } from "../dispatch/mod.ts";
+import { dispatchHistory, remoteCapabilityReport, remoteProviderStatus } from "../dispatch/mod.ts";
 import { callCursor, type RunState } from "../ledger/mod.ts";
 import { SCHEDULER_LEASE } from "../daemon/mod.ts";
 import { CapabilityReportSchema } from "../schemas/mod.ts";
@@ -145,7 +145,7 @@ const capabilitiesRoute = createRoute({
   summary:
     "What each configured provider can do on this host: its tool and version (and whether svc is tested with it), whether its credentials or endpoint answer, its sandbox levels",
   description:
-    "The same for every caller. Bounded in time: the report comes within its deadline_ms (10 s); probes still running then are reported as such. Key variables are named, never shown.",
+    "The same for every caller, and never a path on the host (a tool is named by its name; `path` is null). Bounded in time: the report comes within its deadline_ms (10 s); probes still running then are reported as such. Key variables are named, never shown.",
   responses: {
     200: { description: "the report", content: jsonContent(CapabilityReportSchema) },
     ...errors(),
@@ -297,11 +297,11 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
   });
 
   app.openapi(providersRoute, async (c) => {
-    return c.json({ providers: await services.dispatcher.status() }, 200);
+    return c.json({ providers: remoteProviderStatus(await services.dispatcher.status()) }, 200);
   });
 
   app.openapi(capabilitiesRoute, async (c) => {
-    return c.json(await services.capabilities.report(), 200);
+    return c.json(remoteCapabilityReport(await services.capabilities.report()), 200);
   });
 
   app.openapi(costsRoute, async (c) => {

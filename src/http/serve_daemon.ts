@@ -4,6 +4,7 @@
  */
 import type { Daemon } from "../daemon/mod.ts";
 import { platform } from "../platform/mod.ts";
+import type { AuthSettings } from "./auth_settings.ts";
 import { daemonApp } from "./daemon_app.ts";
 
 /** The daemon's default port (the dashboard's is 41521, the agent-to-agent server's 41523). */
@@ -17,13 +18,26 @@ export interface DaemonServer extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-/** Serves a started daemon's `/health` and webhooks until closed. Resolves once it listens. */
+/** Options of {@linkcode serveDaemon}. */
+export interface ServeDaemonOptions {
+  /** The tokens `/health/detail` accepts (the dashboard's settings). */
+  auth: AuthSettings;
+  /** The address to listen on; `127.0.0.1` by default. */
+  hostname?: string;
+  /** The port; {@linkcode DAEMON_PORT} by default, 0 for a free one. */
+  port?: number;
+}
+
+/**
+ * Serves a started daemon's `/health`, `/health/detail` and webhooks until closed. Resolves once
+ * it listens.
+ */
 export async function serveDaemon(
   daemon: Daemon,
-  options: { hostname?: string; port?: number } = {},
+  options: ServeDaemonOptions,
 ): Promise<DaemonServer> {
   const hostname = options.hostname ?? "127.0.0.1";
-  const app = daemonApp(daemon);
+  const app = daemonApp(daemon, { auth: options.auth });
   const server = await platform().serve((request) => app.fetch(request), {
     hostname,
     port: options.port ?? DAEMON_PORT,

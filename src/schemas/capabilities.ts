@@ -9,9 +9,14 @@ import type { Assert, SameType } from "./same_type.ts";
 
 /** What is known of a harness's binary. */
 export const ToolCapabilitySchema = z.object({
-  command: z.string().meta({ description: "the command as configured (a name on PATH or a path)" }),
+  command: z.string().meta({
+    description:
+      "the command as configured (a name on PATH or a path); a remote caller gets its name only",
+  }),
   installed: z.boolean(),
-  path: z.string().nullable().meta({ description: "where the binary was found" }),
+  path: z.string().nullable().meta({
+    description: "where the binary was found; null for a remote caller (never a host path)",
+  }),
   version: z.string().nullable(),
   probe: z.enum(["answered", "failed", "timed_out", "probing", "missing"]).meta({
     description:

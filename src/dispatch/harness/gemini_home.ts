@@ -9,6 +9,7 @@
  * never into the user's `~/.gemini`. Keys an operator adds to that file are kept.
  * @module
  */
+import { withoutHostPaths } from "../remote_view.ts";
 import { SvcError } from "../../errors/mod.ts";
 import { joinPath, platform } from "../../platform/mod.ts";
 import { isRecord, type JsonRecord } from "./json_fields.ts";
@@ -46,7 +47,7 @@ async function readSettings(path: string): Promise<JsonRecord> {
   } catch {
     // Rewritten below.
   }
-  throw new Error(`${path} is not a JSON object`);
+  throw new Error("its .gemini/settings.json is not a JSON object");
 }
 
 /**
@@ -68,8 +69,10 @@ export async function ensureGeminiHome(provider: string, dir: string): Promise<v
   } catch (error) {
     throw new SvcError(
       "provider_failed",
-      `Cannot dispatch to ${provider}: cannot write Gemini's settings in ${gemini}: ${
-        error instanceof Error ? error.message : String(error)
+      // The folder is named by role, and any path in the system's words by its last part: a
+      // dispatch's error reaches remote callers.
+      `Cannot dispatch to ${provider}: cannot write Gemini's settings in the Gemini home svc keeps for it: ${
+        withoutHostPaths(error instanceof Error ? error.message : String(error))
       }`,
       { cause: error },
     );
