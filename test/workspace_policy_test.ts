@@ -80,9 +80,11 @@ Deno.test("an owner without roots cannot name a workdir, and gets a fresh scratc
   const started = await d.json("/api/workflow/run", { token: TOKENS.bob, body: RUN });
   assert.equal(started.status, 202, JSON.stringify(started.body));
   const status = await d.json(`/api/workflow/${started.body.run_id}`, { token: TOKENS.bob });
+  // Named by role: the caller never learns where SVC_HOME is.
   const workdir = String(status.body.workdir);
-  assert.ok(workdir.startsWith(`${await Deno.realPath(d.home)}/tmp/work-`), workdir);
-  const info = await Deno.stat(workdir);
+  assert.match(workdir, /^\$SVC_HOME\/tmp\/work-[A-Za-z0-9_]+$/);
+  assert.ok(!JSON.stringify(status.body).includes(d.home), "no host path of SVC_HOME");
+  const info = await Deno.stat(workdir.replace("$SVC_HOME", d.home));
   assert.ok(info.isDirectory);
   assert.equal(info.mode! & 0o777, 0o700);
   assert.notEqual(workdir, Deno.cwd(), "the project is never the server's current directory");
@@ -164,6 +166,7 @@ Deno.test("a resumed remote run keeps its scratch workdir, which is its own", as
   const resumed = await d.json(`/api/workflow/${runId}/resume`, { token: TOKENS.bob, body: {} });
   assert.ok([200, 202].includes(resumed.status), JSON.stringify(resumed.body));
   const status = await d.json(`/api/workflow/${resumed.body.run_id}`, { token: TOKENS.bob });
+  assert.match(String(source.body.workdir), /^\$SVC_HOME\/tmp\/work-/);
   assert.equal(status.body.workdir, source.body.workdir);
 });
 

@@ -104,7 +104,7 @@ export class TaskManager {
       cancelPollMs: 250,
       workspace: new WorkspacePolicy({
         forbidden: [options.ledger.home],
-        scratchRoot: joinPath(options.ledger.home, "tmp"),
+        home: options.ledger.home,
       }),
     }, options);
     this.#ownsHost = options.host === undefined;
@@ -421,7 +421,10 @@ export class TaskManager {
    */
   async #dispatch(live: LiveTask, signal: AbortSignal): Promise<DispatchOutcome> {
     const { status } = live;
-    const asked = status.options as DispatchTaskRequest;
+    const given = status.options as DispatchTaskRequest;
+    // A scratch workdir is recorded by role; the task works at its place on this host.
+    const place = this.#options.workspace.placeOf(given.workdir);
+    const asked = place === undefined ? given : { ...given, workdir: place };
     const workdir = asked.workdir ?? platform().cwd();
     const agent = await taskAgentType(asked.agentType, workdir);
     const options = agent ? { ...asked, ...applyAgentType(asked, agent) } : asked;

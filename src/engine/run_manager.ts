@@ -223,7 +223,7 @@ export class RunManager {
       sessions: options.sessions ?? new SessionStore(options.ledger),
       workspace: options.workspace ?? new WorkspacePolicy({
         forbidden: [options.ledger.home],
-        scratchRoot: joinPath(options.ledger.home, "tmp"),
+        home: options.ledger.home,
       }),
     };
     this.#ownsHost = options.host === undefined;
@@ -498,7 +498,10 @@ export class RunManager {
 
   /** Runs a recorded run in this process, holding `release` (its part of the host lease). */
   #launch(prepared: PreparedRun, release: () => void): RunStatus {
-    const { status, request, budget, replay } = prepared;
+    const { status, budget, replay } = prepared;
+    // A scratch workdir is recorded by role; the run works at its place on this host.
+    const workdir = this.#options.workspace.placeOf(prepared.request.workdir);
+    const request = workdir === undefined ? prepared.request : { ...prepared.request, workdir };
     this.#holds.set(status.run_id, release);
     this.#startCancelPoll();
     const run = new RunContext(status, request, {

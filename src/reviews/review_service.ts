@@ -147,7 +147,7 @@ export class ReviewService {
     this.#scriptPath = options.scriptPath;
     this.#workspace = options.workspace ?? new WorkspacePolicy({
       forbidden: [options.ledger.home],
-      scratchRoot: joinPath(options.ledger.home, "tmp"),
+      home: options.ledger.home,
     });
   }
 

@@ -160,7 +160,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       roots: config.workspaces,
       ...(options.fallbackRoots ? { fallbackRoots: options.fallbackRoots } : {}),
       forbidden: [home, board.dir, ...ownCheckout()],
-      scratchRoot: joinPath(home, "tmp"),
+      home,
     });
     tasks = new TaskManager({ dispatcher, ledger, sessions, host, workspace });
     const recoveredTasks = await tasks.recover();

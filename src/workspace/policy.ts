@@ -1,5 +1,5 @@
 import { SvcError } from "../errors/mod.ts";
-import { platform } from "../platform/mod.ts";
+import { joinPath, platform } from "../platform/mod.ts";
 import { within } from "./within.ts";
 
 /** Who names a path: only whether it came from afar, and whose roots apply. */
@@ -18,8 +18,8 @@ export interface WorkspacePolicyOptions {
   fallbackRoots?: readonly string[];
   /** Directories no remote request may name, be inside or contain: `SVC_HOME`, the board, the host's checkout. */
   forbidden?: readonly string[];
-  /** Where fresh scratch workdirs of remote requests are made (`$SVC_HOME/tmp`). */
-  scratchRoot: string;
+  /** The data directory: fresh scratch workdirs of remote requests are made in its `tmp/`. */
+  home: string;
 }
 
 /** What {@linkcode WorkspacePolicy.workdirFor} checks. */
@@ -42,6 +42,12 @@ export interface WorkdirOptions {
 const SCRATCH_PREFIX = "work-";
 
 /**
+ * How a scratch workdir is written in requests and statuses: by role, never by the host path
+ * of `SVC_HOME` (which a remote caller must not learn). The host expands it where it works.
+ */
+const SCRATCH_REF = /^\$SVC_HOME\/tmp\/(work-[A-Za-z0-9_]{1,64})$/;
+
+/**
  * Which directories a remote caller may make the host work in. The operator at the terminal
  * keeps a free choice; a remote caller names only directories inside its owner's roots
  * (checked on the real path, every symbolic link resolved) that neither are nor contain a
@@ -58,7 +64,7 @@ export class WorkspacePolicy {
     this.#roots = options.roots ?? {};
     this.#fallback = options.fallbackRoots ?? [];
     this.#forbidden = options.forbidden ?? [];
-    this.#scratchRoot = options.scratchRoot;
+    this.#scratchRoot = joinPath(options.home, "tmp");
   }
 
   /** The roots that apply to `owner`: its own, else the fallback. */
@@ -123,26 +129,33 @@ export class WorkspacePolicy {
     return real;
   }
 
-  /** The real path of a scratch workdir this policy made, or undefined for any other path. */
-  async #ownScratch(path: string): Promise<string | undefined> {
-    const p = platform();
-    const root = await p.realPath(this.#scratchRoot).catch(() => undefined);
-    const real = await p.realPath(path).catch(() => undefined);
-    if (root === undefined || real === undefined) return undefined;
-    const name = real.slice(root.length + 1);
-    const direct = real.startsWith(`${root}/`) && !name.includes("/");
-    return direct && name.startsWith(SCRATCH_PREFIX) ? real : undefined;
+  /**
+   * Where a request's workdir is on this host: a scratch workdir's role-named reference
+   * (`$SVC_HOME/tmp/work-…`) expanded to its path, any other workdir as it is.
+   */
+  placeOf(workdir: string): string;
+  placeOf(workdir: string | undefined): string | undefined;
+  placeOf(workdir: string | undefined): string | undefined {
+    const name = workdir === undefined ? undefined : SCRATCH_REF.exec(workdir)?.[1];
+    return name === undefined ? workdir : joinPath(this.#scratchRoot, name);
+  }
+
+  /** A scratch workdir's reference when it still exists, or undefined for any other path. */
+  async #ownScratch(ref: string): Promise<string | undefined> {
+    if (!SCRATCH_REF.test(ref)) return undefined;
+    const info = await platform().stat(this.placeOf(ref)).catch(() => undefined);
+    return info?.isDirectory ? ref : undefined;
   }
 
   /**
-   * A fresh private directory under the scratch root. Its name carries no process, so the
-   * sweep of a later host leaves it for 8 days: a run queued for a daemon still finds it.
+   * A fresh private directory under the scratch root, as its reference. Its name carries no
+   * process, so the sweep of a later host leaves it for 8 days: a run queued for a daemon
+   * still finds it.
    */
   async #makeScratch(): Promise<string> {
     const p = platform();
     await p.mkdir(this.#scratchRoot);
-    return await p.realPath(
-      await p.makeTempDir({ dir: this.#scratchRoot, prefix: SCRATCH_PREFIX }),
-    );
+    const path = await p.makeTempDir({ dir: this.#scratchRoot, prefix: SCRATCH_PREFIX });
+    return `$SVC_HOME/tmp/${path.slice(path.lastIndexOf("/") + 1)}`;
   }
 }
