@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createDispatcher } from "../src/dispatch/mod.ts";
-import type { RunEvent, RunStatus } from "../src/ledger/mod.ts";
+import { type AutomationRecord, newId, type RunEvent, type RunStatus } from "../src/ledger/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { LOCAL, tempDir } from "./helpers.ts";
 import { type PgServer, startPostgres } from "./pg_server.ts";
@@ -193,6 +193,42 @@ for (const backend of BACKENDS) {
     assert.equal(holders.size, 1);
     const read = await h.b.ledger.readLease("scheduler");
     assert.equal(read.holder, [...holders][0]);
+  });
+
+  Deno.test(`${backend.name}: two hosts saving automations at once never pass an owner's quota`, async () => {
+    await using h = await backend.open();
+    const quota = { perOwner: 4, total: 6 };
+    const record = (owner: string, i: number): AutomationRecord => ({
+      automation_id: newId("aut"),
+      name: `a${i}`,
+      owner,
+      cron: "0 3 * * *",
+      action: { workflow: "w" },
+      source: "api",
+      created_at: new Date().toISOString(),
+    });
+    const saves = await Promise.all(
+      Array.from(
+        { length: 12 },
+        (_, i) => (i % 2 ? h.a : h.b).ledger.saveAutomation(record("bob", i), quota),
+      ),
+    );
+    assert.equal(saves.filter((refusal) => refusal === undefined).length, 4);
+    assert.deepEqual(saves.find((refusal) => refusal !== undefined), {
+      reason: "owner",
+      count: 4,
+      limit: 4,
+    });
+    // Two places are left in the total: alice takes them, then the host is full.
+    const alice = await Promise.all(
+      [0, 1, 2].map((i) => h.a.ledger.saveAutomation(record("alice", i), quota)),
+    );
+    assert.equal(alice.filter((refusal) => refusal === undefined).length, 2);
+    assert.equal(alice.find((refusal) => refusal !== undefined)?.reason, "total");
+    // A delete counts off at once, on the other host too.
+    const bobs = (await h.b.ledger.listAutomations()).filter((r) => r.owner === "bob");
+    assert.ok(await h.b.ledger.deleteAutomation(bobs[0]!.automation_id));
+    assert.equal(await h.a.ledger.saveAutomation(record("bob", 99), quota), undefined);
   });
 
   Deno.test(`${backend.name}: every host is listed with its role, machine and providers`, async () => {

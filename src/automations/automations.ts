@@ -2,7 +2,9 @@ import { SvcError } from "../errors/mod.ts";
 import type { Config } from "../config/mod.ts";
 import {
   type AutomationAction,
+  type AutomationQuota,
   type AutomationRecord,
+  type AutomationRefusal,
   type Caller,
   type FiredSlot,
   isId,
@@ -12,9 +14,7 @@ import {
   shownId,
 } from "../ledger/mod.ts";
 import { type AutomationConfig, AutomationRequestSchema, describeIssue } from "../schemas/mod.ts";
-
-/** Most automations made through the API, all owners together: each is a timer of the leader. */
-export const AUTOMATION_LIMIT = 500;
+import { shortestGapMs } from "./cron.ts";
 
 /** An automation with the last slot it fired. */
 export interface AutomationView extends AutomationRecord {
@@ -49,6 +49,20 @@ export function configuredAutomations(config: Config, at: string): AutomationRec
   }));
 }
 
+/** Throws the error of a refused save: a quota reached (`rate_limited`), or a name taken. */
+function refuse(refusal: AutomationRefusal | undefined, record: AutomationRecord): void {
+  if (refusal === undefined) return;
+  if (refusal.reason === "name") {
+    throw new SvcError("conflict", `Cannot create the automation: '${record.name}' exists already`);
+  }
+  // No Retry-After: the quota frees up when the owner deletes one, not with time.
+  const who = refusal.reason === "owner" ? `owner '${record.owner}'` : "the host";
+  throw new SvcError(
+    "rate_limited",
+    `Cannot create the automation: ${who} has ${refusal.count} automations, the most allowed`,
+  );
+}
+
 /**
  * Automations: named workflows or dispatches on a cron schedule, from the configuration file
  * (read-only here) and made through the API (kept in the ledger). The daemon's scheduler fires
@@ -57,11 +71,16 @@ export function configuredAutomations(config: Config, at: string): AutomationRec
 export class Automations {
   readonly #ledger: Ledger;
   readonly #configured: AutomationRecord[];
+  readonly #quota: AutomationQuota;
+  readonly #minIntervalS: number;
 
   /** The automations of `config` and of `ledger`. */
   constructor(options: { ledger: Ledger; config: Config }) {
     this.#ledger = options.ledger;
     this.#configured = configuredAutomations(options.config, new Date().toISOString());
+    const { daemon } = options.config;
+    this.#quota = { perOwner: daemon.automations_per_owner, total: daemon.automations_total };
+    this.#minIntervalS = daemon.automation_min_interval_s;
   }
 
   /** Every automation, of every owner: what the scheduler fires. */
@@ -87,14 +106,9 @@ export class Automations {
         `Cannot create the automation: ${describeIssue(parsed.error)}`,
       );
     }
-    const all = await this.all();
-    if (all.length - this.#configured.length >= AUTOMATION_LIMIT) {
-      throw new SvcError(
-        "conflict",
-        `Cannot create the automation: there are ${AUTOMATION_LIMIT} already; delete some first`,
-      );
-    }
     const request = parsed.data;
+    if (caller.remote) this.#checkInterval(request.cron, request.timezone);
+    const all = await this.all();
     if (all.some((record) => record.owner === caller.owner && record.name === request.name)) {
       throw new SvcError(
         "conflict",
@@ -111,8 +125,25 @@ export class Automations {
       source: "api",
       created_at: new Date().toISOString(),
     };
-    await this.#ledger.saveAutomation(record);
+    refuse(await this.#ledger.saveAutomation(record, this.#quota), record);
     return { ...record, last_fired: null };
+  }
+
+  /**
+   * Refuses a schedule of a remote caller that fires more often than
+   * `daemon.automation_min_interval_s`: a schedule is a standing order to the host, and one that
+   * fires every second would queue work faster than it can run. The operator's own (the
+   * configuration file's) keep any schedule.
+   */
+  #checkInterval(cron: string, timezone: string | undefined): void {
+    const minMs = this.#minIntervalS * 1000;
+    const gap = shortestGapMs(cron, { after: new Date(), timezone, below: minMs });
+    if (gap === null || gap >= minMs) return;
+    throw new SvcError(
+      "invalid_argument",
+      `Cannot create the automation: '${cron}' fires ${gap / 1000} s apart; an automation made ` +
+        `over the API fires at most once every ${this.#minIntervalS} s`,
+    );
   }
 
   /**

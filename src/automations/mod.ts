@@ -3,10 +3,5 @@
  * the API; the daemon's scheduler fires them.
  * @module
  */
-export {
-  AUTOMATION_LIMIT,
-  Automations,
-  type AutomationView,
-  configuredAutomations,
-} from "./automations.ts";
-export { latestSlot, nextSlot } from "./cron.ts";
+export { Automations, type AutomationView, configuredAutomations } from "./automations.ts";
+export { latestSlot, nextSlot, shortestGapMs } from "./cron.ts";

@@ -333,6 +333,13 @@ export interface WebhookConfig {
 }
 type _WebhookConfigMatches = Assert<SameType<WebhookConfig, z.infer<typeof WebhookConfigSchema>>>;
 
+/** Default of `daemon.automations_per_owner`: a team's schedules, far below the host-wide ceiling. */
+export const AUTOMATIONS_PER_OWNER = 50;
+/** Default of `daemon.automations_total`: the scheduler looks at each once a second. */
+export const AUTOMATIONS_TOTAL = 1000;
+/** Default of `daemon.automation_min_interval_s`: once a minute, five-field cron's finest step. */
+export const AUTOMATION_MIN_INTERVAL_S = 60;
+
 /** The daemon's settings. */
 export const DaemonConfigSchema = z.strictObject({
   /** Queued runs and tasks one daemon works on at once. */
@@ -341,7 +348,24 @@ export const DaemonConfigSchema = z.strictObject({
   scheduler: z.boolean().default(true),
   /** A missed slot younger than this fires once when the scheduler comes back, in seconds; 0: never. */
   catch_up_s: z.number().int().nonnegative().default(3600),
-}).default({ concurrency: 4, scheduler: true, catch_up_s: 3600 });
+  /** Most automations one owner may make through the API (the configuration file's not counted). */
+  automations_per_owner: z.number().int().nonnegative().max(100_000).default(
+    AUTOMATIONS_PER_OWNER,
+  ),
+  /** Most automations made through the API, every owner's together: each is a timer of the leader. */
+  automations_total: z.number().int().nonnegative().max(100_000).default(AUTOMATIONS_TOTAL),
+  /** Shortest gap between two firings of an automation made through the API, in seconds. */
+  automation_min_interval_s: z.number().int().nonnegative().max(86_400).default(
+    AUTOMATION_MIN_INTERVAL_S,
+  ),
+}).default({
+  concurrency: 4,
+  scheduler: true,
+  catch_up_s: 3600,
+  automations_per_owner: AUTOMATIONS_PER_OWNER,
+  automations_total: AUTOMATIONS_TOTAL,
+  automation_min_interval_s: AUTOMATION_MIN_INTERVAL_S,
+});
 
 /** A named profile: fixes provider and model (and so protocol and harness) at once. */
 export const ProfileSchema = z.strictObject({
@@ -465,6 +489,12 @@ export interface Config {
     scheduler: boolean;
     /** A missed slot younger than this many seconds fires once on return; 0: never. Default 3600. */
     catch_up_s: number;
+    /** Most automations one owner may make through the API. Default 50. */
+    automations_per_owner: number;
+    /** Most automations made through the API, every owner's together. Default 1000. */
+    automations_total: number;
+    /** Shortest gap between firings of an automation made over the API, in s. Default 60. */
+    automation_min_interval_s: number;
   };
   /** Automations by name: saved workflows or dispatches on a cron schedule. */
   automations: Record<string, AutomationConfig>;

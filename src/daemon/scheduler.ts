@@ -1,6 +1,7 @@
 import { latestSlot, nextSlot } from "../automations/mod.ts";
 import type { AutomationRecord } from "../ledger/mod.ts";
 import type { Services } from "../services/mod.ts";
+import { liveItem, skipReason } from "./backlog.ts";
 import { startWork } from "./start_work.ts";
 
 /** The lease that decides which daemon's scheduler fires automations. */
@@ -44,7 +45,9 @@ export interface SchedulerState {
  * ledger before it fires (later than the last fired, checked atomically), so a slot fires once
  * across every daemon even while two briefly believe they lead. After downtime, the latest
  * missed slot fires once when it is younger than `catch_up_s`; older and earlier ones are
- * skipped. A slot before an automation existed never fires.
+ * skipped. A slot before an automation existed never fires. A slot due while the run or task of
+ * an earlier slot is still queued or running starts nothing (recorded as skipped), so an
+ * automation never has more than one item waiting or working.
  */
 export class Scheduler {
   readonly #services: Services;
@@ -146,7 +149,17 @@ export class Scheduler {
     if (now - slot.getTime() > Math.max(this.#catchUpMs, DUE_GRACE_MS)) return;
     const id = automation.automation_id;
     const at = slot.toISOString();
+    const last = await ledger.lastSlot(id);
     if (!(await ledger.claimSlot(id, at))) return;
+    const busy = await liveItem(ledger, last);
+    if (busy) {
+      await ledger.saveSlot(id, {
+        slot: at,
+        at: new Date().toISOString(),
+        item: { ...busy, skipped: skipReason(busy) },
+      });
+      return;
+    }
     this.#fired++;
     const caller = { owner: automation.owner };
     const trigger = { kind: "automation" as const, automation_id: id, slot: at };

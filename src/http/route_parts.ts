@@ -31,6 +31,7 @@ const MEANINGS: Record<number, string> = {
   404: "no such id (another owner's answers the same)",
   409: "the state does not allow the action",
   413: "the body is too large",
+  429: "a cap of the host or of the caller's owner is reached",
   503: "a provider or backend is not available",
 };
 

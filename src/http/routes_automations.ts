@@ -55,10 +55,13 @@ const createAutomationRoute = createRoute({
   method: "post",
   path: "/api/automations",
   summary: "Create an automation (the daemon's scheduler fires it)",
+  description: "An owner has at most `daemon.automations_per_owner` (default 50; 429 beyond), " +
+    "and a schedule fires at most once every `daemon.automation_min_interval_s` (default 60 s; " +
+    "400 when it would fire more often).",
   request: { body: { required: true, content: jsonContent(AutomationRequestSchema) } },
   responses: {
     201: { description: "the new automation", content: jsonContent(AutomationSchema) },
-    ...errors(400, 409),
+    ...errors(400, 409, 429),
   },
 });
 

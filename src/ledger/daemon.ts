@@ -8,6 +8,9 @@
  * | `["leases", name]` | `{holder, expires_at}`: held until it expires or is released |
  * | `["automations", automation_id]` | an automation made through the API |
  * | `["automation_slots", automation_id]` | `{slot, at, item}`: the last slot that fired |
+ * | `["automation_counts", owner]` | `{count}`: how many automations made through the API the owner has |
+ * | `["automation_total"]` | `{count}`: how many automations made through the API there are |
+ * | `["automation_names", owner, name]` | `{automation_id}`: keeps a name unique per owner |
  * | `["webhook_deliveries", hook, replay_key]` | a delivery and what it started, for the hook's replay window |
  * | `["webhook_delivery_times", hook, received_ms, replay_key]` | `{}`: finds the records past the window |
  * @module
@@ -58,8 +61,14 @@ export interface FiredSlot {
   slot: string;
   /** When it fired (ISO 8601). */
   at: string;
-  /** The run or task it started, or the error that stopped it. */
-  item: { run_id: string } | { task_id: string } | { error: string };
+  /**
+   * The run or task it started, or the error that stopped it. With `skipped`, the slot started
+   * nothing (why), and the run or task named is the earlier one that was still queued or running.
+   */
+  item:
+    | { run_id: string; skipped?: string }
+    | { task_id: string; skipped?: string }
+    | { error: string };
 }
 
 /** One webhook delivery, as received and handled. */
@@ -91,6 +100,14 @@ export interface WebhookDelivery {
 const LEASES: KvKey = ["leases"];
 const AUTOMATIONS: KvKey = ["automations"];
 const SLOTS: KvKey = ["automation_slots"];
+const COUNTS: KvKey = ["automation_counts"];
+const TOTAL: KvKey = ["automation_total"];
+const NAMES: KvKey = ["automation_names"];
+/**
+ * Commits tried before a save or delete gives up. Every failed check means another commit on the
+ * same counters won, so each round makes progress; this only bounds a pathological pile-up.
+ */
+const COUNT_ATTEMPTS = 200;
 const DELIVERIES: KvKey = ["webhook_deliveries"];
 const DELIVERY_TIMES: KvKey = ["webhook_delivery_times"];
 /** Expired replay records removed per claim: bounds a claim's work, and still outpaces arrivals. */
@@ -147,9 +164,80 @@ export async function releaseLease(kv: KvStore, name: string, holder: string): P
   await kv.atomic().check(key, current.versionstamp).delete(key).commit();
 }
 
-/** Saves an automation made through the API. */
-export async function saveAutomation(kv: KvStore, record: AutomationRecord): Promise<void> {
-  await kv.atomic().set([...AUTOMATIONS, record.automation_id], fitRecord(record).bytes).commit();
+/** The quotas an automation made through the API is saved under. */
+export interface AutomationQuota {
+  /** Most automations one owner may have. */
+  perOwner: number;
+  /** Most automations of every owner together. */
+  total: number;
+}
+
+/** Why an automation was not saved: a quota is reached, or the owner has one of that name. */
+export type AutomationRefusal =
+  | { reason: "owner" | "total"; count: number; limit: number }
+  | { reason: "name" };
+
+/** A counter's value and the versionstamp a commit checks it against. */
+interface Count {
+  key: KvKey;
+  count: number;
+  versionstamp: string | null;
+}
+
+/**
+ * Reads a counter. One that was never written (automations saved before counters existed) is
+ * counted from the records once; from then on every save and delete updates it in its commit.
+ */
+async function readCount(kv: KvStore, key: KvKey, owner?: string): Promise<Count> {
+  const entry = await kv.get(key);
+  if (entry.value) {
+    return {
+      key,
+      count: fromBytes<{ count: number }>(entry.value).count,
+      versionstamp: entry.versionstamp,
+    };
+  }
+  const records = await listAutomations(kv);
+  const count = records.filter((r) => owner === undefined || r.owner === owner).length;
+  return { key, count, versionstamp: null };
+}
+
+/**
+ * Saves an automation made through the API, unless its owner has `quota.perOwner` already, there
+ * are `quota.total` in all, or the owner has one of the same name: then saves nothing and says
+ * why. The record, its name and both counters are written in one atomic commit that checks the
+ * counters did not change since they were read (retried when they did), so parallel saves never
+ * pass a quota together. Without `quota`, only the name is checked.
+ */
+export async function saveAutomation(
+  kv: KvStore,
+  record: AutomationRecord,
+  quota?: AutomationQuota,
+): Promise<AutomationRefusal | undefined> {
+  const nameKey = [...NAMES, record.owner, record.name];
+  for (let attempt = 0; attempt < COUNT_ATTEMPTS; attempt++) {
+    const mine = await readCount(kv, [...COUNTS, record.owner], record.owner);
+    const all = await readCount(kv, TOTAL);
+    if (quota && mine.count >= quota.perOwner) {
+      return { reason: "owner", count: mine.count, limit: quota.perOwner };
+    }
+    if (quota && all.count >= quota.total) {
+      return { reason: "total", count: all.count, limit: quota.total };
+    }
+    const name = await kv.get(nameKey);
+    if (name.value) return { reason: "name" };
+    const ok = (await kv.atomic()
+      .check(mine.key, mine.versionstamp)
+      .check(all.key, all.versionstamp)
+      .check(nameKey, null)
+      .set(mine.key, toBytes({ count: mine.count + 1 }))
+      .set(all.key, toBytes({ count: all.count + 1 }))
+      .set(nameKey, toBytes({ automation_id: record.automation_id }))
+      .set([...AUTOMATIONS, record.automation_id], fitRecord(record).bytes)
+      .commit()).ok;
+    if (ok) return undefined;
+  }
+  throw new Error("the automation counters stayed contended");
 }
 
 /** The automations made through the API, oldest first. */
@@ -161,15 +249,31 @@ export async function listAutomations(kv: KvStore): Promise<AutomationRecord[]> 
   return out;
 }
 
-/** Deletes an automation and its last slot; false when there was none. */
+/**
+ * Deletes an automation, its last slot and its name, and counts it off its owner's and the total
+ * quota, in one atomic commit (retried when a counter changed meanwhile); false when there was none.
+ */
 export async function deleteAutomation(kv: KvStore, automationId: string): Promise<boolean> {
   const key = [...AUTOMATIONS, automationId];
-  const current = await kv.get(key);
-  if (!current.value) return false;
-  return (await kv.atomic().check(key, current.versionstamp).delete(key).delete([
-    ...SLOTS,
-    automationId,
-  ]).commit()).ok;
+  for (let attempt = 0; attempt < COUNT_ATTEMPTS; attempt++) {
+    const current = await kv.get(key);
+    if (!current.value) return false;
+    const record = fromBytes<AutomationRecord>(current.value);
+    const mine = await readCount(kv, [...COUNTS, record.owner], record.owner);
+    const all = await readCount(kv, TOTAL);
+    const ok = (await kv.atomic()
+      .check(key, current.versionstamp)
+      .check(mine.key, mine.versionstamp)
+      .check(all.key, all.versionstamp)
+      .set(mine.key, toBytes({ count: Math.max(0, mine.count - 1) }))
+      .set(all.key, toBytes({ count: Math.max(0, all.count - 1) }))
+      .delete(key)
+      .delete([...SLOTS, automationId])
+      .delete([...NAMES, record.owner, record.name])
+      .commit()).ok;
+    if (ok) return true;
+  }
+  throw new Error("the automation counters stayed contended");
 }
 
 /** The last slot an automation fired, or undefined. */

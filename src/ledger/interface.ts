@@ -10,7 +10,14 @@ import type { CollaborationRecord } from "./collaborations.ts";
 import type { A2aTaskListOptions, A2aTaskPage, A2aTaskRecord } from "./a2a_tasks.ts";
 import type { Page, PageOptions } from "./pages.ts";
 import type { ReviewRecord } from "./reviews.ts";
-import type { AutomationRecord, FiredSlot, LeaseState, WebhookDelivery } from "./daemon.ts";
+import type {
+  AutomationQuota,
+  AutomationRecord,
+  AutomationRefusal,
+  FiredSlot,
+  LeaseState,
+  WebhookDelivery,
+} from "./daemon.ts";
 import type {
   ActivityItem,
   CallRecord,
@@ -336,8 +343,14 @@ export interface Ledger {
   readLease(name: string): Promise<LeaseState>;
   /** Gives a lease up, if `holder` holds it. */
   releaseLease(name: string, holder: string): Promise<void>;
-  /** Saves an automation made through the API. */
-  saveAutomation(record: AutomationRecord): Promise<void>;
+  /**
+   * Saves an automation made through the API, unless a quota is reached or its owner has one of
+   * that name (then says why): checked and counted in one atomic commit.
+   */
+  saveAutomation(
+    record: AutomationRecord,
+    quota?: AutomationQuota,
+  ): Promise<AutomationRefusal | undefined>;
   /** Automations made through the API, oldest first. */
   listAutomations(): Promise<AutomationRecord[]>;
   /** Deletes an automation made through the API; false when there is none. */

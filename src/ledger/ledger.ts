@@ -1533,8 +1533,11 @@ class KvLedger implements Ledger {
     return daemon.releaseLease(this.#kv, name, holder);
   }
 
-  saveAutomation(record: daemon.AutomationRecord): Promise<void> {
-    return daemon.saveAutomation(this.#kv, record);
+  saveAutomation(
+    record: daemon.AutomationRecord,
+    quota?: daemon.AutomationQuota,
+  ): Promise<daemon.AutomationRefusal | undefined> {
+    return daemon.saveAutomation(this.#kv, record, quota);
   }
 
   listAutomations(): Promise<daemon.AutomationRecord[]> {

@@ -78,7 +78,9 @@ export { checkCursor, type Page, type PageOptions } from "./pages.ts";
 export type { ReviewRecord } from "./reviews.ts";
 export type {
   AutomationAction,
+  AutomationQuota,
   AutomationRecord,
+  AutomationRefusal,
   FiredSlot,
   LeaseState,
   WebhookDelivery,
