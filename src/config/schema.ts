@@ -343,6 +343,42 @@ export const DaemonConfigSchema = z.strictObject({
   catch_up_s: z.number().int().nonnegative().default(3600),
 }).default({ concurrency: 4, scheduler: true, catch_up_s: 3600 });
 
+/**
+ * Admission control (docs/SECURITY.md, "Capacity"): how many guests this host runs at once,
+ * how long its queue may grow, and what one remote caller (dashboard API, MCP, A2A) may hold.
+ * Sized for a 2-core, 24 GiB machine: each guest may take 512 MiB of heap.
+ */
+export const AdmissionConfigSchema = z.strictObject({
+  /** Runs executing in one host process at once (every caller); more wait in the queue. */
+  host_live_guests: z.number().int().positive().max(1024).default(8),
+  /** Runs waiting in the queue, every owner's together; beyond it, 429. */
+  host_queued_runs: z.number().int().nonnegative().max(100_000).default(200),
+  /** Live runs of one remote owner in one host; more wait in the queue. */
+  owner_live_runs: z.number().int().positive().max(1024).default(4),
+  /** Queued runs of one remote owner; beyond it, 429. */
+  owner_queued_runs: z.number().int().nonnegative().max(100_000).default(20),
+  /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
+  owner_live_tasks: z.number().int().positive().max(1024).default(8),
+  /** Open event streams of one remote owner in one host; beyond it, 429. */
+  owner_event_streams: z.number().int().positive().max(1024).default(16),
+  /** The longest run timeout a remote caller may ask for, in seconds (and what it gets without one). */
+  max_remote_timeout_s: z.number().int().positive().max(7 * 24 * 3600).default(6 * 3600),
+  /** The `Retry-After` of a refusal, in seconds. */
+  retry_after_s: z.number().int().positive().max(3600).default(30),
+}).default({
+  host_live_guests: 8,
+  host_queued_runs: 200,
+  owner_live_runs: 4,
+  owner_queued_runs: 20,
+  owner_live_tasks: 8,
+  owner_event_streams: 16,
+  max_remote_timeout_s: 6 * 3600,
+  retry_after_s: 30,
+});
+
+/** Admission control's settings: see {@linkcode AdmissionConfigSchema}. */
+export type AdmissionConfig = z.infer<typeof AdmissionConfigSchema>;
+
 /** A named profile: fixes provider and model (and so protocol and harness) at once. */
 export const ProfileSchema = z.strictObject({
   provider: name,
@@ -353,6 +389,7 @@ export const ProfileSchema = z.strictObject({
 const configSchema = z.strictObject({
   providers: z.record(name, ProviderConfigSchema).default({}),
   daemon: DaemonConfigSchema,
+  admission: AdmissionConfigSchema,
   automations: z.record(name.max(64), AutomationConfigSchema).default({}),
   webhooks: z.record(name.max(64), WebhookConfigSchema).default({}),
   profiles: z.record(name, ProfileSchema).default({}),
@@ -456,6 +493,8 @@ export interface Config {
     /** A missed slot younger than this many seconds fires once on return; 0: never. Default 3600. */
     catch_up_s: number;
   };
+  /** Admission control: host-wide and per-owner caps, the longest remote timeout. */
+  admission: AdmissionConfig;
   /** Automations by name: saved workflows or dispatches on a cron schedule. */
   automations: Record<string, AutomationConfig>;
   /** Webhooks by name, served by the daemon at `POST /webhooks/<name>`. */

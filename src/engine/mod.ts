@@ -3,6 +3,13 @@
  * @module
  */
 export { RunManager } from "./run_manager.ts";
+export {
+  DEFAULT_RUN_ADMISSION,
+  fairOrder,
+  RunAdmission,
+  type RunAdmissionLimits,
+  type RunAdmissionSnapshot,
+} from "./admission.ts";
 export type { RunEventsOptions, RunManagerOptions } from "./run_manager.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";

@@ -20,6 +20,7 @@ import { CollaborationLog } from "../collaborations/mod.ts";
 import { type CardSource, MemorySearch } from "../memory/mod.ts";
 import { ReviewService } from "../reviews/mod.ts";
 import { Automations } from "../automations/mod.ts";
+import { Admission, runAdmissionOf } from "./admission.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -105,6 +106,8 @@ export interface Services extends AsyncDisposable {
   readonly approvals: ApprovalQueue;
   /** Saved workflows and dispatches on cron schedules (the daemon's scheduler fires them). */
   readonly automations: Automations;
+  /** Admission control: event streams' caps, and how full every cap is. */
+  readonly admission: Admission;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -140,9 +143,24 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       ...(url ? { url } : {}),
     });
     const sessions = new SessionStore(ledger);
-    tasks = new TaskManager({ dispatcher, ledger, sessions, host });
+    tasks = new TaskManager({
+      dispatcher,
+      ledger,
+      sessions,
+      host,
+      ownerLiveTasks: config.admission.owner_live_tasks,
+      retryAfterS: config.admission.retry_after_s,
+    });
     const recoveredTasks = await tasks.recover();
-    runs = await RunManager.create({ ...options.runs, dispatcher, ledger, sessions, host });
+    runs = await RunManager.create({
+      // The configuration's caps, unless the surface (a test) chose its own.
+      admission: runAdmissionOf(config.admission),
+      ...options.runs,
+      dispatcher,
+      ledger,
+      sessions,
+      host,
+    });
     // Scratch directories of harness calls whose host died (the run manager swept its own).
     await sweepScratch(joinPath(home, "tmp"));
     const recovery = setInterval(() => {
@@ -183,6 +201,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       collaborations,
       approvals: new ApprovalQueue({ ledger }),
       automations: new Automations({ ledger, config }),
+      admission: new Admission({ config: config.admission, runs, tasks }),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
