@@ -348,7 +348,7 @@ export const DaemonConfigSchema = z.strictObject({
  * how long its queue may grow, and what one remote caller (dashboard API, MCP, A2A) may hold.
  * Sized for a 2-core, 24 GiB machine: each guest may take 512 MiB of heap.
  */
-export const AdmissionConfigSchema = z.strictObject({
+const admissionSchema = z.strictObject({
   /** Runs executing in one host process at once (every caller); more wait in the queue. */
   host_live_guests: z.number().int().positive().max(1024).default(8),
   /** Runs waiting in the queue, every owner's together; beyond it, 429. */
@@ -376,8 +376,29 @@ export const AdmissionConfigSchema = z.strictObject({
   retry_after_s: 30,
 });
 
-/** Admission control's settings: see {@linkcode AdmissionConfigSchema}. */
-export type AdmissionConfig = z.infer<typeof AdmissionConfigSchema>;
+/** Admission control's settings (docs/SECURITY.md, "Capacity"). */
+export interface AdmissionConfig {
+  /** Runs executing in one host process at once (every caller's); more queue. Default 8. */
+  host_live_guests: number;
+  /** Runs in the queue, every owner's together; beyond it, 429. Default 200. */
+  host_queued_runs: number;
+  /** Live runs of one remote owner in one host; more queue. Default 4. */
+  owner_live_runs: number;
+  /** Queued runs of one remote owner; beyond it, 429. Default 20. */
+  owner_queued_runs: number;
+  /** Live dispatch tasks of one remote owner in one host; beyond it, 429. Default 8. */
+  owner_live_tasks: number;
+  /** Open event streams of one remote owner in one host; beyond it, 429. Default 16. */
+  owner_event_streams: number;
+  /** The longest run timeout a remote caller may ask for, in seconds. Default 21600 (6 h). */
+  max_remote_timeout_s: number;
+  /** The `Retry-After` of a refusal, in seconds. Default 30. */
+  retry_after_s: number;
+}
+type _AdmissionConfigMatches = Assert<SameType<AdmissionConfig, z.infer<typeof admissionSchema>>>;
+
+/** Validates the `admission` section, defaults filled in. */
+export const AdmissionConfigSchema: Schema<AdmissionConfig> = admissionSchema;
 
 /** A named profile: fixes provider and model (and so protocol and harness) at once. */
 export const ProfileSchema = z.strictObject({
@@ -389,7 +410,7 @@ export const ProfileSchema = z.strictObject({
 const configSchema = z.strictObject({
   providers: z.record(name, ProviderConfigSchema).default({}),
   daemon: DaemonConfigSchema,
-  admission: AdmissionConfigSchema,
+  admission: admissionSchema,
   automations: z.record(name.max(64), AutomationConfigSchema).default({}),
   webhooks: z.record(name.max(64), WebhookConfigSchema).default({}),
   profiles: z.record(name, ProfileSchema).default({}),

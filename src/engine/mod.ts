@@ -6,6 +6,7 @@ export { RunManager } from "./run_manager.ts";
 export {
   DEFAULT_RUN_ADMISSION,
   fairOrder,
+  type Placement,
   RunAdmission,
   type RunAdmissionLimits,
   type RunAdmissionSnapshot,

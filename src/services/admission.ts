@@ -4,7 +4,7 @@
  * Runs and tasks are admitted by their managers, with the caps passed from the configuration.
  * @module
  */
-import { type GaugeRelease, OwnerGauge } from "../concurrency/mod.ts";
+import { OwnerGauge } from "../concurrency/mod.ts";
 import type { AdmissionConfig } from "../config/mod.ts";
 import type { TaskManager } from "../dispatch/mod.ts";
 import type { RunAdmissionLimits, RunAdmissionSnapshot, RunManager } from "../engine/mod.ts";
@@ -47,7 +47,7 @@ export class Admission {
    * Opens an event stream for `caller` (SSE, long poll): the returned release closes it. A
    * remote caller whose owner has `owner_event_streams` open is refused with `rate_limited`.
    */
-  openStream(caller: Caller): GaugeRelease {
+  openStream(caller: Caller): () => void {
     if (!caller.remote) return this.#streams.hold(caller.owner);
     const cap = this.#config.owner_event_streams;
     const hold = this.#streams.tryHold(caller.owner, cap);
