@@ -10,7 +10,8 @@ import { SvcError } from "../src/errors/mod.ts";
 import { dashboardApp } from "../src/http/mod.ts";
 import type { Caller } from "../src/ledger/mod.ts";
 import { openServices } from "../src/services/mod.ts";
-import { TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
+import { startDashboard, TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
+import { connectHttp, errorText } from "./mcp_helpers.ts";
 import { LOCAL, tempDir, testManager } from "./helpers.ts";
 
 /** A run that never ends by itself: its one call waits a minute on the fake provider. */
@@ -220,4 +221,18 @@ Deno.test("a remote owner's dispatches beyond its live task cap get 429; the ope
   await t.services.tasks.start({ prompt: "wait" }, { owner: "alice" });
   const report = await (await t.call("/api/status", TOKENS.alice)).json();
   assert.deepEqual(report.admission.owner_tasks, { used: 2, cap: 1 });
+});
+
+Deno.test("over /mcp a run beyond a remote owner's caps is a tool error carrying rate_limited", async () => {
+  const config = withCaps({ owner_live_runs: 1, owner_queued_runs: 0 });
+  await using d = await startDashboard({ fakeLatencyMs: 60_000, config });
+  await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
+  const first = await mcp.call("svc_workflow", { script: NEVER_ENDING });
+  assert.notEqual(first.isError, true, JSON.stringify(first.content));
+  const second = await mcp.call("svc_workflow", { script: NEVER_ENDING });
+  assert.equal(second.isError, true);
+  assert.match(
+    errorText(second),
+    /^Cannot start the run: owner 'alice' has 1 live runs and 0 queued, the most allowed .*\(code: rate_limited\)$/,
+  );
 });
