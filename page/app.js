@@ -90,6 +90,38 @@ function activeCount(map) {
   return Object.values(map ?? {}).reduce((n, v) => n + (typeof v === "number" ? v : 0), 0);
 }
 
+/** "used/cap", marked when the cap is reached. */
+function gauge(label, g) {
+  const full = g.used >= g.cap;
+  return html`<span class=${
+    full ? "gauge full" : "gauge"
+  }>${label} <b>${g.used}/${g.cap}</b></span>`;
+}
+
+/** Admission control's caps and how full they are (docs/SECURITY.md, "Capacity"). */
+function Capacity({ admission }) {
+  if (!admission) return null;
+  const a = admission;
+  return html`
+    <span class="stat capacity" aria-label="capacity"
+      title="Host caps, then your own (bind callers of the API, MCP and A2A); beyond a cap runs wait in the queue or are refused with 429">
+        ${[
+          gauge("host guests", a.host_live),
+          " ",
+          gauge("queue", a.host_queued),
+          " · yours: ",
+          gauge("runs", a.owner_live),
+          " ",
+          gauge("queued", a.owner_queued),
+          " ",
+          gauge("tasks", a.owner_tasks),
+          " ",
+          gauge("streams", a.owner_streams),
+        ]}
+      </span>
+  `;
+}
+
 function Summary({ api }) {
   const status = useResource((signal) => api.json("/api/status", { signal }), [], {
     kinds: ["run", "task"],
@@ -120,6 +152,7 @@ function Summary({ api }) {
       ? html`<span class="stat muted">${s.providers.available}/${s.providers.total} providers</span>`
       : null
   }
+    <${Capacity} admission=${s?.admission} />
   </div>`;
 }
 

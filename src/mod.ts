@@ -28,6 +28,7 @@ export type {
 export { ConfigSchema, defaultConfig, loadConfig, svcHome } from "./config/mod.ts";
 export type {
   A2aProviderConfig,
+  AdmissionConfig,
   AnthropicProviderConfig,
   Config,
   FakeProviderConfig,
@@ -95,6 +96,14 @@ export type {
   WorktreeResult,
 } from "./dispatch/mod.ts";
 export { checkScript, isTerminal, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
+export {
+  DEFAULT_RUN_ADMISSION,
+  fairOrder,
+  type Placement,
+  RunAdmission,
+  type RunAdmissionLimits,
+  type RunAdmissionSnapshot,
+} from "./engine/mod.ts";
 export type {
   CallCounts,
   CheckedScript,
@@ -206,6 +215,7 @@ export type {
   ReviewSummary,
 } from "./reviews/mod.ts";
 export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./services/mod.ts";
+export { Admission, type AdmissionSnapshot } from "./services/mod.ts";
 export { Automations, type AutomationView } from "./automations/mod.ts";
 export type { AutomationConfig, AutomationConfigFields, AutomationRequest } from "./schemas/mod.ts";
 export type {

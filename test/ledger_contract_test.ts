@@ -36,6 +36,8 @@ async function hosts(
       dispatcher: createDispatcher({ fakeLatencyMs }),
       recoverEveryMs: 60_000,
       pollMs: url ? 1000 : 25,
+      // Room for every item a test has each host claim at once (admission control's caps).
+      runs: { admission: { hostLiveGuests: 32, ownerLiveRuns: 32 } },
     });
   const a = await open(homes[0]);
   const b = await open(homes[1]);

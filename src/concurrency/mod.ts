@@ -4,3 +4,4 @@
  */
 export { type Release, Semaphore } from "./semaphore.ts";
 export { abortableSleep } from "./sleep.ts";
+export { type GaugeRelease, OwnerGauge } from "./owner_gauge.ts";

@@ -7,6 +7,8 @@ export { configFile, svcHome } from "../host_env/mod.ts";
 export { defaultConfig, loadConfig, type LoadedConfig } from "./load.ts";
 export {
   type A2aProviderConfig,
+  type AdmissionConfig,
+  AdmissionConfigSchema,
   type AnthropicProviderConfig,
   type Config,
   ConfigSchema,

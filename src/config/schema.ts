@@ -367,6 +367,63 @@ export const DaemonConfigSchema = z.strictObject({
   automation_min_interval_s: AUTOMATION_MIN_INTERVAL_S,
 });
 
+/**
+ * Admission control (docs/SECURITY.md, "Capacity"): how many guests this host runs at once,
+ * how long its queue may grow, and what one remote caller (dashboard API, MCP, A2A) may hold.
+ * Sized for a 2-core, 24 GiB machine: each guest may take 512 MiB of heap.
+ */
+const admissionSchema = z.strictObject({
+  /** Runs executing in one host process at once (every caller); more wait in the queue. */
+  host_live_guests: z.number().int().positive().max(1024).default(8),
+  /** Runs waiting in the queue, every owner's together; beyond it, 429. */
+  host_queued_runs: z.number().int().nonnegative().max(100_000).default(200),
+  /** Live runs of one remote owner in one host; more wait in the queue. */
+  owner_live_runs: z.number().int().positive().max(1024).default(4),
+  /** Queued runs of one remote owner; beyond it, 429. */
+  owner_queued_runs: z.number().int().nonnegative().max(100_000).default(20),
+  /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
+  owner_live_tasks: z.number().int().positive().max(1024).default(8),
+  /** Open event streams of one remote owner in one host; beyond it, 429. */
+  owner_event_streams: z.number().int().positive().max(1024).default(16),
+  /** The longest run timeout a remote caller may ask for, in seconds (and what it gets without one). */
+  max_remote_timeout_s: z.number().int().positive().max(7 * 24 * 3600).default(6 * 3600),
+  /** The `Retry-After` of a refusal, in seconds. */
+  retry_after_s: z.number().int().positive().max(3600).default(30),
+}).default({
+  host_live_guests: 8,
+  host_queued_runs: 200,
+  owner_live_runs: 4,
+  owner_queued_runs: 20,
+  owner_live_tasks: 8,
+  owner_event_streams: 16,
+  max_remote_timeout_s: 6 * 3600,
+  retry_after_s: 30,
+});
+
+/** Admission control's settings (docs/SECURITY.md, "Capacity"). */
+export interface AdmissionConfig {
+  /** Runs executing in one host process at once (every caller's); more queue. Default 8. */
+  host_live_guests: number;
+  /** Runs in the queue, every owner's together; beyond it, 429. Default 200. */
+  host_queued_runs: number;
+  /** Live runs of one remote owner in one host; more queue. Default 4. */
+  owner_live_runs: number;
+  /** Queued runs of one remote owner; beyond it, 429. Default 20. */
+  owner_queued_runs: number;
+  /** Live dispatch tasks of one remote owner in one host; beyond it, 429. Default 8. */
+  owner_live_tasks: number;
+  /** Open event streams of one remote owner in one host; beyond it, 429. Default 16. */
+  owner_event_streams: number;
+  /** The longest run timeout a remote caller may ask for, in seconds. Default 21600 (6 h). */
+  max_remote_timeout_s: number;
+  /** The `Retry-After` of a refusal, in seconds. Default 30. */
+  retry_after_s: number;
+}
+type _AdmissionConfigMatches = Assert<SameType<AdmissionConfig, z.infer<typeof admissionSchema>>>;
+
+/** Validates the `admission` section, defaults filled in. */
+export const AdmissionConfigSchema: Schema<AdmissionConfig> = admissionSchema;
+
 /** A named profile: fixes provider and model (and so protocol and harness) at once. */
 export const ProfileSchema = z.strictObject({
   provider: name,
@@ -385,6 +442,7 @@ const rootPath = z.string().max(4096).refine(
 const configSchema = z.strictObject({
   providers: z.record(name, ProviderConfigSchema).default({}),
   daemon: DaemonConfigSchema,
+  admission: admissionSchema,
   automations: z.record(name.max(64), AutomationConfigSchema).default({}),
   webhooks: z.record(name.max(64), WebhookConfigSchema).default({}),
   /** Per owner: the directories its remote requests may name as workdirs. */
@@ -496,6 +554,8 @@ export interface Config {
     /** Shortest gap between firings of an automation made over the API, in s. Default 60. */
     automation_min_interval_s: number;
   };
+  /** Admission control: host-wide and per-owner caps, the longest remote timeout. */
+  admission: AdmissionConfig;
   /** Automations by name: saved workflows or dispatches on a cron schedule. */
   automations: Record<string, AutomationConfig>;
   /** Webhooks by name, served by the daemon at `POST /webhooks/<name>`. */

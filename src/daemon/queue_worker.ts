@@ -1,5 +1,6 @@
 import type { QueueItem } from "../ledger/mod.ts";
 import type { Services } from "../services/mod.ts";
+import { fairOrder } from "../engine/mod.ts";
 
 /** Options of {@linkcode QueueWorker}. */
 export interface QueueWorkerOptions {
@@ -22,8 +23,9 @@ export interface WorkerState {
 }
 
 /**
- * The daemon's queue worker: claims queued runs and tasks from the ledger, oldest first, up to
- * its concurrency, and runs them in this process. Claims are atomic in the ledger, so several
+ * The daemon's queue worker: claims queued runs and tasks from the ledger, owners in turn and
+ * oldest first within a turn, up to its concurrency (a run also only while the run manager's
+ * admission has a live slot for it and its owner), and runs them in this process. Claims are atomic in the ledger, so several
  * workers on one ledger never run the same item twice.
  */
 export class QueueWorker {
@@ -32,6 +34,8 @@ export class QueueWorker {
   readonly #pollMs: number;
   readonly #running = new Map<string, { kind: "run" | "task"; done: Promise<unknown> }>();
   #claimed = 0;
+  /** The owner of the item claimed last: the next turn is another owner's. */
+  #lastOwner: string | undefined;
   #lastPollAt: string | null = null;
   #error: string | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -82,8 +86,14 @@ export class QueueWorker {
     try {
       const room = this.#concurrency - this.#running.size;
       if (room > 0) {
-        // A few more than there is room for: some may be claimed by other workers meanwhile.
-        const items = await this.#services.ledger.listQueue({ limit: room + 8 });
+        // The whole queue (it is bounded), in the fair order: owners take turns, so that one
+        // owner's flood does not starve the others (docs/SECURITY.md, "Capacity").
+        const items = fairOrder(
+          await this.#services.ledger.listQueue({
+            limit: this.#services.config.admission.host_queued_runs + 64,
+          }),
+          this.#lastOwner,
+        );
         let taken = 0;
         let here: Set<string> | undefined;
         for (const item of items) {
@@ -127,6 +137,7 @@ export class QueueWorker {
       done = claimed.done;
     }
     this.#claimed++;
+    this.#lastOwner = item.owner;
     this.#running.set(item.id, { kind: item.kind, done });
     done.catch(() => {}).finally(() => this.#running.delete(item.id));
     return true;

@@ -1,4 +1,4 @@
-import { abortableSleep } from "../concurrency/mod.ts";
+import { abortableSleep, OwnerGauge } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import {
   type ApprovalRecord,
@@ -61,6 +61,13 @@ export interface TaskManagerOptions {
    * choice is free either way.
    */
   workspace?: WorkspacePolicy;
+  /**
+   * Live (queued or running) tasks one remote caller's owner may have; beyond it, a dispatch
+   * is refused with `rate_limited` (docs/SECURITY.md, "Capacity"). Default 8.
+   */
+  ownerLiveTasks?: number;
+  /** The `Retry-After` of that refusal, in seconds. Default 30. */
+  retryAfterS?: number;
 }
 
 /** Longest prompt of a task: it is stored with the task, in one KV value. */
@@ -93,6 +100,10 @@ const END_RETRY_MAX_MS = 2_000;
 export class TaskManager {
   readonly #options: Required<Omit<TaskManagerOptions, "host">>;
   readonly #live = new Map<string, LiveTask>();
+  /** Tasks remote callers started in this process and that have not ended, by owner. */
+  readonly #owners = new OwnerGauge();
+  /** Remote callers' enqueues one at a time, so that racing ones never pass the cap together. */
+  #enqueueTurn: Promise<unknown> = Promise.resolve();
   /** Aborted when the manager closes: ends that the ledger refused stop being retried. */
   readonly #closed = new AbortController();
   readonly #host: HostLease;
@@ -102,6 +113,8 @@ export class TaskManager {
   constructor(options: TaskManagerOptions) {
     this.#options = withDefaults({
       cancelPollMs: 250,
+      ownerLiveTasks: 8,
+      retryAfterS: 30,
       workspace: new WorkspacePolicy({
         forbidden: [options.ledger.home],
         home: options.ledger.home,
@@ -136,7 +149,34 @@ export class TaskManager {
     caller: Caller,
     options: { trigger?: WorkTrigger } = {},
   ): Promise<TaskStatus> {
-    return this.#create(input, caller, { queue: true, ...options });
+    if (!caller.remote) return this.#create(input, caller, { queue: true, ...options });
+    const next = this.#enqueueTurn.then(async () => {
+      const queued = await this.#options.ledger.listQueue({
+        kind: "task",
+        limit: this.#options.ownerLiveTasks + 1000,
+      });
+      const mine = queued.filter((item) => item.owner === caller.owner).length;
+      const held = this.#owners.count(caller.owner) + mine;
+      if (held >= this.#options.ownerLiveTasks) throw this.#refusal(caller.owner, held);
+      return await this.#create(input, caller, { queue: true, ...options });
+    });
+    this.#enqueueTurn = next.catch(() => {});
+    return next;
+  }
+
+  /** How many tasks the owner has live in this process, and the cap of a remote caller. */
+  liveTasks(owner: string): { used: number; cap: number } {
+    return { used: this.#owners.count(owner), cap: this.#options.ownerLiveTasks };
+  }
+
+  /** The refusal of a dispatch beyond a remote owner's cap of live tasks. */
+  #refusal(owner: string, held: number): SvcError {
+    const after = this.#options.retryAfterS;
+    return new SvcError(
+      "rate_limited",
+      `Cannot dispatch: owner '${owner}' has ${held} live tasks, the most allowed (admission.owner_live_tasks); retry in ${after} s`,
+      { retryAfterS: after },
+    );
   }
 
   async #create(
@@ -191,9 +231,20 @@ export class TaskManager {
 
   /** Records a task of the caller and runs it in this process; returns its first status (`queued`) at once. */
   async start(input: unknown, caller: Caller): Promise<TaskStatus> {
-    const task = await this.#create(input, caller, { queue: false });
+    // Taken before anything is awaited, so that racing dispatches never pass the cap together.
+    const hold = caller.remote
+      ? this.#owners.tryHold(caller.owner, this.#options.ownerLiveTasks)
+      : this.#owners.hold(caller.owner);
+    if (!hold) throw this.#refusal(caller.owner, this.#owners.count(caller.owner));
+    let task: TaskStatus;
+    try {
+      task = await this.#create(input, caller, { queue: false });
+    } catch (error) {
+      hold();
+      throw error;
+    }
     const started = structuredClone(task);
-    this.#begin(task);
+    this.#begin(task).done.finally(hold).catch(() => {});
     return started;
   }
 

@@ -3,6 +3,14 @@
  * @module
  */
 export { RunManager } from "./run_manager.ts";
+export {
+  DEFAULT_RUN_ADMISSION,
+  fairOrder,
+  type Placement,
+  RunAdmission,
+  type RunAdmissionLimits,
+  type RunAdmissionSnapshot,
+} from "./admission.ts";
 export type { RunEventsOptions, RunManagerOptions } from "./run_manager.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";

@@ -26,6 +26,7 @@ import {
   mayAccess,
   newId,
   ownerScope,
+  type QueueItem,
   type RunError,
   type RunEvent,
   type RunInput,
@@ -64,6 +65,7 @@ import { boundError, boundMeta } from "./record_bounds.ts";
 import { scriptRunError } from "./script_error.ts";
 import { StopReason as RunStop } from "../dispatch/mod.ts";
 import { resolveWorkflow } from "./sub_workflow.ts";
+import { RunAdmission, type RunAdmissionLimits, type RunAdmissionSnapshot } from "./admission.ts";
 
 /** Options of {@linkcode RunManager.create}. */
 export interface RunManagerOptions {
@@ -126,6 +128,8 @@ export interface RunManagerOptions {
    * fresh process. Default false: a one-shot command would start a guest it never uses.
    */
   prestartGuest?: boolean;
+  /** Admission control: the host's and remote owners' caps. Default: `DEFAULT_RUN_ADMISSION`. */
+  admission?: Partial<RunAdmissionLimits>;
 }
 
 /** A checked run request with the run's first status, ready to record and launch. */
@@ -174,7 +178,13 @@ export class RunManager {
     & Required<
       Omit<
         RunManagerOptions,
-        "nonce" | "projectDir" | "sessions" | "userHome" | "host" | "workspace"
+        | "nonce"
+        | "projectDir"
+        | "sessions"
+        | "userHome"
+        | "host"
+        | "workspace"
+        | "admission"
       >
     >
     & {
@@ -200,6 +210,10 @@ export class RunManager {
   readonly #closed = new AbortController();
   /** The `unsafe-local` backend, starting guests ahead of need. */
   readonly #prestarted: PrestartedBackend;
+  /** Admission control: whether a new run runs now, queues, or is refused. */
+  readonly #admission: RunAdmission;
+  /** Set when close() begins: queued runs are no longer started. */
+  #closing = false;
 
   private constructor(options: RunManagerOptions) {
     this.#options = {
@@ -233,6 +247,7 @@ export class RunManager {
       refill: this.#options.prestartGuest,
     });
     this.#options.isolation = { ...isolation, "unsafe-local": this.#prestarted };
+    this.#admission = new RunAdmission(options.admission);
   }
 
   /**
@@ -292,19 +307,30 @@ export class RunManager {
    * while the host reads what else the run needs (a resumed run's journal) and records it.
    */
   async start(input: unknown, caller: Caller): Promise<RunStatus> {
-    const prepared = await this.#prepare(input, caller, {
+    const prepared = await this.#prepare(this.#admission.boundTimeout(input, caller), caller, {
       checked: (request) => {
         if (request.isolation === "unsafe-local") this.#primeGuest(request.timeout);
       },
     });
     const release = await this.#host.hold();
+    const runId = prepared.status.run_id;
+    let placement;
     try {
-      await this.#record(prepared, this.#host.ref);
+      // Admission control: at the live caps the run is recorded queued, and this process starts
+      // it when a slot frees; at the queue's caps it is refused (rate_limited).
+      placement = await this.#admission.serial(async () => {
+        const placed = this.#admission.place(caller, runId, await this.#queuedRuns());
+        await this.#record(prepared, placed === "run" ? this.#host.ref : null);
+        return placed;
+      });
     } catch (error) {
+      this.#admission.release(runId);
       release();
       throw error;
     }
-    return this.#launch(prepared, release);
+    if (placement === "run") return this.#launch(prepared, release);
+    release();
+    return await this.#withPosition(structuredClone(prepared.status));
   }
 
   /**
@@ -317,10 +343,43 @@ export class RunManager {
     caller: Caller,
     options: { trigger?: WorkTrigger } = {},
   ): Promise<RunStatus> {
-    const prepared = await this.#prepare(input, caller, {});
+    const prepared = await this.#prepare(this.#admission.boundTimeout(input, caller), caller, {});
     if (options.trigger) prepared.status.trigger = options.trigger;
-    await this.#record(prepared, null);
-    return structuredClone(prepared.status);
+    await this.#admission.serial(async () => {
+      this.#admission.checkQueue(caller, await this.#queuedRuns());
+      await this.#record(prepared, null);
+    });
+    return await this.#withPosition(structuredClone(prepared.status));
+  }
+
+  /** The runs in the ledger's queue (every owner's), oldest first, as far as admission looks. */
+  #queuedRuns(): Promise<QueueItem[]> {
+    return this.#ledger.listQueue({
+      kind: "run",
+      limit: this.#admission.limits.hostQueuedRuns + 64,
+    });
+  }
+
+  /** A queued run's status with its 1-based place in the queue's fair order. */
+  async #withPosition(status: RunStatus): Promise<RunStatus> {
+    if (status.state !== "queued") return status;
+    const position = this.#admission.position(status.run_id, await this.#queuedRuns());
+    if (position !== undefined) status.queue_position = position;
+    return status;
+  }
+
+  /** How full the caps are, host-wide and for the caller's owner. */
+  async admission(caller: Caller): Promise<RunAdmissionSnapshot> {
+    return this.#admission.snapshot(caller.owner, await this.#queuedRuns());
+  }
+
+  /** Starts the runs this process queued, as far as live slots have freed, owners in turn. */
+  #pump(): void {
+    if (this.#closing) return;
+    for (const { runId } of this.#admission.startable()) {
+      if (!this.#admission.tryClaim(runId, this.#admission.ownerWaiting(runId) ?? "")) continue;
+      this.#claimHeld(runId).catch(() => this.#admission.release(runId));
+    }
   }
 
   /**
@@ -329,15 +388,38 @@ export class RunManager {
    * it is no longer queued, so that workers racing for one run never both run it.
    */
   async work(runId: string): Promise<RunStatus | undefined> {
-    if (!isId("run", runId)) return undefined;
+    return await this.#work(runId, { force: false });
+  }
+
+  /**
+   * {@linkcode work}, after admission: undefined also when this host, or the run's owner, is
+   * at its live cap (owners' queued runs take turns). `force` (a cancel) passes the caps.
+   */
+  async #work(runId: string, options: { force: boolean }): Promise<RunStatus | undefined> {
+    if (!isId("run", runId) || this.#closing) return undefined;
+    const owner = (await this.#ledger.getRun(runId))?.owner;
+    if (owner === undefined) return undefined;
+    if (!this.#admission.tryClaim(runId, owner, options)) return undefined;
+    try {
+      return await this.#claimHeld(runId);
+    } catch (error) {
+      this.#admission.release(runId);
+      throw error;
+    }
+  }
+
+  /** Claims a queued run whose live slot is taken, and starts it; undefined when not claimed. */
+  async #claimHeld(runId: string): Promise<RunStatus | undefined> {
     const release = await this.#host.hold();
     let claimed = false;
     try {
       claimed = await this.#ledger.claimRun(runId, this.#host.ref);
       if (!claimed) {
         release();
+        this.#admission.release(runId);
         return undefined;
       }
+      this.#admission.forgetWaiting(runId);
       return await this.#resumeQueued(runId, release);
     } catch (error) {
       if (!claimed) release();
@@ -607,7 +689,7 @@ export class RunManager {
     const live = this.#runs.get(runId);
     const status = live ? structuredClone(live.status) : await this.#ledger.getRun(runId);
     if (!status || !mayAccess(caller, status.owner)) return undefined;
-    return status;
+    return await this.#withPosition(status);
   }
 
   async #visible(runId: string, caller: Caller, action: string): Promise<RunStatus> {
@@ -704,7 +786,7 @@ export class RunManager {
     await this.#ledger.requestRunCancel(runId);
     if (status.state === "queued") {
       // Queued and unclaimed: claim it here and end it at once, since no worker may be about.
-      await this.work(runId).catch(() => undefined);
+      await this.#work(runId, { force: true }).catch(() => undefined);
       const claimed = this.#runs.get(runId);
       if (claimed) {
         claimed.controller.abort(
@@ -718,6 +800,7 @@ export class RunManager {
 
   /** Cancels every run that has not ended, waits for all of them, and says goodbye to the ledger. */
   async close(): Promise<void> {
+    this.#closing = true;
     for (const run of this.#runs.values()) {
       if (!TERMINAL_STATES.has(run.status.state)) {
         run.controller.abort(new RunStop("cancelled", "the host is shutting down"));
@@ -927,6 +1010,9 @@ export class RunManager {
     this.#holds.get(runId)?.();
     this.#holds.delete(runId);
     this.#runs.delete(runId);
+    // Its guest is gone: its live slot goes to the next queued run.
+    this.#admission.release(runId);
+    this.#pump();
   }
 
   /**

@@ -65,6 +65,8 @@ export async function feedResponse(
     else after = last;
   }
   const feed = context.services.events;
+  // Admission: a remote owner's open streams are capped (rate_limited, 429).
+  const release = context.services.admission.openStream(caller);
   return sseResponse(async function* (signal) {
     if (reset) {
       yield {
@@ -81,7 +83,7 @@ export async function feedResponse(
     }
     // Not request.signal: Deno aborts it once a response is sent, and warns about it. A client
     // that goes away cancels the body stream, which stops the source.
-  }, { signal: context.signal, ...context.sse });
+  }, { signal: context.signal, ...context.sse, release });
 }
 
 /** The not-found error of a run or task id the caller cannot see. */

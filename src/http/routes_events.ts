@@ -59,6 +59,8 @@ export function addEventRoutes(app: DashboardHono, context: RouteContext): void 
     const fromNow = at === undefined && c.req.valid("query").from === "now";
     let activity = at?.activity ?? -1;
     let changes = at?.board ?? -1;
+    // Admission: a remote owner's open streams are capped (rate_limited, 429).
+    const release = context.services.admission.openStream(caller);
     return sseResponse(async function* (signal): AsyncGenerator<SseEvent> {
       if (fromNow) {
         activity = await events.activityHead(caller);
@@ -83,6 +85,6 @@ export function addEventRoutes(app: DashboardHono, context: RouteContext): void 
           yield { id: `${activity}.${changes}`, event: "card", data: item.value };
         }
       }
-    }, { signal: context.signal, ...context.sse }) as never;
+    }, { signal: context.signal, ...context.sse, release }) as never;
   });
 }

@@ -35,6 +35,24 @@ const CountsSchema = z.partialRecord(RunStateSchema, z.number()).meta({
   description: "how many are in each state",
 });
 
+/** One cap and how much of it is taken. */
+const GaugeSchema = z.object({ used: z.number().int(), cap: z.number().int() });
+
+/** Admission control's caps and how full they are (docs/SECURITY.md, "Capacity"). */
+const AdmissionSchema = z.object({
+  host_live: GaugeSchema.meta({ description: "runs executing in this host process" }),
+  host_queued: GaugeSchema.meta({ description: "runs in the queue, every owner's" }),
+  owner_live: GaugeSchema.meta({ description: "the caller's owner's live runs here" }),
+  owner_queued: GaugeSchema.meta({ description: "the caller's owner's queued runs" }),
+  owner_tasks: GaugeSchema.meta({ description: "the caller's owner's live tasks here" }),
+  owner_streams: GaugeSchema.meta({ description: "the caller's owner's open event streams" }),
+  max_remote_timeout_s: z.number().int().meta({
+    description: "the longest run timeout a remote caller may ask for",
+  }),
+}).meta({
+  description: "the caps (per-owner ones bind remote callers) and how full they are",
+});
+
 const StatusSchema = z.object({
   service: z.literal("svc"),
   version: z.string(),
@@ -75,6 +93,7 @@ const StatusSchema = z.object({
   }),
   runs: z.object({ active: CountsSchema }),
   tasks: z.object({ active: CountsSchema }),
+  admission: AdmissionSchema,
   providers: z.object({ total: z.number(), available: z.number() }),
   ledger: z.object({
     ok: z.boolean(),
@@ -233,11 +252,12 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
 
   app.openapi(statusRoute, async (c) => {
     const caller = c.get("caller");
-    const [active, providers, hosts, lease] = await Promise.all([
+    const [active, providers, hosts, lease, admission] = await Promise.all([
       activeCounts(caller),
       services.dispatcher.status(),
       services.ledger.listHosts(),
       services.ledger.readLease(SCHEDULER_LEASE),
+      services.admission.snapshot(caller),
     ]);
     const daemons = hosts.filter((host) => host.alive && host.role === "daemon");
     const leader = daemons.find((host) => host.host_id === lease.holder)?.host_id ?? null;
@@ -260,6 +280,7 @@ export function addInsightRoutes(app: DashboardHono, context: RouteContext): voi
       hosts,
       runs: { active: active.runs },
       tasks: { active: active.tasks },
+      admission,
       providers: {
         total: providers.length,
         available: providers.filter((p) => p.available).length,

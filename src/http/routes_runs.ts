@@ -25,6 +25,9 @@ import {
 /** What `POST /api/workflow/run` answers: the handle, and where to follow it. */
 const RunStartedSchema = z.object({
   run_id: z.string(),
+  queue_position: z.number().int().positive().optional().meta({
+    description: "the run waits in the queue (a cap is reached): its 1-based place there",
+  }),
   state: RunStateSchema,
   status_url: z.string(),
   events_url: z.string(),
@@ -181,6 +184,7 @@ function started(status: RunStatus): z.infer<typeof RunStartedSchema> {
   return {
     run_id: status.run_id,
     state: status.state,
+    ...(status.queue_position !== undefined ? { queue_position: status.queue_position } : {}),
     status_url: `/api/workflow/${status.run_id}`,
     events_url: `/api/workflow/${status.run_id}/events`,
   };

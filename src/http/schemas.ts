@@ -74,6 +74,9 @@ export const RunStatusSchema = z.looseObject({
   started_at: z.string().nullable(),
   ended_at: z.string().nullable(),
   fake_dispatch: z.boolean(),
+  queue_position: z.number().int().positive().optional().meta({
+    description: "a queued run's 1-based place in the queue (owners take turns)",
+  }),
   result: z.unknown().optional().meta({ description: "the script's returned value (succeeded)" }),
   error: z.looseObject({ code: z.string(), message: z.string() }).optional().meta({
     description: "why the run did not succeed",

@@ -26,6 +26,8 @@ export interface SseOptions {
   retryMs?: number;
   /** Headers added to the response (CORS is added by the middleware). */
   headers?: Record<string, string>;
+  /** Called once when the stream ends, however: gives back the caller's stream slot. */
+  release?: () => void;
 }
 
 const encoder = new TextEncoder();
@@ -53,7 +55,10 @@ export function sseResponse(
   options.signal?.addEventListener("abort", onAbort, { once: true });
   const iterator = source(stop.signal)[Symbol.asyncIterator]();
   let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let finished = false;
   const finish = () => {
+    if (!finished) options.release?.();
+    finished = true;
     clearInterval(keepAlive);
     options.signal?.removeEventListener("abort", onAbort);
     stop.abort();

@@ -328,8 +328,8 @@ export interface Ledger {
   ): Promise<ApprovalDecided | undefined>;
 
   // The queue, hosts and the daemon (issue 14): src/ledger/daemon.ts.
-  /** Queued runs and tasks no worker has claimed yet, oldest first. */
-  listQueue(options?: { limit?: number }): Promise<QueueItem[]>;
+  /** Queued runs and tasks (or, with `kind`, only runs or tasks) no worker has claimed yet, oldest first. */
+  listQueue(options?: { limit?: number; kind?: "run" | "task" }): Promise<QueueItem[]>;
   /**
    * Claims a queued run for `host`: takes it off the queue and records the host, atomically,
    * so that two workers never both get it. False when it is not (or no longer) queued.

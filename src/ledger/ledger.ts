@@ -1465,10 +1465,12 @@ class KvLedger implements Ledger {
   }
 
   // The queue, hosts and the daemon's records (issue 14).
-  async listQueue(options: { limit?: number } = {}): Promise<QueueItem[]> {
+  async listQueue(
+    options: { limit?: number; kind?: "run" | "task" } = {},
+  ): Promise<QueueItem[]> {
     const limit = options.limit ?? 100;
     const out: QueueItem[] = [];
-    for (const kind of ["run", "task"] as const) {
+    for (const kind of options.kind ? [options.kind] : ["run", "task"] as const) {
       for await (const entry of this.#kv.list(KEYS.queue(kind), { limit })) {
         const id = entry.key.at(-1);
         if (typeof id !== "string" || !entry.value) continue;

@@ -269,6 +269,10 @@ export interface RunStatus {
   resumed_from: string | null;
   /** What started the run when no caller did directly: an automation's slot or a webhook delivery. */
   trigger?: WorkTrigger;
+  /**
+   * A queued run's 1-based place in the queue (owners take turns), as read; never stored.
+   */
+  queue_position?: number;
   /** When the run was recorded (ISO 8601). */
   created_at: string;
   /** When its script started, once it did. */

@@ -10,5 +10,6 @@ export {
   type ServicesOptions,
 } from "./open_services.ts";
 export { EventFeed, type FeedFollowOptions } from "./event_feed.ts";
+export { Admission, type AdmissionSnapshot } from "./admission.ts";
 export { daemonAlive, submitRun, submitTask } from "./submit.ts";
 export type { SpawnWorker, SubmitOptions } from "./submit.ts";

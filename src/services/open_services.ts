@@ -21,6 +21,7 @@ import { type CardSource, MemorySearch } from "../memory/mod.ts";
 import { ReviewService } from "../reviews/mod.ts";
 import { Automations } from "../automations/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
+import { Admission, runAdmissionOf } from "./admission.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -119,6 +120,8 @@ export interface Services extends AsyncDisposable {
   readonly approvals: ApprovalQueue;
   /** Saved workflows and dispatches on cron schedules (the daemon's scheduler fires them). */
   readonly automations: Automations;
+  /** Admission control: event streams' caps, and how full every cap is. */
+  readonly admission: Admission;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -162,9 +165,19 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       forbidden: [home, board.dir, ...ownCheckout()],
       home,
     });
-    tasks = new TaskManager({ dispatcher, ledger, sessions, host, workspace });
+    tasks = new TaskManager({
+      dispatcher,
+      ledger,
+      sessions,
+      host,
+      workspace,
+      ownerLiveTasks: config.admission.owner_live_tasks,
+      retryAfterS: config.admission.retry_after_s,
+    });
     const recoveredTasks = await tasks.recover();
     runs = await RunManager.create({
+      // The configuration's caps, unless the surface (a test) chose its own.
+      admission: runAdmissionOf(config.admission),
       ...options.runs,
       dispatcher,
       ledger,
@@ -212,6 +225,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       collaborations,
       approvals: new ApprovalQueue({ ledger }),
       automations: new Automations({ ledger, config }),
+      admission: new Admission({ config: config.admission, runs, tasks }),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,

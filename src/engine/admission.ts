@@ -1,0 +1,264 @@
+/**
+ * Admission control of workflow runs (docs/SECURITY.md, "Capacity"): a cap on the guests live
+ * in this host process, a bounded queue behind it drained fairly (owners take turns), per-owner
+ * caps for remote callers, and the longest timeout a remote caller may ask for. The run
+ * manager asks it before recording a run and tells it when a run ends.
+ * @module
+ */
+import { type GaugeRelease, OwnerGauge } from "../concurrency/mod.ts";
+import { SvcError } from "../errors/mod.ts";
+import type { Caller, QueueItem } from "../ledger/mod.ts";
+import { DEFAULT_RUN_TIMEOUT_S } from "../schemas/mod.ts";
+
+/** The caps of {@linkcode RunAdmission}. */
+export interface RunAdmissionLimits {
+  /** Runs executing in this host process at once, every caller's. */
+  hostLiveGuests: number;
+  /** Runs waiting in the ledger's queue, every owner's together. */
+  hostQueuedRuns: number;
+  /** Live runs of one owner in this process: remote callers' starts, and every queued run's. */
+  ownerLiveRuns: number;
+  /** Queued runs of one remote owner. */
+  ownerQueuedRuns: number;
+  /** The longest timeout a remote caller may ask for, in seconds. */
+  maxRemoteTimeoutS: number;
+  /** The `Retry-After` of a refusal, in seconds. */
+  retryAfterS: number;
+}
+
+/**
+ * The defaults, sized for a 2-core, 24 GiB machine: 8 guests of up to 512 MiB of heap take
+ * 4 GiB at most, leaving room for the harnesses they drive; one owner gets half of them.
+ */
+export const DEFAULT_RUN_ADMISSION: RunAdmissionLimits = {
+  hostLiveGuests: 8,
+  hostQueuedRuns: 200,
+  ownerLiveRuns: 4,
+  ownerQueuedRuns: 20,
+  maxRemoteTimeoutS: 6 * 3600,
+  retryAfterS: 30,
+};
+
+/** Where a new run goes: it runs now, or waits in the queue. */
+export type Placement = "run" | "queue";
+
+/** How full the run caps are, for `/api/status`. */
+export interface RunAdmissionSnapshot {
+  /** Runs executing in this process, and the cap. */
+  host_live: { used: number; cap: number };
+  /** Runs in the queue (every owner's), and the cap. */
+  host_queued: { used: number; cap: number };
+  /** The owner's live runs in this process, and the cap of a remote caller. */
+  owner_live: { used: number; cap: number };
+  /** The owner's queued runs, and the cap of a remote caller. */
+  owner_queued: { used: number; cap: number };
+  /** The longest timeout of a remote caller's run, in seconds. */
+  max_remote_timeout_s: number;
+}
+
+/**
+ * Queued items in the order the queue is drained: owners take turns (round-robin), so that the
+ * k-th queued run of every owner comes before the (k+1)-th of any. Owners are in the order of
+ * their oldest queued item, rotated to start after `lastServed` (the owner whose run started
+ * last), so that an owner served last waits for every other owner's turn.
+ */
+export function fairOrder<T extends { owner: string }>(
+  items: readonly T[],
+  lastServed?: string,
+): T[] {
+  const byOwner = new Map<string, T[]>();
+  for (const item of items) {
+    const queue = byOwner.get(item.owner);
+    if (queue) queue.push(item);
+    else byOwner.set(item.owner, [item]);
+  }
+  const owners = [...byOwner.keys()];
+  const after = lastServed === undefined ? -1 : owners.indexOf(lastServed);
+  const rotated = [...owners.slice(after + 1), ...owners.slice(0, after + 1)];
+  const out: T[] = [];
+  for (let round = 0; out.length < items.length; round++) {
+    for (const owner of rotated) {
+      const item = byOwner.get(owner)![round];
+      if (item !== undefined) out.push(item);
+    }
+  }
+  return out;
+}
+
+/** Admission of runs into one run manager: see the module. */
+export class RunAdmission {
+  /** The caps. */
+  readonly limits: RunAdmissionLimits;
+  /** Runs executing in this process, by owner. */
+  readonly #live = new OwnerGauge();
+  readonly #liveHolds = new Map<string, GaugeRelease>();
+  /** Runs this process queued for want of a slot: it starts them as slots free (oldest first). */
+  readonly #waiting = new Map<string, string>();
+  /** The owner whose queued run this process started last: the next turn is another's. */
+  #lastServed: string | undefined;
+  /** Decisions one at a time: a decision reads the queue and records a run before the next. */
+  #turn: Promise<unknown> = Promise.resolve();
+
+  /** Admission with `limits` (the defaults for those not given). */
+  constructor(limits: Partial<RunAdmissionLimits> = {}) {
+    this.limits = { ...DEFAULT_RUN_ADMISSION, ...limits };
+  }
+
+  /**
+   * The request of a remote caller with its timeout bounded: one above the maximum is refused
+   * (`invalid_argument`), one not given (or the default) gets the default, at most the maximum. Other callers'
+   * requests (and anything that is not an object, left to the schema) are returned unchanged.
+   */
+  boundTimeout(input: unknown, caller: Caller): unknown {
+    if (!caller.remote || input === null || typeof input !== "object" || Array.isArray(input)) {
+      return input;
+    }
+    const max = this.limits.maxRemoteTimeoutS;
+    const { timeout } = input as { timeout?: unknown };
+    // A surface's schema may have filled the default in: it counts as no timeout asked for.
+    if (timeout === undefined || timeout === DEFAULT_RUN_TIMEOUT_S) {
+      return { ...input, timeout: Math.min(DEFAULT_RUN_TIMEOUT_S, max) };
+    }
+    if (typeof timeout === "number" && timeout > max) {
+      throw new SvcError(
+        "invalid_argument",
+        `Cannot start the run: a timeout of ${timeout} s is more than the ${max} s the operator allows remote callers (admission.max_remote_timeout_s)`,
+      );
+    }
+    return input;
+  }
+
+  /** Runs `decide` after every decision before it has ended (reading the queue, recording). */
+  serial<T>(decide: () => Promise<T>): Promise<T> {
+    const next = this.#turn.then(decide, decide);
+    this.#turn = next.catch(() => {});
+    return next;
+  }
+
+  /**
+   * Where a new run `runId` of `caller` goes, given the queued runs of the ledger: it runs now
+   * (a live slot is taken for it) while the host, and for a remote caller its owner, is under
+   * the live cap and the owner has none waiting; else it queues (this process starts it when a
+   * slot frees) while the queue, and a remote owner's share of it, is under its cap. Beyond
+   * that: `rate_limited` with a `Retry-After`.
+   */
+  place(caller: Caller, runId: string, queued: readonly QueueItem[]): Placement {
+    const { owner } = caller;
+    const remote = caller.remote === true;
+    const mine = queued.filter((item) => item.owner === owner).length;
+    const underLive = this.#live.total < this.limits.hostLiveGuests &&
+      (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns);
+    if (underLive && ![...this.#waiting.values()].includes(owner)) {
+      this.#takeLive(runId, owner);
+      return "run";
+    }
+    if (queued.length >= this.limits.hostQueuedRuns) {
+      throw this.#refusal(
+        `the host's queue holds ${queued.length} runs, the most allowed (admission.host_queued_runs)`,
+      );
+    }
+    if (remote && mine >= this.limits.ownerQueuedRuns) {
+      throw this.#refusal(
+        `owner '${owner}' has ${
+          this.#live.count(owner)
+        } live runs and ${mine} queued, the most allowed (admission.owner_live_runs, admission.owner_queued_runs)`,
+      );
+    }
+    this.#waiting.set(runId, owner);
+    return "queue";
+  }
+
+  /**
+   * Checks a run for a worker's queue (no live slot is taken): the host's queue, and for a
+   * remote caller its owner's share of it, must be under their caps.
+   */
+  checkQueue(caller: Caller, queued: readonly QueueItem[]): void {
+    if (queued.length >= this.limits.hostQueuedRuns) {
+      throw this.#refusal(
+        `the host's queue holds ${queued.length} runs, the most allowed (admission.host_queued_runs)`,
+      );
+    }
+    const mine = queued.filter((item) => item.owner === caller.owner).length;
+    if (caller.remote && mine >= this.limits.ownerQueuedRuns) {
+      throw this.#refusal(
+        `owner '${caller.owner}' has ${mine} queued runs, the most allowed (admission.owner_queued_runs)`,
+      );
+    }
+  }
+
+  /**
+   * Takes a live slot for the queued run `runId` of `owner` about to be claimed: false when
+   * the host or the owner is at the live cap (queued runs of every owner take turns).
+   */
+  tryClaim(runId: string, owner: string, options: { force?: boolean } = {}): boolean {
+    if (this.#liveHolds.has(runId)) return false;
+    const full = this.#live.total >= this.limits.hostLiveGuests ||
+      this.#live.count(owner) >= this.limits.ownerLiveRuns;
+    if (full && !options.force) return false;
+    this.#takeLive(runId, owner);
+    this.#lastServed = owner;
+    return true;
+  }
+
+  /** Frees the live slot of `runId` (it ended, or its claim failed), and forgets its wait. */
+  release(runId: string): void {
+    this.#liveHolds.get(runId)?.();
+    this.#liveHolds.delete(runId);
+    this.#waiting.delete(runId);
+  }
+
+  /** The owner of a run this process queued and waits to start; undefined for any other. */
+  ownerWaiting(runId: string): string | undefined {
+    return this.#waiting.get(runId);
+  }
+
+  /** Forgets that this process waits to start `runId` (another worker took it, or it ended). */
+  forgetWaiting(runId: string): void {
+    this.#waiting.delete(runId);
+  }
+
+  /**
+   * The runs this process queued that may start now, in the fair order: those of owners under
+   * the live cap, as many as the host has free slots.
+   */
+  startable(): { runId: string; owner: string }[] {
+    const free = this.limits.hostLiveGuests - this.#live.total;
+    if (free <= 0) return [];
+    const waiting = [...this.#waiting].map(([runId, owner]) => ({ runId, owner }));
+    return fairOrder(waiting, this.#lastServed)
+      .filter((run) => this.#live.count(run.owner) < this.limits.ownerLiveRuns)
+      .slice(0, free);
+  }
+
+  /** The 1-based place of `runId` in the fair order of `queued`; undefined when not in it. */
+  position(runId: string, queued: readonly QueueItem[]): number | undefined {
+    const index = fairOrder(queued, this.#lastServed).findIndex((item) => item.id === runId);
+    return index < 0 ? undefined : index + 1;
+  }
+
+  /** How full the caps are, for `owner`. */
+  snapshot(owner: string, queued: readonly QueueItem[]): RunAdmissionSnapshot {
+    const { limits } = this;
+    return {
+      host_live: { used: this.#live.total, cap: limits.hostLiveGuests },
+      host_queued: { used: queued.length, cap: limits.hostQueuedRuns },
+      owner_live: { used: this.#live.count(owner), cap: limits.ownerLiveRuns },
+      owner_queued: {
+        used: queued.filter((item) => item.owner === owner).length,
+        cap: limits.ownerQueuedRuns,
+      },
+      max_remote_timeout_s: limits.maxRemoteTimeoutS,
+    };
+  }
+
+  #takeLive(runId: string, owner: string): void {
+    this.#liveHolds.set(runId, this.#live.hold(owner));
+  }
+
+  #refusal(state: string): SvcError {
+    const after = this.limits.retryAfterS;
+    return new SvcError("rate_limited", `Cannot start the run: ${state}; retry in ${after} s`, {
+      retryAfterS: after,
+    });
+  }
+}
