@@ -134,6 +134,7 @@ export class WorkspacePolicy {
    * (`$SVC_HOME/tmp/work-…`) expanded to its path, any other workdir as it is.
    */
   placeOf(workdir: string): string;
+  /** As {@linkcode WorkspacePolicy.placeOf} for a request that may have no workdir. */
   placeOf(workdir: string | undefined): string | undefined;
   placeOf(workdir: string | undefined): string | undefined {
     const name = workdir === undefined ? undefined : SCRATCH_REF.exec(workdir)?.[1];
