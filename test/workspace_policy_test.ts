@@ -5,6 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { ConfigSchema } from "../src/config/mod.ts";
+import type { SvcError } from "../src/errors/mod.ts";
+import { callerOf } from "../src/ledger/mod.ts";
+import { eventually, startTestDaemon } from "./daemon_helpers.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { tempDir } from "./helpers.ts";
 import { connectHttp, errorText } from "./mcp_helpers.ts";
@@ -190,4 +193,33 @@ Deno.test("svc_dispatch over MCP with workdir SVC_HOME is a tool error naming th
   });
   assert.match(errorText(result), /no workspace root is configured for owner 'bob'/);
   assert.equal((await d.services.tasks.list({ owner: "bob", admin: true })).length, 0);
+});
+
+Deno.test("an automation made over the API works as its remote owner at every firing: a workdir outside the roots is refused when made, and its dispatches get a scratch workdir", async () => {
+  await using home = await tempDir("svc-auto-ws-");
+  await using root = await tempDir("svc-root-");
+  const config = ConfigSchema.parse({
+    workspaces: { bob: [root.path] },
+    daemon: { automation_min_interval_s: 1 },
+  });
+  await using daemon = await startTestDaemon(home.path, { config, tickMs: 100 });
+  const { automations, ledger, tasks } = daemon.services;
+  const bob = callerOf("bob", { remote: true });
+  const dispatch = { prompt: "tick", fake_dispatch: true };
+  await assert.rejects(
+    automations.create({
+      name: "outside",
+      cron: "* * * * * *",
+      dispatch: { ...dispatch, workdir: home.path },
+    }, bob),
+    (error: SvcError) => error.code === "forbidden" && error.message.includes(root.path),
+  );
+  const made = await automations.create({ name: "tick", cron: "* * * * * *", dispatch }, bob);
+  const fired = await eventually(async () => {
+    const last = await ledger.lastSlot(made.automation_id);
+    return last && "task_id" in last.item ? last.item.task_id : undefined;
+  }, { what: "the automation to fire" });
+  const task = await tasks.get(fired, { owner: "bob" });
+  assert.match(String(task?.options.workdir), /^\$SVC_HOME\/tmp\/work-/);
+  await daemon.daemon.scheduler.stop();
 });

@@ -14,6 +14,7 @@ import {
   shownId,
 } from "../ledger/mod.ts";
 import { type AutomationConfig, AutomationRequestSchema, describeIssue } from "../schemas/mod.ts";
+import { WorkspacePolicy } from "../workspace/mod.ts";
 import { shortestGapMs } from "./cron.ts";
 
 /** An automation with the last slot it fired. */
@@ -73,14 +74,30 @@ export class Automations {
   readonly #configured: AutomationRecord[];
   readonly #quota: AutomationQuota;
   readonly #minIntervalS: number;
+  readonly #workspace: WorkspacePolicy;
 
-  /** The automations of `config` and of `ledger`. */
-  constructor(options: { ledger: Ledger; config: Config }) {
+  /**
+   * The automations of `config` and of `ledger`; `workspace` checks the workdir of a remote
+   * caller's dispatch (default: no roots, as the task manager's).
+   */
+  constructor(options: { ledger: Ledger; config: Config; workspace?: WorkspacePolicy }) {
     this.#ledger = options.ledger;
+    this.#workspace = options.workspace ??
+      new WorkspacePolicy({ forbidden: [options.ledger.home], home: options.ledger.home });
     this.#configured = configuredAutomations(options.config, new Date().toISOString());
     const { daemon } = options.config;
     this.#quota = { perOwner: daemon.automations_per_owner, total: daemon.automations_total };
     this.#minIntervalS = daemon.automation_min_interval_s;
+  }
+
+  /**
+   * Refuses, before it is saved, a remote caller's dispatch whose workdir the workspace policy
+   * refuses; each firing checks it again, since the roots may change.
+   */
+  async #checkWorkdir(record: AutomationRecord, caller: Caller): Promise<void> {
+    const workdir = "dispatch" in record.action ? record.action.dispatch.workdir : undefined;
+    if (!caller.remote || typeof workdir !== "string") return;
+    await this.#workspace.workdirFor(caller, workdir, { what: "dispatch.workdir" });
   }
 
   /** Every automation, of every owner: what the scheduler fires. */
@@ -123,8 +140,10 @@ export class Automations {
       ...(request.timezone !== undefined ? { timezone: request.timezone } : {}),
       action: actionOf(request),
       source: "api",
+      ...(caller.remote ? { remote: true } : {}),
       created_at: new Date().toISOString(),
     };
+    await this.#checkWorkdir(record, caller);
     refuse(await this.#ledger.saveAutomation(record, this.#quota), record);
     return { ...record, last_fired: null };
   }

@@ -1,5 +1,6 @@
 import { latestSlot, nextSlot } from "../automations/mod.ts";
-import type { AutomationRecord } from "../ledger/mod.ts";
+import { type AutomationRecord, callerOf } from "../ledger/mod.ts";
+import { toSvcError } from "../errors/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { liveItem, skipReason } from "./backlog.ts";
 import { startWork } from "./start_work.ts";
@@ -161,13 +162,15 @@ export class Scheduler {
       return;
     }
     this.#fired++;
-    const caller = { owner: automation.owner };
+    // A remote caller's automation works as that caller each time: its workdir is checked
+    // against today's roots, and its owner's caps bound what it queues.
+    const caller = callerOf(automation.owner, automation.remote ? { remote: true } : {});
     const trigger = { kind: "automation" as const, automation_id: id, slot: at };
     try {
       const item = await startWork(this.#services, automation.action, { caller, trigger });
       await ledger.saveSlot(id, { slot: at, at: new Date().toISOString(), item });
     } catch (error) {
-      const message = error instanceof Error ? error.message.slice(0, 500) : "it failed";
+      const message = toSvcError(error).message.slice(0, 500);
       await ledger.saveSlot(id, {
         slot: at,
         at: new Date().toISOString(),

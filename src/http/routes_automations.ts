@@ -24,6 +24,9 @@ const AutomationSchema = z.object({
     z.object({ dispatch: z.record(z.string(), z.unknown()) }),
   ]),
   source: z.enum(["config", "api"]),
+  remote: z.boolean().optional().meta({
+    description: "made by a remote caller: each firing is checked as that caller's request",
+  }),
   created_at: z.string(),
   last_fired: z.object({
     slot: z.string(),

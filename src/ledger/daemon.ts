@@ -51,6 +51,11 @@ export interface AutomationRecord {
   action: AutomationAction;
   /** Where it was defined: the configuration file, or the API. */
   source: "config" | "api";
+  /**
+   * Made by a remote caller (dashboard API, MCP, A2A): every firing starts its work as that
+   * caller's, so the workspace policy and the owner's caps apply again each time.
+   */
+  remote?: boolean;
   /** When it was made (ISO 8601). */
   created_at: string;
 }

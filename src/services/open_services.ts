@@ -224,7 +224,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       reviews,
       collaborations,
       approvals: new ApprovalQueue({ ledger }),
-      automations: new Automations({ ledger, config }),
+      automations: new Automations({ ledger, config, workspace }),
       admission: new Admission({ config: config.admission, runs, tasks }),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
