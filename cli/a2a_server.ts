@@ -31,7 +31,11 @@ export async function a2aServer(flags: A2aServerFlags): Promise<number> {
   const port = parsePort(flags.port);
   const home = svcHome();
   const { settings, generated } = await serverAuth(flags, home);
-  const services = await openServices({ home, runs: { prestartGuest: true } });
+  const services = await openServices({
+    home,
+    runs: { prestartGuest: true },
+    adoptQueuedRuns: true,
+  });
   let server;
   try {
     server = await serveA2a(services, {

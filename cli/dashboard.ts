@@ -125,7 +125,11 @@ export async function dashboard(flags: DashboardFlags): Promise<number> {
   const port = parsePort(flags.port);
   const home = svcHome();
   const { settings, generated } = await serverAuth(flags, home);
-  const services = await openServices({ home, runs: { prestartGuest: true } });
+  const services = await openServices({
+    home,
+    runs: { prestartGuest: true },
+    adoptQueuedRuns: true,
+  });
   let server;
   try {
     server = await serveDashboard(services, {

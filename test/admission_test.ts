@@ -12,6 +12,7 @@ import type { Caller } from "../src/ledger/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { startDashboard, TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { connectHttp, errorText } from "./mcp_helpers.ts";
+import { eventually } from "./daemon_helpers.ts";
 import { LOCAL, tempDir, testManager } from "./helpers.ts";
 
 /** A run that never ends by itself: its one call waits a minute on the fake provider. */
@@ -151,6 +152,38 @@ Deno.test("a queued run is kept in the ledger when its host closes, and a later 
   assert.ok(await later.manager.work(queuedId));
   const end = await later.manager.wait(queuedId, LOCAL);
   assert.deepEqual([end.state, end.result], ["succeeded", "kept"]);
+});
+
+Deno.test("a server opened again takes up the runs left queued when no daemon is alive; a one-shot command does not", async () => {
+  await using home = await tempDir("svc-admission-adopt-");
+  let queuedId: string;
+  {
+    await using t = await testManager({
+      home: home.path,
+      fakeLatencyMs: 60_000,
+      admission: { hostLiveGuests: 1 },
+    });
+    await t.manager.start({ script: NEVER_ENDING }, LOCAL);
+    queuedId = (await t.manager.start({ script: "return 'taken up';" }, LOCAL)).run_id;
+  }
+  const open = (adoptQueuedRuns: boolean) =>
+    openServices({
+      home: home.path,
+      config: defaultConfig(),
+      ledgerUrl: null,
+      dispatcher: createDispatcher({ config: defaultConfig() }),
+      adoptQueuedRuns,
+    });
+  {
+    await using command = await open(false);
+    assert.equal((await command.runs.get(queuedId, LOCAL))?.state, "queued");
+  }
+  await using server = await open(true);
+  const end = await eventually(async () => {
+    const status = await server.runs.get(queuedId, LOCAL);
+    return status?.state === "succeeded" ? status : undefined;
+  }, { what: "the server to run the queued run" });
+  assert.equal(end.result, "taken up");
 });
 
 Deno.test("command-line callers pass the per-owner caps but count toward the host's live cap", async () => {

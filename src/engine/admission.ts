@@ -212,6 +212,16 @@ export class RunAdmission {
     return this.#waiting.get(runId);
   }
 
+  /**
+   * Waits to start the queued run `runId` of `owner` as if this process had queued it; false
+   * when it already waits for it or runs it.
+   */
+  adopt(runId: string, owner: string): boolean {
+    if (this.#waiting.has(runId) || this.#liveHolds.has(runId)) return false;
+    this.#waiting.set(runId, owner);
+    return true;
+  }
+
   /** Forgets that this process waits to start `runId` (another worker took it, or it ended). */
   forgetWaiting(runId: string): void {
     this.#waiting.delete(runId);

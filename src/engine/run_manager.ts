@@ -373,6 +373,22 @@ export class RunManager {
     return this.#admission.snapshot(caller.owner, await this.#queuedRuns());
   }
 
+  /**
+   * Takes up the runs waiting in the ledger's queue that this process does not wait for yet
+   * (queued by a host that stopped, or for a daemon that is gone): they start here as live
+   * slots free, owners in turn, each claimed atomically so no run starts twice. Returns how
+   * many it took up.
+   */
+  async adoptQueued(): Promise<number> {
+    if (this.#closing) return 0;
+    let taken = 0;
+    for (const item of await this.#queuedRuns()) {
+      if (this.#admission.adopt(item.id, item.owner)) taken++;
+    }
+    this.#pump();
+    return taken;
+  }
+
   /** Starts the runs this process queued, as far as live slots have freed, owners in turn. */
   #pump(): void {
     if (this.#closing) return;

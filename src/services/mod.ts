@@ -11,5 +11,6 @@ export {
 } from "./open_services.ts";
 export { EventFeed, type FeedFollowOptions } from "./event_feed.ts";
 export { Admission, type AdmissionSnapshot } from "./admission.ts";
-export { daemonAlive, submitRun, submitTask } from "./submit.ts";
+export { daemonAlive } from "./daemon_alive.ts";
+export { submitRun, submitTask } from "./submit.ts";
 export type { SpawnWorker, SubmitOptions } from "./submit.ts";

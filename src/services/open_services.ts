@@ -22,6 +22,7 @@ import { ReviewService } from "../reviews/mod.ts";
 import { Automations } from "../automations/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
 import { Admission, runAdmissionOf } from "./admission.ts";
+import { daemonAlive } from "./daemon_alive.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -51,6 +52,13 @@ export interface ServicesOptions {
    * `SVC_LEDGER_URL`; null for this machine's KV files whatever the environment says.
    */
   ledgerUrl?: string | null;
+  /**
+   * A long-lived server (dashboard, A2A server): while no daemon is alive it takes up runs left
+   * queued in the ledger (by a server that stopped with runs waiting for a slot), so none
+   * stays queued for good. Never for a one-shot command, which would take runs down with it.
+   * Default false.
+   */
+  adoptQueuedRuns?: boolean;
   /** `daemon` for a daemon: other processes then leave queued work to it. */
   role?: "daemon";
   /** The board directory. Default: `SVC_DASHBOARD_BOARD_DIR`, else `board` in the data directory. */
@@ -187,9 +195,14 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     });
     // Scratch directories of harness calls whose host died (the run manager swept its own).
     await sweepScratch(joinPath(home, "tmp"));
+    const adopt = async () => {
+      if (options.adoptQueuedRuns && !(await daemonAlive(ledger))) await runs?.adoptQueued();
+    };
+    await adopt();
     const recovery = setInterval(() => {
       runs?.recover().catch(() => {});
       tasks?.recover().catch(() => {});
+      adopt().catch(() => {});
     }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
     const events = new EventFeed({ runs, tasks, ledger });
     const memory = new MemorySearch({ runs, tasks, cards: board, ...options.memory });

@@ -1,23 +1,6 @@
-import type { Caller, Ledger, RunStatus, TaskStatus } from "../ledger/mod.ts";
+import type { Caller, RunStatus, TaskStatus } from "../ledger/mod.ts";
 import type { Services } from "./open_services.ts";
-
-/** How long one answer to "is a daemon alive?" is reused, in ms. */
-const DAEMON_CHECK_MS = 1000;
-
-const checks = new WeakMap<Ledger, { at: number; alive: Promise<boolean> }>();
-
-/** Whether a live daemon shares this ledger: its queue worker will claim queued work. */
-export function daemonAlive(ledger: Ledger): Promise<boolean> {
-  const now = Date.now();
-  const cached = checks.get(ledger);
-  if (cached && now - cached.at < DAEMON_CHECK_MS) return cached.alive;
-  const alive = ledger.listHosts().then(
-    (hosts) => hosts.some((host) => host.alive && host.role === "daemon"),
-    () => false,
-  );
-  checks.set(ledger, { at: now, alive });
-  return alive;
-}
+import { daemonAlive } from "./daemon_alive.ts";
 
 /**
  * Starts a process of its own that claims the queued run or task `id` and runs it to its end
