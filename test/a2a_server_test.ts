@@ -12,6 +12,8 @@ import {
   JsonRpcTransportFactory as JsonRpcTransportFactoryV03,
 } from "@a2a-js/sdk-v03/client";
 import { VERSION } from "../src/version.ts";
+import { ConfigSchema } from "../src/config/mod.ts";
+import { eventually } from "./daemon_helpers.ts";
 import { USAGE_KEY } from "../src/a2a/mod.ts";
 import {
   answerText,
@@ -291,4 +293,41 @@ Deno.test("another owner's task answers exactly as an unknown id", async () => {
   await assert.rejects(() => bob.cancelTask({ tenant: "", id: task.id, metadata: undefined }));
   const stillDone = await finalTask(alice, task.id);
   assert.deepEqual(stillDone.status?.state, TaskState.TASK_STATE_COMPLETED);
+});
+
+Deno.test("a send beyond the owner's cap is the rate_limited JSON-RPC error with its retry time, through the SDK client too, and another owner still sends", async () => {
+  await using a2a = await startA2a({
+    fakeLatencyMs: 60_000,
+    config: ConfigSchema.parse({ admission: { owner_live_tasks: 1, retry_after_s: 9 } }),
+  });
+  const alice = await sdkClient(a2a.url, TOKENS.alice);
+  const first = asTask(
+    await alice.sendMessage(sendRequest(userMessage("long"), { returnImmediately: true })),
+  );
+  await eventually(async () => {
+    const task = await alice.getTask({ tenant: "", id: first.id, historyLength: undefined });
+    return task.status?.state === TaskState.TASK_STATE_WORKING ? true : undefined;
+  }, { what: "the first task to work" });
+  const raw = await fetchWithToken(TOKENS.alice)(`${a2a.url}/a2a`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "A2A-Version": "1.0" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 3,
+      method: "SendMessage",
+      params: sendRequest(userMessage("one more")),
+    }),
+  }).then((r) => r.json());
+  assert.equal(raw.error.code, -32059);
+  assert.deepEqual(raw.error.data, { retry_after_s: 9 });
+  assert.match(raw.error.message, /owner 'alice' has 1 live tasks, the most allowed/);
+  await assert.rejects(
+    () => alice.sendMessage(sendRequest(userMessage("and another"))),
+    /the most allowed/,
+  );
+  const bob = await sdkClient(a2a.url, TOKENS.bob);
+  const theirs = asTask(
+    await bob.sendMessage(sendRequest(userMessage("bob's"), { returnImmediately: true })),
+  );
+  assert.notEqual(theirs.status?.state, TaskState.TASK_STATE_REJECTED);
 });

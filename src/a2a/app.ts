@@ -25,6 +25,7 @@ import {
   legacyAgentCardJson,
 } from "./agent_card.ts";
 import { SvcExecutor } from "./executor.ts";
+import { admitSend } from "./admit_send.ts";
 import { isLegacyRequest, jsonRpcHandler } from "./json_rpc.ts";
 import { staleSettler } from "./stale_tasks.ts";
 import { LedgerTaskStore } from "./task_store.ts";
@@ -93,6 +94,7 @@ export async function a2aApp(services: Services, options: A2aAppOptions): Promis
   );
   const serveJsonRpc = jsonRpcHandler(handler, {
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    admit: (caller, params) => admitSend(services, caller, params),
   });
 
   const app = new Hono<DashboardEnv>();

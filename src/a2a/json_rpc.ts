@@ -14,6 +14,7 @@ import {
   validateVersion,
 } from "@a2a-js/sdk/server";
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
+import { jsonRpcCodeOf, toSvcError } from "../errors/mod.ts";
 import type { Caller } from "../ledger/mod.ts";
 import { readBounded } from "../platform/mod.ts";
 import { CallerUser } from "./caller_user.ts";
@@ -46,6 +47,9 @@ const CODES = {
  * params before it checks the capability, and crashes on missing ones.
  */
 const PUSH_CONFIG_METHOD = /pushnotificationconfig/i;
+
+/** The methods that start work, in both protocol versions: admission may refuse them first. */
+const SEND_METHOD = /^(SendMessage|SendStreamingMessage|message\/send|message\/stream)$/;
 
 /** A JSON-RPC error object. */
 interface RpcError {
@@ -218,6 +222,21 @@ function sseResponse(
 export interface JsonRpcOptions {
   /** Largest body, in bytes. Default {@linkcode BODY_LIMIT}. */
   maxBodyBytes?: number;
+  /**
+   * Admission of a send (its `params`) before the SDK makes a task of it: what it throws
+   * (`rate_limited`) is the JSON-RPC error of the table, with `data.retry_after_s`.
+   */
+  admit?: (caller: Caller, params: unknown) => Promise<void>;
+}
+
+/** The JSON-RPC error of a refusal of svc's own (the error table's code). */
+function refusalOf(error: unknown): RpcError {
+  const refusal = toSvcError(error);
+  return {
+    code: jsonRpcCodeOf(refusal.code),
+    message: refusal.code === "internal" ? "Internal error" : refusal.message,
+    ...(refusal.retryAfterS !== undefined ? { data: { retry_after_s: refusal.retryAfterS } } : {}),
+  };
 }
 
 /**
@@ -291,6 +310,13 @@ export function jsonRpcHandler(
         code: CODES.invalidParams,
         message: `Cannot take the request: ${problem}`,
       });
+    }
+    if (options.admit && typeof body.method === "string" && SEND_METHOD.test(body.method)) {
+      try {
+        await options.admit(caller, body.params);
+      } catch (error) {
+        return rpcError(id, safeError(refusalOf(error)));
+      }
     }
     const headers: Record<string, string> = {};
     for (const [name, value] of request.headers) {

@@ -164,6 +164,17 @@ export class TaskManager {
     return next;
   }
 
+  /**
+   * Throws the `rate_limited` refusal a dispatch of `caller` would get now, taking nothing (a
+   * surface that must refuse before it answers); {@linkcode start} admits the task again.
+   */
+  checkAdmission(caller: Caller): void {
+    const held = this.#owners.count(caller.owner);
+    if (caller.remote && held >= this.#options.ownerLiveTasks) {
+      throw this.#refusal(caller.owner, held);
+    }
+  }
+
   /** How many tasks the owner has live in this process, and the cap of a remote caller. */
   liveTasks(owner: string): { used: number; cap: number } {
     return { used: this.#owners.count(owner), cap: this.#options.ownerLiveTasks };

@@ -143,15 +143,29 @@ export class RunAdmission {
    * that: `rate_limited` with a `Retry-After`.
    */
   place(caller: Caller, runId: string, queued: readonly QueueItem[]): Placement {
+    const placement = this.#decide(caller, queued);
+    if (placement === "run") this.#takeLive(runId, caller.owner);
+    else this.#waiting.set(runId, caller.owner);
+    return placement;
+  }
+
+  /**
+   * Throws the refusal {@linkcode place} would give a new run of `caller` now, taking nothing:
+   * for a surface that must refuse before it answers (an A2A send becomes a JSON-RPC error,
+   * not a rejected task). The run itself is admitted again when it starts.
+   */
+  check(caller: Caller, queued: readonly QueueItem[]): void {
+    this.#decide(caller, queued);
+  }
+
+  /** Where a new run of `caller` would go, or the refusal; nothing is taken. */
+  #decide(caller: Caller, queued: readonly QueueItem[]): Placement {
     const { owner } = caller;
     const remote = caller.remote === true;
     const mine = queued.filter((item) => item.owner === owner).length;
     const underLive = this.#live.total < this.limits.hostLiveGuests &&
       (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns);
-    if (underLive && ![...this.#waiting.values()].includes(owner)) {
-      this.#takeLive(runId, owner);
-      return "run";
-    }
+    if (underLive && ![...this.#waiting.values()].includes(owner)) return "run";
     if (queued.length >= this.limits.hostQueuedRuns) {
       throw this.#refusal(
         `the host's queue holds ${queued.length} runs, the most allowed (admission.host_queued_runs)`,
@@ -164,7 +178,6 @@ export class RunAdmission {
         } live runs and ${mine} queued, the most allowed (admission.owner_live_runs, admission.owner_queued_runs)`,
       );
     }
-    this.#waiting.set(runId, owner);
     return "queue";
   }
 

@@ -368,6 +368,16 @@ export class RunManager {
     return status;
   }
 
+  /**
+   * Throws the `rate_limited` refusal a new run of `caller` would get now, taking nothing
+   * (a surface that must refuse before it answers); {@linkcode start} admits the run again.
+   */
+  async checkAdmission(caller: Caller): Promise<void> {
+    await this.#admission.serial(async () =>
+      this.#admission.check(caller, await this.#queuedRuns())
+    );
+  }
+
   /** How full the caps are, host-wide and for the caller's owner. */
   async admission(caller: Caller): Promise<RunAdmissionSnapshot> {
     return this.#admission.snapshot(caller.owner, await this.#queuedRuns());
