@@ -17,13 +17,18 @@ export type ServedDashboard = HostProcess;
 
 /**
  * Starts `svc dashboard --port 0` as `deno task dashboard` does (launcher, then host) on
- * `<home>/.svc` with one token bound to {@linkcode LOAD_OWNER} and the fake provider's latency
- * `fakeLatencyMs`; resolves once it listens. Its `pid` is the launcher's.
+ * `<home>/.svc` with one token bound to {@linkcode LOAD_OWNER}, the fake provider's latency
+ * `fakeLatencyMs` and `config` as its `config.json`; resolves once it listens. Its `pid` is the
+ * launcher's.
  */
 export async function startServedDashboard(
   home: string,
-  options: { fakeLatencyMs: number },
+  options: { fakeLatencyMs: number; config?: Record<string, unknown> },
 ): Promise<ServedDashboard> {
+  if (options.config) {
+    await Deno.mkdir(`${home}/.svc`, { recursive: true, mode: 0o700 });
+    await Deno.writeTextFile(`${home}/.svc/config.json`, JSON.stringify(options.config));
+  }
   return await startHostProcess(home, "dashboard", {
     launcher: true,
     args: ["--owner-token", `${LOAD_OWNER}:${LOAD_TOKEN}`],

@@ -223,3 +223,17 @@ Deno.test("an automation made over the API works as its remote owner at every fi
   assert.match(String(task?.options.workdir), /^\$SVC_HOME\/tmp\/work-/);
   await daemon.daemon.scheduler.stop();
 });
+
+Deno.test("POST /api/workflow/legacy with workdir SVC_HOME is refused with 403, as a run is", async () => {
+  await using d = await startDashboard();
+  const answer = await d.json("/api/workflow/legacy", {
+    token: TOKENS.bob,
+    body: {
+      chain: { version: 1, steps: [{ id: "only", prompt: "hi" }] },
+      fake_dispatch: true,
+      workdir: d.home,
+    },
+  });
+  assertForbidden(answer, { names: "no workspace root is configured for owner 'bob'", hides: [] });
+  assert.equal((await d.services.runs.list({ owner: "bob" })).length, 0);
+});
