@@ -9,6 +9,7 @@ import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags, listenGrant } from "./permissions.ts";
 import { nodeModulesFlags } from "./node_modules_mode.ts";
+import { hostEntry } from "./host_entry.ts";
 
 const SIGNAL_NUMBERS: Record<string, number> = {
   SIGHUP: 1,
@@ -22,16 +23,6 @@ const SIGNAL_NUMBERS: Record<string, number> = {
 
 function fileOf(relative: string): string {
   return decodeURIComponent(new URL(relative, import.meta.url).pathname);
-}
-
-/**
- * The host module that runs `argv`: the lean program for `workflow run`, `workflow resume` and
- * `workflow work` (`cli/workflow_main.ts`: no server, dashboard, MCP or board command is
- * loaded), else the whole command line (`cli/main.ts`). Both parse those commands alike.
- */
-export function hostEntry(argv: readonly string[]): string {
-  const lean = argv[0] === "workflow" && ["run", "resume", "work"].includes(argv[1] ?? "");
-  return fileOf(lean ? "./workflow_main.ts" : "./main.ts");
 }
 
 /** The directory `deno task` was started in (`INIT_CWD`), when it is one. */

@@ -5,7 +5,7 @@
  * @module
  */
 import { platform } from "../src/platform/mod.ts";
-import { hostEntry } from "./launch.ts";
+import { hostEntry } from "./host_entry.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
 import { nodeModulesFlags } from "./node_modules_mode.ts";
 import { UsageError } from "./workflow_input.ts";

@@ -86,7 +86,7 @@ import { FLAT_RATIO, measureSoak, SOAK_DEFAULT_S } from "./bench_soak.ts";
 import { timeMicrovmStandInGuest } from "./bench_microvm.ts";
 import { measurePostgres } from "./bench_postgres.ts";
 import { limited, STEP_TIMEOUT_MS } from "./bench_limit.ts";
-import { hostEntry } from "../cli/launch.ts";
+import { hostEntry } from "../cli/host_entry.ts";
 
 const DEFAULT_RUNS = 15;
 /** Whether bubblewrap can confine a guest on this machine (its figures are skipped if not). */

@@ -8,7 +8,7 @@ import { defaultConfig } from "../src/config/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { configuredGrants, grantsOf } from "../cli/permissions.ts";
 import { nodeModulesFlags } from "../cli/node_modules_mode.ts";
-import { hostEntry } from "../cli/launch.ts";
+import { hostEntry } from "../cli/host_entry.ts";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
 
 interface InfoModule {
