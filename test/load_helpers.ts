@@ -12,23 +12,34 @@ export const LOAD_OWNER = "load";
 /** The load's bearer token. */
 export const LOAD_TOKEN = "load-token-0123456789abcdef0123";
 
+/**
+ * The operator's caps of a load test or soak: one owner holds every run and stream, far past
+ * the defaults for remote callers (docs/SECURITY.md, "Capacity").
+ */
+export const LOAD_CAPS = {
+  admission: {
+    host_live_guests: 64,
+    owner_live_runs: 64,
+    owner_live_tasks: 64,
+    owner_event_streams: 1024,
+  },
+};
+
 /** A `svc dashboard` process serving on 127.0.0.1, under its launcher. */
 export type ServedDashboard = HostProcess;
 
 /**
  * Starts `svc dashboard --port 0` as `deno task dashboard` does (launcher, then host) on
  * `<home>/.svc` with one token bound to {@linkcode LOAD_OWNER}, the fake provider's latency
- * `fakeLatencyMs` and `config` as its `config.json`; resolves once it listens. Its `pid` is the
+ * `fakeLatencyMs` and {@linkcode LOAD_CAPS}; resolves once it listens. Its `pid` is the
  * launcher's.
  */
 export async function startServedDashboard(
   home: string,
-  options: { fakeLatencyMs: number; config?: Record<string, unknown> },
+  options: { fakeLatencyMs: number },
 ): Promise<ServedDashboard> {
-  if (options.config) {
-    await Deno.mkdir(`${home}/.svc`, { recursive: true, mode: 0o700 });
-    await Deno.writeTextFile(`${home}/.svc/config.json`, JSON.stringify(options.config));
-  }
+  await Deno.mkdir(`${home}/.svc`, { recursive: true, mode: 0o700 });
+  await Deno.writeTextFile(`${home}/.svc/config.json`, JSON.stringify(LOAD_CAPS));
   return await startHostProcess(home, "dashboard", {
     launcher: true,
     args: ["--owner-token", `${LOAD_OWNER}:${LOAD_TOKEN}`],

@@ -40,17 +40,6 @@ const READS_PER_ROUND = 500;
 const MAX_ROUNDS = 40;
 /** Connections of the read load. */
 const READ_CONNECTIONS = 8;
-/**
- * The operator's caps for this load: one owner holds every run and stream, far past the
- * defaults for remote callers (docs/SECURITY.md, "Capacity").
- */
-const LOAD_CAPS = {
-  admission: {
-    host_live_guests: RUNS,
-    owner_live_runs: RUNS,
-    owner_event_streams: GLOBAL_SUBSCRIBERS + 2 * RUNS + 16,
-  },
-};
 /** The whole test's limit: it fails rather than hangs. */
 const LIMIT_MS = 120_000;
 
@@ -203,10 +192,7 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     await using home = await tempDir("svc-load-");
-    const server = await startServedDashboard(home.path, {
-      fakeLatencyMs: FAKE_LATENCY_MS,
-      config: LOAD_CAPS,
-    });
+    const server = await startServedDashboard(home.path, { fakeLatencyMs: FAKE_LATENCY_MS });
     const started = performance.now();
     let open = 0;
     let peakOpen = 0;
