@@ -133,20 +133,25 @@ Deno.test("at the host's live cap a run queues, and starts and finishes when a s
   assert.deepEqual([...started].sort(), started, "started in the fair order: a1, b1, a2");
 });
 
+/**
+ * A host with one live slot on `home` runs a never-ending run, queues `script` behind it and
+ * closes: the queued run is left in the ledger. Returns its id.
+ */
+async function leaveQueuedRun(home: string, script: string): Promise<string> {
+  await using t = await testManager({
+    home,
+    fakeLatencyMs: 60_000,
+    admission: { hostLiveGuests: 1 },
+  });
+  await t.manager.start({ script: NEVER_ENDING }, LOCAL);
+  const queued = await t.manager.start({ script }, LOCAL);
+  assert.equal(queued.queue_position, 1);
+  return queued.run_id;
+}
+
 Deno.test("a queued run is kept in the ledger when its host closes, and a later host runs it", async () => {
   await using home = await tempDir("svc-admission-restart-");
-  let queuedId: string;
-  {
-    await using t = await testManager({
-      home: home.path,
-      fakeLatencyMs: 60_000,
-      admission: { hostLiveGuests: 1 },
-    });
-    await t.manager.start({ script: NEVER_ENDING }, LOCAL);
-    const queued = await t.manager.start({ script: "return 'kept';" }, LOCAL);
-    assert.equal(queued.queue_position, 1);
-    queuedId = queued.run_id;
-  }
+  const queuedId = await leaveQueuedRun(home.path, "return 'kept';");
   await using later = await testManager({ home: home.path });
   assert.equal((await later.manager.get(queuedId, LOCAL))?.state, "queued");
   assert.ok(await later.manager.work(queuedId));
@@ -156,16 +161,7 @@ Deno.test("a queued run is kept in the ledger when its host closes, and a later 
 
 Deno.test("a server opened again takes up the runs left queued when no daemon is alive; a one-shot command does not", async () => {
   await using home = await tempDir("svc-admission-adopt-");
-  let queuedId: string;
-  {
-    await using t = await testManager({
-      home: home.path,
-      fakeLatencyMs: 60_000,
-      admission: { hostLiveGuests: 1 },
-    });
-    await t.manager.start({ script: NEVER_ENDING }, LOCAL);
-    queuedId = (await t.manager.start({ script: "return 'taken up';" }, LOCAL)).run_id;
-  }
+  const queuedId = await leaveQueuedRun(home.path, "return 'taken up';");
   const open = (adoptQueuedRuns: boolean) =>
     openServices({
       home: home.path,
