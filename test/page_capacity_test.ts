@@ -15,12 +15,14 @@ pageTest(
       fakeLatencyMs: 60_000,
       config: { ...config, admission: { ...config.admission, owner_live_runs: 1 } },
     });
+    const ids: string[] = [];
     for (let i = 0; i < 2; i++) {
       const started = await d.json("/api/workflow/run", {
         token: TOKENS.alice,
         body: { script: `await agent("wait");` },
       });
       assert.equal(started.status, 202, JSON.stringify(started.body));
+      ids.push(String(started.body.run_id));
     }
     await using browser = await launchBrowser();
     const page = await browser.newPage();
@@ -35,6 +37,10 @@ pageTest(
     );
     assert.equal(await page.locator(".capacity .gauge.full").count(), 1, "the full cap stands out");
     await saveScreenshot(page, "capacity");
+    // The queued run's own page says where it stands.
+    await page.evaluate(`location.hash = "#/runs/${ids[1]}"`);
+    await page.getByText("place 1 in the queue").waitFor();
+    await saveScreenshot(page, "run-queued");
     browser.assertNoErrors();
   },
 );

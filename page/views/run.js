@@ -287,6 +287,9 @@ export function RunView({ api, runId }) {
           <div class="title-line">
             <h1>${status.name ?? status.filename}</h1>
             <${StateBadge} state=${status.state} />
+            ${status.state === "queued" && status.queue_position
+              ? html`<span class="muted small">place ${status.queue_position} in the queue</span>`
+              : null}
             <span class="mono muted small">${status.run_id}</span>
             ${feed === "reconnecting"
               ? html`<span class="connection conn-reconnecting">reconnecting…</span>`
