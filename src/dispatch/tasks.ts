@@ -20,7 +20,7 @@ import {
   type WorkTrigger,
 } from "../ledger/mod.ts";
 import { withDefaults } from "../options/mod.ts";
-import { joinPath, platform } from "../platform/mod.ts";
+import { platform } from "../platform/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
 import {
   describeIssue,

@@ -15,7 +15,6 @@ import {
   type RunStatus,
 } from "../ledger/mod.ts";
 import { type Assert, describeIssue, type JsonValue, type SameType } from "../schemas/mod.ts";
-import { joinPath } from "../platform/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
 import { diffWorkdir } from "./git_diff.ts";
 import { readReviewScript, REVIEW_FILENAME } from "./review_script.ts";
