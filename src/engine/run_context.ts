@@ -194,9 +194,58 @@ export class RunContext {
     return this.#seq.call;
   }
 
-  /** The next call sequence number, from 1. */
-  nextCallSeq(): number {
+  /**
+   * A call took its place in line: it is counted, and gets the next sequence number (from 1).
+   * The counters below change only through these `call…` methods, each of which puts the
+   * change into the run's feed (see {@linkcode COUNTS_INTERVAL_MS}).
+   */
+  callPlaced(): number {
+    this.status.calls.total++;
+    this.#callsChanged();
     return ++this.#seq.call;
+  }
+
+  /** A live call waits for one of the run's concurrency slots. */
+  callQueued(): void {
+    this.status.calls.queued++;
+    this.#callsChanged();
+  }
+
+  /** A queued call stopped waiting: it took its slot, or the run stopped first. */
+  callDequeued(): void {
+    this.status.calls.queued--;
+    this.#callsChanged();
+  }
+
+  /** A call went to its provider. */
+  callStarted(): void {
+    this.status.calls.running++;
+    this.#callsChanged();
+  }
+
+  /** A call's dispatch is over; {@linkcode callSucceeded} or {@linkcode callFailed} follows. */
+  callReturned(): void {
+    this.status.calls.running--;
+    this.#callsChanged();
+  }
+
+  /** A call ended with its provider's value. */
+  callSucceeded(): void {
+    this.status.calls.succeeded++;
+    this.#callsChanged();
+  }
+
+  /** A call ended with a value from an earlier run's journal. */
+  callReplayed(): void {
+    this.status.calls.replayed++;
+    this.#callsChanged();
+  }
+
+  /** A call ended without a value (the script gets null), counted under its cause. */
+  callFailed(cause: FailureCause): void {
+    this.status.calls.failed++;
+    this.#countFailure(cause);
+    this.#callsChanged();
   }
 
   /**
@@ -306,7 +355,7 @@ export class RunContext {
    * {@linkcode COUNTS_INTERVAL_MS}, as they are when the event is made: a wave of calls shows
    * whole, and a script looping over refused calls adds a bounded number of events.
    */
-  callsChanged(): void {
+  #callsChanged(): void {
     if (this.#countsTimer !== undefined || TERMINAL_STATES.has(this.status.state)) return;
     // A first change waits a moment, so that a wave of calls arriving together shows whole.
     const wait = Math.max(COUNTS_SETTLE_MS, this.#countsAt + COUNTS_INTERVAL_MS - Date.now());
@@ -379,18 +428,21 @@ export class RunContext {
   }
 
   /**
-   * Records a refused call (agent limit, budget, unpriced): the first of each kind as a journal
-   * entry, later ones only in the counters (`journal.omitted`), so that a script looping over
+   * A call was refused (agent limit, budget, unpriced) and skipped: the first of each kind is
+   * journaled, later ones only counted (`journal.omitted`), so that a script looping over
    * refused calls grows the ledger by a bounded amount. Nothing a refused call does reaches
    * the ledger until the next write of the status. Past `maxRefusedCalls` refusals the script
-   * is taken to be looping and the run stops, failed.
+   * is taken to be looping and the run stops, failed. Resolves once the entry, if any, is
+   * committed.
    */
-  refuse(
+  callSkipped(
     kind: "agent_limit" | "budget" | "unpriced",
     reason: string,
     entry: () => JournalEntry,
   ): Promise<void> {
-    this.countFailure(kind);
+    this.status.calls.skipped++;
+    this.#callsChanged();
+    this.#countFailure(kind);
     if (++this.#refused > this.#options.maxRefusedCalls) this.#stopRefused(reason);
     if (!this.#refusals.has(kind)) {
       this.#refusals.add(kind);
@@ -419,7 +471,7 @@ export class RunContext {
   }
 
   /** Counts one call that returned null, under its cause. */
-  countFailure(cause: FailureCause): void {
+  #countFailure(cause: FailureCause): void {
     const { failures } = this.status;
     failures[cause] = (failures[cause] ?? 0) + 1;
   }

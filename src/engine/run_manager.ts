@@ -50,7 +50,7 @@ import {
 } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
-import { handleAgentCall, recordReplayedCalls } from "./agent_call.ts";
+import { handleAgentCall, recordReplayedCalls } from "./call/mod.ts";
 import { BudgetGate } from "./budget.ts";
 import {
   type GuestOutcome,

@@ -1,5 +1,5 @@
-import { joinPath, platform } from "../platform/mod.ts";
-import { ScriptCallError } from "./guest_session.ts";
+import { joinPath, platform } from "../../platform/mod.ts";
+import { ScriptCallError } from "../guest_session.ts";
 
 /** Longest `workdir` a script may name. */
 const MAX_WORKDIR_CHARS = 4096;

@@ -1,0 +1,58 @@
+import { type StepResult, structuredStep } from "../../dispatch/mod.ts";
+import type { RunContext } from "../run_context.ts";
+import type { Approved } from "./approve.ts";
+import { budgetExceeded } from "./conditions.ts";
+import type { AgentCallDeps, Ending, LiveCall } from "./types.ts";
+
+/**
+ * The dispatch stage, run while the call holds its slot: the budget admits the call's
+ * estimate, then the call goes to its provider (or continues its session), asked again while
+ * its answer is not valid against its schema. What it used settles the budget, whatever the
+ * outcome; a part not known counts its estimate against the budget.
+ */
+export async function dispatch(
+  ctx: RunContext,
+  deps: AgentCallDeps,
+  call: LiveCall,
+  { options, context }: Approved,
+): Promise<{ step: StepResult } | { ending: Ending }> {
+  const { seq, schema } = call.decision;
+  const admission = ctx.budget.admit(ctx.budget.estimateOf(call.call.options));
+  if (!admission.ok) {
+    budgetExceeded(ctx, seq, admission.reason);
+    return { ending: { outcome: "skipped", refusal: "budget", reason: admission.reason } };
+  }
+  ctx.callStarted();
+  let step: StepResult | undefined;
+  try {
+    step = await structuredStep(schema, {
+      attempts: ctx.request.schema_attempts,
+      options,
+      once(options) {
+        const input = {
+          prompt: call.call.prompt,
+          options,
+          ...(call.agent?.system !== undefined ? { system: call.agent.system } : {}),
+          signal: call.signal,
+          ...(call.cwd !== undefined ? { cwd: call.cwd } : {}),
+        };
+        return call.call.options.session === undefined
+          ? deps.dispatcher.dispatch(input, context)
+          : deps.sessions.dispatch(deps.dispatcher, input, {
+            ...context,
+            owner: ctx.status.owner,
+            ref: call.call.options.session,
+          });
+      },
+    });
+    return { step };
+  } finally {
+    const spent = step?.spent;
+    ctx.budget.settle(admission.reservation, {
+      tokens: spent ? spent.usage.input_tokens + spent.usage.output_tokens : 0,
+      usd: spent?.cost_usd ?? 0,
+      unknown: { tokens: spent?.usageUnknown ?? false, usd: spent?.costUnknown ?? false },
+    });
+    ctx.callReturned();
+  }
+}

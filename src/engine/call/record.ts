@@ -1,0 +1,55 @@
+import type { JsonValue } from "../../schemas/mod.ts";
+import type { AgentReply } from "../guest_session.ts";
+import type { RunContext } from "../run_context.ts";
+import { callEntry } from "./entry.ts";
+import type { AdmittedCall, Ending } from "./types.ts";
+
+/**
+ * The record stage: counts how `call` ended and journals it, then replies. The counters change
+ * before the entry is queued (its commit copies the status with them), and the reply waits for
+ * the commit: whatever the script sees is in the journal first (write-ahead), so that a resume
+ * replays it.
+ */
+export async function record(
+  ctx: RunContext,
+  call: AdmittedCall,
+  ending: Ending,
+): Promise<AgentReply> {
+  switch (ending.outcome) {
+    case "skipped":
+      // Awaited too, so that the run ends only after the refusal's entry, if it gets one, is written.
+      await ctx.callSkipped(ending.refusal, ending.reason, () => callEntry(call, ending));
+      return reply(ctx, null);
+    case "replayed":
+      ctx.callReplayed();
+      await ctx.journal(callEntry(call, ending));
+      return reply(ctx, ending.candidate.entry.result ?? null);
+    case "live":
+      ctx.callSucceeded();
+      await ctx.journal(callEntry(call, ending));
+      return reply(ctx, ending.value);
+    case "failed":
+      ctx.callFailed(ending.cause);
+      if (ending.narrate) {
+        ctx.narrate({
+          kind: "call",
+          text: `agent call #${call.decision.seq}${callTags(call)} failed: ${ending.reason}`,
+        });
+      }
+      await ctx.journal(callEntry(call, ending));
+      return reply(ctx, null);
+  }
+}
+
+/** The reply stage: the call's value for the script, and the budget spent so far. */
+export function reply(ctx: RunContext, value: JsonValue | null): AgentReply {
+  return { value, spent: ctx.budget.spent() };
+}
+
+/** ` (label, phase P)`: how a failure's narration names the call, from its own options. */
+function callTags({ call }: AdmittedCall): string {
+  const { label, phase } = call.options;
+  const tags = [label, phase === undefined ? undefined : `phase ${phase}`]
+    .filter((tag) => tag !== undefined && tag !== "");
+  return tags.length === 0 ? "" : ` (${tags.join(", ")})`;
+}
