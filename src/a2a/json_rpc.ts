@@ -16,7 +16,7 @@ import {
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
 import { jsonRpcCodeOf, toSvcError } from "../errors/mod.ts";
 import type { Caller } from "../ledger/mod.ts";
-import { readBounded } from "../platform/mod.ts";
+import { readBody } from "../platform/mod.ts";
 import { CallerUser } from "./caller_user.ts";
 
 /** Largest JSON-RPC request body, in bytes. */
@@ -32,13 +32,17 @@ const REFERENCES_LIMIT = 16;
 /** Longest id (task, context, message) a request may carry. */
 const ID_LIMIT = 256;
 
-/** JSON-RPC error codes used here. */
+/**
+ * JSON-RPC error codes. Those of the protocol itself (a body that is not JSON, not a request,
+ * a method this server does not offer) are JSON-RPC's and A2A's; those of svc's own errors come
+ * from the error table, as every other surface's answers do.
+ */
 const CODES = {
   parse: -32700,
   invalidRequest: -32600,
-  invalidParams: -32602,
-  internal: -32603,
   pushNotSupported: -32003,
+  invalidParams: jsonRpcCodeOf("invalid_request"),
+  internal: jsonRpcCodeOf("internal"),
 };
 
 /**
@@ -259,18 +263,17 @@ export function jsonRpcHandler(
           ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error)
           : JsonRpcTransportHandler.mapToJSONRPCError(error),
       );
-    const length = Number(request.headers.get("content-length") ?? "0");
-    const tooLarge = {
-      code: CODES.invalidRequest,
-      message: `Cannot read the request: its body is larger than ${limit} bytes`,
-    };
-    if (length > limit) return rpcError(null, tooLarge, 413);
     let text: string;
     try {
-      const bytes = request.body ? await readBounded(request.body, limit) : new Uint8Array();
+      const bytes = await readBody(request, limit);
+      if (bytes === undefined) {
+        return rpcError(null, {
+          code: CODES.invalidRequest,
+          message: `Cannot read the request: its body is larger than ${limit} bytes`,
+        }, 413);
+      }
       text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-    } catch (error) {
-      if (error instanceof RangeError) return rpcError(null, tooLarge, 413);
+    } catch {
       return rpcError(null, {
         code: CODES.parse,
         message: "Cannot read the request: it is not UTF-8",

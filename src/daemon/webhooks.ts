@@ -1,7 +1,7 @@
 import { SvcError } from "../errors/mod.ts";
 import type { WebhookConfig } from "../config/mod.ts";
 import { callerOf, type WebhookDelivery } from "../ledger/mod.ts";
-import { platform, readBounded } from "../platform/mod.ts";
+import { platform, readBody } from "../platform/mod.ts";
 import { jsonProblem, type JsonValue } from "../schemas/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { renderPrompt } from "./prompt_template.ts";
@@ -159,22 +159,13 @@ export class WebhookReceiver {
     hook: WebhookConfig,
     delivery: { headers: Headers; body: ReadableStream<Uint8Array> | null },
   ): Promise<Uint8Array> {
-    const declared = Number(delivery.headers.get("content-length") ?? "0");
-    const tooLarge = () => {
-      this.#counts.rejected++;
-      return new SvcError(
-        "payload_too_large",
-        `Cannot accept the delivery: its body is larger than ${hook.max_body_bytes} bytes`,
-      );
-    };
-    if (declared > hook.max_body_bytes) throw tooLarge();
-    if (!delivery.body) return new Uint8Array();
-    try {
-      return await readBounded(delivery.body, hook.max_body_bytes);
-    } catch (error) {
-      if (error instanceof RangeError) throw tooLarge();
-      throw error;
-    }
+    const body = await readBody(delivery, hook.max_body_bytes);
+    if (body !== undefined) return body;
+    this.#counts.rejected++;
+    throw new SvcError(
+      "payload_too_large",
+      `Cannot accept the delivery: its body is larger than ${hook.max_body_bytes} bytes`,
+    );
   }
 }
 

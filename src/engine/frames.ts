@@ -1,3 +1,8 @@
+import { timingSafeEqual } from "../platform/mod.ts";
+
+/** The one constant-time comparison, as the guest bridge uses it for nonces. */
+export { timingSafeEqual };
+
 /** Methods a guest may call. Anything else is a security event. */
 const REQUESTS = new Set(["agent", "workflow"]);
 const NOTIFICATIONS = new Set(["phase", "log", "item_error", "replayed", "done"]);
@@ -19,14 +24,6 @@ export type Classified =
   | { type: "message"; message: GuestMessage }
   | { type: "dropped"; kind: SecurityEventKind; detail: string; stray?: string }
   | { type: "empty" };
-
-/** Compares two strings in time that depends only on their lengths. */
-export function timingSafeEqual(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
 
 function preview(text: string): string {
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;

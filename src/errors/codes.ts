@@ -52,7 +52,7 @@ export const EXIT_STATUS = {
 export interface ErrorMapping {
   /** The HTTP status of a response carrying the error. */
   readonly http: number;
-  /** The JSON-RPC 2.0 `error.code` (MCP, A2A). */
+  /** The JSON-RPC 2.0 `error.code` (A2A; MCP reports tool failures inside results). */
   readonly jsonRpc: number;
   /** The exit status of the command line. */
   readonly exit: number;

@@ -1,31 +1,31 @@
 /**
  * The dashboard's Hono application: the security layer over `/api/*` and `/mcp`, the body
- * reader, every route, the tool protocol's Streamable HTTP endpoint, the OpenAPI document generated from the routes' schemas, and the one error handler.
+ * reader, the route modules' sub-apps, the tool protocol's Streamable HTTP endpoint, the OpenAPI document generated from the routes' schemas, and the one error handler.
  * It is a `fetch` handler: tests call it in process, `serveDashboard()` puts it on a port.
  * @module
  */
-import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Services } from "../services/mod.ts";
 import { SvcError } from "../errors/mod.ts";
-import type { SchemaIssue } from "../schemas/mod.ts";
 import { VERSION } from "../version.ts";
+import type { MiddlewareHandler } from "hono";
 import type { McpHttpHandler } from "../mcp/mod.ts";
 import { dashboardAuth } from "./auth.ts";
 import type { AuthSettings } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
-import { errorResponse, renderError, validationError } from "./errors.ts";
+import { errorResponse, renderError } from "./errors.ts";
 import { hostCheck } from "./host_check.ts";
 import { jsonBody } from "./json_body.ts";
-import { addAutomationRoutes } from "./routes_automations.ts";
-import { addBoardRoutes } from "./routes_board.ts";
-import { addDispatchRoutes } from "./routes_dispatch.ts";
-import { addEventRoutes } from "./routes_events.ts";
-import { addMemoryRoutes } from "./routes_memory.ts";
-import { addInsightRoutes } from "./routes_insights.ts";
-import { addLegacyRoutes } from "./routes_legacy.ts";
-import { addRunRoutes } from "./routes_runs.ts";
-import { addSessionRoutes } from "./routes_sessions.ts";
+import { automationRoutes } from "./routes_automations.ts";
+import { boardRoutes } from "./routes_board.ts";
+import { dispatchRoutes } from "./routes_dispatch.ts";
+import { eventRoutes } from "./routes_events.ts";
+import { memoryRoutes } from "./routes_memory.ts";
+import { insightRoutes } from "./routes_insights.ts";
+import { legacyRoutes } from "./routes_legacy.ts";
+import { runRoutes } from "./routes_runs.ts";
+import { sessionRoutes } from "./routes_sessions.ts";
 import { pageServer } from "./page.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 
 /** Options of {@linkcode dashboardApp}. */
 export interface DashboardAppOptions {
@@ -66,32 +66,9 @@ export interface DashboardApp {
   routes(): Array<{ method: string; path: string }>;
 }
 
-/** What the route modules share. */
-export interface RouteContext {
-  /** The services the routes call. */
-  services: Services;
-  /** Event stream settings. */
-  sse: { keepAliveMs?: number; retryMs?: number };
-  /** When the server started (ms since the epoch). */
-  startedAt: number;
-  /** Whether requests without a token are accepted (as the local owner). */
-  authRequired: boolean;
-  /** Aborts when the server closes: open streams end. */
-  signal: AbortSignal;
-}
-
-/** The OpenAPI app type every route module adds to. */
-export type DashboardHono = OpenAPIHono<DashboardEnv>;
-
 /** Builds the dashboard over open services. Options are checked here, once. */
 export function dashboardApp(services: Services, options: DashboardAppOptions): DashboardApp {
-  const app: DashboardHono = new OpenAPIHono<DashboardEnv>({
-    // Failed validation: 400 naming the field, in the API's error shape.
-    defaultHook: (result) =>
-      result.success
-        ? undefined
-        : validationError(result.target, result.error.issues as SchemaIssue[]),
-  });
+  const app: DashboardHono = routeApp();
   app.onError((error) => renderError(error));
   app.notFound((c) =>
     c.req.path.startsWith("/api/")
@@ -107,8 +84,53 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
     sameOrigin: options.sameOrigin ?? false,
   });
   app.use("/api/*", authenticate);
-  // The tool protocol over Streamable HTTP: the same tokens, the token's owner is the caller.
-  // Loaded at its first request: the SDK adds about 60 ms to every start of the command line.
+  mountMcp(app, services, options, authenticate);
+  app.use("/api/*", jsonBody({ maxBytes: options.maxBodyBytes }));
+  const context: RouteContext = {
+    services,
+    sse: { keepAliveMs: options.keepAliveMs, retryMs: options.retryMs },
+    startedAt: options.startedAt ?? Date.now(),
+    authRequired: options.auth.required,
+    signal: options.signal ?? new AbortController().signal,
+  };
+  // Each route module is a sub-app; mounted after the security layer and the body reader, so
+  // that those run first, and answered by this app's one error handler.
+  for (
+    const routes of [
+      runRoutes,
+      dispatchRoutes,
+      sessionRoutes,
+      insightRoutes,
+      boardRoutes,
+      eventRoutes,
+      memoryRoutes,
+      automationRoutes,
+      legacyRoutes,
+    ]
+  ) app.route("/", routes(context));
+  const openapi = openapiDocument(app);
+  app.get("/api/openapi.json", (c) => c.json(openapi()));
+  // The board page: every other GET outside /api/ is one of its files, or 404.
+  const page = pageServer(options.pageDir !== undefined ? { dir: options.pageDir } : {});
+  app.on(["GET", "HEAD"], "/*", async (c) => {
+    if (c.req.path.startsWith("/api/")) return c.notFound();
+    return await page.respond(c.req.path, c.req.raw) ?? c.notFound();
+  });
+  const routes = () => apiRoutes(app);
+  return { fetch: async (request) => await app.fetch(request), openapi, routes };
+}
+
+/**
+ * The tool protocol over Streamable HTTP at `/mcp`: the same tokens, the token's owner is the
+ * caller. Loaded at its first request: the SDK adds about 60 ms to every start of the command
+ * line.
+ */
+function mountMcp(
+  app: DashboardHono,
+  services: Services,
+  options: DashboardAppOptions,
+  authenticate: MiddlewareHandler<DashboardEnv>,
+): void {
   let mcp: Promise<McpHttpHandler> | undefined;
   const mcpHandler = () =>
     mcp ??= import("../mcp/mod.ts").then((module) =>
@@ -122,25 +144,17 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
   });
   app.use("/mcp", authenticate);
   app.all("/mcp", async (c) => await (await mcpHandler()).fetch(c.req.raw, c.get("caller")));
-  app.use("/api/*", jsonBody({ maxBytes: options.maxBodyBytes }));
-  const context: RouteContext = {
-    services,
-    sse: { keepAliveMs: options.keepAliveMs, retryMs: options.retryMs },
-    startedAt: options.startedAt ?? Date.now(),
-    authRequired: options.auth.required,
-    signal: options.signal ?? new AbortController().signal,
-  };
-  addRunRoutes(app, context);
-  addDispatchRoutes(app, context);
-  addSessionRoutes(app, context);
-  addInsightRoutes(app, context);
-  addBoardRoutes(app, context);
-  addEventRoutes(app, context);
-  addMemoryRoutes(app, context);
-  addAutomationRoutes(app, context);
-  addLegacyRoutes(app, context);
-  const document = () =>
-    app.getOpenAPI31Document({
+}
+
+/** The OpenAPI document of `app`'s routes, built at its first reading. */
+function openapiDocument(app: DashboardHono): () => Record<string, unknown> {
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+    type: "http",
+    scheme: "bearer",
+  });
+  let cached: Record<string, unknown> | undefined;
+  return () =>
+    cached ??= app.getOpenAPI31Document({
       openapi: "3.1.0",
       info: {
         title: "svc dashboard API",
@@ -150,30 +164,18 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
           "route needs 'Authorization: Bearer <token>'; errors are {error: {status, code, message}}.",
       },
       security: [{ bearer: [] }],
-    });
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
-    type: "http",
-    scheme: "bearer",
-  });
-  let cached: Record<string, unknown> | undefined;
-  const openapi = () => cached ??= document() as unknown as Record<string, unknown>;
-  app.get("/api/openapi.json", (c) => c.json(openapi()));
-  // The board page: every other GET outside /api/ is one of its files, or 404.
-  const page = pageServer(options.pageDir !== undefined ? { dir: options.pageDir } : {});
-  app.on(["GET", "HEAD"], "/*", async (c) => {
-    if (c.req.path.startsWith("/api/")) return c.notFound();
-    return await page.respond(c.req.path, c.req.raw) ?? c.notFound();
-  });
-  const routes = () => {
-    const seen = new Map<string, { method: string; path: string }>();
-    for (const route of app.routes) {
-      if (route.method === "ALL" || !route.path.startsWith("/api/")) continue;
-      const path = route.path.replace(/:([A-Za-z_]+)/g, "{$1}");
-      seen.set(`${route.method} ${path}`, { method: route.method, path });
-    }
-    return [...seen.values()];
-  };
-  return { fetch: async (request) => await app.fetch(request), openapi, routes };
+    }) as unknown as Record<string, unknown>;
+}
+
+/** Every `/api/*` route `app` answers, once each, `{param}` style. */
+function apiRoutes(app: DashboardHono): Array<{ method: string; path: string }> {
+  const seen = new Map<string, { method: string; path: string }>();
+  for (const route of app.routes) {
+    if (route.method === "ALL" || !route.path.startsWith("/api/")) continue;
+    const path = route.path.replace(/:([A-Za-z_]+)/g, "{$1}");
+    seen.set(`${route.method} ${path}`, { method: route.method, path });
+  }
+  return [...seen.values()];
 }
 
 function clip(text: string): string {

@@ -7,7 +7,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { callerOf } from "../ledger/mod.ts";
-import { platform } from "../platform/mod.ts";
+import { platform, timingSafeEqual } from "../platform/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type AuthSettings, LOCAL_OWNER } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
@@ -39,13 +39,6 @@ const encoder = new TextEncoder();
 
 function digest(text: string): Uint8Array {
   return platform().sha256(encoder.encode(text));
-}
-
-/** Equal digests, compared without an early exit: the time says nothing about where they differ. */
-function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ (b[i] ?? 0);
-  return diff === 0;
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */
@@ -98,7 +91,7 @@ export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<
     if (presented !== undefined) {
       const given = digest(presented);
       for (const token of configured) {
-        if (sameDigest(given, token.digest) && match === undefined) match = token;
+        if (timingSafeEqual(given, token.digest) && match === undefined) match = token;
       }
     }
     if (match === undefined && settings.required) {

@@ -7,7 +7,7 @@
  */
 import { SvcError } from "../errors/mod.ts";
 import { type Caller, endsStream, type EventStream, type FeedItem } from "../ledger/mod.ts";
-import type { RouteContext } from "./app.ts";
+import type { RouteContext } from "./route_context.ts";
 import { sseResponse } from "./sse.ts";
 
 /** The id a client resumes from: a number, `invalid` for one that cannot be ours, or none. */

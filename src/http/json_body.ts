@@ -5,7 +5,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { SvcError } from "../errors/mod.ts";
-import { readBounded } from "../platform/mod.ts";
+import { readBody } from "../platform/mod.ts";
 import type { DashboardEnv } from "./env.ts";
 import { errorResponse } from "./errors.ts";
 
@@ -41,15 +41,8 @@ export function jsonBody(options: { maxBytes?: number } = {}): MiddlewareHandler
   return async function readJsonBody(c, next) {
     const method = c.req.method;
     if (method === "GET" || method === "HEAD" || method === "OPTIONS") return await next();
-    const length = c.req.header("content-length");
-    if (length !== undefined && Number(length) > limit) return tooLarge(limit);
-    let bytes: Uint8Array;
-    try {
-      bytes = c.req.raw.body ? await readBounded(c.req.raw.body, limit) : new Uint8Array();
-    } catch (error) {
-      if (error instanceof RangeError) return tooLarge(limit);
-      throw error;
-    }
+    const bytes = await readBody(c.req.raw, limit);
+    if (bytes === undefined) return tooLarge(limit);
     const type = c.req.header("content-type") ?? "";
     const declaredJson = /^application\/json\s*(;|$)/i.test(type);
     if (bytes.byteLength === 0) {

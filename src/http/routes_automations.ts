@@ -6,7 +6,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { AutomationRequestSchema } from "../schemas/mod.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { errors, jsonContent } from "./route_parts.ts";
 
 const AutomationSchema = z.object({
@@ -82,16 +82,17 @@ const deleteRoute = createRoute({
   },
 });
 
-/** Adds the automation routes. */
-export function addAutomationRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of the automation routes. */
+export function automationRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   const { automations } = context.services;
 
   app.openapi(listRoute, async (c) => {
-    return c.json({ automations: await automations.list(c.get("caller")) } as never, 200);
+    return c.json({ automations: await automations.list(c.get("caller")) }, 200);
   });
 
   app.openapi(createAutomationRoute, async (c) => {
-    return c.json(await automations.create(c.req.valid("json"), c.get("caller")) as never, 201);
+    return c.json(await automations.create(c.req.valid("json"), c.get("caller")), 201);
   });
 
   app.openapi(deleteRoute, async (c) => {
@@ -99,4 +100,6 @@ export function addAutomationRoutes(app: DashboardHono, context: RouteContext): 
     await automations.delete(automation_id, c.get("caller"));
     return c.json({ automation_id, deleted: true as const }, 200);
   });
+
+  return app;
 }

@@ -16,7 +16,7 @@ import {
 } from "../schemas/mod.ts";
 import type { MiddlewareHandler } from "hono";
 import type { DashboardEnv } from "./env.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { errors, jsonContent } from "./route_parts.ts";
 import { PageQuerySchema } from "./schemas.ts";
 import { SvcError } from "../errors/mod.ts";
@@ -75,8 +75,9 @@ const cardRoute = createRoute({
   },
 });
 
-/** Adds the board routes. */
-export function addBoardRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of board routes. */
+export function boardRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   const { board } = context.services;
 
   app.openapi(writeRoute, async (c) => {
@@ -103,4 +104,6 @@ export function addBoardRoutes(app: DashboardHono, context: RouteContext): void 
     }
     return c.json(card, 200);
   });
+
+  return app;
 }

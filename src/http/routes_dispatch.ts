@@ -7,7 +7,7 @@ import { submitTask } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { DispatchRequestSchema } from "../schemas/mod.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { feedResponse, noSuch } from "./feed_stream.ts";
 import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
 import {
@@ -167,8 +167,9 @@ const approvalsRoute = createRoute({
   },
 });
 
-/** Adds the dispatch and task routes. */
-export function addDispatchRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of dispatch and task routes. */
+export function dispatchRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   const { tasks, approvals } = context.services;
 
   app.openapi(startRoute, async (c) => {
@@ -202,7 +203,7 @@ export function addDispatchRoutes(app: DashboardHono, context: RouteContext): vo
     return await feedResponse(context, { kind: "task", id: task_id }, {
       caller,
       request: c.req.raw,
-    }) as never;
+    });
   });
 
   app.openapi(listRoute, async (c) => {
@@ -243,4 +244,6 @@ export function addDispatchRoutes(app: DashboardHono, context: RouteContext): vo
       next_cursor: nextCursor(list, limit, (a) => a.approval_id),
     }, 200);
   });
+
+  return app;
 }

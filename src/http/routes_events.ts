@@ -8,7 +8,7 @@
  * @module
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { mergeSources } from "./merge.ts";
 import { errors, sseContent } from "./route_parts.ts";
 import { type SseEvent, sseResponse } from "./sse.ts";
@@ -47,8 +47,9 @@ function positions(id: string | null): { activity: number; board: number } | und
   return { activity: Number(match[1]), board: Number(match[2]) };
 }
 
-/** Adds `GET /api/events`. */
-export function addEventRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of `GET /api/events`. */
+export function eventRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   const { events, board } = context.services;
 
   app.openapi(eventsRoute, (c) => {
@@ -85,6 +86,8 @@ export function addEventRoutes(app: DashboardHono, context: RouteContext): void 
           yield { id: `${activity}.${changes}`, event: "card", data: item.value };
         }
       }
-    }, { signal: context.signal, ...context.sse, release }) as never;
+    }, { signal: context.signal, ...context.sse, release });
   });
+
+  return app;
 }

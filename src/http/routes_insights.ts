@@ -1,18 +1,16 @@
 /**
  * What the dashboard reports about the service and the caller's work: the overall status, the
- * dispatch history, statistics, providers, costs and the usage summary. All of it is the
- * caller's own (the call log filtered by owner); providers and the kernel are the host's.
+ * dispatch history, statistics, providers, costs and the usage summary, each one call of the
+ * {@linkcode Insights} service, which holds what they count and how.
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
-import { dispatchHistory, remoteCapabilityReport, remoteProviderStatus } from "../dispatch/mod.ts";
-import { callCursor, type RunState } from "../ledger/mod.ts";
 import { SCHEDULER_LEASE } from "../daemon/mod.ts";
 import { CapabilityReportSchema } from "../schemas/mod.ts";
-import { VERSION } from "../version.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
-import { errors, jsonContent, nextCursor } from "./route_parts.ts";
+import { Insights } from "../services/mod.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
+import { errors, jsonContent } from "./route_parts.ts";
 import {
   CallRecordSchema,
   DayStatsSchema,
@@ -206,142 +204,43 @@ const usageRoute = createRoute({
   },
 });
 
-function countStates(items: ReadonlyArray<{ state: RunState }>): Partial<Record<RunState, number>> {
-  const counts: Partial<Record<RunState, number>> = {};
-  for (const item of items) counts[item.state] = (counts[item.state] ?? 0) + 1;
-  return counts;
-}
-
-/**
- * How long `/api/status` reuses an owner's counts of active runs and tasks, in ms. The status is
- * the overview a page polls; counting means two ledger listings, which would make it the
- * dearest route. The runs and tasks routes are always exact.
- */
-export const STATUS_COUNTS_TTL_MS = 500;
-/** Most owners whose counts are kept at once. */
-const STATUS_CACHE_OWNERS = 1000;
-
-type ActiveCounts = {
-  runs: Partial<Record<RunState, number>>;
-  tasks: Partial<Record<RunState, number>>;
-};
-
-/** Adds the status, history, statistics, providers, costs and usage routes. */
-export function addInsightRoutes(app: DashboardHono, context: RouteContext): void {
-  const { services } = context;
-  const counted = new Map<string, { at: number; counts: Promise<ActiveCounts> }>();
-  const activeCounts = (caller: Parameters<typeof dispatchHistory>[1]): Promise<ActiveCounts> => {
-    const key = `${caller.admin ? "admin" : "owner"}:${caller.owner}`;
-    const now = Date.now();
-    const cached = counted.get(key);
-    if (cached && now - cached.at < STATUS_COUNTS_TTL_MS) return cached.counts;
-    const counts = Promise.all([
-      services.runs.list(caller, { states: ["queued", "running"], limit: 500 }),
-      services.tasks.list(caller, { limit: 500 }),
-    ]).then(([runs, tasks]) => ({
-      runs: countStates(runs),
-      tasks: countStates(tasks.filter((t) => t.state === "queued" || t.state === "running")),
-    }));
-    if (counted.size >= STATUS_CACHE_OWNERS) counted.clear();
-    counted.set(key, { at: now, counts });
-    counts.catch(() => counted.delete(key));
-    return counts;
-  };
-  const summary = (caller: Parameters<typeof dispatchHistory>[1], calls?: number) =>
-    dispatchHistory(services.ledger, caller, { limit: calls ?? 1000 });
-
-  app.openapi(statusRoute, async (c) => {
-    const caller = c.get("caller");
-    const [active, providers, hosts, lease, admission] = await Promise.all([
-      activeCounts(caller),
-      services.dispatcher.status(),
-      services.ledger.listHosts(),
-      services.ledger.readLease(SCHEDULER_LEASE),
-      services.admission.snapshot(caller),
-    ]);
-    const daemons = hosts.filter((host) => host.alive && host.role === "daemon");
-    const leader = daemons.find((host) => host.host_id === lease.holder)?.host_id ?? null;
-    return c.json({
-      service: "svc" as const,
-      version: VERSION,
-      uptime_s: Math.round((Date.now() - context.startedAt) / 1000),
-      host: { id: services.host.ref.id, pid: services.host.ref.pid },
-      caller: { owner: caller.owner },
-      auth: { required: context.authRequired },
-      kernel: {
-        sandbox_levels: ["read-only", "write", "full"],
-        full: services.config.sandbox.full,
-      },
-      scheduler: {
-        mode: leader ? "leader" as const : daemons.length > 0 ? "standby" as const : "off" as const,
-        leader,
-      },
-      daemon: { running: daemons.length > 0, count: daemons.length },
-      hosts,
-      runs: { active: active.runs },
-      tasks: { active: active.tasks },
-      admission,
-      providers: {
-        total: providers.length,
-        available: providers.filter((p) => p.available).length,
-      },
-      ledger: { ok: true, backend: services.ledger.shared ? "postgres" as const : "kv" as const },
-    }, 200);
+/** The sub-app of the status, history, statistics, providers, costs and usage routes. */
+export function insightRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
+  const insights = new Insights(context.services, {
+    startedAt: context.startedAt,
+    authRequired: context.authRequired,
+    schedulerLease: SCHEDULER_LEASE,
   });
+
+  app.openapi(statusRoute, async (c) => c.json(await insights.status(c.get("caller")), 200));
 
   app.openapi(historyRoute, async (c) => {
     const query = c.req.valid("query");
-    const limit = query.limit ?? 100;
-    const { calls } = await dispatchHistory(services.ledger, c.get("caller"), {
-      limit,
-      ...(query.cursor ? { before: query.cursor } : {}),
-    });
-    return c.json({
-      calls,
-      next_cursor: nextCursor(calls, limit, callCursor),
-    }, 200);
+    return c.json(
+      await insights.history(c.get("caller"), {
+        limit: query.limit ?? 100,
+        ...(query.cursor ? { before: query.cursor } : {}),
+      }),
+      200,
+    );
   });
 
   app.openapi(statsRoute, async (c) => {
-    const caller = c.get("caller");
-    const { calls } = c.req.valid("query");
-    const [history, runs, tasks] = await Promise.all([
-      summary(caller, calls),
-      services.runs.list(caller, { limit: 1000 }),
-      services.tasks.list(caller, { limit: 1000 }),
-    ]);
-    return c.json({
-      calls: history.summary,
-      runs: countStates(runs),
-      tasks: countStates(tasks),
-    }, 200);
+    return c.json(await insights.stats(c.get("caller"), c.req.valid("query").calls), 200);
   });
 
-  app.openapi(providersRoute, async (c) => {
-    return c.json({ providers: remoteProviderStatus(await services.dispatcher.status()) }, 200);
-  });
+  app.openapi(providersRoute, async (c) => c.json({ providers: await insights.providers() }, 200));
 
-  app.openapi(capabilitiesRoute, async (c) => {
-    return c.json(remoteCapabilityReport(await services.capabilities.report()), 200);
-  });
+  app.openapi(capabilitiesRoute, async (c) => c.json(await insights.capabilities(), 200));
 
   app.openapi(costsRoute, async (c) => {
-    const { summary: totals } = await summary(c.get("caller"), c.req.valid("query").calls);
-    return c.json({
-      cost_usd: totals.cost_usd,
-      unmetered_calls: totals.unmetered_calls,
-      by_provider: totals.by_provider.map((p) => ({
-        provider: p.provider,
-        calls: p.calls,
-        cost_usd: p.cost_usd,
-        unmetered_calls: p.unmetered_calls,
-      })),
-      by_day: totals.by_day,
-    }, 200);
+    return c.json(await insights.costs(c.get("caller"), c.req.valid("query").calls), 200);
   });
 
   app.openapi(usageRoute, async (c) => {
-    const { summary: totals } = await summary(c.get("caller"), c.req.valid("query").calls);
-    return c.json(totals, 200);
+    return c.json(await insights.usage(c.get("caller"), c.req.valid("query").calls), 200);
   });
+
+  return app;
 }

@@ -9,7 +9,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { legacyRunRequest, LegacyWorkflowBodySchema } from "../legacy/mod.ts";
 import { submitRun } from "../services/mod.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { errors, jsonContent } from "./route_parts.ts";
 import { RunStateSchema } from "./schemas.ts";
 
@@ -51,8 +51,9 @@ const legacyRoute = createRoute({
   },
 });
 
-/** Adds the route of version-1 chains. */
-export function addLegacyRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of the route of version-1 chains. */
+export function legacyRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   app.openapi(legacyRoute, async (c) => {
     const legacy = legacyRunRequest(c.req.valid("json"));
     const status = await submitRun(context.services, legacy.request, c.get("caller"));
@@ -69,4 +70,6 @@ export function addLegacyRoutes(app: DashboardHono, context: RouteContext): void
       { Deprecation: "true", Link: SUCCESSOR },
     );
   });
+
+  return app;
 }

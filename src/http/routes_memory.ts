@@ -8,7 +8,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { HITS_LIMIT, QUERY_LIMIT } from "../memory/mod.ts";
 import { ReviewStartRequestSchema } from "../reviews/mod.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { noSuch } from "./feed_stream.ts";
 import { errors, jsonContent } from "./route_parts.ts";
 import {
@@ -136,8 +136,9 @@ const collaborationsRoute = createRoute({
   },
 });
 
-/** Adds memory search, review and collaboration routes. */
-export function addMemoryRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of memory search, review and collaboration routes. */
+export function memoryRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   const { memory, reviews, collaborations } = context.services;
 
   app.openapi(searchRoute, async (c) => {
@@ -182,4 +183,6 @@ export function addMemoryRoutes(app: DashboardHono, context: RouteContext): void
     });
     return c.json({ collaborations: page.items, next_cursor: page.next_cursor }, 200);
   });
+
+  return app;
 }

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import type { RunState, RunStatus } from "../ledger/mod.ts";
 import { WorkflowResumeBodySchema, WorkflowRunBodySchema } from "../schemas/mod.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { feedResponse, noSuch } from "./feed_stream.ts";
 import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
 import {
@@ -190,8 +190,9 @@ function started(status: RunStatus): z.infer<typeof RunStartedSchema> {
   };
 }
 
-/** Adds the workflow run routes. */
-export function addRunRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of workflow run routes. */
+export function runRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   const { runs } = context.services;
 
   app.openapi(startRoute, async (c) => {
@@ -249,6 +250,8 @@ export function addRunRoutes(app: DashboardHono, context: RouteContext): void {
     return await feedResponse(context, { kind: "run", id: run_id }, {
       caller,
       request: c.req.raw,
-    }) as never;
+    });
   });
+
+  return app;
 }

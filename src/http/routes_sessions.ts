@@ -5,7 +5,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SessionCreateSchema } from "../schemas/mod.ts";
-import type { DashboardHono, RouteContext } from "./app.ts";
+import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { errors, jsonContent, nextCursor } from "./route_parts.ts";
 import { pageOf, PageQuerySchema, SessionIdParamSchema, SessionSchema } from "./schemas.ts";
 
@@ -49,8 +49,9 @@ const createSessionRoute = createRoute({
   },
 });
 
-/** Adds the session routes. */
-export function addSessionRoutes(app: DashboardHono, context: RouteContext): void {
+/** The sub-app of session routes. */
+export function sessionRoutes(context: RouteContext): DashboardHono {
+  const app = routeApp();
   const { sessions } = context.services;
 
   app.openapi(listRoute, async (c) => {
@@ -73,4 +74,6 @@ export function addSessionRoutes(app: DashboardHono, context: RouteContext): voi
   app.openapi(createSessionRoute, async (c) => {
     return c.json(await sessions.create(c.req.valid("json"), c.get("caller")), 201);
   });
+
+  return app;
 }

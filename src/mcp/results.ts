@@ -2,10 +2,12 @@
  * What the tools answer: zod output schemas (advertised to clients as JSON Schema) and the
  * conversion of run and task statuses into them. A result carries the same value twice, as the
  * protocol asks: as `structuredContent`, and as JSON text for clients that read only text.
+ * A tool's failure is a result too ({@linkcode toolError}), with the error table's code.
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { toSvcError } from "../errors/mod.ts";
 import {
   isTerminal,
   RUN_STATES,
@@ -110,4 +112,28 @@ export function taskResult(status: TaskStatus): StatusResult {
 /** A tool's successful answer: the value as structured content and as JSON text. */
 export function structured(value: Record<string, unknown>): CallToolResult {
   return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
+}
+
+/**
+ * A tool's failure, as the protocol reports one: inside the result (`isError`), the message
+ * naming what is wrong and the error table's code. Anything but an `SvcError` is `internal`:
+ * the client reads only that it happened, and `logError` gets the details.
+ */
+export function toolError(
+  tool: string,
+  error: unknown,
+  logError?: (message: string) => void,
+): CallToolResult {
+  const known = toSvcError(error);
+  if (known.code === "internal") {
+    logError?.(
+      `svc: internal error in tool ${tool}: ${
+        error instanceof Error ? error.stack ?? error.message : String(error)
+      }`,
+    );
+  }
+  const message = known.code === "internal"
+    ? `Cannot complete ${tool}: internal error (the server's log has the details)`
+    : known.message;
+  return { content: [{ type: "text", text: `${message} (code: ${known.code})` }], isError: true };
 }

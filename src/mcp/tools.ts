@@ -7,7 +7,7 @@
  */
 import type { CallToolResult, McpServer, ServerContext } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { SvcError, toSvcError } from "../errors/mod.ts";
+import { SvcError } from "../errors/mod.ts";
 import { legacyRunRequest, LegacyWorkflowBodySchema } from "../legacy/mod.ts";
 import type { Caller } from "../ledger/mod.ts";
 import {
@@ -26,6 +26,7 @@ import {
   StatusResultSchema,
   structured,
   taskResult,
+  toolError,
 } from "./results.ts";
 
 /** What the tools act for. */
@@ -76,18 +77,7 @@ async function guarded(
   try {
     return await body();
   } catch (error) {
-    const known = toSvcError(error);
-    if (known.code === "internal") {
-      context.logError?.(
-        `svc: internal error in tool ${tool}: ${
-          error instanceof Error ? error.stack ?? error.message : String(error)
-        }`,
-      );
-    }
-    const message = known.code === "internal"
-      ? `Cannot complete ${tool}: internal error (the server's log has the details)`
-      : known.message;
-    return { content: [{ type: "text", text: `${message} (code: ${known.code})` }], isError: true };
+    return toolError(tool, error, context.logError);
   }
 }
 

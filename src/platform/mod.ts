@@ -23,7 +23,8 @@ export type {
 } from "./types.ts";
 
 export { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
-export { readBounded } from "./read_bounded.ts";
+export { type BodySource, readBody, readBounded } from "./read_bounded.ts";
+export { timingSafeEqual } from "./timing_safe_equal.ts";
 
 let current: Platform = denoPlatform;
 

@@ -14,3 +14,11 @@ export { Admission, type AdmissionSnapshot } from "./admission.ts";
 export { daemonAlive } from "./daemon_alive.ts";
 export { submitRun, submitTask } from "./submit.ts";
 export type { SpawnWorker, SubmitOptions } from "./submit.ts";
+export {
+  type CostReport,
+  Insights,
+  type InsightsOptions,
+  type ServiceStatus,
+  type StateCounts,
+  STATUS_COUNTS_TTL_MS,
+} from "./insights.ts";

@@ -1,0 +1,237 @@
+/**
+ * What the service reports about itself and about a caller's work: the overall status (with
+ * a short-lived cache of the active counts), the dispatch history, statistics, providers,
+ * capabilities, costs and the usage summary. The caller's figures are its own (the call log
+ * filtered by owner); providers, hosts and the kernel are the host's. Surfaces answer with
+ * these values as they are.
+ * @module
+ */
+import {
+  dispatchHistory,
+  type ProviderStatus,
+  remoteCapabilityReport,
+  remoteProviderStatus,
+  type UsageSummary,
+} from "../dispatch/mod.ts";
+import {
+  callCursor,
+  type Caller,
+  type CallRecord,
+  type HostInfo,
+  type RunState,
+} from "../ledger/mod.ts";
+import type { CapabilityReport } from "../schemas/mod.ts";
+import { VERSION } from "../version.ts";
+import type { AdmissionSnapshot } from "./admission.ts";
+import type { Services } from "./open_services.ts";
+
+/**
+ * How long {@linkcode Insights.status} reuses an owner's counts of active runs and tasks, in
+ * ms. The status is the overview a page polls; counting means two ledger listings, which would
+ * make it the dearest route. The runs and tasks listings are always exact.
+ */
+export const STATUS_COUNTS_TTL_MS = 500;
+/** Most owners whose counts are kept at once. */
+const STATUS_CACHE_OWNERS = 1000;
+/** How many of the newest calls a summary sums up when the caller does not say. */
+const SUMMARY_CALLS = 1000;
+
+/** How many runs or tasks are in each state. */
+export type StateCounts = Partial<Record<RunState, number>>;
+
+/** The overall status of the service as one caller sees it. */
+export interface ServiceStatus {
+  /** Always `svc`. */
+  service: "svc";
+  /** The version of svc. */
+  version: string;
+  /** Seconds since the surface started. */
+  uptime_s: number;
+  /** This process. */
+  host: { id: string; pid: number };
+  /** Whom the status is about. */
+  caller: { owner: string };
+  /** Whether requests need a token. */
+  auth: { required: boolean };
+  /** The sandbox levels and what a `full` request gets. */
+  kernel: { sandbox_levels: string[]; full: string };
+  /** Whether a daemon leads the scheduler, and which. */
+  scheduler: { mode: "leader" | "standby" | "off"; leader: string | null };
+  /** Whether a live daemon claims queued work. */
+  daemon: { running: boolean; count: number };
+  /** The processes sharing the ledger. */
+  hosts: HostInfo[];
+  /** The caller's active runs by state. */
+  runs: { active: StateCounts };
+  /** The caller's active tasks by state. */
+  tasks: { active: StateCounts };
+  /** The caps and how full they are. */
+  admission: AdmissionSnapshot;
+  /** How many providers are configured and available. */
+  providers: { total: number; available: number };
+  /** The ledger's backend. */
+  ledger: { ok: boolean; backend: "kv" | "postgres" };
+}
+
+/** Options of {@linkcode Insights}. */
+export interface InsightsOptions {
+  /** When the surface started (ms since the epoch), for its uptime. */
+  startedAt: number;
+  /** Whether the surface requires a token (reported in the status). */
+  authRequired: boolean;
+  /** The name of the lease the leading daemon's scheduler holds. */
+  schedulerLease: string;
+}
+
+function countStates(items: ReadonlyArray<{ state: RunState }>): StateCounts {
+  const counts: StateCounts = {};
+  for (const item of items) counts[item.state] = (counts[item.state] ?? 0) + 1;
+  return counts;
+}
+
+/** The reports of one surface over open services; each method is one answer of that surface. */
+export class Insights {
+  readonly #services: Services;
+  readonly #options: InsightsOptions;
+  readonly #counted = new Map<string, { at: number; counts: Promise<ActiveCounts> }>();
+
+  /** Reports over `services`, for a surface described by `options`. */
+  constructor(services: Services, options: InsightsOptions) {
+    this.#services = services;
+    this.#options = options;
+  }
+
+  /** The overall status: version, kernel policy, scheduler, hosts, the caller's active work. */
+  async status(caller: Caller): Promise<ServiceStatus> {
+    const services = this.#services;
+    const [active, providers, hosts, lease, admission] = await Promise.all([
+      this.#activeCounts(caller),
+      services.dispatcher.status(),
+      services.ledger.listHosts(),
+      services.ledger.readLease(this.#options.schedulerLease),
+      services.admission.snapshot(caller),
+    ]);
+    const daemons = hosts.filter((host) => host.alive && host.role === "daemon");
+    const leader = daemons.find((host) => host.host_id === lease.holder)?.host_id ?? null;
+    return {
+      service: "svc",
+      version: VERSION,
+      uptime_s: Math.round((Date.now() - this.#options.startedAt) / 1000),
+      host: { id: services.host.ref.id, pid: services.host.ref.pid },
+      caller: { owner: caller.owner },
+      auth: { required: this.#options.authRequired },
+      kernel: {
+        sandbox_levels: ["read-only", "write", "full"],
+        full: services.config.sandbox.full,
+      },
+      scheduler: { mode: leader ? "leader" : daemons.length > 0 ? "standby" : "off", leader },
+      daemon: { running: daemons.length > 0, count: daemons.length },
+      hosts,
+      runs: { active: active.runs },
+      tasks: { active: active.tasks },
+      admission,
+      providers: {
+        total: providers.length,
+        available: providers.filter((p) => p.available).length,
+      },
+      ledger: { ok: true, backend: services.ledger.shared ? "postgres" : "kv" },
+    };
+  }
+
+  /** A page of the caller's calls, newest first, and the cursor of the next page (or null). */
+  async history(
+    caller: Caller,
+    page: { limit: number; before?: string },
+  ): Promise<{ calls: CallRecord[]; next_cursor: string | null }> {
+    const { calls } = await dispatchHistory(this.#services.ledger, caller, page);
+    const last = calls.at(-1);
+    return {
+      calls,
+      next_cursor: calls.length >= page.limit && last !== undefined ? callCursor(last) : null,
+    };
+  }
+
+  /** The summary of the caller's newest `calls` calls, and its runs and tasks by state. */
+  async stats(
+    caller: Caller,
+    calls?: number,
+  ): Promise<{ calls: UsageSummary; runs: StateCounts; tasks: StateCounts }> {
+    const [summary, runs, tasks] = await Promise.all([
+      this.usage(caller, calls),
+      this.#services.runs.list(caller, { limit: 1000 }),
+      this.#services.tasks.list(caller, { limit: 1000 }),
+    ]);
+    return { calls: summary, runs: countStates(runs), tasks: countStates(tasks) };
+  }
+
+  /** The caller's spending over its newest `calls` calls, by provider and by day. */
+  async costs(caller: Caller, calls?: number): Promise<CostReport> {
+    const totals = await this.usage(caller, calls);
+    return {
+      cost_usd: totals.cost_usd,
+      unmetered_calls: totals.unmetered_calls,
+      by_provider: totals.by_provider.map((p) => ({
+        provider: p.provider,
+        calls: p.calls,
+        cost_usd: p.cost_usd,
+        unmetered_calls: p.unmetered_calls,
+      })),
+      by_day: totals.by_day,
+    };
+  }
+
+  /** Tokens, calls and costs of the caller's newest `calls` calls (default 1000). */
+  async usage(caller: Caller, calls?: number): Promise<UsageSummary> {
+    const history = await dispatchHistory(this.#services.ledger, caller, {
+      limit: calls ?? SUMMARY_CALLS,
+    });
+    return history.summary;
+  }
+
+  /** The providers with availability, load and price, without paths of the host. */
+  async providers(): Promise<ProviderStatus[]> {
+    return remoteProviderStatus(await this.#services.dispatcher.status());
+  }
+
+  /** What each configured provider can do here, without paths of the host. */
+  async capabilities(): Promise<CapabilityReport> {
+    return remoteCapabilityReport(await this.#services.capabilities.report());
+  }
+
+  #activeCounts(caller: Caller): Promise<ActiveCounts> {
+    const key = `${caller.admin ? "admin" : "owner"}:${caller.owner}`;
+    const now = Date.now();
+    const cached = this.#counted.get(key);
+    if (cached && now - cached.at < STATUS_COUNTS_TTL_MS) return cached.counts;
+    const counts = Promise.all([
+      this.#services.runs.list(caller, { states: ["queued", "running"], limit: 500 }),
+      this.#services.tasks.list(caller, { limit: 500 }),
+    ]).then(([runs, tasks]) => ({
+      runs: countStates(runs),
+      tasks: countStates(tasks.filter((t) => t.state === "queued" || t.state === "running")),
+    }));
+    if (this.#counted.size >= STATUS_CACHE_OWNERS) this.#counted.clear();
+    this.#counted.set(key, { at: now, counts });
+    counts.catch(() => this.#counted.delete(key));
+    return counts;
+  }
+}
+
+/** The caller's spending: totals, by provider and by day. */
+export interface CostReport {
+  /** What the metered calls cost, in US dollars. */
+  cost_usd: number;
+  /** Calls whose cost is not known. */
+  unmetered_calls: number;
+  /** The same by provider. */
+  by_provider: Array<{
+    provider: string;
+    calls: number;
+    cost_usd: number;
+    unmetered_calls: number;
+  }>;
+  /** The same by day. */
+  by_day: UsageSummary["by_day"];
+}
+
+type ActiveCounts = { runs: StateCounts; tasks: StateCounts };
