@@ -1,0 +1,35 @@
+/**
+ * The parts of running a workflow that are not its lifecycle: the manager's options, a
+ * request's preparation, one run's execution and end, resume and replay requests, the cancel
+ * poll and guest priming. The run manager composes them.
+ * @module
+ */
+export { CancelPoll, type CancelPollOptions } from "./cancel_poll.ts";
+export { type ExecuteContext, executeRun, type RunScript } from "./execute.ts";
+export { finishFromOutcome, finishRun, type RunEndContext } from "./finish.ts";
+export { type GuestHandlerContext, guestHandlers } from "./guest_handlers.ts";
+export {
+  GUEST_CPU_GRACE_S,
+  GUEST_SEED,
+  guestClock,
+  primeGuest,
+  type PrimeGuestOptions,
+} from "./guest_prime.ts";
+export { type ResolvedRunOptions, resolveRunOptions, type RunManagerOptions } from "./options.ts";
+export {
+  type PrepareContext,
+  type PreparedRun,
+  type PrepareOptions,
+  prepareRun,
+  recordRun,
+  refusedRun,
+} from "./prepare.ts";
+export {
+  queuedRequest,
+  type RebuiltRequest,
+  type ReplayReader,
+  replayRequest,
+  replaySource,
+  resumeRequest,
+} from "./replay.ts";
+export { newRunStatus, type NewRunStatusOptions } from "./status.ts";

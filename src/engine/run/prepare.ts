@@ -1,0 +1,190 @@
+import type { Dispatcher } from "../../dispatch/mod.ts";
+import { SvcError, toSvcError } from "../../errors/mod.ts";
+import type { Caller, HostRef, Ledger, RunError, RunStatus } from "../../ledger/mod.ts";
+import { platform } from "../../platform/mod.ts";
+import {
+  describeIssue,
+  type WorkflowRunRequest,
+  WorkflowRunRequestSchema,
+} from "../../schemas/mod.ts";
+import type { WorkspacePolicy } from "../../workspace/mod.ts";
+import { BudgetGate } from "../budget.ts";
+import type { ReplaySource } from "../journal.ts";
+import { boundMeta } from "../record_bounds.ts";
+import { checkScript } from "../script_check.ts";
+import { type RebuiltRequest, type ReplayReader, replaySource } from "./replay.ts";
+import { newRunStatus } from "./status.ts";
+
+/** A checked run request with the run's first status, ready to record and launch. */
+export interface PreparedRun {
+  /** The run's status: new and `queued`, or the queued run's own. */
+  status: RunStatus;
+  /** The checked request, its paths placed for a remote caller. */
+  request: WorkflowRunRequest;
+  /** The script's body as the guest runs it. */
+  body: string;
+  /** What the script check warned about, narrated when the run starts. */
+  warnings: string[];
+  /** The real path of the request's `script_dir`, when it named one. */
+  scriptDir: string | undefined;
+  /** What a resumed run may replay. */
+  replay: ReplaySource | undefined;
+  /** The run's budget gate. */
+  budget: BudgetGate;
+  /** Set when a queued run can no longer start: it fails with this error at once. */
+  refused?: RunError;
+}
+
+/** What preparing a request reads beyond the request: the manager's settings and views. */
+export interface PrepareContext extends ReplayReader {
+  /** Whose providers say whether the fake is the only one. */
+  dispatcher: Dispatcher;
+  /** Which workdirs a remote caller may name. */
+  workspace: WorkspacePolicy;
+  /** The host's default of `max_agents`. */
+  maxAgents: number;
+  /** The host's default of `concurrency`. */
+  concurrency: number;
+}
+
+/** Options of {@linkcode prepareRun}. */
+export interface PrepareOptions {
+  /** The run was queued with this status: it is reused, and its paths were checked then. */
+  queued?: RunStatus;
+  /** Hears of the request once it and its script passed the checks that need no I/O. */
+  checked?: (request: WorkflowRunRequest) => void;
+}
+
+/**
+ * Checks a request and builds the run's first status (`queued`), or uses `queued`'s.
+ * Bad input throws an SvcError before anything of it reaches a guest.
+ */
+export async function prepareRun(
+  input: unknown,
+  caller: Caller,
+  context: PrepareContext,
+  options: PrepareOptions = {},
+): Promise<PreparedRun> {
+  const { queued } = options;
+  const parsed = WorkflowRunRequestSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new SvcError("invalid_request", `Cannot start the run: ${describeIssue(parsed.error)}`);
+  }
+  // A remote caller's paths are checked (and made real) before anything reads them; a
+  // queued run's were checked when it was queued.
+  const request = queued ? parsed.data : await placedRequest(parsed.data, caller, context);
+  const filename = request.filename ?? "script.js";
+  const checked = checkScript(request.script, { filename });
+  options.checked?.(request);
+  const scriptDir = request.script_dir === undefined
+    ? undefined
+    : await existingDir(request.script_dir);
+  const meta = boundMeta(checked.meta);
+  const replay = request.resume_from
+    ? await replaySource(request.resume_from, caller, context)
+    : undefined;
+  const budget = new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd });
+  const common = { request, body: checked.body, warnings: checked.warnings, scriptDir, replay };
+  if (queued) return { ...common, status: queued, budget };
+  // With nothing configured, the fake is the only provider: calls "succeed" with fake
+  // answers, which the user must hear about unless they asked for exactly that.
+  const fakeProviderOnly = !request.fake_dispatch &&
+    context.dispatcher.providers().every((name) => name === "fake");
+  const status = newRunStatus({
+    request,
+    owner: caller.owner,
+    meta,
+    filename,
+    limits: {
+      max_agents: request.max_agents ?? context.maxAgents,
+      concurrency: request.concurrency ?? context.concurrency,
+    },
+    budget: budget.figures(),
+    fakeProviderOnly,
+  });
+  return { ...common, status, budget };
+}
+
+/**
+ * A queued run that can no longer start (what was valid when queued may not be now: a
+ * script_dir removed, a resumed run gone): it fails with `error`'s reason instead of staying
+ * queued forever.
+ */
+export function refusedRun(
+  status: RunStatus,
+  request: RebuiltRequest,
+  error: unknown,
+): PreparedRun {
+  const e = toSvcError(error);
+  const parsed = WorkflowRunRequestSchema.safeParse(request);
+  return {
+    status,
+    // The run fails before its script is read: any valid request serves the context.
+    request: parsed.success ? parsed.data : WorkflowRunRequestSchema.parse({ script: "null" }),
+    body: "",
+    warnings: [],
+    scriptDir: undefined,
+    replay: undefined,
+    budget: new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd }),
+    refused: { code: e.code === "internal" ? "invalid_request" : e.code, message: e.message },
+  };
+}
+
+/** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */
+export async function recordRun(
+  ledger: Ledger,
+  prepared: PreparedRun,
+  host: HostRef | null,
+): Promise<void> {
+  const { status, request } = prepared;
+  await ledger.createRun(status, {
+    input: {
+      script: request.script,
+      ...(request.args !== undefined ? { args: request.args } : {}),
+      schema_attempts: request.schema_attempts,
+      ...(request.script_dir !== undefined ? { script_dir: request.script_dir } : {}),
+    },
+    host,
+    event: { type: "state", run_id: status.run_id, at: status.created_at, state: "queued" },
+  });
+}
+
+/**
+ * The request with the workdir the workspace policy gives `caller`: for a remote caller a
+ * real path inside its roots, and a fresh scratch workdir when it named none. A resumed
+ * run's scratch workdir is the caller's own and is accepted again.
+ */
+async function placedRequest(
+  request: WorkflowRunRequest,
+  caller: Caller,
+  context: PrepareContext,
+): Promise<WorkflowRunRequest> {
+  if (caller.remote !== true) return request;
+  const source = request.resume_from ? await context.get(request.resume_from, caller) : undefined;
+  const inherited = source?.workdir ?? undefined;
+  const workdir = await context.workspace.workdirFor(caller, request.workdir, {
+    what: "workdir",
+    scratch: true,
+    ...(inherited !== undefined ? { inherited } : {}),
+  });
+  // `script_dir` is no field of the API's body: only the host sets it (the command line, a
+  // saved workflow of A2A or the daemon), so it is the host's choice, not the caller's.
+  return workdir === undefined ? request : { ...request, workdir };
+}
+
+/** The real path of `dir`, which must be an existing directory; a refusal otherwise. */
+async function existingDir(dir: string): Promise<string> {
+  const p = platform();
+  try {
+    const real = await p.realPath(dir);
+    if ((await p.stat(real)).isDirectory) return real;
+  } catch {
+    // Refused below.
+  }
+  throw new SvcError(
+    "invalid_request",
+    `Cannot start the run: 'script_dir' ${
+      JSON.stringify(dir.slice(0, 200))
+    } is not an existing directory`,
+  );
+}
