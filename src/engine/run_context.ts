@@ -142,11 +142,6 @@ export class RunContext {
     return this.status.run_id;
   }
 
-  /** The status as the ledger last committed it: what it holds when a later write failed. */
-  get committed(): RunStatus | undefined {
-    return this.#committed;
-  }
-
   /** The first ledger write that failed, if any. */
   get writeError(): unknown {
     return this.#writeError;
@@ -239,6 +234,29 @@ export class RunContext {
   callReplayed(): void {
     this.status.calls.replayed++;
     this.#callsChanged();
+  }
+
+  /**
+   * The run is ending: no call is queued or running any more (those in flight settled, or
+   * were aborted with the guest). The final state event carries the counts.
+   */
+  callsDrained(): void {
+    this.status.calls.queued = 0;
+    this.status.calls.running = 0;
+  }
+
+  /**
+   * A write failed: the status goes back to what the ledger last committed (calls whose
+   * entries were lost are not the run's), nothing in flight. Returns false when nothing was
+   * ever committed.
+   */
+  rollBackToCommitted(): boolean {
+    const committed = this.#committed;
+    if (!committed) return false;
+    this.status.journal = structuredClone(committed.journal);
+    this.status.calls = { ...committed.calls, queued: 0, running: 0 };
+    this.status.budget = structuredClone(committed.budget);
+    return true;
   }
 
   /** A call ended without a value (the script gets null), counted under its cause. */

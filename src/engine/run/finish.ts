@@ -78,8 +78,7 @@ export async function finishRun(
     status.ended_at = now();
     if (end.result !== undefined) status.result = end.result;
     if (end.error !== undefined) status.error = boundError(end.error);
-    status.calls.queued = 0;
-    status.calls.running = 0;
+    run.callsDrained();
     status.budget = run.budget.figures();
     run.flushCounts();
     run.setState(state, status.ended_at);
@@ -103,12 +102,7 @@ function markUnwritten(run: RunContext, cause: unknown): void {
   status.state = "interrupted";
   delete status.result;
   // Counted as the ledger has them: calls whose entries were lost are not the run's.
-  const committed = run.committed;
-  if (committed) {
-    status.journal = structuredClone(committed.journal);
-    status.calls = { ...committed.calls, queued: 0, running: 0 };
-    status.budget = structuredClone(committed.budget);
-  }
+  run.rollBackToCommitted();
   status.error = {
     code: "ledger_unavailable",
     message: `${
