@@ -7,7 +7,13 @@
  */
 import { type ListTasksRequest, type ListTasksResponse, Task } from "@a2a-js/sdk";
 import type { ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
-import { A2A_SEQ_PREFIX, type A2aTaskRecord, isId, type Ledger, newId } from "../ledger/mod.ts";
+import {
+  A2A_SEQ_PREFIX,
+  type A2aTaskLedger,
+  type A2aTaskRecord,
+  isId,
+  newId,
+} from "../ledger/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { callerOfContext } from "./caller_user.ts";
 import type { StaleSettler } from "./stale_tasks.ts";
@@ -21,7 +27,7 @@ const SAVE_ATTEMPTS = 5;
 
 /** A {@linkcode TaskStore} over the ledger's A2A tasks. */
 export class LedgerTaskStore implements TaskStore {
-  readonly #ledger: Ledger;
+  readonly #ledger: A2aTaskLedger;
   readonly #onSaved: ((task: Task) => void) | undefined;
   readonly #settle: StaleSettler | undefined;
 
@@ -30,7 +36,7 @@ export class LedgerTaskStore implements TaskStore {
    * `settle` may end a task read that no host will ever end ({@linkcode staleSettler}).
    */
   constructor(
-    ledger: Ledger,
+    ledger: A2aTaskLedger,
     options: { onSaved?: (task: Task) => void; settle?: StaleSettler } = {},
   ) {
     this.#ledger = ledger;

@@ -1,14 +1,16 @@
 import { SvcError } from "../errors/mod.ts";
 import {
+  type ApprovalLedger,
   type ApprovalRecord,
   type ApprovalState,
   type Caller,
   isId,
   isTerminal,
-  type Ledger,
   mayAccess,
   ownerScope,
+  type RunLedger,
   shownId,
+  type TaskLedger,
 } from "../ledger/mod.ts";
 
 /** What a person answers an approval: the call proceeds with `full`, or it is refused. */
@@ -45,10 +47,10 @@ export const APPROVAL_LIST_LIMIT = 500;
  * process whose call waits.
  */
 export class ApprovalQueue {
-  readonly #ledger: Ledger;
+  readonly #ledger: ApprovalLedger & RunLedger & TaskLedger;
 
   /** The queue over the ledger where approvals are kept. */
-  constructor(options: { ledger: Ledger }) {
+  constructor(options: { ledger: ApprovalLedger & RunLedger & TaskLedger }) {
     this.#ledger = options.ledger;
   }
 

@@ -1,6 +1,6 @@
 import { abortableSleep } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
-import { type ApprovalRecord, type Ledger, newId } from "../ledger/mod.ts";
+import { type ApprovalLedger, type ApprovalRecord, newId } from "../ledger/mod.ts";
 
 /** What a call or dispatch that needs a person's approval says about itself. */
 export interface ApprovalRequest {
@@ -24,7 +24,7 @@ export interface ApprovalRequest {
 
 /** Records a pending approval for a `full` call and returns it (the ledger bounds its texts). */
 export async function requestApproval(
-  ledger: Ledger,
+  ledger: ApprovalLedger,
   request: ApprovalRequest,
 ): Promise<ApprovalRecord> {
   const { prompt, ...rest } = request;
@@ -57,7 +57,7 @@ export interface WaitForDecisionOptions {
  * The wait holds nothing: no concurrency slot, no provider permit.
  */
 export async function waitForDecision(
-  ledger: Ledger,
+  ledger: ApprovalLedger,
   approvalId: string,
   options: WaitForDecisionOptions,
 ): Promise<ApprovalRecord> {

@@ -6,9 +6,10 @@ import {
   type AutomationRecord,
   type AutomationRefusal,
   type Caller,
+  type DaemonLedger,
   type FiredSlot,
   isId,
-  type Ledger,
+  type LedgerCore,
   mayAccess,
   newId,
   shownId,
@@ -70,7 +71,7 @@ function refuse(refusal: AutomationRefusal | undefined, record: AutomationRecord
  * them; this service lists, creates and deletes them under the owner rule.
  */
 export class Automations {
-  readonly #ledger: Ledger;
+  readonly #ledger: DaemonLedger & LedgerCore;
   readonly #configured: AutomationRecord[];
   readonly #quota: AutomationQuota;
   readonly #minIntervalS: number;
@@ -80,7 +81,9 @@ export class Automations {
    * The automations of `config` and of `ledger`; `workspace` checks the workdir of a remote
    * caller's dispatch (default: no roots, as the task manager's).
    */
-  constructor(options: { ledger: Ledger; config: Config; workspace?: WorkspacePolicy }) {
+  constructor(
+    options: { ledger: DaemonLedger & LedgerCore; config: Config; workspace?: WorkspacePolicy },
+  ) {
     this.#ledger = options.ledger;
     this.#workspace = options.workspace ??
       new WorkspacePolicy({ forbidden: [options.ledger.home], home: options.ledger.home });

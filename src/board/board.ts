@@ -1,7 +1,7 @@
 import { Semaphore } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
-import { type Caller, fromBytes, mayAccess, toBytes } from "../ledger/mod.ts";
-import { joinPath, type KvEntry, type KvKey, type KvStore, platform } from "../platform/mod.ts";
+import { type Caller, fromBytes, mayAccess, Notifier, openStore, toBytes } from "../ledger/mod.ts";
+import type { KvEntry, KvKey, KvStore } from "../platform/mod.ts";
 import type { SharedKvStore } from "../platform/postgres.ts";
 import {
   type BoardCard,
@@ -93,12 +93,6 @@ interface Plan {
   stamp: string | null;
 }
 
-/** A follower of the change log waiting for a change after `after`. */
-interface Waiter {
-  after: number;
-  wake: () => void;
-}
-
 function headSeq(entry: KvEntry): number {
   return entry.value ? fromBytes<{ seq: number }>(entry.value).seq : -1;
 }
@@ -121,20 +115,14 @@ export async function openBoard(dir: string, options: OpenBoardOptions = {}): Pr
       `Cannot open the board: the default actor ${describeIssue(checked.error)}`,
     );
   }
-  const p = platform();
-  await p.mkdir(dir);
-  let kv: KvStore;
-  let shared: SharedKvStore | undefined;
-  if (options.url) {
-    const { openPostgresKv } = await import("../platform/postgres.ts");
-    kv = shared = await openPostgresKv(options.url, {
-      namespace: "board",
-      watch: [KEYS.head],
-      max: 4,
-    });
-  } else {
-    kv = await p.openKv(joinPath(dir, "board.kv"));
-  }
+  const { kv, shared } = await openStore({
+    ...(options.url ? { url: options.url } : {}),
+    dir,
+    file: "board.kv",
+    namespace: "board",
+    watch: [KEYS.head],
+    max: 4,
+  });
   try {
     await migrate(kv, shared?.location ?? dir);
   } catch (error) {
@@ -176,12 +164,10 @@ export class Board {
   readonly #kv: KvStore;
   readonly #by: string;
   readonly #clock: () => Date;
-  readonly #pollMs: number;
   /** Writes of this process go one at a time; other processes are met by the atomic checks. */
   readonly #writes = new Semaphore(1);
-  readonly #waiters = new Set<Waiter>();
-  #poll: ReturnType<typeof setTimeout> | undefined;
-  #headStamp: string | null | undefined;
+  /** Wakes followers of the change log, the board's one stream. */
+  readonly #notifier: Notifier<"board">;
   #closed = false;
 
   /** Use {@linkcode openBoard}. */
@@ -194,10 +180,13 @@ export class Board {
     this.#kv = kv;
     this.#by = options.by;
     this.#clock = options.clock;
-    this.#pollMs = options.pollMs;
-    // Another host wrote: read the head now rather than at the next poll.
-    options.shared?.onChange(() => {
-      if (this.#waiters.size > 0 && !this.#closed) void this.#checkHead();
+    this.#notifier = new Notifier<"board">({
+      pollMs: options.pollMs,
+      key: (stream) => stream,
+      // One read while nothing changes: the head key every write rewrites.
+      tick: async () => (await kv.get(KEYS.head)).versionstamp,
+      head: async () => headSeq(await kv.get(KEYS.head)),
+      ...(options.shared ? { shared: options.shared } : {}),
     });
   }
 
@@ -221,7 +210,7 @@ export class Board {
       for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
         const plan = await this.#plan(request, caller);
         if (await this.#commit(plan)) {
-          this.#notify(plan.change.seq);
+          this.#notifier.notify("board", plan.change.seq);
           return result(request, plan, true);
         }
         // Another process wrote first: read again, after a short random pause.
@@ -378,57 +367,7 @@ export class Board {
       }
       if (batch.length === CHANGES_BATCH) continue;
       if (options.follow === false) return;
-      await this.#waitBeyond(after, signal);
-    }
-  }
-
-  /** Resolves once a change after `after` exists, the signal aborts or the board closes. */
-  #waitBeyond(after: number, signal: AbortSignal | undefined): Promise<void> {
-    if (this.#closed || signal?.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const waiter: Waiter = {
-        after,
-        wake: () => {
-          this.#waiters.delete(waiter);
-          signal?.removeEventListener("abort", waiter.wake);
-          resolve();
-        },
-      };
-      this.#waiters.add(waiter);
-      signal?.addEventListener("abort", waiter.wake, { once: true });
-      // A write may have landed between the reader's last read and now.
-      this.#kv.get(KEYS.head).then(
-        (head) => headSeq(head) > after && waiter.wake(),
-        () => waiter.wake(),
-      );
-      this.#schedulePoll();
-    });
-  }
-
-  /** Wakes the followers that have not seen change `seq`. */
-  #notify(seq: number): void {
-    for (const waiter of this.#waiters) if (seq > waiter.after) waiter.wake();
-  }
-
-  #schedulePoll(): void {
-    if (this.#poll !== undefined || this.#waiters.size === 0 || this.#closed) return;
-    this.#poll = setTimeout(async () => {
-      await this.#checkHead();
-      this.#poll = undefined;
-      this.#schedulePoll();
-    }, this.#pollMs);
-  }
-
-  /** One read while nothing changes: the head key every write rewrites. */
-  async #checkHead(): Promise<void> {
-    try {
-      const head = await this.#kv.get(KEYS.head);
-      if (head.versionstamp !== this.#headStamp) {
-        this.#headStamp = head.versionstamp;
-        this.#notify(headSeq(head));
-      }
-    } catch {
-      // A closed store (close() woke the waiters), or an unreachable one: the poll tries again.
+      await this.#notifier.wait("board", { after, ...(signal ? { signal } : {}) });
     }
   }
 
@@ -440,9 +379,7 @@ export class Board {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const waiter of this.#waiters) waiter.wake();
-    this.#waiters.clear();
-    if (this.#poll !== undefined) clearTimeout(this.#poll);
+    this.#notifier.close();
     await this.#kv.close();
   }
 }

@@ -3,10 +3,10 @@ import { SvcError } from "../errors/mod.ts";
 import {
   type Caller,
   checkCursor,
+  type CollaborationLedger,
   type CollaborationRecord,
   type CollaborationState,
   isId,
-  type Ledger,
   mayAccess,
   newId,
   ownerScope,
@@ -99,10 +99,10 @@ function parsed<T>(schema: z.ZodType<T>, input: unknown, action: string): T {
  * checked before it reaches the ledger.
  */
 export class CollaborationLog {
-  readonly #ledger: Ledger;
+  readonly #ledger: CollaborationLedger;
 
   /** A log over the ledger's collaboration records. */
-  constructor(ledger: Ledger) {
+  constructor(ledger: CollaborationLedger) {
     this.#ledger = ledger;
   }
 

@@ -1,4 +1,4 @@
-import { type FiredSlot, isTerminal, type Ledger } from "../ledger/mod.ts";
+import { type FiredSlot, isTerminal, type RunLedger, type TaskLedger } from "../ledger/mod.ts";
 
 /** The run or task an automation's slot started (without why a later slot was skipped). */
 export type SlotItem = { run_id: string } | { task_id: string };
@@ -10,7 +10,7 @@ export type SlotItem = { run_id: string } | { task_id: string };
  * a schedule faster than its work cannot pile work up in the queue.
  */
 export async function liveItem(
-  ledger: Ledger,
+  ledger: RunLedger & TaskLedger,
   last: FiredSlot | undefined,
 ): Promise<SlotItem | undefined> {
   const item = last?.item;

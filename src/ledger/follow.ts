@@ -1,4 +1,4 @@
-import type { Ledger } from "./interface.ts";
+import type { FeedLedger } from "./interface.ts";
 import { type ActivityItem, endsStream, type EventStream, type FeedItem } from "./records.ts";
 
 /** Options of {@linkcode followEvents}. */
@@ -23,7 +23,7 @@ export interface FollowOptions {
  * its last event (a terminal state) or until `signal` aborts. Every event comes once, in order.
  */
 export async function* followEvents(
-  ledger: Ledger,
+  ledger: FeedLedger,
   stream: EventStream,
   options: FollowOptions = {},
 ): AsyncGenerator<FeedItem> {
@@ -61,7 +61,7 @@ export async function* followEvents(
  * writes it, until `signal` aborts (the stream has no end). Every item comes once, in order.
  */
 export async function* followActivity(
-  ledger: Pick<Ledger, "readActivity" | "waitForActivity">,
+  ledger: Pick<FeedLedger, "readActivity" | "waitForActivity">,
   owner: string,
   options: FollowOptions = {},
 ): AsyncGenerator<ActivityItem> {

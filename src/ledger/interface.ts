@@ -89,7 +89,7 @@ export interface RunEventAt {
 }
 
 /**
- * One write of a run. {@linkcode Ledger.write} commits a list of them together, so a run's
+ * One write of a run. {@linkcode RunLedger.write} commits a list of them together, so a run's
  * burst of changes costs one commit. `status` is the run as it was at that write; `event` ops
  * are the run's feed, numbered by the run's host without gaps.
  */
@@ -115,7 +115,7 @@ export interface TaskApprovalNote {
   at: string;
 }
 
-/** Options of {@linkcode Ledger.listRuns}. */
+/** Options of {@linkcode RunLedger.listRuns}. */
 export interface ListRunsOptions {
   /** Only this owner's runs; all owners' when absent. */
   owner?: string;
@@ -144,13 +144,8 @@ export interface ListOptions {
   before?: string;
 }
 
-/**
- * The durable store of svc: runs, journals, the event feed, tasks, sessions, the call log and
- * the hosts that work on them. Everything above `src/ledger/` talks to this interface and
- * never to a storage engine; `openLedger()` opens the Deno KV file of `SVC_HOME`, or with a
- * `url` the same ledger in a Postgres database several hosts share.
- */
-export interface Ledger {
+/** What every ledger is: its data directory, whether hosts share it, its run and task folders, and its close. */
+export interface LedgerCore {
   /** The data directory (`SVC_HOME`): run and task folders live under it. */
   readonly home: string;
   /**
@@ -167,10 +162,13 @@ export interface Ledger {
   runDir(runId: string): string;
   /** This host's directory of a task (on the KV backend, its large results). */
   taskDir(taskId: string): string;
+}
 
+/** Runs: their records, inputs, journals, writes and cancels. */
+export interface RunLedger {
   /**
    * Records a new run, its input (script, args, ...) and its first event (seq 0), as running on
-   * `host`, or, with `host` null, queued for a worker to claim ({@linkcode Ledger.claimRun});
+   * `host`, or, with `host` null, queued for a worker to claim ({@linkcode QueueLedger.claimRun});
    * its state enters the owner's activity stream in the same commit. The input is
    * written before the run exists, so whoever sees the run can read its input. `args` over
    * `MAX_ARGS_BYTES` as JSON are refused (`invalid_request`).
@@ -205,7 +203,10 @@ export interface Ledger {
   requestRunCancel(runId: string): Promise<boolean>;
   /** Which of these runs have a cancel asked for. */
   runCancelsRequested(runIds: readonly string[]): Promise<string[]>;
+}
 
+/** The event feeds of runs and tasks and the owners' activity streams, with waits for what comes next. */
+export interface FeedLedger {
   /** Events of a stream after position `after` (all from the first when absent), in order. */
   readEvents(
     stream: EventStream,
@@ -238,7 +239,10 @@ export interface Ledger {
     owner: string,
     options: { after: number; signal?: AbortSignal; timeoutMs?: number },
   ): Promise<void>;
+}
 
+/** The hosts sharing the ledger, their crash recovery, and named leases among them. */
+export interface HostLedger {
   /** Says that a host is alive. Hosts refresh it while they have work. */
   heartbeat(host: HostRef, startedAt: string): Promise<void>;
   /** Removes a host's record when it shuts down cleanly. */
@@ -253,6 +257,18 @@ export interface Ledger {
   /** Marks `interrupted` the running tasks of hosts that are gone; returns their ids. */
   recoverInterruptedTasks(self: HostRef): Promise<string[]>;
 
+  /** The hosts sharing this ledger, with their role and whether they are alive. */
+  listHosts(): Promise<HostInfo[]>;
+  /** Takes or renews a named lease for `holder` (one holder at a time; it expires after `ttlMs`). */
+  acquireLease(name: string, options: { holder: string; ttlMs: number }): Promise<LeaseState>;
+  /** Who holds a lease now, without asking for it. */
+  readLease(name: string): Promise<LeaseState>;
+  /** Gives a lease up, if `holder` holds it. */
+  releaseLease(name: string, holder: string): Promise<void>;
+}
+
+/** Dispatch tasks: their records, saves and cancels. */
+export interface TaskLedger {
   /**
    * Records a new task (queued) with its first event and its owner's activity item; with
    * `queue`, it waits in the queue for a worker to claim (by saving it with `expect: "queued"`).
@@ -278,7 +294,10 @@ export interface Ledger {
   listTasks(options?: ListOptions): Promise<TaskStatus[]>;
   /** Marks a task's cancel as asked for; its worker, wherever it runs, sees it. */
   requestCancel(taskId: string): Promise<TaskStatus | undefined>;
+}
 
+/** Sessions and their messages. */
+export interface SessionLedger {
   /** Records a new session; a name must be unique per owner. */
   createSession(session: SessionRecord): Promise<void>;
   /** A session by id, or undefined. */
@@ -291,25 +310,36 @@ export interface Ledger {
   getSessionMessages(sessionId: string): Promise<ChatMessage[]>;
   /** Saves a session after a turn, with the turn's messages, in one write. */
   saveSessionTurn(session: SessionRecord, messages: ChatMessage[]): Promise<void>;
+}
 
+/** The call log of runs' calls and tasks. */
+export interface CallLedger {
   /** The call log (runs' calls and tasks), newest first; only `owner`'s when given. */
   listCalls(options?: ListOptions): Promise<CallRecord[]>;
+}
 
-  // Reviews and collaborations (issue 12): src/ledger/reviews.ts, src/ledger/collaborations.ts.
+/** Review runs and what they review. */
+export interface ReviewLedger {
   /** Records that a run is a review run, and over what. */
   saveReview(record: ReviewRecord): Promise<void>;
   /** The review record of a run, or undefined when the run is no review. */
   getReview(runId: string): Promise<ReviewRecord | undefined>;
   /** Review records, newest first, a page at a time; only `owner`'s when given. */
   listReviews(options: PageOptions): Promise<Page<ReviewRecord>>;
+}
+
+/** Collaborations between runs. */
+export interface CollaborationLedger {
   /** Writes a collaboration: with `create` only a new id, otherwise only an existing one. */
   saveCollaboration(record: CollaborationRecord, options: { create: boolean }): Promise<boolean>;
   /** A collaboration by id, or undefined. */
   getCollaboration(id: string): Promise<CollaborationRecord | undefined>;
   /** Collaborations, newest first, a page at a time; only `owner`'s when given. */
   listCollaborations(options: PageOptions): Promise<Page<CollaborationRecord>>;
+}
 
-  // Approvals (src/ledger/approvals.ts): calls and dispatches waiting for a person.
+/** Calls and dispatches waiting for a person to approve them. */
+export interface ApprovalLedger {
   /** Records a new pending approval. */
   createApproval(record: ApprovalRecord): Promise<void>;
   /** An approval by id, or undefined. */
@@ -326,8 +356,10 @@ export interface Ledger {
     approvalId: string,
     decision: { state: ApprovalDecision; by: string; reason?: string; at?: string },
   ): Promise<ApprovalDecided | undefined>;
+}
 
-  // The queue, hosts and the daemon (issue 14): src/ledger/daemon.ts.
+/** Queued runs and tasks and their claims by workers. */
+export interface QueueLedger {
   /** Queued runs and tasks (or, with `kind`, only runs or tasks) no worker has claimed yet, oldest first. */
   listQueue(options?: { limit?: number; kind?: "run" | "task" }): Promise<QueueItem[]>;
   /**
@@ -335,14 +367,10 @@ export interface Ledger {
    * so that two workers never both get it. False when it is not (or no longer) queued.
    */
   claimRun(runId: string, host: HostRef): Promise<boolean>;
-  /** The hosts sharing this ledger, with their role and whether they are alive. */
-  listHosts(): Promise<HostInfo[]>;
-  /** Takes or renews a named lease for `holder` (one holder at a time; it expires after `ttlMs`). */
-  acquireLease(name: string, options: { holder: string; ttlMs: number }): Promise<LeaseState>;
-  /** Who holds a lease now, without asking for it. */
-  readLease(name: string): Promise<LeaseState>;
-  /** Gives a lease up, if `holder` holds it. */
-  releaseLease(name: string, holder: string): Promise<void>;
+}
+
+/** The daemon's records: automations, their fired slots, and webhook deliveries. */
+export interface DaemonLedger {
   /**
    * Saves an automation made through the API, unless a quota is reached or its owner has one of
    * that name (then says why): checked and counted in one atomic commit.
@@ -374,7 +402,10 @@ export interface Ledger {
    * hook owner's activity stream.
    */
   saveDelivery(delivery: WebhookDelivery, options?: { duplicate?: boolean }): Promise<void>;
-  // A2A tasks (issue 14): src/ledger/a2a_tasks.ts
+}
+
+/** Tasks of the A2A protocol. */
+export interface A2aTaskLedger {
   /** Writes an owner's A2A task (indexing it on its first write); false when it changed meanwhile. */
   saveA2aTask(record: A2aTaskRecord): Promise<boolean>;
   /** An owner's A2A task by id, or undefined (another owner's too). */
@@ -382,3 +413,26 @@ export interface Ledger {
   /** An owner's A2A tasks, newest first, a page at a time. */
   listA2aTasks(owner: string, options: A2aTaskListOptions): Promise<A2aTaskPage>;
 }
+
+/**
+ * The durable store of svc: runs, journals, the event feed, tasks, sessions, the call log and
+ * the hosts that work on them, as the intersection of one interface per domain. Everything
+ * above `src/ledger/` talks to these interfaces and never to a storage engine; a service takes
+ * the narrow one it uses. `openLedger()` opens the Deno KV file of `SVC_HOME`, or with a `url`
+ * the same ledger in a Postgres database several hosts share.
+ */
+export interface Ledger
+  extends
+    LedgerCore,
+    RunLedger,
+    FeedLedger,
+    HostLedger,
+    TaskLedger,
+    SessionLedger,
+    CallLedger,
+    ReviewLedger,
+    CollaborationLedger,
+    ApprovalLedger,
+    QueueLedger,
+    DaemonLedger,
+    A2aTaskLedger {}

@@ -1,20 +1,36 @@
 /**
  * The ledger: durable runs, journals, event feeds, tasks, sessions and the call log under
- * `SVC_HOME`, behind one interface ({@linkcode Ledger}); Deno KV is its first backend.
+ * `SVC_HOME`, behind one interface per domain ({@linkcode Ledger} is their intersection), in a
+ * Deno KV file or a Postgres database. Its notifier and store opener serve the board too.
  * @module
  */
 export { INLINE_LIMIT, openLedger, type OpenLedgerOptions, RUN_SCAN_LIMIT } from "./ledger.ts";
 export type {
+  A2aTaskLedger,
+  ApprovalLedger,
+  CallLedger,
+  CollaborationLedger,
+  DaemonLedger,
+  FeedLedger,
   HostInfo,
+  HostLedger,
   HostRef,
   Ledger,
+  LedgerCore,
   LedgerOp,
   ListOptions,
   ListRunsOptions,
   QueueItem,
+  QueueLedger,
+  ReviewLedger,
   RunEventAt,
+  RunLedger,
+  SessionLedger,
   TaskApprovalNote,
+  TaskLedger,
 } from "./interface.ts";
+export { Notifier, type NotifierOptions } from "./notifier.ts";
+export { type OpenedStore, openStore, type OpenStoreOptions } from "./store.ts";
 export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
 export {
   exportLedger,

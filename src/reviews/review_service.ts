@@ -5,10 +5,11 @@ import {
   type Caller,
   checkCursor,
   isId,
-  type Ledger,
+  type LedgerCore,
   mayAccess,
   ownerScope,
   type Page,
+  type ReviewLedger,
   type ReviewRecord,
   type RunError,
   type RunState,
@@ -94,7 +95,7 @@ export interface ReviewServiceOptions {
   /** Starts and reads the review runs. */
   runs: RunManager;
   /** Keeps which runs are reviews. */
-  ledger: Ledger;
+  ledger: ReviewLedger & LedgerCore;
   /** The review workflow. Default: the bundled `bundled/svc-review.js`. */
   scriptPath?: string;
   /**
@@ -135,7 +136,7 @@ function findingsOf(result: JsonValue | undefined): Finding[] | null {
  */
 export class ReviewService {
   readonly #runs: RunManager;
-  readonly #ledger: Ledger;
+  readonly #ledger: ReviewLedger & LedgerCore;
   readonly #scriptPath: string | undefined;
   readonly #workspace: WorkspacePolicy;
 

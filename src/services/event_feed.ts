@@ -5,8 +5,8 @@ import {
   type Caller,
   type EventStream,
   type FeedItem,
+  type FeedLedger,
   followActivity,
-  type Ledger,
 } from "../ledger/mod.ts";
 
 /** Options of {@linkcode EventFeed.follow} and {@linkcode EventFeed.activity}. */
@@ -27,10 +27,10 @@ export interface FeedFollowOptions {
 export class EventFeed {
   readonly #runs: RunManager;
   readonly #tasks: TaskManager;
-  readonly #ledger: Ledger;
+  readonly #ledger: FeedLedger;
 
   /** The feed over the run and task services, which check the owner rule, and their ledger. */
-  constructor(services: { runs: RunManager; tasks: TaskManager; ledger: Ledger }) {
+  constructor(services: { runs: RunManager; tasks: TaskManager; ledger: FeedLedger }) {
     this.#runs = services.runs;
     this.#tasks = services.tasks;
     this.#ledger = services.ledger;
