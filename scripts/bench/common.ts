@@ -10,17 +10,22 @@ import { limited, STEP_TIMEOUT_MS } from "../bench_limit.ts";
 /** The caller of every in-process run. */
 export const LOCAL = { owner: "local" };
 
+/** Repetitions kept when `--runs` is not given. */
 export const DEFAULT_RUNS = 15;
 
+/** The most repetitions `--runs` accepts. */
 export const MAX_RUNS = 1000;
 
+/** Repetitions run first and discarded. */
 export const WARMUP_RUNS = 2;
 
 /** Whether bubblewrap can confine a guest on this machine (its figures are skipped if not). */
 export const BWRAP_OK = (await findBubblewrap(Deno.execPath())).ok;
 
+/** Calls of the long fan-out. */
 export const FANOUT_CALLS = 200;
 
+/** The fan-out's concurrency. */
 export const CONCURRENCY = 8;
 
 /** `timeout` of every in-process run, in seconds: the RunManager stops the run after it. */
