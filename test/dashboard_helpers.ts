@@ -99,7 +99,8 @@ export async function startDashboard(options: TestDashboardOptions = {}): Promis
     : inProcessServer(services, appOptions);
   const send = options.port
     ? (url: string, init: RequestInit) => fetch(url, init)
-    : (url: string, init: RequestInit) => server.app.fetch(new Request(url, init));
+    : async (url: string, init: RequestInit) =>
+      readAtOnce(await server.app.fetch(new Request(url, init)));
   const request = (path: string, init: RequestInit & { token?: string } = {}) => {
     const { token, ...rest } = init;
     const headers = new Headers(rest.headers);
@@ -130,6 +131,24 @@ export async function startDashboard(options: TestDashboardOptions = {}): Promis
       await dir?.[Symbol.asyncDispose]();
     },
   };
+}
+
+/**
+ * An event stream as a server hands it on: a server reads a response's body as soon as it
+ * answers, whether or not its client reads yet, so a stream's source starts at once (a stream
+ * `from=now` takes its position then). Cancelling the stream still reaches the source.
+ */
+function readAtOnce(response: Response): Response {
+  const type = response.headers.get("content-type") ?? "";
+  if (!response.body || !type.startsWith("text/event-stream")) return response;
+  const body = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({}, undefined, { highWaterMark: Infinity }),
+  );
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
 
 /**
