@@ -5,16 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { TaskState } from "@a2a-js/sdk";
-import { ROOT, svcTaskCommand, tempDir } from "./helpers.ts";
+import { ROOT, svcCommand, tempDir } from "./helpers.ts";
 import { asTask, sdkClient, sendRequest, userMessage } from "./a2a_helpers.ts";
 
 const TOKEN = "carol-token-0123456789abcdef";
 
 Deno.test("svc a2a-server listens with the launcher's permissions, serves a call as the token's owner and stops on SIGTERM", async () => {
   await using home = await tempDir("svc-a2a-cli-");
-  const task = await svcTaskCommand();
-  const child = new Deno.Command(task.command, {
-    args: [...task.args, "a2a-server", "--port", "0"],
+  const child = svcCommand({
+    args: ["a2a-server", "--port", "0"],
     env: {
       HOME: home.path,
       SVC_HOME: `${home.path}/.svc`,

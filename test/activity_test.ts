@@ -16,7 +16,7 @@ import {
 } from "../src/ledger/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { queuedTask, writeTasks } from "./fixtures/activity_writer.ts";
-import { fixture, tempDir } from "./helpers.ts";
+import { denoCommand, fixture, tempDir } from "./helpers.ts";
 
 const ALICE: Caller = { owner: "alice" };
 const BOB: Caller = { owner: "bob" };
@@ -249,7 +249,7 @@ Deno.test("a follower of the activity stream sees another process's writes, then
     await writeTasks(ledger, "alice", 2);
     const signal = AbortSignal.timeout(GUARD_MS);
     const following = take(followActivity(ledger, "alice", { after: 1, signal }), 5);
-    const writer = await new Deno.Command(Deno.execPath(), {
+    const writer = await denoCommand({
       args: [
         "run",
         "--allow-read",

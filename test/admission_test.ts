@@ -254,7 +254,7 @@ Deno.test("a remote owner's dispatches beyond its live task cap get 429; the ope
 
 Deno.test("over /mcp a run beyond a remote owner's caps is a tool error carrying rate_limited", async () => {
   const config = withCaps({ owner_live_runs: 1, owner_queued_runs: 0 });
-  await using d = await startDashboard({ fakeLatencyMs: 60_000, config });
+  await using d = await startDashboard({ port: true, fakeLatencyMs: 60_000, config });
   await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
   const first = await mcp.call("svc_workflow", { script: NEVER_ENDING });
   assert.notEqual(first.isError, true, JSON.stringify(first.content));

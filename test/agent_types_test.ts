@@ -10,10 +10,8 @@ import {
   AgentTypeRegistry,
   createDispatcher,
   dispatcherFromConfig,
-  type DispatchRequest,
   NATIVE_CLAUDE_ALIASES,
   parseAgentFile,
-  type Provider,
   SessionStore,
   TaskManager,
 } from "../src/dispatch/mod.ts";
@@ -21,6 +19,7 @@ import { openLedger } from "../src/ledger/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { LOCAL, runScript, tempDir } from "./helpers.ts";
 import { stub } from "./harness_helpers.ts";
+import { type RecordingProvider, recordingProvider } from "./providers.ts";
 
 const REVIEWER = `---
 name: reviewer
@@ -207,25 +206,18 @@ Deno.test("a symbolic link cannot hand an agent type a file from outside its fol
 });
 
 /** A provider that records every request it gets. */
-function recorder(): Provider & { requests: DispatchRequest[] } {
-  const requests: DispatchRequest[] = [];
-  return {
-    name: "claude",
-    kind: "harness",
+function recorder(): RecordingProvider {
+  return recordingProvider("claude", {
     modelAliases: NATIVE_CLAUDE_ALIASES,
-    requests,
-    probe: () => Promise.resolve({ available: true, reason: "ok" }),
-    dispatch(request) {
-      requests.push(request);
-      return Promise.resolve({
+    answer: (request) =>
+      Promise.resolve({
         output: "done",
         usage: { input_tokens: 1, output_tokens: 1 },
         cost_usd: 0,
         provider: "claude",
         model: request.model ?? null,
-      });
-    },
-  };
+      }),
+  });
 }
 
 Deno.test("a run applies an agent type to its calls: system prompt, model, and read-only for an agent that cannot write", async () => {

@@ -11,7 +11,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import type { Caller } from "../src/ledger/mod.ts";
 import { BoardWriteRequestSchema } from "../src/schemas/mod.ts";
 import { openServices } from "../src/services/mod.ts";
-import { ADMIN, fixture, LOCAL, ROOT, tempDir } from "./helpers.ts";
+import { ADMIN, denoCommand, fixture, LOCAL, ROOT, tempDir } from "./helpers.ts";
 
 const ALICE: Caller = { owner: "alice" };
 const BOB: Caller = { owner: "bob" };
@@ -69,7 +69,7 @@ interface Writer {
 
 /** Starts the board writer fixture on `dir` and waits until it has opened the board. */
 async function startWriter(dir: string, count: number, owner = "local"): Promise<Writer> {
-  const child = new Deno.Command(Deno.execPath(), {
+  const child = denoCommand({
     args: [
       "run",
       "--config",

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fixture, ROOT, runCli, svcTaskCommand, tempDir } from "./helpers.ts";
+import { fixture, ROOT, runCli, svcCommand, tempDir } from "./helpers.ts";
 
 function assertNoStackTrace(stderr: string): void {
   assert.ok(!/\n\s+at .*\.(ts|js):\d+/.test(stderr), `stack trace on stderr:\n${stderr}`);
@@ -204,10 +204,8 @@ Deno.test("svc --help lists the commands and exits 0", async () => {
 Deno.test("Ctrl-C cancels the run: its guest is killed and svc exits 1 with the cancelled status", async () => {
   await using home = await tempDir();
   // Through the launcher of `deno task svc`: it must pass the signal on, once.
-  const task = await svcTaskCommand();
-  const child = new Deno.Command(task.command, {
+  const child = svcCommand({
     args: [
-      ...task.args,
       "workflow",
       "run",
       fixture("narrating.js"),

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ROOT, svcTaskCommand, tempDir } from "./helpers.ts";
+import { ROOT, svcCommand, tempDir } from "./helpers.ts";
 
 const README = await Deno.readTextFile(`${ROOT}/README.md`);
 
@@ -13,9 +13,8 @@ function readmeExamples(): string {
 
 /** Starts `svc dashboard --port 0` as `deno task dashboard` does; resolves once it listens. */
 async function startCli(home: string, env: Record<string, string> = {}) {
-  const task = await svcTaskCommand();
-  const child = new Deno.Command(task.command, {
-    args: [...task.args, "dashboard", "--port", "0"],
+  const child = svcCommand({
+    args: ["dashboard", "--port", "0"],
     env: {
       HOME: home,
       SVC_HOME: `${home}/.svc`,

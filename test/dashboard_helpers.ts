@@ -1,11 +1,13 @@
 /**
- * A dashboard on a real port over real services in a temp SVC_HOME (fake provider), and a
- * small client for it. Everything is closed and removed when the test's `await using` ends.
+ * A dashboard over real services in a temp SVC_HOME (fake provider), in process or on a real
+ * port, and a small client for it. Everything is closed and removed when the test's
+ * `await using` ends.
  */
 import type { Config } from "../src/config/mod.ts";
 import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import {
   type AuthSettings,
+  dashboardApp,
   type DashboardServer,
   serveDashboard,
   type ServeDashboardOptions,
@@ -32,13 +34,13 @@ export const TWO_OWNERS: AuthSettings = {
   allowedOrigins: ["https://board.example.com"],
 };
 
-/** A running dashboard for a test. */
+/** A dashboard for a test: in process, or on a real port. */
 export interface TestDashboard extends AsyncDisposable {
-  /** Its base URL. */
+  /** Its base URL (in process, `http://127.0.0.1`, which no socket serves). */
   url: string;
   /** The services it serves. */
   services: Services;
-  /** The server. */
+  /** The server (in process, the app and a `close` that stops its streams). */
   server: DashboardServer;
   /** The data directory. */
   home: string;
@@ -51,16 +53,31 @@ export interface TestDashboard extends AsyncDisposable {
   ): Promise<{ status: number; body: Record<string, unknown> }>;
 }
 
-/** Starts a dashboard on 127.0.0.1 (a free port) over fresh services. */
-export async function startDashboard(
-  options: Partial<ServeDashboardOptions> & {
-    home?: string;
-    fakeLatencyMs?: number;
-    config?: Config;
-    /** Providers beside the fake one. */
-    providers?: Provider[];
-  } = {},
-): Promise<TestDashboard> {
+/** Options of {@linkcode startDashboard}. */
+export type TestDashboardOptions = Partial<Omit<ServeDashboardOptions, "port">> & {
+  home?: string;
+  fakeLatencyMs?: number;
+  config?: Config;
+  /** Providers beside the fake one. */
+  providers?: Provider[];
+  /**
+   * Serve on a free port of 127.0.0.1, for a client that needs a socket (a browser, an SDK
+   * client given a URL, a connection that drops). Default: requests go to the app's `fetch`
+   * in process, as `app.request()` does in Hono's tests.
+   */
+  port?: boolean;
+};
+
+/** The origin an in-process dashboard answers as: a loopback name, as a served one has. */
+const IN_PROCESS_URL = "http://127.0.0.1";
+/** The names a dashboard served on a loopback address accepts in `Host`. */
+const LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]"];
+
+/**
+ * A dashboard over fresh services (a temp SVC_HOME unless `home`), answering in process, or on
+ * a real port with `port: true`.
+ */
+export async function startDashboard(options: TestDashboardOptions = {}): Promise<TestDashboard> {
   const dir = options.home === undefined ? await tempDir("svc-dash-") : undefined;
   const home = options.home ?? dir!.path;
   const services = await openServices({
@@ -72,18 +89,23 @@ export async function startDashboard(
     }),
     ...(options.config ? { config: options.config } : {}),
   });
-  const server = await serveDashboard(services, {
-    hostname: "127.0.0.1",
-    port: 0,
+  const appOptions = {
     auth: options.auth ?? TWO_OWNERS,
     ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-  });
+  };
+  const server = options.port
+    ? await serveDashboard(services, { hostname: "127.0.0.1", port: 0, ...appOptions })
+    : inProcessServer(services, appOptions);
+  const send = options.port
+    ? (url: string, init: RequestInit) => fetch(url, init)
+    : async (url: string, init: RequestInit) =>
+      readAtOnce(await server.app.fetch(new Request(url, init)));
   const request = (path: string, init: RequestInit & { token?: string } = {}) => {
     const { token, ...rest } = init;
     const headers = new Headers(rest.headers);
     if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
-    return fetch(`${server.url}${path}`, { ...rest, headers });
+    return send(`${server.url}${path}`, { ...rest, headers });
   };
   return {
     url: server.url,
@@ -109,6 +131,46 @@ export async function startDashboard(
       await dir?.[Symbol.asyncDispose]();
     },
   };
+}
+
+/**
+ * An event stream as a server hands it on: a server reads a response's body as soon as it
+ * answers, whether or not its client reads yet, so a stream's source starts at once (a stream
+ * `from=now` takes its position then). Cancelling the stream still reaches the source.
+ */
+function readAtOnce(response: Response): Response {
+  const type = response.headers.get("content-type") ?? "";
+  if (!response.body || !type.startsWith("text/event-stream")) return response;
+  const body = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({}, undefined, { highWaterMark: Infinity }),
+  );
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}
+
+/**
+ * The app as `serveDashboard` builds it on 127.0.0.1, without the socket: its own origin and
+ * the loopback names it accepts in `Host` are those a served one has; closing ends its streams.
+ */
+function inProcessServer(
+  services: Services,
+  options: Omit<ServeDashboardOptions, "hostname" | "port" | "signal">,
+): DashboardServer {
+  const closing = new AbortController();
+  const app = dashboardApp(services, {
+    ...options,
+    ownOrigins: [IN_PROCESS_URL],
+    allowedHosts: LOOPBACK_HOSTS,
+    signal: closing.signal,
+  });
+  const close = () => {
+    closing.abort();
+    return Promise.resolve();
+  };
+  return { url: IN_PROCESS_URL, app, close, [Symbol.asyncDispose]: close };
 }
 
 /** One parsed server-sent event. */

@@ -96,7 +96,7 @@ Deno.test("an id the stream does not hold gets a reset event, then the stream fr
 });
 
 Deno.test("a quiet stream sends keep-alive comments, and closing the server ends open streams", async () => {
-  const d = await startDashboard({ fakeLatencyMs: 60_000, keepAliveMs: 30 });
+  const d = await startDashboard({ port: true, fakeLatencyMs: 60_000, keepAliveMs: 30 });
   try {
     const runId = await startPaced(d);
     const events = await readEvents(

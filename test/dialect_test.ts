@@ -5,7 +5,6 @@ import {
   ANTHROPIC_MODEL_ALIASES,
   createDispatcher,
   dispatcherFromConfig,
-  type DispatchRequest,
   type ModelAliases,
   NATIVE_CLAUDE_ALIASES,
   type Provider,
@@ -14,6 +13,7 @@ import {
 import { SvcError } from "../src/errors/mod.ts";
 import { fixture, narration, runCli, runScript, tempDir } from "./helpers.ts";
 import { stub } from "./harness_helpers.ts";
+import { type RecordingProvider, recordingProvider } from "./providers.ts";
 
 Deno.test("an unknown meta field is narrated as a warning at the start of the run, and the run goes on", async () => {
   const status = await runScript(
@@ -50,25 +50,8 @@ function recorder(
   name: string,
   kind: Provider["kind"],
   aliases?: ModelAliases,
-): Provider & { requests: DispatchRequest[] } {
-  const requests: DispatchRequest[] = [];
-  return {
-    name,
-    kind,
-    requests,
-    ...(aliases ? { modelAliases: aliases } : {}),
-    probe: () => Promise.resolve({ available: true, reason: "ok" }),
-    dispatch(request) {
-      requests.push(request);
-      return Promise.resolve({
-        output: `${name}: ${request.prompt}`,
-        usage: { input_tokens: 1, output_tokens: 1 },
-        cost_usd: 0,
-        provider: name,
-        model: request.model ?? null,
-      });
-    },
-  };
+): RecordingProvider {
+  return recordingProvider(name, { kind, ...(aliases ? { modelAliases: aliases } : {}) });
 }
 
 const signal = new AbortController().signal;

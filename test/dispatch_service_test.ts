@@ -4,32 +4,27 @@ import {
   admitSandbox,
   AvailabilityTracker,
   createDispatcher,
-  type DispatchRequest,
   NATIVE_CLAUDE_ALIASES,
   type Provider,
 } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { LOCAL, tempDir, testManager } from "./helpers.ts";
+import { type RecordingProvider, recordingProvider } from "./providers.ts";
 
 /** A provider that answers with its name and records the requests it got. */
 function provider(
   name: string,
   kind: Provider["kind"] = "harness",
   options: { available?: boolean; fail?: boolean; cost?: number | null } = {},
-): Provider & { requests: DispatchRequest[] } {
-  const requests: DispatchRequest[] = [];
-  return {
-    name,
+): RecordingProvider {
+  return recordingProvider(name, {
     kind,
-    requests,
-    probe: () =>
-      Promise.resolve({
-        available: options.available ?? true,
-        reason: options.available === false ? `${name} not found on PATH` : "ok",
-        version: "1.0",
-      }),
-    dispatch(request) {
-      requests.push(request);
+    availability: {
+      available: options.available ?? true,
+      reason: options.available === false ? `${name} not found on PATH` : "ok",
+      version: "1.0",
+    },
+    answer(request) {
       if (options.fail) {
         return Promise.reject(new SvcError("internal", `Cannot dispatch to ${name}: it failed`));
       }
@@ -41,7 +36,7 @@ function provider(
         model: request.model ?? `${name}-default`,
       });
     },
-  };
+  });
 }
 
 function config(raw: unknown): Config {

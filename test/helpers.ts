@@ -151,7 +151,7 @@ export function spawnWorkflowHost(
   args: readonly string[],
   env: Record<string, string>,
 ): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
+  return denoCommand({
     args: [
       "run",
       "--allow-read",
@@ -174,14 +174,35 @@ export function spawnWorkflowHost(
  * The command line of `deno task svc` (from deno.json), with this Deno binary and absolute
  * paths: the launcher that starts the host with narrow grants.
  */
-export async function svcTaskCommand(): Promise<{ command: string; args: string[] }> {
-  const config = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`));
+export function svcTaskCommand(): Promise<{ command: string; args: string[] }> {
+  return Promise.resolve(svcTask());
+}
+
+function svcTask(): { command: string; args: string[] } {
+  const config = JSON.parse(Deno.readTextFileSync(`${ROOT}/deno.json`));
   const [deno, ...args] = String(config.tasks.svc).split(" ");
   assert.equal(deno, "deno", "the svc task runs deno");
   return {
     command: Deno.execPath(),
     args: args.map((arg) => arg.startsWith("cli/") ? `${ROOT}/${arg}` : arg),
   };
+}
+
+/** Options of a Deno subprocess: `args` are the command's own. */
+export type ProcessOptions = Deno.CommandOptions & { args: string[] };
+
+/** A command that runs this Deno binary (the one running the tests) with `options`. */
+export function denoCommand(options: ProcessOptions): Deno.Command {
+  return new Deno.Command(Deno.execPath(), options);
+}
+
+/**
+ * A command that runs `svc <args>` as `deno task svc` does, through the launcher that starts
+ * the host with narrow grants; `options.args` follow `svc`.
+ */
+export function svcCommand(options: ProcessOptions): Deno.Command {
+  const task = svcTask();
+  return new Deno.Command(task.command, { ...options, args: [...task.args, ...options.args] });
 }
 
 /** Runs `svc` from the checkout, exactly as `deno task svc` does, in a fresh SVC_HOME. */

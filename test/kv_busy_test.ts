@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { platform } from "../src/platform/mod.ts";
-import { fixture, ROOT, tempDir } from "./helpers.ts";
+import { denoCommand, fixture, ROOT, tempDir } from "./helpers.ts";
 
 Deno.test("several processes committing to one KV file at once all succeed: a busy database is retried", async () => {
   await using dir = await tempDir("svc-kv-");
   const path = `${dir.path}/shared.kv`;
   const writers = Array.from({ length: 3 }, () =>
-    new Deno.Command(Deno.execPath(), {
+    denoCommand({
       args: [
         "run",
         "--config",

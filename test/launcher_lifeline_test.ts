@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { startHostProcess } from "./host_process.ts";
-import { fixture, LOCAL, svcTaskCommand, tempDir, testManager } from "./helpers.ts";
+import { fixture, LOCAL, svcCommand, tempDir, testManager } from "./helpers.ts";
 
 /** How long the host and its guests may outlive the launcher, in ms. */
 const GONE_WITHIN_MS = 5_000;
@@ -104,9 +104,8 @@ for (const command of ["dashboard", "daemon"] as const) {
 
 Deno.test("svc workflow run dies with its launcher: the host and its guest are gone, and the run is left interrupted and resumable", async () => {
   await using home = await tempDir();
-  const task = await svcTaskCommand();
-  const launcher = new Deno.Command(task.command, {
-    args: [...task.args, "workflow", "run", fixture("narrating.js"), "--args", '{"count":2}'],
+  const launcher = svcCommand({
+    args: ["workflow", "run", fixture("narrating.js"), "--args", '{"count":2}'],
     // Calls that take a minute: the run is still going when the launcher is killed.
     env: { SVC_HOME: home.path, SVC_FAKE_LATENCY_MS: "60000", NO_COLOR: "1" },
     stdin: "null",

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fixture, tempDir } from "./helpers.ts";
+import { denoCommand, fixture, tempDir } from "./helpers.ts";
 import { type HostProcess, startHostProcess } from "./host_process.ts";
 
 const TOKEN = "ledger-faults-token-0123456789";
@@ -13,7 +13,7 @@ const STEPS = `
 
 /** This Deno's cache directory. */
 async function denoDir(): Promise<string> {
-  const output = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  const output = await denoCommand({ args: ["info", "--json"] }).output();
   return String(JSON.parse(new TextDecoder().decode(output.stdout)).denoDir);
 }
 
@@ -187,7 +187,7 @@ Deno.test("a ledger locked by another program interrupts the run with a clear er
     env: { SVC_FAKE_LATENCY_MS: "40" },
   });
   const { whole, runId } = await twoRuns(host, 8);
-  const locker = new Deno.Command(Deno.execPath(), {
+  const locker = denoCommand({
     args: [
       "run",
       "--allow-read",

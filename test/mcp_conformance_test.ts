@@ -9,6 +9,7 @@ Deno.test("the /mcp endpoint passes every scenario of the MCP conformance kit th
   // The kit's DNS-rebinding scenario is about a local server without authentication, so the
   // dashboard runs with authentication off here; the rest do not depend on it.
   await using d = await startDashboard({
+    port: true,
     auth: { required: false, requireOwner: false, tokens: [], allowedOrigins: [] },
   });
   await using scratch = await tempDir("svc-conformance-");

@@ -6,7 +6,7 @@ const SCRIPT = "phase('one'); log('starting'); const a = await agent('alpha'); "
   "const [b, c] = await parallel([() => agent('beta'), () => agent('gamma')]); return {a, b, c};";
 
 Deno.test("the /mcp endpoint lists svc's tools with the HTTP routes' input schemas, output schemas and annotations", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
   const { tools } = await mcp.client.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -62,7 +62,7 @@ Deno.test("the /mcp endpoint lists svc's tools with the HTTP routes' input schem
 
 for (const era of ERAS) {
   Deno.test(`a fake workflow started over /mcp (${era} era) runs to its end, followed with svc_task_status`, async () => {
-    await using d = await startDashboard({ fakeLatencyMs: 30 });
+    await using d = await startDashboard({ port: true, fakeLatencyMs: 30 });
     await using mcp = await connectHttp(d.url, { token: TOKENS.alice, era });
     const started = await mcp.ok("svc_workflow", { script: SCRIPT, fake_dispatch: true });
     assert.equal(started.kind, "run");
@@ -108,7 +108,7 @@ for (const era of ERAS) {
 }
 
 Deno.test("svc_task_cancel cancels a run and a dispatch task over /mcp, and svc_dispatch runs a task", async () => {
-  await using d = await startDashboard({ fakeLatencyMs: 20_000 });
+  await using d = await startDashboard({ port: true, fakeLatencyMs: 20_000 });
   await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
   const run = await mcp.ok("svc_workflow", {
     script: "return await agent('slow');",
@@ -127,7 +127,7 @@ Deno.test("svc_task_cancel cancels a run and a dispatch task over /mcp, and svc_
 });
 
 Deno.test("svc_dispatch answers a task whose status carries the provider's answer", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
   const task = await mcp.ok("svc_dispatch", { prompt: "say hi", fake_dispatch: true });
   const done = await untilDone(mcp, String(task.handle));
@@ -137,7 +137,7 @@ Deno.test("svc_dispatch answers a task whose status carries the provider's answe
 });
 
 Deno.test("svc_board_write over /mcp writes through the board service: a dry run, then a card", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
   const dry = await mcp.ok("svc_board_write", { action: "new", title: "From a tool" });
   assert.equal(dry.applied, false);
@@ -156,7 +156,7 @@ Deno.test("svc_board_write over /mcp writes through the board service: a dry run
 });
 
 Deno.test("bad tool arguments over /mcp come back as tool errors that name the field", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
   const cases: Array<[string, Record<string, unknown>, RegExp]> = [
     ["svc_workflow", {}, /script/],
@@ -195,7 +195,7 @@ steps:
 `;
 
 Deno.test("svc_workflow_legacy runs a version-1 chain with its placeholders, with the deprecation notice and the equivalent script", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   await using mcp = await connectHttp(d.url, { token: TOKENS.alice });
   const started = await mcp.ok("svc_workflow_legacy", {
     chain: CHAIN,
@@ -228,7 +228,7 @@ Deno.test("svc_workflow_legacy runs a version-1 chain with its placeholders, wit
 });
 
 Deno.test("the /mcp endpoint refuses a missing or wrong token, and a Host that is not the server's", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   const initialize = JSON.stringify(INITIALIZE);
   const post = (headers: Record<string, string>) =>
     d.request("/mcp", {

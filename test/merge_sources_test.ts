@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { mergeSources } from "../src/http/merge.ts";
-import { ROOT } from "./helpers.ts";
+import { denoCommand, ROOT } from "./helpers.ts";
 
 /** A source whose values the test pushes, and which ends or fails when told. */
 function manual<T>() {
@@ -103,7 +103,7 @@ Deno.test("a quiet source beside a busy one holds no memory per value of the bus
     }
     console.log(JSON.stringify({ seen, grewMiB }));
   `;
-  const output = await new Deno.Command(Deno.execPath(), {
+  const output = await denoCommand({
     args: ["eval", "--no-config", "--v8-flags=--expose-gc", code],
     stdout: "piped",
     stderr: "piped",

@@ -17,7 +17,7 @@ async function pwned(page: Page): Promise<unknown> {
 pageTest(
   "the page asks for a token, says so when one is wrong, and keeps the right one for the tab",
   async () => {
-    await using d = await startDashboard();
+    await using d = await startDashboard({ port: true });
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     await page.goto(`${d.url}/`);
@@ -48,7 +48,7 @@ pageTest(
 pageTest(
   "a card is previewed in a dry run, then applied, then taken; its markup stays text",
   async () => {
-    await using d = await startDashboard();
+    await using d = await startDashboard({ port: true });
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     await page.goto(`${d.url}/#token=${TOKENS.alice}`);
@@ -90,7 +90,7 @@ pageTest(
 );
 
 pageTest("the page is readable on a narrow window and in dark mode", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   await d.json("/api/board/write", {
     token: TOKENS.alice,
     body: { action: "new", mode: "apply", title: "A card on a phone" },

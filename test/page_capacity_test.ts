@@ -12,6 +12,7 @@ pageTest(
   async () => {
     const config = defaultConfig();
     await using d = await startDashboard({
+      port: true,
       fakeLatencyMs: 60_000,
       config: { ...config, admission: { ...config.admission, owner_live_runs: 1 } },
     });

@@ -34,7 +34,7 @@ return { summary, markup: ${JSON.stringify(HOSTILE)}, reviews };
 pageTest(
   "a run started from the page shows its calls and narration as they come, then its result",
   async () => {
-    await using d = await startDashboard({ fakeLatencyMs: 700 });
+    await using d = await startDashboard({ port: true, fakeLatencyMs: 700 });
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     await page.goto(`${d.url}/#token=${TOKENS.alice}`);
@@ -93,7 +93,7 @@ pageTest(
 pageTest(
   "a long run is cancelled from its page, then resumed: the finished call is replayed",
   async () => {
-    await using d = await startDashboard({ fakeLatencyMs: 1500 });
+    await using d = await startDashboard({ port: true, fakeLatencyMs: 1500 });
     const runId = await startRun(
       d,
       `const a = await agent("first", { label: "first" });\nlog("first done");\n` +
@@ -127,7 +127,7 @@ pageTest(
 pageTest(
   "after a server restart under an open page, it reconnects and continues from its last event",
   async () => {
-    await using d = await startDashboard({ fakeLatencyMs: 250 });
+    await using d = await startDashboard({ port: true, fakeLatencyMs: 250 });
     const lines = 14;
     const runId = await startRun(
       d,

@@ -18,7 +18,7 @@ import {
 pageTest(
   "the dashboard's page at / opens in Chromium with its title and heading, and a screenshot of it is saved",
   async () => {
-    await using dashboard = await startDashboard();
+    await using dashboard = await startDashboard({ port: true });
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     const response = await page.goto(`${dashboard.url}/`);
@@ -60,7 +60,7 @@ pageTest(
 pageTest(
   "markup that breaks the dashboard page's content security policy is reported as a page error",
   async () => {
-    await using dashboard = await startDashboard();
+    await using dashboard = await startDashboard({ port: true });
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     await page.goto(`${dashboard.url}/#token=${TOKENS.alice}`);

@@ -17,6 +17,7 @@ pageTest(
   "a dispatch from the tasks view shows its result; an approval is granted from its view",
   async () => {
     await using d = await startDashboard({
+      port: true,
       config: ConfigSchema.parse({ sandbox: { full: "ask" } }),
     });
     await using browser = await launchBrowser();
@@ -66,7 +67,7 @@ pageTest(
 pageTest(
   "sessions show their turns; providers their availability; costs a chart by day and provider",
   async () => {
-    await using d = await startDashboard();
+    await using d = await startDashboard({ port: true });
     await d.json("/api/sessions", {
       token: TOKENS.alice,
       body: { name: "pairing", provider: "fake" },
@@ -126,6 +127,7 @@ pageTest(
       providers: { claude: { type: "claude", command: stub("claude") } },
     });
     await using d = await startDashboard({
+      port: true,
       config,
       providers: [claudeProvider({ command: stub("claude") })],
     });

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { HOST_ENV_VARS, hostPermissionFlags } from "../cli/permissions.ts";
-import { fixture, ROOT, runCli, runCommand, svcTaskCommand, tempDir } from "./helpers.ts";
+import { fixture, ROOT, runCli, runCommand, svcCommand, tempDir } from "./helpers.ts";
 
 const EXAMPLE = `${ROOT}/examples/review_fanout.js`;
 
@@ -126,9 +126,8 @@ Deno.test("hostPermissionFlags grants write only under SVC_HOME and the board, r
 Deno.test("deno task svc starts the host with exactly the narrow grants of its configuration", async () => {
   await using home = await tempDir();
   await using board = await tempDir();
-  const task = await svcTaskCommand();
-  const launcher = new Deno.Command(task.command, {
-    args: [...task.args, "workflow", "run", EXAMPLE, "--fake-dispatch"],
+  const launcher = svcCommand({
+    args: ["workflow", "run", EXAMPLE, "--fake-dispatch"],
     env: {
       SVC_HOME: home.path,
       SVC_DASHBOARD_BOARD_DIR: board.path,

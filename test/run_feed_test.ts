@@ -6,17 +6,16 @@
 import assert from "node:assert/strict";
 import { endsStream, type FeedItem, type RunEvent } from "../src/ledger/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
-import { fixture, LOCAL, ROOT, runCli, svcTaskCommand, tempDir } from "./helpers.ts";
+import { denoCommand, fixture, LOCAL, ROOT, runCli, svcCommand, tempDir } from "./helpers.ts";
 
 /** Starts `svc workflow run` in a process of its own; resolves with its exit status and output. */
-async function startCliRun(
+function startCliRun(
   home: string,
   args: string[],
   env: Record<string, string>,
 ): Promise<{ done: Promise<{ code: number; stdout: string; stderr: string }> }> {
-  const task = await svcTaskCommand();
-  const child = new Deno.Command(task.command, {
-    args: [...task.args, "workflow", "run", ...args],
+  const child = svcCommand({
+    args: ["workflow", "run", ...args],
     env: { SVC_HOME: home, NO_COLOR: "1", ...env },
     stdin: "null",
     stdout: "piped",
@@ -27,7 +26,7 @@ async function startCliRun(
     stdout: new TextDecoder().decode(out.stdout),
     stderr: new TextDecoder().decode(out.stderr),
   }));
-  return { done };
+  return Promise.resolve({ done });
 }
 
 /** The run another process started, once it is listed as running. */
@@ -141,9 +140,8 @@ Deno.test("svc workflow list, status, journal, watch and cancel work on runs of 
   assert.equal(json.run_id, runId);
 
   // A watcher that stops (SIGINT) says where to resume; the resumed watch sees the end.
-  const task = await svcTaskCommand();
-  const watcher = new Deno.Command(task.command, {
-    args: [...task.args, "workflow", "watch", runId],
+  const watcher = svcCommand({
+    args: ["workflow", "watch", runId],
     env: { SVC_HOME: home.path, NO_COLOR: "1", ...env },
     stdin: "null",
     stdout: "piped",
@@ -203,7 +201,7 @@ Deno.test("a long-lived host recovers a run whose host died while it was open, n
   await using home = await tempDir();
   // Opened first: the start-up recovery has nothing to find.
   await using services = await openServices({ home: home.path, recoverEveryMs: 100 });
-  const host = new Deno.Command(Deno.execPath(), {
+  const host = denoCommand({
     args: [
       "run",
       "-A",

@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { createUnsafeLocalBackend } from "../src/isolation/mod.ts";
 import { runGuest } from "../src/engine/mod.ts";
 import { makeScratchDir, scratchOwner, sweepScratch } from "../src/scratch/mod.ts";
-import { exists, fixture, tempDir, testManager } from "./helpers.ts";
+import { denoCommand, exists, fixture, tempDir, testManager } from "./helpers.ts";
 
 /** A real process that made a scratch directory under `root` and lives until stopped. */
 async function scratchOwnerProcess(root: string) {
-  const child = new Deno.Command(Deno.execPath(), {
+  const child = denoCommand({
     args: ["run", "--allow-read", "--allow-write", fixture("scratch_owner.ts"), root],
     stdin: "piped",
     stdout: "piped",
@@ -56,7 +56,7 @@ Deno.test("the next host removes the scratch directories of a host that is gone,
 
 Deno.test("where start times can be read, a directory whose pid now belongs to another process is removed", async () => {
   await using dir = await tempDir();
-  const output = await new Deno.Command(Deno.execPath(), {
+  const output = await denoCommand({
     args: ["run", "--allow-all", fixture("scratch_reuse.ts"), dir.path],
     stderr: "inherit",
   }).output();

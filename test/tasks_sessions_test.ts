@@ -1,28 +1,15 @@
 import assert from "node:assert/strict";
-import {
-  createDispatcher,
-  type DispatchRequest,
-  type Provider,
-  SessionStore,
-  TaskManager,
-} from "../src/dispatch/mod.ts";
+import { createDispatcher, type Provider, SessionStore, TaskManager } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
-import { LOCAL, tempDir } from "./helpers.ts";
+import { denoCommand, LOCAL, tempDir } from "./helpers.ts";
+import { type RecordingProvider, recordingProvider } from "./providers.ts";
 
 /** A harness-like provider: answers with the history length and hands out a new session id each turn. */
-function conversational(
-  name: string,
-  kind: Provider["kind"],
-): Provider & { requests: DispatchRequest[] } {
-  const requests: DispatchRequest[] = [];
-  return {
-    name,
+function conversational(name: string, kind: Provider["kind"]): RecordingProvider {
+  return recordingProvider(name, {
     kind,
-    requests,
-    probe: () => Promise.resolve({ available: true, reason: "ok" }),
-    async dispatch(request) {
-      requests.push(request);
+    async answer(request, requests) {
       if (request.prompt.includes("hang")) {
         await new Promise((_, reject) =>
           request.signal.addEventListener("abort", () => reject(request.signal.reason), {
@@ -39,7 +26,7 @@ function conversational(
         session_id: kind === "harness" ? `${name}-session-${requests.length}` : null,
       };
     },
-  };
+  });
 }
 
 async function setup(providers: Provider[]) {
@@ -346,7 +333,7 @@ Deno.test("a task whose worker process is killed is marked interrupted by the ne
       sessions: new SessionStore(ledger),
     });
     const queued = await tasks.enqueue({ prompt: "slow", fake_dispatch: true }, LOCAL);
-    const worker = new Deno.Command(Deno.execPath(), {
+    const worker = denoCommand({
       args: [
         "run",
         "--allow-read",

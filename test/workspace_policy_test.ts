@@ -183,7 +183,7 @@ Deno.test("the command line names any workdir, as before", async () => {
 });
 
 Deno.test("svc_dispatch over MCP with workdir SVC_HOME is a tool error naming the missing root", async () => {
-  await using d = await startDashboard();
+  await using d = await startDashboard({ port: true });
   await using mcp = await connectHttp(d.url, { token: TOKENS.bob });
   const result = await mcp.call("svc_dispatch", {
     prompt: "hi",

@@ -1,0 +1,41 @@
+/**
+ * The postgres group (`bench_postgres.ts`): the shared ledger on a real Postgres server.
+ * @module
+ */
+import { measurePostgres } from "../bench_postgres.ts";
+import { summarize } from "./common.ts";
+import type { GroupContext, Report } from "./report.ts";
+
+/** The postgres group: a step on a Postgres ledger against a bare commit. */
+export async function reportPostgres(report: Report, context: GroupContext): Promise<void> {
+  if (context.only.has("postgres")) {
+    const pg = await measurePostgres(context.root, context.args.runs);
+    report.baseline(
+      "pg_bare_commit_ms",
+      "baseline: one bare Postgres commit of a step's size (fsync on)",
+      summarize(pg.bareCommitMs),
+      "ms",
+    );
+    report.figure(
+      "pg_step_ms",
+      "journaled sequential step on a Postgres ledger, against it",
+      summarize(pg.stepMs),
+      "ms",
+      "pg_bare_commit_ms",
+      "<= 2x",
+    );
+    report.baseline(
+      "pg_claims_one_per_s",
+      "baseline: queue claims per second, one daemon (Postgres)",
+      summarize(pg.claimsOne),
+      "claims/s",
+    );
+    report.figure(
+      "pg_claims_two_per_s",
+      "queue claims per second, two daemons, against one",
+      summarize(pg.claimsTwo),
+      "claims/s",
+      "pg_claims_one_per_s",
+    );
+  }
+}
