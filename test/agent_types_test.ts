@@ -8,15 +8,16 @@ import {
   AGENT_TYPE_LIMITS,
   agentFolders,
   AgentTypeRegistry,
+  parseAgentFile,
+} from "../src/agent_types/mod.ts";
+import {
   createDispatcher,
   dispatcherFromConfig,
   type DispatchRequest,
   NATIVE_CLAUDE_ALIASES,
-  parseAgentFile,
   type Provider,
-  SessionStore,
-  TaskManager,
 } from "../src/dispatch/mod.ts";
+import { SessionStore, TaskManager } from "../src/tasks/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { LOCAL, runScript, tempDir } from "./helpers.ts";

@@ -15,7 +15,7 @@ import {
   SpentFailure,
   type Usage,
 } from "./types.ts";
-import type { WorktreeManager, WorktreeResult } from "./worktrees.ts";
+import type { WorktreeManager, WorktreeResult } from "../worktrees/mod.ts";
 
 /** What a caller hands the dispatcher: the call, before routing and admission. */
 export interface DispatchInput {

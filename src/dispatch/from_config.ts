@@ -5,7 +5,7 @@ import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import { claudeProvider, codexProvider, geminiProvider, opencodeProvider } from "./harness/mod.ts";
 import type { Provider } from "./types.ts";
 import type { ModelAliases } from "./model_aliases.ts";
-import type { WorktreeManager } from "./worktrees.ts";
+import type { WorktreeManager } from "../worktrees/mod.ts";
 
 /**
  * Builds the provider a configuration entry describes; `fake` is always registered anyway.

@@ -2,20 +2,20 @@ import {
   type AgentDefinition,
   type AgentTypeRegistry,
   applyAgentType,
-  type CompiledSchema,
+} from "../agent_types/mod.ts";
+import {
   type DispatchContext,
   type Dispatcher,
   type DispatchOutcome,
   ProviderError,
-  SchemaError,
-  type SchemaRegistry,
-  type SessionStore,
   stepCost,
   type StepSpent,
   StopReason,
   structuredStep,
   UnpricedCallError,
 } from "../dispatch/mod.ts";
+import { type CompiledSchema, SchemaError, type SchemaRegistry } from "../structured/mod.ts";
+import { type SessionStore } from "../tasks/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { FailureCause, JournalEntry } from "../ledger/mod.ts";
 import { type AgentCall, type JsonValue, parseAgentCall } from "../schemas/mod.ts";

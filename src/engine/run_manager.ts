@@ -1,11 +1,8 @@
 import { abortableSleep } from "../concurrency/mod.ts";
-import {
-  agentFolders,
-  AgentTypeRegistry,
-  type Dispatcher,
-  schemaRegistryFor,
-  SessionStore,
-} from "../dispatch/mod.ts";
+import { agentFolders, AgentTypeRegistry } from "../agent_types/mod.ts";
+import { type Dispatcher } from "../dispatch/mod.ts";
+import { schemaRegistryFor } from "../structured/mod.ts";
+import { SessionStore } from "../tasks/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import {
   defaultIsolationBackends,

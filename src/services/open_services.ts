@@ -6,10 +6,9 @@ import {
   createCapabilities,
   type Dispatcher,
   dispatcherFromConfig,
-  SessionStore,
-  TaskManager,
-  WorktreeManager,
 } from "../dispatch/mod.ts";
+import { SessionStore, TaskManager } from "../tasks/mod.ts";
+import { WorktreeManager } from "../worktrees/mod.ts";
 import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";

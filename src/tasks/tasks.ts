@@ -10,7 +10,6 @@ import {
   isTerminal,
   type Ledger,
   mayAccess,
-  newId,
   ownerScope,
   shownId,
   type TaskApprovalNote,
@@ -33,18 +32,20 @@ import {
   type Dispatcher,
   type DispatchOutcome,
   ProviderError,
-} from "./dispatcher.ts";
+  stepCost,
+  StopReason,
+  structuredStep,
+} from "../dispatch/mod.ts";
 import { denialText, requestApproval, waitForDecision } from "../approvals/mod.ts";
 import type { SessionStore } from "./sessions.ts";
-import { StopReason } from "./stop.ts";
 import {
   type AgentDefinition,
   agentFolders,
   AgentTypeRegistry,
   applyAgentType,
-} from "./agent_types.ts";
-import { type CompiledSchema, SchemaError, schemaRegistryFor } from "./structured_output.ts";
-import { stepCost, structuredStep } from "./structured_step.ts";
+} from "../agent_types/mod.ts";
+import { type CompiledSchema, SchemaError, schemaRegistryFor } from "../structured/mod.ts";
+import { newTaskStatus } from "./task_status.ts";
 
 /** Options of {@linkcode TaskManager}. */
 export interface TaskManagerOptions {
@@ -210,32 +211,16 @@ export class TaskManager {
     });
     const request = workdir === undefined ? parsed : { ...parsed, workdir };
     const { prompt, timeout, fake_dispatch, schema_attempts, ...agentOptions } = request;
-    const task: TaskStatus = {
-      task_id: newId("task"),
+    const task = newTaskStatus({
       owner: caller.owner,
-      state: "queued",
       prompt,
       options: JSON.parse(JSON.stringify(agentOptions)) as Record<string, JsonValue>,
       label: agentOptions.label ?? null,
       timeout,
       fake_dispatch,
       schema_attempts,
-      created_at: now(),
-      started_at: null,
-      ended_at: null,
-      provider: null,
-      model: null,
-      route: null,
-      sandbox: null,
-      sandbox_clamped: null,
-      usage: { input_tokens: 0, output_tokens: 0 },
-      cost_usd: null,
-      session_id: null,
-      worktree: null,
-      cancel_requested: false,
-      host_id: null,
       ...(options.trigger ? { trigger: options.trigger } : {}),
-    };
+    });
     await this.#options.ledger.createTask(task, { queue: options.queue });
     return task;
   }
