@@ -71,7 +71,7 @@ export type {
   Usage,
 } from "./types.ts";
 export { StopReason, type StopState } from "./stop.ts";
-export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";
+export { dispatcherFromConfig, hasHarnessProvider, providerFromConfig } from "./from_config.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
 export type { DayStats, ProviderStats, UsageSummary } from "./history.ts";
 export { stepCost, structuredStep } from "./structured_step.ts";

@@ -6,6 +6,7 @@ import {
   createCapabilities,
   type Dispatcher,
   dispatcherFromConfig,
+  hasHarnessProvider,
 } from "../dispatch/mod.ts";
 import { SessionStore, TaskManager } from "../tasks/mod.ts";
 import { WorktreeManager } from "../worktrees/mod.ts";
@@ -145,7 +146,12 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const loaded = options.config ? { config: options.config, path: null } : await loadConfig(home);
   const { config } = loaded;
   const worktrees = new WorktreeManager({ home });
-  const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, { worktrees });
+  const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, {
+    worktrees,
+    // The services read no environment: the root hands them its reader and its data directory.
+    env: (name) => platform().env(name),
+    ...(hasHarnessProvider(config) ? { scratchRoot: joinPath(svcHome(), "tmp") } : {}),
+  });
   const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
   const ledger = await openLedger(home, {
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
