@@ -55,11 +55,10 @@ export {
   openaiCompatibleProvider,
   opencodeProvider,
   ProviderError,
-  schemaInstance,
-  SessionStore,
-  TaskManager,
-  WorktreeManager,
 } from "./dispatch/mod.ts";
+export { schemaInstance } from "./structured/mod.ts";
+export { SessionStore, TaskManager } from "./tasks/mod.ts";
+export { WorktreeManager } from "./worktrees/mod.ts";
 export type {
   AnthropicOptions,
   AnthropicThinkingType,
@@ -88,13 +87,11 @@ export type {
   ProviderStatus,
   RouteDecision,
   SandboxAdmission,
-  SessionDetail,
-  StaleWorktree,
   Usage,
   UsageSummary,
-  Worktree,
-  WorktreeResult,
 } from "./dispatch/mod.ts";
+export type { SessionDetail } from "./tasks/mod.ts";
+export type { StaleWorktree, Worktree, WorktreeResult } from "./worktrees/mod.ts";
 export { checkScript, isTerminal, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
 export {
   DEFAULT_RUN_ADMISSION,

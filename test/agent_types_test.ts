@@ -8,13 +8,14 @@ import {
   AGENT_TYPE_LIMITS,
   agentFolders,
   AgentTypeRegistry,
+  parseAgentFile,
+} from "../src/agent_types/mod.ts";
+import {
   createDispatcher,
   dispatcherFromConfig,
   NATIVE_CLAUDE_ALIASES,
-  parseAgentFile,
-  SessionStore,
-  TaskManager,
 } from "../src/dispatch/mod.ts";
+import { SessionStore, TaskManager } from "../src/tasks/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { LOCAL, runScript, tempDir } from "./helpers.ts";

@@ -446,7 +446,8 @@ Deno.test("a call without a reported cost is priced from the table, else unmeter
 });
 
 Deno.test("history, statistics, costs and usage come from the ledger's call log of runs and tasks", async () => {
-  const { dispatchHistory, SessionStore, TaskManager } = await import("../src/dispatch/mod.ts");
+  const { dispatchHistory } = await import("../src/dispatch/mod.ts");
+  const { SessionStore, TaskManager } = await import("../src/tasks/mod.ts");
   const claude = provider("claude", "harness", { cost: 0.25 });
   const broken = provider("broken", "harness", { fail: true });
   const dispatcher = createDispatcher({ providers: [claude, broken], fakeLatencyMs: 0 });

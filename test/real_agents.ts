@@ -7,7 +7,8 @@
  */
 import { TESTED_VERSIONS } from "../src/dispatch/harness/tested_versions.ts";
 import assert from "node:assert/strict";
-import { createDispatcher, type Provider, WorktreeManager } from "../src/dispatch/mod.ts";
+import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
+import { WorktreeManager } from "../src/worktrees/mod.ts";
 import type { JsonValue } from "../src/schemas/mod.ts";
 import type { Reply, Responder } from "./model_standin/mod.ts";
 import { LOCAL, runCommand, tempDir, testManager } from "./helpers.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { safeGit } from "../src/dispatch/mod.ts";
+import { safeGit } from "../src/worktrees/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { Caller } from "../src/ledger/mod.ts";
 import { DIFF_LIMITS } from "../src/reviews/mod.ts";

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
 import { Ajv } from "ajv";
-import {
-  createDispatcher,
-  SchemaRegistry,
-  structuredValue,
-  SUBSCHEMA_KEYWORDS,
-} from "../src/dispatch/mod.ts";
+import { createDispatcher } from "../src/dispatch/mod.ts";
+import { SchemaRegistry, structuredValue, SUBSCHEMA_KEYWORDS } from "../src/structured/mod.ts";
 import {
   countingDispatcher,
   LOCAL,

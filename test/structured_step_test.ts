@@ -4,13 +4,12 @@ import {
   type DispatchOutcome,
   type DispatchRequest,
   type Provider,
-  SchemaRegistry,
-  SessionStore,
   SpentFailure,
   stepCost,
   structuredStep,
-  TaskManager,
 } from "../src/dispatch/mod.ts";
+import { SchemaRegistry } from "../src/structured/mod.ts";
+import { SessionStore, TaskManager } from "../src/tasks/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
 import { LOCAL, tempDir, testManager } from "./helpers.ts";
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { createDispatcher, type Provider, SessionStore, TaskManager } from "../src/dispatch/mod.ts";
+import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
+import { SessionStore, TaskManager } from "../src/tasks/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { openLedger } from "../src/ledger/mod.ts";
 import { denoCommand, LOCAL, tempDir } from "./helpers.ts";

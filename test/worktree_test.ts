@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { createDispatcher, type Provider, WorktreeManager } from "../src/dispatch/mod.ts";
+import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
+import { WorktreeManager } from "../src/worktrees/mod.ts";
 import { LOCAL, runCommand, tempDir, testManager } from "./helpers.ts";
 
 async function gitRepo(dir: string): Promise<void> {

@@ -1,7 +1,8 @@
 import { SvcError } from "../errors/mod.ts";
 import type { WebhookConfig } from "../config/mod.ts";
+import { hostEnv } from "../host_env/mod.ts";
 import { callerOf, type WebhookDelivery } from "../ledger/mod.ts";
-import { platform, readBody } from "../platform/mod.ts";
+import { readBody } from "../platform/mod.ts";
 import { jsonProblem, type JsonValue } from "../schemas/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { renderPrompt } from "./prompt_template.ts";
@@ -59,7 +60,7 @@ export class WebhookReceiver {
   constructor(services: Services, options: { env?: (name: string) => string | undefined } = {}) {
     this.#services = services;
     this.#hooks = services.config.webhooks;
-    this.#env = options.env ?? ((name) => platform().env(name));
+    this.#env = options.env ?? hostEnv;
   }
 
   /** Deliveries so far. */

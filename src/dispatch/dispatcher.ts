@@ -1,21 +1,12 @@
-import { Semaphore } from "../concurrency/mod.ts";
 import { type Config, defaultConfig } from "../config/mod.ts";
 import { SvcError } from "../errors/mod.ts";
-import { platform } from "../platform/mod.ts";
 import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
-import { type AvailabilityOptions, AvailabilityTracker } from "./availability.ts";
-import { createFakeProvider } from "./fake.ts";
+import type { AvailabilityOptions } from "./availability.ts";
 import { admitSandbox, type SandboxAdmission } from "./kernel.ts";
-import { chooseRoute, type RouteCandidate, type RouteDecision } from "./router.ts";
-import {
-  type ChatMessage,
-  type DispatchResult,
-  type ProbeRequest,
-  type Provider,
-  SpentFailure,
-  type Usage,
-} from "./types.ts";
-import type { WorktreeManager, WorktreeResult } from "./worktrees.ts";
+import { candidates, type ProviderPool, providerPool, send, spentBy } from "./provider_pool.ts";
+import { chooseRoute, type RouteDecision } from "./router.ts";
+import type { ChatMessage, DispatchResult, ProbeRequest, Provider, Usage } from "./types.ts";
+import type { Worktree, WorktreeManager, WorktreeResult } from "../worktrees/mod.ts";
 
 /** What a caller hands the dispatcher: the call, before routing and admission. */
 export interface DispatchInput {
@@ -123,13 +114,6 @@ export class UnpricedCallError extends SvcError {
   }
 }
 
-type Price = { input_per_mtok: number; output_per_mtok: number };
-
-function priced(usage: Usage, price: Price): number {
-  return (usage.input_tokens * price.input_per_mtok + usage.output_tokens * price.output_per_mtok) /
-    1e6;
-}
-
 /** A provider's state, for `svc providers` and `/api/providers`. */
 export interface ProviderStatus {
   /** The provider's name. */
@@ -175,9 +159,15 @@ export interface Dispatcher {
 
 /** Options of {@linkcode createDispatcher}. */
 export interface DispatcherOptions {
-  /** Latency of the fake provider; defaults to `SVC_FAKE_LATENCY_MS` or 0. */
+  /**
+   * Latency of the fake provider; else the configuration's, else `SVC_FAKE_LATENCY_MS` as
+   * {@linkcode DispatcherOptions.env} reads it, else 0.
+   */
   fakeLatencyMs?: number;
-  /** Random extra latency of the fake provider, up to this; defaults to `SVC_FAKE_JITTER_MS` or 0. */
+  /**
+   * Random extra latency of the fake provider, up to this; else the configuration's, else
+   * `SVC_FAKE_JITTER_MS` as {@linkcode DispatcherOptions.env} reads it, else 0.
+   */
   fakeJitterMs?: number;
   /** Cost in USD of every fake call; 0 unless configured. */
   fakeCostUsd?: number;
@@ -195,39 +185,12 @@ export interface DispatcherOptions {
   availability?: AvailabilityOptions;
   /** Where `isolation: "worktree"` calls get their worktrees; without it such calls are refused. */
   worktrees?: WorktreeManager;
-}
-
-/** What a failed call consumed, when its provider said so; its cost priced from the table if unreported. */
-function spentBy(
-  error: unknown,
-  price: Price | null,
-): { usage: Usage; cost_usd: number | null } | null {
-  if (!(error instanceof SpentFailure)) return null;
-  const cost = error.cost_usd ?? (price ? priced(error.usage, price) : null);
-  return { usage: error.usage, cost_usd: cost };
-}
-
-/**
- * Whether a provider refused the call for what the caller asked (a model value it will not pass
- * on, a schema the fake cannot satisfy): not a sign that the provider is failing, and not
- * something a script may use to make a provider look unavailable to every other run.
- */
-function callersFault(error: unknown): boolean {
-  return error instanceof SvcError &&
-    (error.code === "invalid_request" || error.code === "invalid_argument");
-}
-
-function millisecondsFromEnv(name: string): number {
-  const raw = platform().env(name);
-  if (raw === undefined || raw === "") return 0;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) {
-    throw new SvcError(
-      "invalid_argument",
-      `Cannot read ${name}: expected a non-negative number of milliseconds, got '${raw}'`,
-    );
-  }
-  return value;
+  /**
+   * How the host's environment is read, passed by the composition root: the dispatcher reads
+   * no environment of its own. A variable is read only when nothing else gives its value.
+   * Without it, no variable is set.
+   */
+  env?: (name: string) => string | undefined;
 }
 
 /**
@@ -237,189 +200,141 @@ function millisecondsFromEnv(name: string): number {
  */
 export function createDispatcher(options: DispatcherOptions = {}): Dispatcher {
   const config = options.config ?? defaultConfig();
-  const fakeSettings = config.providers.fake?.type === "fake" ? config.providers.fake : undefined;
-  const fake = createFakeProvider({
-    latencyMs: options.fakeLatencyMs ?? fakeSettings?.latency_ms ??
-      millisecondsFromEnv("SVC_FAKE_LATENCY_MS"),
-    jitterMs: options.fakeJitterMs ?? fakeSettings?.jitter_ms ??
-      millisecondsFromEnv("SVC_FAKE_JITTER_MS"),
-    costUsd: options.fakeCostUsd ?? fakeSettings?.cost_usd,
-  });
-  const registry = new Map<string, Provider>([["fake", fake]]);
-  for (const provider of options.providers ?? []) registry.set(provider.name, provider);
-  const capacity = new Map<string, number>();
-  for (const [name, settings] of Object.entries(config.providers)) {
-    if (settings.concurrency !== undefined) capacity.set(name, settings.concurrency);
-  }
-  for (const [name, permits] of Object.entries(options.concurrency ?? {})) {
-    capacity.set(name, permits);
-  }
-  const semaphores = new Map(
-    [...capacity].map(([name, permits]) => [name, new Semaphore(permits)]),
-  );
-  const running = new Map<string, number>();
-  const tracker = new AvailabilityTracker(options.availability);
-
-  function priceOf(name: string) {
-    return config.providers[name]?.price ?? null;
-  }
-
-  /**
-   * Every provider as routing sees it. A call (`wait: false`) waits only a short while for a
-   * probe still running; a listing waits for every probe to end.
-   */
-  async function candidates(request: ProbeRequest = {}): Promise<RouteCandidate[]> {
-    return await Promise.all([...registry.values()].map(async (provider) => {
-      const price = priceOf(provider.name);
-      return {
-        name: provider.name,
-        kind: provider.kind,
-        availability: await tracker.check(provider, request),
-        load: {
-          running: running.get(provider.name) ?? 0,
-          capacity: capacity.get(provider.name) ?? null,
-        },
-        tags: config.providers[provider.name]?.tags ?? [],
-        price: price ? price.input_per_mtok + price.output_per_mtok : null,
-        ...(provider.modelAliases ? { modelAliases: provider.modelAliases } : {}),
-      };
-    }));
-  }
-
-  async function send(
-    provider: Provider,
-    input: DispatchInput,
-    model: string | null,
-    sandbox: SandboxLevel,
-  ) {
-    const release = await semaphores.get(provider.name)?.acquire(input.signal);
-    // Routing awaited probes: the call may have been stopped meanwhile.
-    if (input.signal.aborted) {
-      release?.();
-      throw input.signal.reason;
-    }
-    running.set(provider.name, (running.get(provider.name) ?? 0) + 1);
-    try {
-      const result = await provider.dispatch({
-        ...input,
-        sandbox,
-        ...(model !== null ? { model } : {}),
-      });
-      tracker.record(provider.name, true);
-      const price = priceOf(provider.name);
-      if (result.cost_usd === null && price) result.cost_usd = priced(result.usage, price);
-      return result;
-    } catch (error) {
-      if (!input.signal.aborted && !callersFault(error)) {
-        tracker.record(provider.name, false);
-      }
-      throw error;
-    } finally {
-      running.set(provider.name, (running.get(provider.name) ?? 1) - 1);
-      release?.();
-    }
-  }
-
-  const worktrees = options.worktrees;
-  /**
-   * The worktree of a call's repository. The repository is the call's working directory as its
-   * caller decided it (a run's workdir, a dispatch's own), never the `workdir` option a script
-   * wrote: that one is confined to the run's workdir before it becomes `cwd`.
-   */
-  function openWorktree(input: DispatchInput) {
-    const dir = input.cwd;
-    if (!worktrees) {
-      return Promise.reject(
-        new SvcError(
-          "invalid_request",
-          "Cannot use a worktree: this host has no worktree directory",
-        ),
-      );
-    }
-    if (!dir) {
-      return Promise.reject(
-        new SvcError(
-          "invalid_request",
-          "Cannot use a worktree: the call has no workdir (the repository to branch from)",
-        ),
-      );
-    }
-    return worktrees.create(dir);
-  }
-
-  function admit(options: AgentOptions, context: DispatchContext = {}): SandboxAdmission {
-    const profileSandbox = options.profile !== undefined
-      ? config.profiles[options.profile]?.sandbox
-      : undefined;
-    const requested = options.sandbox ?? profileSandbox;
-    return admitSandbox(requested, {
-      sandboxDefault: context.sandboxDefault ?? requested,
-      ...(context.sandboxMax !== undefined ? { sandboxMax: context.sandboxMax } : {}),
-      full: config.sandbox.full,
-      ...(context.fullApproved ? { approved: true } : {}),
-      ...(context.microvm ? { microvm: true } : {}),
-    });
-  }
-
+  const pool = providerPool(config, options);
+  const admit = (agent: AgentOptions, context: DispatchContext = {}) =>
+    admitCall(config, agent, context);
   return {
-    providers: () => [...registry.keys()],
-    async status(request = {}) {
-      return (await candidates(request)).map((c) => ({
-        name: c.name,
-        kind: c.kind,
-        available: c.availability.available,
-        reason: c.availability.reason,
-        version: c.availability.version ?? null,
-        running: c.load.running,
-        concurrency: c.load.capacity,
-        tags: [...c.tags],
-        price: priceOf(c.name),
-      }));
-    },
+    providers: () => [...pool.registry.keys()],
+    status: (request = {}) => providerStatuses(pool, request),
     admit,
-    async dispatch(input, context = {}) {
-      const { options } = input;
-      const admission = admit(options, context);
-      if (admission.needsApproval) {
-        throw new SvcError(
-          "forbidden",
-          "Cannot grant the full sandbox: the configuration's sandbox.full is ask, and no person approved this call",
-        );
-      }
-      const route: RouteDecision = context.fakeOnly
-        ? {
-          provider: "fake",
-          model: null,
-          reason: "every call goes to the fake provider (fake dispatch)",
-        }
-        : chooseRoute(options, admission.level, await candidates({ wait: false }), config);
-      const provider = registry.get(route.provider)!;
-      if (context.requirePrice && provider !== fake && !priceOf(provider.name)) {
-        throw new UnpricedCallError(provider.name);
-      }
-      const worktree = options.isolation === "worktree" ? await openWorktree(input) : undefined;
-      let result: DispatchResult;
-      let kept: WorktreeResult | undefined;
-      try {
-        result = await send(
-          provider,
-          worktree ? { ...input, cwd: worktree.path } : input,
-          route.model,
-          admission.level,
-        );
-      } catch (error) {
-        if (input.signal.aborted) throw error;
-        throw new ProviderError(error, route, spentBy(error, priceOf(route.provider)));
-      } finally {
-        if (worktree) kept = await worktrees!.finish(worktree);
-      }
-      return {
-        ...result,
-        route,
-        sandbox: admission.level,
-        sandbox_clamped: admission.clamped,
-        ...(kept ? { worktree: kept } : {}),
-      };
-    },
+    dispatch: (input, context = {}) =>
+      dispatchCall({ pool, admit, worktrees: options.worktrees }, input, context),
   };
+}
+
+/** The kernel's sandbox decision for a call: its ask (else its profile's) under the context's bounds. */
+function admitCall(
+  config: Config,
+  options: AgentOptions,
+  context: DispatchContext,
+): SandboxAdmission {
+  const profileSandbox = options.profile !== undefined
+    ? config.profiles[options.profile]?.sandbox
+    : undefined;
+  const requested = options.sandbox ?? profileSandbox;
+  return admitSandbox(requested, {
+    sandboxDefault: context.sandboxDefault ?? requested,
+    ...(context.sandboxMax !== undefined ? { sandboxMax: context.sandboxMax } : {}),
+    full: config.sandbox.full,
+    ...(context.fullApproved ? { approved: true } : {}),
+    ...(context.microvm ? { microvm: true } : {}),
+  });
+}
+
+/** Every provider as `status()` lists it: a listing waits for every probe to end. */
+async function providerStatuses(
+  pool: ProviderPool,
+  request: ProbeRequest,
+): Promise<ProviderStatus[]> {
+  return (await candidates(pool, request)).map((c) => ({
+    name: c.name,
+    kind: c.kind,
+    available: c.availability.available,
+    reason: c.availability.reason,
+    version: c.availability.version ?? null,
+    running: c.load.running,
+    concurrency: c.load.capacity,
+    tags: [...c.tags],
+    price: pool.priceOf(c.name),
+  }));
+}
+
+/** What one dispatch needs beside its input: the providers, the kernel and the worktrees. */
+interface CallParts {
+  pool: ProviderPool;
+  admit(options: AgentOptions, context: DispatchContext): SandboxAdmission;
+  worktrees: WorktreeManager | undefined;
+}
+
+/** One call, in order: admit, route, check its price, open its worktree, send, finish the worktree. */
+async function dispatchCall(
+  parts: CallParts,
+  input: DispatchInput,
+  context: DispatchContext,
+): Promise<DispatchOutcome> {
+  const { pool } = parts;
+  const { options } = input;
+  const admission = parts.admit(options, context);
+  if (admission.needsApproval) {
+    throw new SvcError(
+      "forbidden",
+      "Cannot grant the full sandbox: the configuration's sandbox.full is ask, and no person approved this call",
+    );
+  }
+  const route: RouteDecision = context.fakeOnly
+    ? {
+      provider: "fake",
+      model: null,
+      reason: "every call goes to the fake provider (fake dispatch)",
+    }
+    : chooseRoute(options, admission.level, await candidates(pool, { wait: false }), pool.config);
+  const provider = pool.registry.get(route.provider)!;
+  if (context.requirePrice && provider !== pool.fake && !pool.priceOf(provider.name)) {
+    throw new UnpricedCallError(provider.name);
+  }
+  const worktree = options.isolation === "worktree"
+    ? await openWorktree(parts.worktrees, input)
+    : undefined;
+  let result: DispatchResult;
+  let kept: WorktreeResult | undefined;
+  try {
+    result = await send(
+      pool,
+      provider,
+      worktree ? { ...input, cwd: worktree.path } : input,
+      route.model,
+      admission.level,
+    );
+  } catch (error) {
+    if (input.signal.aborted) throw error;
+    throw new ProviderError(error, route, spentBy(error, pool.priceOf(route.provider)));
+  } finally {
+    if (worktree) kept = await parts.worktrees!.finish(worktree);
+  }
+  return {
+    ...result,
+    route,
+    sandbox: admission.level,
+    sandbox_clamped: admission.clamped,
+    ...(kept ? { worktree: kept } : {}),
+  };
+}
+
+/**
+ * The worktree of a call's repository. The repository is the call's working directory as its
+ * caller decided it (a run's workdir, a dispatch's own), never the `workdir` option a script
+ * wrote: that one is confined to the run's workdir before it becomes `cwd`.
+ */
+function openWorktree(
+  worktrees: WorktreeManager | undefined,
+  input: DispatchInput,
+): Promise<Worktree> {
+  const dir = input.cwd;
+  if (!worktrees) {
+    return Promise.reject(
+      new SvcError(
+        "invalid_request",
+        "Cannot use a worktree: this host has no worktree directory",
+      ),
+    );
+  }
+  if (!dir) {
+    return Promise.reject(
+      new SvcError(
+        "invalid_request",
+        "Cannot use a worktree: the call has no workdir (the repository to branch from)",
+      ),
+    );
+  }
+  return worktrees.create(dir);
 }

@@ -1,6 +1,6 @@
 import { abortableSleep } from "../concurrency/mod.ts";
 import type { DispatchRequest, DispatchResult, Provider } from "./types.ts";
-import { schemaInstance } from "./schema_instance.ts";
+import { schemaInstance } from "../structured/mod.ts";
 import { NATIVE_CLAUDE_ALIASES } from "./model_aliases.ts";
 
 function tokens(text: string): number {

@@ -1,11 +1,9 @@
-import { type Config, type ProviderConfig, svcHome } from "../config/mod.ts";
-import { joinPath } from "../platform/mod.ts";
+import type { Config, ProviderConfig } from "../config/mod.ts";
 import { a2aAgentProvider, anthropicProvider, openaiCompatibleProvider } from "./api/mod.ts";
-import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.ts";
 import { claudeProvider, codexProvider, geminiProvider, opencodeProvider } from "./harness/mod.ts";
 import type { Provider } from "./types.ts";
 import type { ModelAliases } from "./model_aliases.ts";
-import type { WorktreeManager } from "./worktrees.ts";
 
 /**
  * Builds the provider a configuration entry describes; `fake` is always registered anyway.
@@ -93,18 +91,23 @@ const HARNESSES: Record<"claude" | "codex" | "gemini" | "opencode", HarnessFacto
 
 /**
  * The dispatcher of a configuration: its providers, profiles, routing, prices and limits.
- * Harness scratch directories go under `scratchRoot`, `$SVC_HOME/tmp` by default.
+ * Harness scratch directories go under `scratchRoot` (the composition root gives
+ * `$SVC_HOME/tmp` when {@linkcode hasHarnessProvider} says some provider needs one); `env` is how
+ * the host's environment is read (see {@linkcode DispatcherOptions.env}).
  */
 export function dispatcherFromConfig(
   config: Config,
-  options: { worktrees?: WorktreeManager; scratchRoot?: string } = {},
+  options: Pick<DispatcherOptions, "worktrees" | "env"> & { scratchRoot?: string } = {},
 ): Dispatcher {
   const { scratchRoot, ...rest } = options;
-  const hasHarness = Object.values(config.providers)
-    .some((settings) => !["fake", "openai", "anthropic", "a2a"].includes(settings.type));
-  const root = scratchRoot ?? (hasHarness ? joinPath(svcHome(), "tmp") : undefined);
   const providers = Object.entries(config.providers)
-    .map(([name, settings]) => providerFromConfig(name, settings, { scratchRoot: root }))
+    .map(([name, settings]) => providerFromConfig(name, settings, { scratchRoot }))
     .filter((provider): provider is Provider => provider !== undefined);
   return createDispatcher({ config, providers, ...rest });
+}
+
+/** Whether some configured provider is a harness: harnesses need a scratch directory. */
+export function hasHarnessProvider(config: Config): boolean {
+  return Object.values(config.providers)
+    .some((settings) => !["fake", "openai", "anthropic", "a2a"].includes(settings.type));
 }

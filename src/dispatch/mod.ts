@@ -1,5 +1,13 @@
 /**
- * Dispatch: the one way a call reaches a provider.
+ * Dispatch: the one way a call reaches a provider. Routing, admission (the sandbox kernel and
+ * provider availability), pricing, the providers themselves (APIs, harnesses, the fake) and the
+ * call history read back from the ledger.
+ *
+ * `structuredStep` stays here rather than in `src/structured/`: it is a dispatch with its retries
+ * (it throws and sums {@linkcode ProviderError}s), and the fake provider already needs structured
+ * output below it, so the step above would close a circle.
+ *
+ * Layer: below the engine and tasks, above structured output, worktrees and the ledger.
  * @module
  */
 export {
@@ -33,17 +41,6 @@ export { chooseRoute } from "./router.ts";
 export type { RouteCandidate, RouteDecision } from "./router.ts";
 export { createFakeProvider } from "./fake.ts";
 export {
-  AGENT_TYPE_LIMITS,
-  type AgentDefinition,
-  type AgentFolder,
-  agentFolders,
-  AgentTypeRegistry,
-  applyAgentType,
-  BUILT_IN_AGENT_TYPES,
-  parseAgentFile,
-  WRITING_TOOLS,
-} from "./agent_types.ts";
-export {
   ANTHROPIC_MODEL_ALIASES,
   CLAUDE_MODEL_ALIASES,
   type ClaudeModelAlias,
@@ -63,7 +60,6 @@ export {
   opencodeProvider,
 } from "./harness/mod.ts";
 export type { HarnessOptions, HarnessTool } from "./harness/mod.ts";
-export { INSTANCE_LIMITS, schemaInstance } from "./schema_instance.ts";
 export { SpentFailure } from "./types.ts";
 export type {
   Availability,
@@ -74,29 +70,10 @@ export type {
   Provider,
   Usage,
 } from "./types.ts";
-export { SessionStore } from "./sessions.ts";
-export type { SessionDetail } from "./sessions.ts";
 export { StopReason, type StopState } from "./stop.ts";
-export { TaskManager } from "./tasks.ts";
-export type { TaskManagerOptions } from "./tasks.ts";
-export { dispatcherFromConfig, providerFromConfig } from "./from_config.ts";
+export { dispatcherFromConfig, hasHarnessProvider, providerFromConfig } from "./from_config.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
 export type { DayStats, ProviderStats, UsageSummary } from "./history.ts";
-export { WorktreeManager } from "./worktrees.ts";
-export { type GitPlace, type GitResult, safeGit } from "./safe_git.ts";
-export type { StaleWorktree, Worktree, WorktreeResult } from "./worktrees.ts";
-export {
-  PATTERN_LIMITS,
-  SCHEMA_LIMITS,
-  SchemaError,
-  type SchemaFolder,
-  SchemaRegistry,
-  schemaRegistryFor,
-  structuredValue,
-  VALIDATION_LIMITS,
-} from "./structured_output.ts";
-export { SUBSCHEMA_KEYWORDS } from "./schema_limits.ts";
-export type { CompiledSchema } from "./structured_output.ts";
 export { stepCost, structuredStep } from "./structured_step.ts";
 export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";
 export {

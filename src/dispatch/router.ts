@@ -2,7 +2,7 @@ import type { Config } from "../config/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
 import type { Availability } from "./types.ts";
-import { isClaudeAlias, type ModelAliases } from "./model_aliases.ts";
+import { type ClaudeModelAlias, isClaudeAlias, type ModelAliases } from "./model_aliases.ts";
 
 /** A provider as the router sees it. */
 export interface RouteCandidate {
@@ -51,6 +51,39 @@ export function chooseRoute(
   candidates: RouteCandidate[],
   routing: Routing,
 ): RouteDecision {
+  const ask = askOf(options, routing);
+  const { alias } = ask;
+  const extra = ask.profileSandbox ? { profileSandbox: ask.profileSandbox } : {};
+  if (ask.wanted !== "auto") {
+    const candidate = namedCandidate(ask.wanted, alias, candidates);
+    return { provider: ask.wanted, model: ask.modelFor(candidate), reason: ask.via, ...extra };
+  }
+  const { pool, notes } = eligible(candidates, sandbox, alias);
+  const { ordered, why } = ranked(pool, options, routing);
+  const chosen = ordered[0]!;
+  return {
+    provider: chosen.name,
+    model: ask.modelFor(chosen),
+    reason: `auto: ${chosen.name} of ${ordered.map((c) => c.name).join(", ")} (${
+      [...why, ...notes].filter(Boolean).join("; ")
+    })`,
+    ...extra,
+  };
+}
+
+/** What a call asks for: a provider (or `auto`) and a model, from its options or its profile. */
+interface Ask {
+  wanted: string;
+  /** The Claude alias the model is, if it is one. */
+  alias: ClaudeModelAlias | undefined;
+  /** How the provider was chosen, when it was named. */
+  via: string;
+  profileSandbox: SandboxLevel | undefined;
+  /** The model the chosen provider gets: an alias as that provider names it. */
+  modelFor(candidate: RouteCandidate): string | null;
+}
+
+function askOf(options: AgentOptions, routing: Routing): Ask {
   let wanted = options.provider ?? "auto";
   let model = options.model ?? null;
   let via = "asked for by name";
@@ -69,45 +102,63 @@ export function chooseRoute(
     via = `profile '${options.profile}'`;
     profileSandbox = profile.sandbox;
   }
-
   const alias = isClaudeAlias(model) ? model : undefined;
-  const serving = (c: RouteCandidate) =>
-    alias === undefined || c.modelAliases?.[alias] !== undefined;
-  /** The model the chosen provider gets: an alias as that provider names it. */
-  const modelFor = (c: RouteCandidate) => alias === undefined ? model : c.modelAliases![alias]!;
+  return {
+    wanted,
+    alias,
+    via,
+    profileSandbox,
+    modelFor: (c) => alias === undefined ? model : c.modelAliases![alias]!,
+  };
+}
 
-  if (wanted !== "auto") {
-    const candidate = candidates.find((c) => c.name === wanted);
-    if (!candidate) {
-      const known = candidates.map((c) => c.name).join(", ");
-      throw new SvcError(
-        "not_found",
-        `Cannot dispatch: unknown provider '${wanted}' (configured: ${known})`,
-      );
-    }
-    if (!candidate.availability.available) {
-      throw new SvcError(
-        "unavailable",
-        `Cannot dispatch to ${wanted}: it is unavailable (${candidate.availability.reason})`,
-      );
-    }
-    if (!serving(candidate)) {
-      const others = candidates.filter((c) => c.kind !== "fake" && serving(c)).map((c) => c.name);
-      throw new SvcError(
-        "invalid_request",
-        `Cannot dispatch to ${wanted}: the model '${alias}' names a Claude model, which ${wanted} does not serve (providers that do: ${
-          others.join(", ") || "none configured"
-        })`,
-      );
-    }
-    return {
-      provider: wanted,
-      model: modelFor(candidate),
-      reason: via,
-      ...(profileSandbox ? { profileSandbox } : {}),
-    };
+/** Whether a candidate serves the call's Claude alias (every candidate does without one). */
+function serves(candidate: RouteCandidate, alias: ClaudeModelAlias | undefined): boolean {
+  return alias === undefined || candidate.modelAliases?.[alias] !== undefined;
+}
+
+/** The provider a call names: refused when unknown, unavailable, or not serving its alias. */
+function namedCandidate(
+  wanted: string,
+  alias: ClaudeModelAlias | undefined,
+  candidates: RouteCandidate[],
+): RouteCandidate {
+  const candidate = candidates.find((c) => c.name === wanted);
+  if (!candidate) {
+    const known = candidates.map((c) => c.name).join(", ");
+    throw new SvcError(
+      "not_found",
+      `Cannot dispatch: unknown provider '${wanted}' (configured: ${known})`,
+    );
   }
+  if (!candidate.availability.available) {
+    throw new SvcError(
+      "unavailable",
+      `Cannot dispatch to ${wanted}: it is unavailable (${candidate.availability.reason})`,
+    );
+  }
+  if (!serves(candidate, alias)) {
+    const others = candidates.filter((c) => c.kind !== "fake" && serves(c, alias))
+      .map((c) => c.name);
+    throw new SvcError(
+      "invalid_request",
+      `Cannot dispatch to ${wanted}: the model '${alias}' names a Claude model, which ${wanted} does not serve (providers that do: ${
+        others.join(", ") || "none configured"
+      })`,
+    );
+  }
+  return candidate;
+}
 
+/**
+ * The providers `auto` may choose from (the real ones when there are any), with a note for each
+ * set aside: unavailable, serving no Claude model for an alias, or an API below `read-only`.
+ */
+function eligible(
+  candidates: RouteCandidate[],
+  sandbox: SandboxLevel,
+  alias: ClaudeModelAlias | undefined,
+): { pool: RouteCandidate[]; notes: string[] } {
   const notes: string[] = [];
   const real = candidates.filter((c) => c.kind !== "fake");
   let pool = real.length > 0 ? real : candidates;
@@ -115,11 +166,11 @@ export function chooseRoute(
   for (const c of unavailable) notes.push(`${c.name} unavailable: ${c.availability.reason}`);
   pool = pool.filter((c) => c.availability.available);
   if (alias !== undefined) {
-    const other = pool.filter((c) => !serving(c));
+    const other = pool.filter((c) => !serves(c, alias));
     if (other.length > 0) {
       notes.push(`${other.map((c) => c.name).join(", ")} serve no Claude models ('${alias}')`);
     }
-    pool = pool.filter(serving);
+    pool = pool.filter((c) => serves(c, alias));
   }
   if (sandbox !== "read-only") {
     const apis = pool.filter((c) => c.kind === "api");
@@ -136,7 +187,18 @@ export function chooseRoute(
       }`,
     );
   }
+  return { pool, notes };
+}
 
+/**
+ * The eligible providers in order (tag, effort, configured preference, load, price, name), with
+ * the reasons of the first one's place.
+ */
+function ranked(
+  pool: RouteCandidate[],
+  options: AgentOptions,
+  routing: Routing,
+): { ordered: RouteCandidate[]; why: string[] } {
   const tagList = options.tag !== undefined ? routing.routing.tags[options.tag] : undefined;
   const effortList = options.effort !== undefined
     ? routing.routing.effort[options.effort]
@@ -175,12 +237,6 @@ export function chooseRoute(
     routing.routing.prefer.length > 0 ? `preferred ${routing.routing.prefer.join(", ")}` : "",
     `load ${chosen.load.running}/${chosen.load.capacity ?? "unbounded"}`,
     chosen.price !== null ? `price ${chosen.price}/Mtok` : "",
-    ...notes,
-  ].filter(Boolean).join("; ");
-  return {
-    provider: chosen.name,
-    model: modelFor(chosen),
-    reason: `auto: ${chosen.name} of ${ordered.map((c) => c.name).join(", ")} (${why})`,
-    ...(profileSandbox ? { profileSandbox } : {}),
-  };
+  ];
+  return { ordered, why };
 }

@@ -1,6 +1,6 @@
 import type { JsonValue } from "../schemas/mod.ts";
 import { type DispatchOutcome, ProviderError } from "./dispatcher.ts";
-import { type CompiledSchema, structuredValue } from "./structured_output.ts";
+import { type CompiledSchema, structuredValue } from "../structured/mod.ts";
 import type { Usage } from "./types.ts";
 
 /** What every attempt of one step used, summed: a failed attempt counts what its provider said. */

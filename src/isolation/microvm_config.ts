@@ -1,5 +1,5 @@
-import { platform } from "../platform/mod.ts";
 import {
+  hostEnv,
   type MicrovmBackendName,
   microvmBackendName,
   microvmUnavailable,
@@ -37,7 +37,7 @@ export interface MicrovmSettings {
 export const DEFAULT_KRUNVM_IMAGE = "docker.io/denoland/deno:2.9.1";
 
 function integer(name: string, fallback: number, range: [number, number]): number {
-  const raw = platform().env(name);
+  const raw = hostEnv(name);
   if (raw === undefined || raw === "") return fallback;
   const value = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(value >= range[0] && value <= range[1])) {
@@ -49,7 +49,7 @@ function integer(name: string, fallback: number, range: [number, number]): numbe
 }
 
 function text(name: string, fallback: string, pattern: RegExp, what: string): string {
-  const raw = platform().env(name);
+  const raw = hostEnv(name);
   if (raw === undefined || raw === "") return fallback;
   if (!pattern.test(raw)) {
     throw microvmUnavailable(`${name} must be ${what}, not '${shown(raw, 80)}'`);

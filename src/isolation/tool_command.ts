@@ -1,3 +1,4 @@
+import { hostEnv } from "../host_env/mod.ts";
 import { platform, readBounded } from "../platform/mod.ts";
 import type { ChildProcess } from "../platform/mod.ts";
 
@@ -19,10 +20,9 @@ const OUTPUT_LIMIT = 1024 * 1024;
  * they keep their VMs), LIMA_HOME when set. Nothing else of the host's reaches them.
  */
 export function toolEnv(): Record<string, string> {
-  const p = platform();
   const env: Record<string, string> = {};
   for (const name of ["PATH", "HOME", "LIMA_HOME"]) {
-    const value = p.env(name);
+    const value = hostEnv(name);
     if (value !== undefined) env[name] = value;
   }
   return env;

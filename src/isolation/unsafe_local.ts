@@ -1,4 +1,5 @@
 import { SvcError } from "../errors/mod.ts";
+import { guestDenoEnv, workflowSandboxEnv } from "../host_env/mod.ts";
 import { type ChildProcess, dirName, joinPath, platform } from "../platform/mod.ts";
 import { makeScratchDir } from "../scratch/mod.ts";
 import { guestExit } from "./bubblewrap.ts";
@@ -45,7 +46,7 @@ export function defaultBootstrapPath(): string {
  */
 async function guestDeno(): Promise<string> {
   const p = platform();
-  const explicit = p.env("SVC_DENO");
+  const explicit = guestDenoEnv();
   const deno = explicit || p.denoExecutable();
   if (!deno) {
     throw new SvcError(
@@ -133,7 +134,7 @@ async function spawnGuest(
 ): Promise<GuestHandle> {
   const p = platform();
   // Read per guest, so that a wrong value fails this run clearly rather than the host's start.
-  const mode = parseSandboxMode(p.env("SVC_WORKFLOW_SANDBOX"));
+  const mode = parseSandboxMode(workflowSandboxEnv());
   const deno = await guestDeno();
   const scratch = await makeScratchDir(request.scratchRoot, { prefix: "guest-" });
   // DENO_DIR names an empty file: whatever Deno would keep there (the Cache API, localStorage,

@@ -1,6 +1,6 @@
 import MiniSearch from "minisearch";
 import { z } from "zod";
-import type { TaskManager } from "../dispatch/mod.ts";
+import type { TaskManager } from "../tasks/mod.ts";
 import type { RunManager } from "../engine/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type Caller, mayAccess, ownerScope, TERMINAL_STATES } from "../ledger/mod.ts";

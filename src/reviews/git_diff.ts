@@ -1,4 +1,4 @@
-import { type GitPlace, safeGit } from "../dispatch/mod.ts";
+import { type GitPlace, safeGit } from "../worktrees/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { platform } from "../platform/mod.ts";
 

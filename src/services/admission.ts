@@ -6,7 +6,7 @@
  */
 import { OwnerGauge } from "../concurrency/mod.ts";
 import type { AdmissionConfig } from "../config/mod.ts";
-import type { TaskManager } from "../dispatch/mod.ts";
+import type { TaskManager } from "../tasks/mod.ts";
 import type { RunAdmissionLimits, RunAdmissionSnapshot, RunManager } from "../engine/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { Caller } from "../ledger/mod.ts";

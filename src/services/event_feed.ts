@@ -1,5 +1,5 @@
 import type { RunManager } from "../engine/mod.ts";
-import type { TaskManager } from "../dispatch/mod.ts";
+import type { TaskManager } from "../tasks/mod.ts";
 import {
   type ActivityItem,
   type Caller,

@@ -6,10 +6,10 @@ import {
   createCapabilities,
   type Dispatcher,
   dispatcherFromConfig,
-  SessionStore,
-  TaskManager,
-  WorktreeManager,
+  hasHarnessProvider,
 } from "../dispatch/mod.ts";
+import { SessionStore, TaskManager } from "../tasks/mod.ts";
+import { WorktreeManager } from "../worktrees/mod.ts";
 import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
@@ -146,7 +146,12 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const loaded = options.config ? { config: options.config, path: null } : await loadConfig(home);
   const { config } = loaded;
   const worktrees = new WorktreeManager({ home });
-  const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, { worktrees });
+  const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, {
+    worktrees,
+    // The services read no environment: the root hands them its reader and its data directory.
+    env: (name) => platform().env(name),
+    ...(hasHarnessProvider(config) ? { scratchRoot: joinPath(svcHome(), "tmp") } : {}),
+  });
   const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
   const ledger = await openLedger(home, {
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),

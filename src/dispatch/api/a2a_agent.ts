@@ -106,42 +106,6 @@ export function a2aAgentProvider(options: A2aAgentOptions): Provider {
     throw new SvcError("provider_failed", `Cannot dispatch to ${name}: ${redact(reason, token)}`);
   }
 
-  async function connect(token: string | undefined): Promise<Client> {
-    const fetchImpl: typeof fetch = (input, init) => {
-      const headers = new Headers(init?.headers);
-      if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
-      return fetch(input, { ...init, headers });
-    };
-    const compat = { legacyCompat: { enabled: true } };
-    const factory = new ClientFactory({
-      transports: [new JsonRpcTransportFactory({ fetchImpl, ...compat })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl, ...compat }),
-    });
-    return await factory.createFromUrl(base);
-  }
-
-  async function follow(client: Client, task: Task, signal: AbortSignal): Promise<Task> {
-    let current = task;
-    let wait = pollMs;
-    while (!FINAL_STATES.has(current.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
-      if (STUCK_STATES.has(current.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
-        return current;
-      }
-      await sleep(wait, signal);
-      if (signal.aborted) return current;
-      wait = Math.min(wait * 2, 2_000);
-      current = await client.getTask({ tenant: "", id: task.id, historyLength: 0 }, { signal });
-    }
-    return current;
-  }
-
-  async function cancelQuietly(client: Client, id: string): Promise<void> {
-    await client.cancelTask(
-      { tenant: "", id, metadata: undefined },
-      { signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS) },
-    ).catch(() => {});
-  }
-
   return {
     name,
     kind: "api",
@@ -150,7 +114,7 @@ export function a2aAgentProvider(options: A2aAgentOptions): Provider {
       const { signal } = request;
       let client: Client;
       try {
-        client = await connect(token);
+        client = await connect(base, token);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         fail(
@@ -159,21 +123,7 @@ export function a2aAgentProvider(options: A2aAgentOptions): Provider {
         );
       }
       const prompt = request.system ? `${request.system}\n\n${request.prompt}` : request.prompt;
-      const message: Message = {
-        messageId: crypto.randomUUID(),
-        contextId: "",
-        taskId: "",
-        role: Role.ROLE_USER,
-        parts: [{
-          content: { $case: "text", value: prompt },
-          metadata: undefined,
-          filename: "",
-          mediaType: "text/plain",
-        }],
-        metadata: undefined,
-        extensions: [],
-        referenceTaskIds: [],
-      };
+      const message = userMessage(prompt);
       let reply: Message | Task;
       try {
         reply = await client.sendMessage({
@@ -196,7 +146,7 @@ export function a2aAgentProvider(options: A2aAgentOptions): Provider {
       }
       let task: Task;
       try {
-        task = await follow(client, reply, signal);
+        task = await follow(client, reply, signal, pollMs);
       } catch (error) {
         if (signal.aborted) {
           await cancelQuietly(client, reply.id);
@@ -234,5 +184,68 @@ export function a2aAgentProvider(options: A2aAgentOptions): Provider {
         tokenEnv === null ? { available: true, reason: `agent at ${base}` } : probeKey(tokenEnv),
       );
     },
+  };
+}
+
+/** A client of the agent at `base`, sending the token (when there is one) with every request. */
+async function connect(base: string, token: string | undefined): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const compat = { legacyCompat: { enabled: true } };
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl, ...compat })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl, ...compat }),
+  });
+  return await factory.createFromUrl(base);
+}
+
+/** Polls a task, backing off, until it ends, is stuck waiting for input, or the call stops. */
+async function follow(
+  client: Client,
+  task: Task,
+  signal: AbortSignal,
+  pollMs: number,
+): Promise<Task> {
+  let current = task;
+  let wait = pollMs;
+  while (!FINAL_STATES.has(current.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+    if (STUCK_STATES.has(current.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+      return current;
+    }
+    await sleep(wait, signal);
+    if (signal.aborted) return current;
+    wait = Math.min(wait * 2, 2_000);
+    current = await client.getTask({ tenant: "", id: task.id, historyLength: 0 }, { signal });
+  }
+  return current;
+}
+
+/** Asks the agent to cancel a task, briefly, ignoring a failure: the call is ending anyway. */
+async function cancelQuietly(client: Client, id: string): Promise<void> {
+  await client.cancelTask(
+    { tenant: "", id, metadata: undefined },
+    { signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS) },
+  ).catch(() => {});
+}
+
+/** The call's prompt as the user's message of a new task. */
+function userMessage(prompt: string): Message {
+  return {
+    messageId: crypto.randomUUID(),
+    contextId: "",
+    taskId: "",
+    role: Role.ROLE_USER,
+    parts: [{
+      content: { $case: "text", value: prompt },
+      metadata: undefined,
+      filename: "",
+      mediaType: "text/plain",
+    }],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
   };
 }

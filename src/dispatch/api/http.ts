@@ -7,6 +7,7 @@ import { abortableSleep } from "../../concurrency/mod.ts";
  */
 import { z } from "zod";
 import { SvcError } from "../../errors/mod.ts";
+import { hostEnv } from "../../host_env/mod.ts";
 import { platform } from "../../platform/mod.ts";
 import { redactSecrets } from "../redaction.ts";
 import type { Availability, ChatMessage, DispatchRequest } from "../types.ts";
@@ -70,7 +71,7 @@ export function retryPolicy(name: string, options: ApiClientOptions): RetryPolic
 /** Reads an environment variable, mapping a refused read to `undefined` with the grant it needs. */
 function readEnv(name: string): { value: string | undefined; refused?: string } {
   try {
-    return { value: platform().env(name) };
+    return { value: hostEnv(name) };
   } catch (error) {
     const grant = platform().missingGrant(error);
     return { value: undefined, refused: grant ? `svc needs ${grant}` : `${name} cannot be read` };

@@ -8,7 +8,7 @@ import { SvcError } from "../../errors/mod.ts";
 import { platform } from "../../platform/mod.ts";
 
 export { HARNESS_BASE_ENV, HARNESS_KEY_ENV, LOCALE_ENV } from "../../host_env/mod.ts";
-import { HARNESS_BASE_ENV } from "../../host_env/mod.ts";
+import { HARNESS_BASE_ENV, hostEnv } from "../../host_env/mod.ts";
 
 /** The environment of one harness process, and the values an error message must never show. */
 export interface HarnessEnv {
@@ -20,7 +20,7 @@ export interface HarnessEnv {
 /** Reads a variable; a refused read is `refused` (the grant it needs), not an exception. */
 function read(name: string): { value?: string; refused?: string } {
   try {
-    const value = platform().env(name);
+    const value = hostEnv(name);
     return value === undefined ? {} : { value };
   } catch (error) {
     const grant = platform().missingGrant(error);

@@ -1,4 +1,4 @@
-import { type CompiledSchema, SchemaError } from "../../dispatch/mod.ts";
+import { type CompiledSchema, SchemaError } from "../../structured/mod.ts";
 import { ScriptCallError } from "../guest_session.ts";
 import { callHash, positionKey } from "../journal.ts";
 import { now, type RunContext } from "../run_context.ts";

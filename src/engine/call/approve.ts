@@ -4,7 +4,8 @@ import {
   requestApproval,
   waitForDecision,
 } from "../../approvals/mod.ts";
-import { applyAgentType, type DispatchContext } from "../../dispatch/mod.ts";
+import { type DispatchContext } from "../../dispatch/mod.ts";
+import { applyAgentType } from "../../agent_types/mod.ts";
 import type { ApprovalRecord, Ledger } from "../../ledger/mod.ts";
 import type { AgentCall, AgentOptions } from "../../schemas/mod.ts";
 import type { RunContext } from "../run_context.ts";

@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../../dispatch/mod.ts";
+import type { AgentDefinition } from "../../agent_types/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
 import { parseAgentCall } from "../../schemas/mod.ts";
 import { ScriptCallError } from "../guest_session.ts";

@@ -1,11 +1,7 @@
-import type {
-  AgentDefinition,
-  AgentTypeRegistry,
-  CompiledSchema,
-  Dispatcher,
-  SchemaRegistry,
-  SessionStore,
-} from "../../dispatch/mod.ts";
+import type { Dispatcher } from "../../dispatch/mod.ts";
+import type { CompiledSchema, SchemaRegistry } from "../../structured/mod.ts";
+import type { AgentDefinition, AgentTypeRegistry } from "../../agent_types/mod.ts";
+import type { SessionStore } from "../../tasks/mod.ts";
 import type { FailureCause, JournalEntry } from "../../ledger/mod.ts";
 import type { AgentCall, JsonValue } from "../../schemas/mod.ts";
 import type { ReplayCandidate } from "../journal.ts";

@@ -1,10 +1,6 @@
-import {
-  agentFolders,
-  AgentTypeRegistry,
-  type SchemaRegistry,
-  schemaRegistryFor,
-  StopReason as RunStop,
-} from "../../dispatch/mod.ts";
+import { StopReason as RunStop } from "../../dispatch/mod.ts";
+import { type SchemaRegistry, schemaRegistryFor } from "../../structured/mod.ts";
+import { agentFolders, AgentTypeRegistry } from "../../agent_types/mod.ts";
 import { toSvcError } from "../../errors/mod.ts";
 import type { RunStatus } from "../../ledger/mod.ts";
 import type { JsonValue } from "../../schemas/mod.ts";

@@ -1,9 +1,7 @@
-import type {
-  AgentTypeRegistry,
-  Dispatcher,
-  SchemaRegistry,
-  SessionStore,
-} from "../../dispatch/mod.ts";
+import type { Dispatcher } from "../../dispatch/mod.ts";
+import type { SchemaRegistry } from "../../structured/mod.ts";
+import type { AgentTypeRegistry } from "../../agent_types/mod.ts";
+import type { SessionStore } from "../../tasks/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
 import type { Ledger } from "../../ledger/mod.ts";
 import { handleAgentCall, recordReplayedCalls } from "../call/mod.ts";

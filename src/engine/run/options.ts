@@ -1,4 +1,5 @@
-import { type Dispatcher, SessionStore } from "../../dispatch/mod.ts";
+import { type Dispatcher } from "../../dispatch/mod.ts";
+import { SessionStore } from "../../tasks/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../../isolation/mod.ts";
 import type { HostLease, Ledger } from "../../ledger/mod.ts";
 import { withDefaults } from "../../options/mod.ts";

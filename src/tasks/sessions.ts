@@ -15,7 +15,12 @@ import {
   type SessionCreateRequest,
   SessionCreateSchema,
 } from "../schemas/mod.ts";
-import type { DispatchContext, Dispatcher, DispatchInput, DispatchOutcome } from "./dispatcher.ts";
+import type {
+  DispatchContext,
+  Dispatcher,
+  DispatchInput,
+  DispatchOutcome,
+} from "../dispatch/mod.ts";
 
 /** A session with its messages, for `svc session show` and `GET /api/sessions/{id}`. */
 export interface SessionDetail extends SessionRecord {

@@ -11,6 +11,7 @@
  * @module
  */
 import { SvcError } from "../errors/mod.ts";
+import { hostEnv } from "../host_env/mod.ts";
 import { platform } from "../platform/mod.ts";
 
 /** How one git command ended. */
@@ -61,7 +62,7 @@ const MAX_DRIVERS = 256;
 /** Git's environment: nothing inherited but PATH, no system or global configuration. */
 function gitEnv(): Record<string, string> {
   return {
-    PATH: platform().env("PATH") ?? "/usr/bin:/bin",
+    PATH: hostEnv("PATH") ?? "/usr/bin:/bin",
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
     GIT_ATTR_NOSYSTEM: "1",

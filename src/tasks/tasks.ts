@@ -10,7 +10,6 @@ import {
   isTerminal,
   type Ledger,
   mayAccess,
-  newId,
   ownerScope,
   shownId,
   type TaskApprovalNote,
@@ -20,7 +19,6 @@ import {
   type WorkTrigger,
 } from "../ledger/mod.ts";
 import { withDefaults } from "../options/mod.ts";
-import { platform } from "../platform/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
 import {
   describeIssue,
@@ -29,22 +27,22 @@ import {
   type JsonValue,
 } from "../schemas/mod.ts";
 import {
-  type DispatchContext,
   type Dispatcher,
   type DispatchOutcome,
   ProviderError,
-} from "./dispatcher.ts";
+  StopReason,
+  structuredStep,
+} from "../dispatch/mod.ts";
 import { denialText, requestApproval, waitForDecision } from "../approvals/mod.ts";
 import type { SessionStore } from "./sessions.ts";
-import { StopReason } from "./stop.ts";
 import {
-  type AgentDefinition,
-  agentFolders,
-  AgentTypeRegistry,
-  applyAgentType,
-} from "./agent_types.ts";
-import { type CompiledSchema, SchemaError, schemaRegistryFor } from "./structured_output.ts";
-import { stepCost, structuredStep } from "./structured_step.ts";
+  dispatchTaskOnce,
+  prepareTaskCall,
+  settleTask,
+  stepFailure,
+  taskContext,
+} from "./task_call.ts";
+import { newTaskStatus } from "./task_status.ts";
 
 /** Options of {@linkcode TaskManager}. */
 export interface TaskManagerOptions {
@@ -210,32 +208,16 @@ export class TaskManager {
     });
     const request = workdir === undefined ? parsed : { ...parsed, workdir };
     const { prompt, timeout, fake_dispatch, schema_attempts, ...agentOptions } = request;
-    const task: TaskStatus = {
-      task_id: newId("task"),
+    const task = newTaskStatus({
       owner: caller.owner,
-      state: "queued",
       prompt,
       options: JSON.parse(JSON.stringify(agentOptions)) as Record<string, JsonValue>,
       label: agentOptions.label ?? null,
       timeout,
       fake_dispatch,
       schema_attempts,
-      created_at: now(),
-      started_at: null,
-      ended_at: null,
-      provider: null,
-      model: null,
-      route: null,
-      sandbox: null,
-      sandbox_clamped: null,
-      usage: { input_tokens: 0, output_tokens: 0 },
-      cost_usd: null,
-      session_id: null,
-      worktree: null,
-      cancel_requested: false,
-      host_id: null,
       ...(options.trigger ? { trigger: options.trigger } : {}),
-    };
+    });
     await this.#options.ledger.createTask(task, { queue: options.queue });
     return task;
   }
@@ -415,7 +397,7 @@ export class TaskManager {
     }, this.#options.cancelPollMs);
     try {
       const outcome = await this.#dispatch(live, controller.signal);
-      this.#settle(status, outcome);
+      settleTask(status, outcome);
       status.state = "succeeded";
       status.result = outcome.output;
     } catch (error) {
@@ -466,112 +448,33 @@ export class TaskManager {
     }
   }
 
-  #settle(status: TaskStatus, outcome: DispatchOutcome): void {
-    status.provider = outcome.provider;
-    status.model = outcome.model;
-    status.route = outcome.route.reason;
-    status.sandbox = outcome.sandbox;
-    status.sandbox_clamped = outcome.sandbox_clamped;
-    status.usage = { ...outcome.usage };
-    status.cost_usd = outcome.cost_usd;
-    status.worktree = outcome.worktree ?? null;
-  }
-
   /**
    * The task's call. A schema call (`schema` or `schema_id`) is validated, and asked again up
    * to `schema_attempts` times; every attempt's usage counts.
    */
   async #dispatch(live: LiveTask, signal: AbortSignal): Promise<DispatchOutcome> {
     const { status } = live;
-    const given = status.options as DispatchTaskRequest;
-    // A scratch workdir is recorded by role; the task works at its place on this host.
-    const place = this.#options.workspace.placeOf(given.workdir);
-    const asked = place === undefined ? given : { ...given, workdir: place };
-    const workdir = asked.workdir ?? platform().cwd();
-    const agent = await taskAgentType(asked.agentType, workdir);
-    const options = agent ? { ...asked, ...applyAgentType(asked, agent) } : asked;
-    const system = agent?.system;
-    const registry = schemaRegistryFor({ projectDir: workdir, home: this.#options.ledger.home });
-    let schema: CompiledSchema | undefined;
-    try {
-      if (options.schema !== undefined) schema = registry.compile(options.schema);
-      else if (options.schema_id !== undefined) schema = await registry.resolve(options.schema_id);
-    } catch (error) {
-      if (error instanceof SchemaError) {
-        throw new SvcError(
-          "invalid_request",
-          error.message.replace(/^agent\(\): /, "Cannot dispatch: "),
-        );
-      }
-      throw error;
-    }
+    const { dispatcher, sessions, workspace } = this.#options;
+    const { options, system, schema } = await prepareTaskCall(status, {
+      workspace,
+      home: this.#options.ledger.home,
+    });
     // Asked once, before the first attempt: schema retries of an approved call do not ask again.
-    const fullApproved = this.#options.dispatcher.admit(options, this.#context(status, options))
+    const fullApproved = dispatcher.admit(options, taskContext(status, options))
       .needsApproval === true;
     if (fullApproved) await this.#awaitApproval(live, options, signal);
     const step = await structuredStep(schema, {
       attempts: status.schema_attempts,
       options,
-      once: (options) => this.#once(status, options, { signal, system, fullApproved }),
+      once: (options) =>
+        dispatchTaskOnce({ dispatcher, sessions }, status, options, {
+          signal,
+          system,
+          fullApproved,
+        }),
     });
     if (step.ok) return step.outcome;
-    if (step.last) this.#settle(status, step.last);
-    if (step.reason === "invalid") {
-      throw new SvcError(
-        "provider_failed",
-        `Cannot get an answer valid against the schema: ${step.attempts} attempts failed (${
-          step.problems.join("; ")
-        })`,
-      );
-    }
-    // A provider that ran and failed is paid for, with every earlier attempt.
-    if (step.error instanceof ProviderError) {
-      status.usage = { ...step.spent.usage };
-      status.cost_usd = stepCost(step.spent);
-    }
-    throw step.error;
-  }
-
-  /** A direct dispatch's own ask is its default; `sandbox_max` alone can bound it lower. */
-  #context(status: TaskStatus, options: DispatchTaskRequest): DispatchContext {
-    return {
-      fakeOnly: status.fake_dispatch,
-      ...(options.sandbox_max !== undefined ? { sandboxMax: options.sandbox_max } : {}),
-    };
-  }
-
-  #once(
-    status: TaskStatus,
-    options: DispatchTaskRequest,
-    call: { signal: AbortSignal; system: string | undefined; fullApproved: boolean },
-  ): Promise<DispatchOutcome> {
-    const { signal, system } = call;
-    const input = {
-      prompt: status.prompt,
-      options,
-      ...(system !== undefined ? { system } : {}),
-      signal,
-      ...(options.workdir ? { cwd: options.workdir } : {}),
-    };
-    const context: DispatchContext = {
-      ...this.#context(status, options),
-      ...(call.fullApproved ? { fullApproved: true } : {}),
-    };
-    if (options.session === undefined) return this.#options.dispatcher.dispatch(input, context);
-    return this.#options.sessions.dispatch(this.#options.dispatcher, input, {
-      ...context,
-      owner: status.owner,
-      ref: options.session,
-    }).then(async (outcome) => {
-      // A fake-dispatch turn leaves the session alone, and may not have one at all.
-      if (!status.fake_dispatch) {
-        const session = await this.#options.sessions.get(options.session!, {
-          owner: status.owner,
-        });
-        status.session_id = session.session_id;
-      }
-      return outcome;
-    });
+    throw stepFailure(status, step);
   }
 
   /** A task's status; undefined alike for an unknown id and a task the caller may not see. */
@@ -687,25 +590,5 @@ export class TaskManager {
     }
     await Promise.all([...this.#live.values()].map((live) => live.done.catch(() => {})));
     if (this.#ownsHost) await this.#host.close();
-  }
-}
-
-/**
- * A task's agent type, from `.claude/agents/` of its workdir (else the current directory), then
- * of the user's home, then the built-in types; an unknown one is refused.
- */
-async function taskAgentType(
-  name: string | undefined,
-  workdir: string,
-): Promise<AgentDefinition | undefined> {
-  if (name === undefined) return undefined;
-  const registry = new AgentTypeRegistry(
-    agentFolders({ projectDir: workdir, userHome: platform().homeDir() }),
-  );
-  try {
-    return await registry.resolve(name);
-  } catch (error) {
-    if (!(error instanceof SvcError)) throw error;
-    throw new SvcError(error.code, error.message.replace(/^agent\(\): /, "Cannot dispatch: "));
   }
 }
