@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { Option } from "commander";
-import type { CallRecord, SessionRecord, TaskStatus } from "../src/ledger/mod.ts";
+import type { CallRecord, SessionRecord, TaskStatus } from "../src/services/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { dispatchHistory, type UsageSummary } from "../src/dispatch/mod.ts";
 import { type StaleWorktree } from "../src/worktrees/mod.ts";

@@ -7,7 +7,7 @@
  */
 import { CommanderError } from "commander";
 import { EXIT_STATUS, exitStatusOf, SvcError } from "../src/errors/mod.ts";
-import type { RunState, TaskState } from "../src/ledger/mod.ts";
+import type { RunState, TaskState } from "../src/services/mod.ts";
 import { UsageError } from "./workflow_input.ts";
 
 /** Exit statuses of the command line, by name. */

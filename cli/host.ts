@@ -1,4 +1,4 @@
-import { type Caller, callerOf } from "../src/ledger/mod.ts";
+import { type Caller, callerOf } from "../src/services/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 

@@ -6,7 +6,7 @@
  */
 import type { Command } from "commander";
 import { ledgerUrl, svcHome } from "../src/host_env/mod.ts";
-import { exportLedger, importLedger, type TransferCounts } from "../src/ledger/mod.ts";
+import { exportLedger, importLedger, type TransferCounts } from "../src/services/mod.ts";
 import { joinPath, platform } from "../src/platform/mod.ts";
 import { EXIT } from "./exit_status.ts";
 import { printLine, visible } from "./terminal.ts";

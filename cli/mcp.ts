@@ -9,7 +9,7 @@
  */
 import type { Command } from "commander";
 import { platform } from "../src/platform/mod.ts";
-import { callerOf } from "../src/ledger/mod.ts";
+import { callerOf } from "../src/services/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { EXIT } from "./exit_status.ts";
 import { cliCaller } from "./host.ts";

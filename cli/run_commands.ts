@@ -6,7 +6,7 @@
  */
 import type { Command } from "commander";
 import { TERMINAL_STATES } from "../src/engine/mod.ts";
-import type { JournalEntry, RunState, RunStatus } from "../src/ledger/mod.ts";
+import type { JournalEntry, RunState, RunStatus } from "../src/services/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";

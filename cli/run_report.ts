@@ -1,5 +1,5 @@
 import { describeItemError, type RunManager, type RunStatus } from "../src/engine/mod.ts";
-import type { Caller } from "../src/ledger/mod.ts";
+import type { Caller } from "../src/services/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { createNarrationPrinter, type NarrationPrinter } from "./narration.ts";
 import { type RerunFlags, resumeCommand } from "./resume_hint.ts";

@@ -1,4 +1,4 @@
-import type { Caller } from "../ledger/mod.ts";
+import type { Caller } from "../services/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { WORKFLOW_KEY } from "./message_input.ts";
 

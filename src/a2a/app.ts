@@ -82,7 +82,7 @@ export async function a2aApp(services: Services, options: A2aAppOptions): Promis
   const executor = new SvcExecutor(services, { places: options.places });
   const handler = new DefaultRequestHandler(
     AgentCard.fromJSON(agentCardJson(source)),
-    new LedgerTaskStore(services.ledger, {
+    new LedgerTaskStore(services.a2aTasks, {
       onSaved: (task) => executor.noteSaved(task),
       settle: staleSettler(services),
     }),

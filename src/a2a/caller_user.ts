@@ -5,7 +5,7 @@
  */
 import type { ServerCallContext, User } from "@a2a-js/sdk/server";
 import { SvcError } from "../errors/mod.ts";
-import type { Caller } from "../ledger/mod.ts";
+import type { Caller } from "../services/mod.ts";
 
 /** A caller of svc as an A2A `User`: its name is the owner the token is bound to. */
 export class CallerUser implements User {

@@ -13,7 +13,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { findWorkflow, type WorkflowPlaces } from "../engine/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
-import type { Caller, CollaborationRecord, RunState } from "../ledger/mod.ts";
+import type { Caller, CollaborationRecord, RunState } from "../services/mod.ts";
 import { platform } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import type { Services } from "../services/mod.ts";

@@ -15,7 +15,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
 import { jsonRpcCodeOf, toSvcError } from "../errors/mod.ts";
-import type { Caller } from "../ledger/mod.ts";
+import type { Caller } from "../services/mod.ts";
 import { readBody } from "../platform/mod.ts";
 import { CallerUser } from "./caller_user.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { Role, type Task, TaskState } from "@a2a-js/sdk";
-import { callerOf, type RunState } from "../ledger/mod.ts";
+import { callerOf, type RunState } from "../services/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { COLLABORATION_KEY, RUN_ID_KEY, TASK_ID_KEY } from "./executor.ts";
 import { isFinalState } from "./state_map.ts";

@@ -13,7 +13,7 @@
  * @module
  */
 import { TaskState } from "@a2a-js/sdk";
-import type { CollaborationState, RunState } from "../ledger/mod.ts";
+import type { CollaborationState, RunState } from "../services/mod.ts";
 
 /** The A2A state of each svc task or run state. */
 export const A2A_STATE_OF: Readonly<Record<RunState, TaskState>> = {

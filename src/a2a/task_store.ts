@@ -13,7 +13,7 @@ import {
   type A2aTaskRecord,
   isId,
   newId,
-} from "../ledger/mod.ts";
+} from "../services/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { callerOfContext } from "./caller_user.ts";
 import type { StaleSettler } from "./stale_tasks.ts";

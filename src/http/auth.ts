@@ -6,7 +6,7 @@
  * @module
  */
 import type { MiddlewareHandler } from "hono";
-import { callerOf } from "../ledger/mod.ts";
+import { callerOf } from "../services/mod.ts";
 import { platform, timingSafeEqual } from "../platform/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type AuthSettings, LOCAL_OWNER } from "./auth_settings.ts";

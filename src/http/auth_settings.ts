@@ -4,7 +4,7 @@
  * `SVC_DASHBOARD_*` variables and from start-up flags or a token file, checked once.
  * @module
  */
-import { callerOf } from "../ledger/mod.ts";
+import { callerOf } from "../services/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 
 /** One accepted bearer token and the owner it acts as (none: `local`). */

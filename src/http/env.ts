@@ -1,4 +1,4 @@
-import type { Caller } from "../ledger/mod.ts";
+import type { Caller } from "../services/mod.ts";
 
 /** What the middleware hands to the routes: who asks, as its token says. */
 export interface DashboardEnv {

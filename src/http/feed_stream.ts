@@ -6,7 +6,7 @@
  * @module
  */
 import { SvcError } from "../errors/mod.ts";
-import { type Caller, endsStream, type EventStream, type FeedItem } from "../ledger/mod.ts";
+import { type Caller, endsStream, type EventStream, type FeedItem } from "../services/mod.ts";
 import type { RouteContext } from "./route_context.ts";
 import { sseResponse } from "./sse.ts";
 

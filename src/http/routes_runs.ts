@@ -8,7 +8,7 @@ import { submitRun } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
-import type { RunState, RunStatus } from "../ledger/mod.ts";
+import type { RunState, RunStatus } from "../services/mod.ts";
 import { WorkflowResumeBodySchema, WorkflowRunBodySchema } from "../schemas/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { feedResponse, noSuch } from "./feed_stream.ts";

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { ERROR_CODES } from "../errors/mod.ts";
-import { RUN_STATES, type RunState } from "../ledger/mod.ts";
+import { RUN_STATES, type RunState } from "../services/mod.ts";
 
 /** States of runs and tasks (DESIGN.md, "Runs"). */
 export const RunStateSchema = z.enum(RUN_STATES as [RunState, ...RunState[]]);

@@ -5,7 +5,7 @@
  * until the run ends, the wait runs out or the client cancels the call.
  * @module
  */
-import type { Caller, FeedItem, RunEvent, TaskEvent } from "../ledger/mod.ts";
+import type { Caller, FeedItem, RunEvent, TaskEvent } from "../services/mod.ts";
 import type { Services } from "../services/mod.ts";
 
 /** The longest a tool call waits: clients give up on a call after about a minute. */

@@ -8,7 +8,7 @@
  */
 import { createMcpHandler, isLegacyRequest } from "@modelcontextprotocol/server";
 import { SvcError } from "../errors/mod.ts";
-import { type Caller, callerOf } from "../ledger/mod.ts";
+import { type Caller, callerOf } from "../services/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { svcMcpServer } from "./server.ts";
 import { LegacySessions } from "./sessions.ts";

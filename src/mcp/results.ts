@@ -14,7 +14,7 @@ import {
   type RunState,
   type RunStatus,
   type TaskStatus,
-} from "../ledger/mod.ts";
+} from "../services/mod.ts";
 
 /** States of runs and tasks (a task's are a run's), as the tools report them. */
 const StateSchema = z.enum(RUN_STATES as [RunState, ...RunState[]]);

@@ -10,7 +10,7 @@ import {
   type McpServer,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
-import type { Caller } from "../ledger/mod.ts";
+import type { Caller } from "../services/mod.ts";
 
 /** Options of {@linkcode LegacySessions}. */
 export interface LegacySessionsOptions {

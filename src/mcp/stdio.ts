@@ -5,7 +5,7 @@
  * @module
  */
 import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
-import type { Caller } from "../ledger/mod.ts";
+import type { Caller } from "../services/mod.ts";
 import type { Services, SpawnWorker } from "../services/mod.ts";
 import { svcMcpServer } from "./server.ts";
 

@@ -9,7 +9,7 @@ import type { CallToolResult, McpServer, ServerContext } from "@modelcontextprot
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { legacyRunRequest, LegacyWorkflowBodySchema } from "../legacy/mod.ts";
-import type { Caller } from "../ledger/mod.ts";
+import type { Caller } from "../services/mod.ts";
 import {
   BoardWriteRequestSchema,
   BoardWriteResultSchema,

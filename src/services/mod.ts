@@ -22,3 +22,4 @@ export {
   type StateCounts,
   STATUS_COUNTS_TTL_MS,
 } from "./insights.ts";
+export * from "./records.ts";

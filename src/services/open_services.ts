@@ -11,7 +11,7 @@ import {
 import { SessionStore, TaskManager } from "../tasks/mod.ts";
 import { WorktreeManager } from "../worktrees/mod.ts";
 import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
-import { HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
+import { type A2aTaskLedger, HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import { ledgerUrl } from "../host_env/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
@@ -124,6 +124,8 @@ export interface Services extends AsyncDisposable {
   readonly reviews: ReviewService;
   /** The record of agent-to-agent exchanges. */
   readonly collaborations: CollaborationLog;
+  /** The A2A server's task records (the SDK's task store keeps them here). */
+  readonly a2aTasks: A2aTaskLedger;
   /** Calls and dispatches waiting for a person to grant them the `full` sandbox. */
   readonly approvals: ApprovalQueue;
   /** Saved workflows and dispatches on cron schedules (the daemon's scheduler fires them). */
@@ -241,6 +243,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       memory,
       reviews,
       collaborations,
+      a2aTasks: ledger,
       approvals: new ApprovalQueue({ ledger }),
       automations: new Automations({ ledger, config, workspace }),
       admission: new Admission({ config: config.admission, runs, tasks }),
