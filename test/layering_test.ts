@@ -16,7 +16,8 @@ interface Edge {
 
 const SURFACES = new Set(["src/http", "src/mcp", "src/a2a", "cli"]);
 const IMPORT =
-  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+  /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|(?:^|\n)\s*import\s*["']([^"']+)["']/g;
+/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
 
 async function sourceFiles(dir: string): Promise<string[]> {
   const files: string[] = [];
@@ -44,7 +45,7 @@ async function edges(): Promise<Edge[]> {
   for (const file of [...await sourceFiles("src"), ...await sourceFiles("cli")]) {
     const text = await Deno.readTextFile(`${ROOT}/${file}`);
     for (const match of text.matchAll(IMPORT)) {
-      const specifier = match[1] ?? match[2]!;
+      const specifier = match[1] ?? match[2] ?? match[3]!;
       if (!specifier.startsWith(".")) continue;
       const to = normal(`${file.slice(0, file.lastIndexOf("/"))}/${specifier}`);
       found.push({ from: file, to, clause: match[0] });
