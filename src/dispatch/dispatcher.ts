@@ -1,30 +1,14 @@
 import { type Config, defaultConfig } from "../config/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
-import type { AvailabilityOptions } from "./availability.ts";
 import { admitSandbox, type SandboxAdmission } from "./kernel.ts";
 import { candidates, type ProviderPool, providerPool, send, spentBy } from "./provider_pool.ts";
 import { chooseRoute, type RouteDecision } from "./router.ts";
-import type { ChatMessage, DispatchResult, ProbeRequest, Provider, Usage } from "./types.ts";
+import type { DispatchResult, ProbeRequest, Usage } from "./types.ts";
 import type { Worktree, WorktreeManager, WorktreeResult } from "../worktrees/mod.ts";
+import type { DispatcherOptions, DispatchInput } from "./dispatcher_options.ts";
 
-/** What a caller hands the dispatcher: the call, before routing and admission. */
-export interface DispatchInput {
-  /** The prompt. */
-  prompt: string;
-  /** The call's options, as `agent()` takes them. */
-  options: AgentOptions;
-  /** The agent's system prompt (an `agentType`'s body), for the provider to apply. */
-  system?: string;
-  /** Aborting stops the call, wherever it is (queued, routed or running). */
-  signal: AbortSignal;
-  /** Working directory of the call; a fresh scratch directory for a harness when absent. */
-  cwd?: string;
-  /** A harness's own session id to continue (a session's turn). */
-  resumeSession?: string;
-  /** An API session's earlier messages, oldest first. */
-  history?: ChatMessage[];
-}
+export type { DispatcherOptions, DispatchInput } from "./dispatcher_options.ts";
 
 /** Who dispatches, and under which defaults. */
 export interface DispatchContext {
@@ -155,42 +139,6 @@ export interface Dispatcher {
    * grant. `needsApproval` says the call must wait for a person first (`sandbox.full: "ask"`).
    */
   admit(options: AgentOptions, context?: DispatchContext): SandboxAdmission;
-}
-
-/** Options of {@linkcode createDispatcher}. */
-export interface DispatcherOptions {
-  /**
-   * Latency of the fake provider; else the configuration's, else `SVC_FAKE_LATENCY_MS` as
-   * {@linkcode DispatcherOptions.env} reads it, else 0.
-   */
-  fakeLatencyMs?: number;
-  /**
-   * Random extra latency of the fake provider, up to this; else the configuration's, else
-   * `SVC_FAKE_JITTER_MS` as {@linkcode DispatcherOptions.env} reads it, else 0.
-   */
-  fakeJitterMs?: number;
-  /** Cost in USD of every fake call; 0 unless configured. */
-  fakeCostUsd?: number;
-  /** Providers beside `fake`, which is always registered. */
-  providers?: Provider[];
-  /**
-   * Simultaneous calls per provider, shared by every run and task that uses this dispatcher,
-   * so that one fan-out cannot take a provider's whole quota. The configuration's
-   * `providers.<name>.concurrency` counts too; a provider named in neither has no cap.
-   */
-  concurrency?: Record<string, number>;
-  /** Profiles, routing preferences, prices, tags and the `full` sandbox policy. Default: none. */
-  config?: Config;
-  /** How long probes are trusted and when failing providers are set aside. */
-  availability?: AvailabilityOptions;
-  /** Where `isolation: "worktree"` calls get their worktrees; without it such calls are refused. */
-  worktrees?: WorktreeManager;
-  /**
-   * How the host's environment is read, passed by the composition root: the dispatcher reads
-   * no environment of its own. A variable is read only when nothing else gives its value.
-   * Without it, no variable is set.
-   */
-  env?: (name: string) => string | undefined;
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Config } from "../config/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { SandboxLevel } from "../schemas/mod.ts";
 import { AvailabilityTracker } from "./availability.ts";
-import type { DispatcherOptions, DispatchInput } from "./dispatcher.ts";
+import type { DispatcherOptions, DispatchInput } from "./dispatcher_options.ts";
 import { createFakeProvider } from "./fake.ts";
 import type { RouteCandidate } from "./router.ts";
 import {

@@ -6,20 +6,12 @@ import {
 } from "../../approvals/mod.ts";
 import { type DispatchContext } from "../../dispatch/mod.ts";
 import { applyAgentType } from "../../agent_types/mod.ts";
-import type { ApprovalRecord, Ledger } from "../../ledger/mod.ts";
+import type { ApprovalRecord } from "../../ledger/mod.ts";
 import type { AgentCall, AgentOptions } from "../../schemas/mod.ts";
 import type { RunContext } from "../run_context.ts";
 import { noWork } from "./entry.ts";
 import { stoppedText } from "./stopped.ts";
-import type { AgentCallDeps, Ending, LiveCall } from "./types.ts";
-
-/** What a call's wait for approval needs besides the run. */
-export interface CallApprovalDeps {
-  /** Where the approval is recorded and its decision read. */
-  ledger: Ledger;
-  /** How often the ledger is read for the decision, in ms. */
-  pollMs: number;
-}
+import type { AgentCallDeps, CallApprovalDeps, Ending, LiveCall } from "./types.ts";
 
 /** A live call cleared to dispatch: its options (agent type applied) and its dispatch context. */
 export interface Approved {

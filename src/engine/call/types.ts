@@ -2,10 +2,9 @@ import type { Dispatcher } from "../../dispatch/mod.ts";
 import type { CompiledSchema, SchemaRegistry } from "../../structured/mod.ts";
 import type { AgentDefinition, AgentTypeRegistry } from "../../agent_types/mod.ts";
 import type { SessionStore } from "../../tasks/mod.ts";
-import type { FailureCause, JournalEntry } from "../../ledger/mod.ts";
+import type { FailureCause, JournalEntry, Ledger } from "../../ledger/mod.ts";
 import type { AgentCall, JsonValue } from "../../schemas/mod.ts";
 import type { ReplayCandidate } from "../journal.ts";
-import type { CallApprovalDeps } from "./approve.ts";
 
 /** What the call pipeline needs besides the run. */
 export interface AgentCallDeps {
@@ -91,3 +90,11 @@ export type Ending =
   }
   | { outcome: "live"; value: JsonValue; work: CallWork }
   | { outcome: "replayed"; candidate: ReplayCandidate };
+
+/** What a call's wait for approval needs besides the run. */
+export interface CallApprovalDeps {
+  /** Where the approval is recorded and its decision read. */
+  ledger: Ledger;
+  /** How often the ledger is read for the decision, in ms. */
+  pollMs: number;
+}
