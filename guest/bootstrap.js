@@ -20,6 +20,7 @@ import {
   stderrWriteSync,
   writeAll,
 } from "./primordials.js";
+import { DONE } from "./protocol.js";
 
 function redirectConsole(console) {
   // Stdout belongs to the bridge; script output goes to stderr, where the host turns it into narration.
@@ -44,9 +45,9 @@ async function main() {
       params = JSONStringify({ ok: false, error: describeError(error) });
     }
     try {
-      channel.notify("done", params);
+      channel.notify(DONE, params);
     } catch (error) {
-      channel.notify("done", JSONStringify({ ok: false, error: describeError(error) }));
+      channel.notify(DONE, JSONStringify({ ok: false, error: describeError(error) }));
     }
     exitProcess(0);
   }

@@ -94,6 +94,15 @@ function writeAll(writeSync, bytes) {
   }
 }
 
+// guest/protocol.js
+var AGENT = "agent";
+var WORKFLOW = "workflow";
+var PHASE = "phase";
+var LOG = "log";
+var ITEM_ERROR = "item_error";
+var REPLAYED = "replayed";
+var DONE = "done";
+
 // guest/channel.js
 var CHUNK = 65536;
 var REPLAYED_BATCH_BYTES = 65536;
@@ -171,7 +180,7 @@ function openChannel(prefix, frameLimit, rest) {
     if (replayed === "") return;
     const positions = replayed;
     replayed = "";
-    send('"method":"replayed","params":{"positions":[' + positions + "]}");
+    send('"method":"' + REPLAYED + '","params":{"positions":[' + positions + "]}");
   }
   function write(body) {
     flushReplayed();
@@ -899,7 +908,7 @@ function createPrimitives(channel, init, compile) {
     const described = describeError(error);
     const label = error !== null && typeof error === "object" ? WeakMapPrototypeGet(callLabels, error) : void 0;
     try {
-      channel.notify("item_error", JSONStringify({
+      channel.notify(ITEM_ERROR, JSONStringify({
         __proto__: null,
         fn,
         index,
@@ -936,7 +945,7 @@ function createPrimitives(channel, init, compile) {
     const site = {};
     ErrorCaptureStackTrace(site, agent);
     const sent = decision.position === null ? params : StringPrototypeSlice(params, 0, -1) + ',"position":' + decision.position + (decision.replay ? ',"replay":true}' : "}");
-    return PromisePrototypeThen(channel.request("agent", sent), (reply) => {
+    return PromisePrototypeThen(channel.request(AGENT, sent), (reply) => {
       if (typeof reply.spent === "number") spent = reply.spent;
       return reply.value;
     }, (error) => {
@@ -1012,12 +1021,12 @@ function createPrimitives(channel, init, compile) {
     return StringCtor(value);
   }
   function phase(title) {
-    channel.notify("phase", JSONStringify({
+    channel.notify(PHASE, JSONStringify({
       title: text(title)
     }));
   }
   function log(message) {
-    channel.notify("log", JSONStringify({
+    channel.notify(LOG, JSONStringify({
       message: text(message)
     }));
   }
@@ -1059,7 +1068,7 @@ function createPrimitives(channel, init, compile) {
     const site = {};
     ErrorCaptureStackTrace(site, workflow);
     const { branch, step } = positions.step();
-    return PromisePrototypeThen(channel.request("workflow", params), (reply) => positions.within(positions.fork(branch, step, 0), compile(reply.body, reply.filename), parameters(given, true)), (error) => {
+    return PromisePrototypeThen(channel.request(WORKFLOW, params), (reply) => positions.within(positions.fork(branch, step, 0), compile(reply.body, reply.filename), parameters(given, true)), (error) => {
       throw withCallSite(error, site);
     });
   }
@@ -1129,9 +1138,9 @@ async function main() {
       params = JSONStringify({ ok: false, error: describeError(error) });
     }
     try {
-      channel.notify("done", params);
+      channel.notify(DONE, params);
     } catch (error) {
-      channel.notify("done", JSONStringify({ ok: false, error: describeError(error) }));
+      channel.notify(DONE, JSONStringify({ ok: false, error: describeError(error) }));
     }
     exitProcess(0);
   }

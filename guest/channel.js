@@ -33,6 +33,7 @@ import {
   Uint8ArrayCtor,
   writeAll,
 } from "./primordials.js";
+import { REPLAYED } from "./protocol.js";
 
 const CHUNK = 65536;
 /** Most bytes of positions one `replayed` notification carries before it is sent. */
@@ -133,7 +134,7 @@ export function openChannel(prefix, frameLimit, rest) {
     if (replayed === "") return;
     const positions = replayed;
     replayed = "";
-    send('"method":"replayed","params":{"positions":[' + positions + "]}");
+    send('"method":"' + REPLAYED + '","params":{"positions":[' + positions + "]}");
   }
 
   function write(body) {

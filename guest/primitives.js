@@ -24,6 +24,7 @@ import {
 } from "./primordials.js";
 import { describeError } from "./describe_error.js";
 import { createPositions } from "./positions.js";
+import { AGENT, ITEM_ERROR, LOG, PHASE, WORKFLOW } from "./protocol.js";
 
 /** Longest text of a thrown item's report: the host clips again, this keeps the frame small. */
 const REPORT_TEXT = 4096;
@@ -136,7 +137,7 @@ export function createPrimitives(channel, init, compile) {
       : undefined;
     try {
       channel.notify(
-        "item_error",
+        ITEM_ERROR,
         JSONStringify({
           __proto__: null,
           fn,
@@ -187,7 +188,7 @@ export function createPrimitives(channel, init, compile) {
     const sent = decision.position === null ? params : StringPrototypeSlice(params, 0, -1) +
       ',"position":' + decision.position + (decision.replay ? ',"replay":true}' : "}");
     return PromisePrototypeThen(
-      channel.request("agent", sent),
+      channel.request(AGENT, sent),
       (reply) => {
         if (typeof reply.spent === "number") spent = reply.spent;
         return reply.value;
@@ -279,11 +280,11 @@ export function createPrimitives(channel, init, compile) {
   }
 
   function phase(title) {
-    channel.notify("phase", JSONStringify({ title: text(title) }));
+    channel.notify(PHASE, JSONStringify({ title: text(title) }));
   }
 
   function log(message) {
-    channel.notify("log", JSONStringify({ message: text(message) }));
+    channel.notify(LOG, JSONStringify({ message: text(message) }));
   }
 
   const budget = ObjectFreeze({
@@ -343,7 +344,7 @@ export function createPrimitives(channel, init, compile) {
     // The sub-workflow's calls form one branch, in place of this step of the caller's.
     const { branch, step } = positions.step();
     return PromisePrototypeThen(
-      channel.request("workflow", params),
+      channel.request(WORKFLOW, params),
       (reply) =>
         positions.within(
           positions.fork(branch, step, 0),

@@ -403,8 +403,7 @@ Deno.test("nothing the user's code can patch or call sees the nonce, and calls k
     return { answers, leaked: all.includes(${JSON.stringify(NONCE)}), seen: all.slice(0, 100000) };
   `,
     {
-      agent: (params) =>
-        Promise.resolve({ value: (params as { prompt: string }).prompt, spent: 0 }),
+      agent: (params) => Promise.resolve({ value: params.call.prompt, spent: 0 }),
     },
   );
   assert.equal(outcome.kind, "returned", JSON.stringify(outcome).slice(0, 500));

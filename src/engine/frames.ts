@@ -1,16 +1,25 @@
 import { timingSafeEqual } from "../platform/mod.ts";
+import {
+  GUEST_NOTIFICATION_METHODS,
+  GUEST_REQUEST_METHODS,
+  type GuestNotificationMethod,
+  type GuestRequestMethod,
+} from "./guest_protocol.ts";
 
 /** The one constant-time comparison, as the guest bridge uses it for nonces. */
 export { timingSafeEqual };
 
 /** Methods a guest may call. Anything else is a security event. */
-const REQUESTS = new Set(["agent", "workflow"]);
-const NOTIFICATIONS = new Set(["phase", "log", "item_error", "replayed", "done"]);
+const REQUESTS: ReadonlySet<string> = new Set(GUEST_REQUEST_METHODS);
+const NOTIFICATIONS: ReadonlySet<string> = new Set(GUEST_NOTIFICATION_METHODS);
 
-/** A frame from the guest that carried the right nonce. */
+/**
+ * A frame from the guest that carried the right nonce and a method of the protocol. Its params
+ * are still unchecked: `guest_params.ts` checks them before a handler gets them.
+ */
 export type GuestMessage =
-  | { kind: "request"; id: number; method: string; params: unknown }
-  | { kind: "notification"; method: string; params: unknown };
+  | { kind: "request"; id: number; method: GuestRequestMethod; params: unknown }
+  | { kind: "notification"; method: GuestNotificationMethod; params: unknown };
 
 /** Why a line from the guest was dropped. */
 export type SecurityEventKind =
@@ -69,7 +78,12 @@ export function classifyLine(text: string, nonce: string): Classified {
     }
     return {
       type: "message",
-      message: { kind: "request", id: frame.id as number, method, params: frame.params },
+      message: {
+        kind: "request",
+        id: frame.id as number,
+        method: method as GuestRequestMethod,
+        params: frame.params,
+      },
     };
   }
   if (!NOTIFICATIONS.has(method)) {
@@ -79,5 +93,12 @@ export function classifyLine(text: string, nonce: string): Classified {
       detail: `unknown notification '${preview(method)}'`,
     };
   }
-  return { type: "message", message: { kind: "notification", method, params: frame.params } };
+  return {
+    type: "message",
+    message: {
+      kind: "notification",
+      method: method as GuestNotificationMethod,
+      params: frame.params,
+    },
+  };
 }

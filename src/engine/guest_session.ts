@@ -3,67 +3,47 @@ import type { GuestSandbox } from "../ledger/mod.ts";
 import type { ExitStatus } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { classifyLine, type GuestMessage, type SecurityEventKind } from "./frames.ts";
+import { NOTIFICATION_CHECKS, type ParamsContext, REQUEST_CHECKS } from "./guest_params.ts";
+import {
+  type GuestInit,
+  type GuestNotificationHandlers,
+  type GuestNotificationMethod,
+  type GuestOutcome,
+  type GuestRequestHandlers,
+  type GuestRequestMethod,
+  type GuestRequests,
+  type ItemError,
+  type ReplayedNotice,
+  ScriptCallError,
+} from "./guest_protocol.ts";
 import type { OfferedCall } from "./journal.ts";
 import { readLines } from "../streams/mod.ts";
 
-/** An error the guest reported for the script: name, message and the raw stack. */
-export interface ScriptFailure {
-  name: string;
-  message: string;
-  stack: string;
-}
+export {
+  type AgentReply,
+  type GuestOutcome,
+  type ItemError,
+  ScriptCallError,
+  type ScriptFailure,
+  type WorkflowReply,
+} from "./guest_protocol.ts";
+export { parseItemError } from "./guest_params.ts";
 
 /**
- * An item of `parallel()` or `pipeline()` that threw, as the guest reports it: where (the
- * item's index, and for a pipeline the stage, both from 0), the label of the `agent()` call the
- * error came from if it had one, and the error. Untrusted: checked by {@linkcode parseItemError}.
+ * Callbacks through which a session reports to its run: the protocol's requests and
+ * notifications, with params already checked, and what the session itself observes.
  */
-export interface ItemError {
-  fn: "parallel" | "pipeline";
-  index: number;
-  stage: number | null;
-  label: string | null;
-  error: ScriptFailure;
-}
-
-/** How a guest session ended. */
-export type GuestOutcome =
-  | { kind: "returned"; value: JsonValue }
-  | { kind: "threw"; error: ScriptFailure }
-  | { kind: "crashed"; message: string; outOfMemory: boolean }
-  | { kind: "aborted"; reason: unknown };
-
-/** The answer of the host to one `agent()` call. */
-export interface AgentReply {
-  value: JsonValue;
-  spent: number;
-}
-
-/** Thrown by a handler to make the call throw inside the script: a script bug, not a failed call. */
-export class ScriptCallError extends Error {
-  readonly type: "TypeError" | "RangeError" | "Error";
-  constructor(type: "TypeError" | "RangeError" | "Error", message: string) {
-    super(message);
-    this.name = "ScriptCallError";
-    this.type = type;
-  }
-}
-
-/** The host's answer to `workflow()`: the checked body of the sub-workflow. */
-export interface WorkflowReply {
-  body: string;
-  filename: string;
-}
-
-/** Callbacks through which a session reports to its run. */
 export interface GuestHandlers {
-  agent(params: unknown, signal: AbortSignal): Promise<AgentReply>;
+  /** Answers `agent()`; throws a ScriptCallError for the script to see. */
+  agent: GuestRequestHandlers["agent"];
   /** Resolves `workflow(nameOrRef)`; throws a ScriptCallError for the script to see. */
-  workflow(params: unknown): Promise<WorkflowReply>;
+  workflow(
+    params: GuestRequests["workflow"]["params"],
+  ): Promise<GuestRequests["workflow"]["result"]>;
   phase(title: string): void;
   log(message: string): void;
   /** The guest answered a call itself from the values offered at start (`replay`). */
-  replayed?(params: unknown): void;
+  replayed?(params: ReplayedNotice): void;
   /** An item of `parallel()` or `pipeline()` threw: its result is null. */
   itemError(report: ItemError): void;
   /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
@@ -114,64 +94,6 @@ export function randomNonce(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function stringParam(params: unknown, key: string): string {
-  const value = params !== null && typeof params === "object"
-    ? (params as Record<string, unknown>)[key]
-    : undefined;
-  return typeof value === "string" ? value : "";
-}
-
-/** Most stages a pipeline report may name: far past any script's, below any overflow. */
-const MAX_STAGE = 1_000_000;
-
-/**
- * Checks an `item_error` notification: every field of the right type and range, else
- * undefined (a malformed frame). Texts are kept whole here; the run clips what it records.
- */
-export function parseItemError(params: unknown, maxItems: number): ItemError | undefined {
-  if (params === null || typeof params !== "object" || Array.isArray(params)) return undefined;
-  const p = params as Record<string, unknown>;
-  const index = p.index;
-  const stage = p.stage;
-  if (p.fn !== "parallel" && p.fn !== "pipeline") return undefined;
-  if (typeof index !== "number" || !Number.isSafeInteger(index)) return undefined;
-  if (index < 0 || index >= maxItems) return undefined;
-  if (p.fn === "parallel" ? stage !== null : !isStage(stage)) return undefined;
-  if (p.label !== null && typeof p.label !== "string") return undefined;
-  if (typeof p.name !== "string" || typeof p.message !== "string") return undefined;
-  if (typeof p.stack !== "string") return undefined;
-  return {
-    fn: p.fn,
-    index,
-    stage: stage as number | null,
-    label: p.label,
-    error: { name: p.name, message: p.message, stack: p.stack },
-  };
-}
-
-function isStage(value: unknown): value is number {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 &&
-    value < MAX_STAGE;
-}
-
-function parseDone(params: unknown): GuestOutcome | undefined {
-  if (params === null || typeof params !== "object") return undefined;
-  const p = params as Record<string, unknown>;
-  if (p.ok === true) return { kind: "returned", value: (p.value ?? null) as JsonValue };
-  if (p.ok === false && p.error !== null && typeof p.error === "object") {
-    const e = p.error as Record<string, unknown>;
-    return {
-      kind: "threw",
-      error: {
-        name: typeof e.name === "string" ? e.name : "Error",
-        message: typeof e.message === "string" ? e.message : "",
-        stack: typeof e.stack === "string" ? e.stack : "",
-      },
-    };
-  }
-  return undefined;
-}
-
 function crashOutcome(status: ExitStatus, stderr: string[], heapMb: number): GuestOutcome {
   const tail = stderr.join("\n");
   if (/Reached heap limit|JavaScript heap out of memory/.test(tail)) {
@@ -199,6 +121,78 @@ function crashOutcome(status: ExitStatus, stderr: string[], heapMb: number): Gue
     message: `the script's process ${how} before the script finished${
       last ? ` (last output: ${last.slice(0, 300)})` : ""
     }`,
+  };
+}
+
+/** What the dispatch of a guest's frames needs from its session. */
+interface DispatchOptions {
+  handlers: GuestHandlers;
+  maxItems: number;
+  /** Aborts the calls still running when the session ends. */
+  calls: AbortSignal;
+  send(message: unknown): Promise<void>;
+  /** Ends the session with the outcome the guest reported. */
+  settle(outcome: GuestOutcome): void;
+}
+
+/**
+ * The host's end of the protocol: every method's params checked at the boundary, then given to
+ * its handler in the exhaustive maps; each request answered with its result or error frame.
+ */
+function messageDispatcher(options: DispatchOptions): (message: GuestMessage) => void {
+  const { handlers, calls, send } = options;
+  const context: ParamsContext = {
+    maxItems: options.maxItems,
+    security: (kind, detail) => handlers.security(kind, detail),
+  };
+  const requests: GuestRequestHandlers = {
+    agent: (params, signal) => handlers.agent(params, signal),
+    workflow: (params) => handlers.workflow(params),
+  };
+  const notifications: GuestNotificationHandlers = {
+    phase: ({ title }) => handlers.phase(title),
+    log: ({ message }) => handlers.log(message),
+    item_error: (report) => handlers.itemError(report),
+    replayed: (notice) => handlers.replayed?.(notice),
+    done: (outcome) => options.settle(outcome),
+  };
+
+  function notified<M extends GuestNotificationMethod>(method: M, params: unknown): void {
+    // A session that records no replays does not look at their frames either.
+    if (method === "replayed" && !handlers.replayed) return;
+    const checked = NOTIFICATION_CHECKS[method](params, context);
+    if (checked.ok) notifications[method](checked.params);
+    else handlers.security("malformed_frame", checked.detail);
+  }
+
+  function answer<M extends GuestRequestMethod>(
+    method: M,
+    params: unknown,
+  ): Promise<GuestRequests[M]["result"]> {
+    try {
+      return requests[method](REQUEST_CHECKS[method](params, context), calls);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  return (message) => {
+    if (message.kind === "notification") return notified(message.method, message.params);
+    const { id } = message;
+    answer(message.method, message.params).then(
+      (result) => send({ jsonrpc: "2.0", id, result }),
+      (error) => {
+        if (calls.aborted) return;
+        const known = error instanceof ScriptCallError;
+        send({
+          jsonrpc: "2.0",
+          id,
+          error: known
+            ? { code: -32602, message: error.message, data: { type: error.type } }
+            : { code: -32603, message: "the host could not complete the call" },
+        });
+      },
+    );
   };
 }
 
@@ -246,41 +240,13 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   // The signal may have fired while the guest was being spawned.
   if (signal.aborted) onAbort();
 
-  function onMessage(message: GuestMessage): void {
-    if (message.kind === "notification") {
-      if (message.method === "phase") handlers.phase(stringParam(message.params, "title"));
-      else if (message.method === "log") handlers.log(stringParam(message.params, "message"));
-      else if (message.method === "replayed") handlers.replayed?.(message.params);
-      else if (message.method === "item_error") {
-        const report = parseItemError(message.params, maxItems);
-        if (report) handlers.itemError(report);
-        else handlers.security("malformed_frame", "item_error frame without a valid report");
-      } else if (message.method === "done") {
-        const outcome = parseDone(message.params);
-        if (outcome) settle(outcome);
-        else handlers.security("malformed_frame", "done frame without a valid outcome");
-      }
-      return;
-    }
-    const { id } = message;
-    const reply = message.method === "workflow"
-      ? handlers.workflow(message.params)
-      : handlers.agent(message.params, calls.signal);
-    reply.then(
-      (result) => send({ jsonrpc: "2.0", id, result }),
-      (error) => {
-        if (calls.signal.aborted) return;
-        const known = error instanceof ScriptCallError;
-        send({
-          jsonrpc: "2.0",
-          id,
-          error: known
-            ? { code: -32602, message: error.message, data: { type: error.type } }
-            : { code: -32603, message: "the host could not complete the call" },
-        });
-      },
-    );
-  }
+  const onMessage = messageDispatcher({
+    handlers,
+    maxItems,
+    calls: calls.signal,
+    send,
+    settle: (outcome) => settle(outcome),
+  });
 
   const stdoutPump = (async () => {
     for await (const line of readLines(child.stdout, frameLimit)) {
@@ -332,7 +298,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
         maxItems,
         replay: options.replay ?? [],
         maxAgents: options.maxAgents ?? Number.MAX_SAFE_INTEGER,
-      },
+      } satisfies GuestInit,
     });
     return await finished;
   } finally {

@@ -27,6 +27,14 @@ export type {
   ScriptFailure,
   WorkflowReply,
 } from "./guest_session.ts";
+export type {
+  AgentRequest,
+  GuestNotificationHandlers,
+  GuestNotifications,
+  GuestRequestHandlers,
+  GuestRequests,
+  ReplayedNotice,
+} from "./guest_protocol.ts";
 export { BudgetGate } from "./budget.ts";
 export {
   callHash,

@@ -1,4 +1,4 @@
-import type { AgentReply } from "../guest_session.ts";
+import type { AgentReply, AgentRequest } from "../guest_protocol.ts";
 import type { RunContext } from "../run_context.ts";
 import { admit } from "./admit.ts";
 import { approve } from "./approve.ts";
@@ -23,10 +23,10 @@ import { validate } from "./validate.ts";
 export async function handleAgentCall(
   ctx: RunContext,
   deps: AgentCallDeps,
-  params: unknown,
+  request: AgentRequest,
   signal: AbortSignal,
 ): Promise<AgentReply> {
-  const placed = await place(ctx, deps, params, signal);
+  const placed = await place(ctx, deps, request, signal);
   const call = await admit(ctx, deps, placed);
   if (!isLive(call)) return await record(ctx, call, settled(ctx, deps, call));
   const approval = await approve(ctx, deps, call);

@@ -1,49 +1,26 @@
 import type { AgentDefinition } from "../../agent_types/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
-import { parseAgentCall } from "../../schemas/mod.ts";
+import type { AgentRequest } from "../guest_protocol.ts";
 import { ScriptCallError } from "../guest_session.ts";
-import { parsePosition } from "../journal.ts";
 import type { RunContext } from "../run_context.ts";
 import type { AgentCallDeps, PlacedCall } from "./types.ts";
 import { callWorkdir } from "./workdir.ts";
 
 /**
- * The place stage: the guest's request checked and resolved into what the call runs with, its
- * position, working directory and agent type. A malformed call is a script error that
- * `agent()` throws; nothing is counted or journaled for it.
+ * The place stage: the guest's request, checked at the boundary (`guest_params.ts`), resolved
+ * into what the call runs with, its working directory and agent type. A call that cannot run
+ * there is a script error that `agent()` throws; nothing is counted or journaled for it.
  */
 export async function place(
   ctx: RunContext,
   deps: AgentCallDeps,
-  params: unknown,
+  request: AgentRequest,
   signal: AbortSignal,
 ): Promise<PlacedCall> {
-  const { call: raw, position, replay } = placementOf(ctx, params);
-  const parsed = parseAgentCall(raw);
-  if (!parsed.ok) throw new ScriptCallError("TypeError", parsed.message);
-  const call = parsed.call;
+  const { call, position, replay } = request;
   const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir);
   const agent = await agentType(deps, call.options.agentType);
   return { call, position, replay, cwd, agent, signal };
-}
-
-/**
- * Splits the guest's request into the script's call and the guest's placement of it. A
- * malformed placement is the guest's fault, not the script's: the call runs live, unplaced.
- */
-function placementOf(
-  ctx: RunContext,
-  params: unknown,
-): { call: unknown; position: number[] | undefined; replay: boolean } {
-  if (params === null || typeof params !== "object" || Array.isArray(params)) {
-    return { call: params, position: undefined, replay: false };
-  }
-  const { position: raw, replay, ...call } = params as Record<string, unknown>;
-  const position = raw === undefined ? undefined : parsePosition(raw);
-  if (raw !== undefined && position === undefined) {
-    ctx.security("malformed_frame", "agent request with a malformed position");
-  }
-  return { call, position, replay: replay === true && position !== undefined };
 }
 
 /** The call's agent type; an unknown or unreadable one is a script error that `agent()` throws. */

@@ -1,3 +1,4 @@
+import type { ReplayedNotice } from "../guest_protocol.ts";
 import { parsePosition, positionKey } from "../journal.ts";
 import type { RunContext } from "../run_context.ts";
 import { unrecordable } from "./conditions.ts";
@@ -27,20 +28,13 @@ export function replayEnding(
 
 /**
  * Records the calls the guest answered itself from the values offered at start (a `replayed`
- * notification lists their positions, in the order the script made them): journaled and
- * counted like replays the host answers. A position that was not offered, or was already
- * replayed, is a security event and records nothing; neither do the positions after it in
- * the same frame.
+ * notification lists their positions, in the order the script made them; one without any is
+ * reported at the boundary): journaled and counted like replays the host answers. A position
+ * that was not offered, or was already replayed, is a security event and records nothing;
+ * neither do the positions after it in the same frame.
  */
-export function recordReplayedCalls(ctx: RunContext, params: unknown): void {
-  const raw = params !== null && typeof params === "object"
-    ? (params as Record<string, unknown>).positions
-    : undefined;
-  if (!Array.isArray(raw) || raw.length === 0) {
-    ctx.security("malformed_frame", "replayed frame without positions");
-    return;
-  }
-  for (const item of raw) {
+export function recordReplayedCalls(ctx: RunContext, notice: ReplayedNotice): void {
+  for (const item of notice.positions) {
     const position = parsePosition(item);
     const candidate = position ? ctx.replay?.take(positionKey(position)) : undefined;
     if (!position || !candidate) {

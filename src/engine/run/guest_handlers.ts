@@ -7,7 +7,7 @@ import type { Ledger } from "../../ledger/mod.ts";
 import { handleAgentCall, recordReplayedCalls } from "../call/mod.ts";
 import { type GuestHandlers, ScriptCallError, type WorkflowReply } from "../guest_session.ts";
 import type { RunContext } from "../run_context.ts";
-import { resolveWorkflow } from "../sub_workflow.ts";
+import { resolveWorkflow, type WorkflowRef } from "../sub_workflow.ts";
 
 /** What a run's guest handlers answer with: the host's services and the run's places. */
 export interface GuestHandlerContext {
@@ -74,22 +74,8 @@ export function guestHandlers(run: RunContext, context: GuestHandlerContext): Gu
 async function subWorkflow(
   run: RunContext,
   context: GuestHandlerContext,
-  params: unknown,
+  ref: WorkflowRef,
 ): Promise<WorkflowReply> {
-  const given = params !== null && typeof params === "object"
-    ? params as { ref?: unknown; scriptPath?: unknown }
-    : {};
-  const ref = typeof given.ref === "string" && given.ref !== ""
-    ? given.ref
-    : typeof given.scriptPath === "string" && given.scriptPath !== ""
-    ? { scriptPath: given.scriptPath }
-    : undefined;
-  if (ref === undefined) {
-    throw new ScriptCallError(
-      "TypeError",
-      "workflow(): the name or ref must be a non-empty string, or {scriptPath}",
-    );
-  }
   try {
     const resolved = await resolveWorkflow(ref, {
       projectDir: context.projectDir,
