@@ -67,6 +67,31 @@ function usageText(usage: UsageTotals | undefined): string {
   return parts.join(", ");
 }
 
+/** The line printed above the status for a run event; undefined for one that prints none. */
+function eventLine(event: RunEvent): string | undefined {
+  switch (event.type) {
+    case "narration": {
+      const { entry } = event;
+      if (entry.kind === "phase") return `== ${entry.text}`;
+      if (entry.kind === "log") return entry.text;
+      if (entry.kind === "call") return `! ${entry.text}`;
+      if (entry.kind === "warning") return `warning: ${entry.text}`;
+      return `[script ${entry.stream ?? "output"}] ${entry.text}`;
+    }
+    case "security":
+      return `! dropped from the guest (${event.event.kind}): ${event.event.detail}`;
+    case "approval": {
+      // The label comes from the script: the same terminal-safe path as narration prints it.
+      const call = `agent call #${event.seq}${event.label ? ` (${event.label})` : ""}`;
+      return event.state === "pending"
+        ? `? ${call} waits for a person to approve its full sandbox: approval ${event.approval_id}`
+        : `? ${call}: approval ${event.approval_id} ${event.state}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
 /**
  * Turns run events into what the command line prints on standard error: phase titles, log
  * lines, stray output, failed calls, and the progress of the calls. On a terminal the progress
@@ -146,39 +171,15 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
   }
 
   function onEvent(event: RunEvent): void {
-    switch (event.type) {
-      case "narration": {
-        const { entry } = event;
-        if (entry.kind === "phase") {
-          phase = entry.text;
-          printAbove(`== ${entry.text}`);
-        } else if (entry.kind === "log") printAbove(entry.text);
-        else if (entry.kind === "call") printAbove(`! ${entry.text}`);
-        else if (entry.kind === "warning") printAbove(`warning: ${entry.text}`);
-        else printAbove(`[script ${entry.stream ?? "output"}] ${entry.text}`);
-        return;
-      }
-      case "security":
-        printAbove(`! dropped from the guest (${event.event.kind}): ${event.event.detail}`);
-        return;
-      case "approval": {
-        // The label comes from the script: the same terminal-safe path as narration prints it.
-        const call = `agent call #${event.seq}${event.label ? ` (${event.label})` : ""}`;
-        if (event.state === "pending") {
-          printAbove(
-            `? ${call} waits for a person to approve its full sandbox: approval ${event.approval_id}`,
-          );
-        } else printAbove(`? ${call}: approval ${event.approval_id} ${event.state}`);
-        return;
-      }
-      case "calls":
-        calls = event.calls;
-        usage = event.usage;
-        countsChanged();
-        return;
-      default:
-        return;
+    if (event.type === "calls") {
+      calls = event.calls;
+      usage = event.usage;
+      countsChanged();
+      return;
     }
+    if (event.type === "narration" && event.entry.kind === "phase") phase = event.entry.text;
+    const line = eventLine(event);
+    if (line !== undefined) printAbove(line);
   }
 
   function flush(): void {
