@@ -303,3 +303,14 @@ export async function processesMentioning(marker: string): Promise<string[]> {
     return line.includes(marker) && !stat?.startsWith("Z") && Number(pid) !== Deno.pid;
   });
 }
+
+/** The TypeScript modules under `dir` of the checkout (`src`, `cli`), as paths from its root. */
+export async function sourceModules(dir: string): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}/${dir}`)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) files.push(...await sourceModules(path));
+    else if (entry.name.endsWith(".ts")) files.push(path);
+  }
+  return files;
+}

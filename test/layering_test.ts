@@ -5,7 +5,7 @@
  * services below the surfaces may touch.
  */
 import assert from "node:assert/strict";
-import { ROOT } from "./helpers.ts";
+import { ROOT, sourceModules } from "./helpers.ts";
 
 /** One import of one file: the importing file, the file it names (both from the root), the clause. */
 interface Edge {
@@ -18,16 +18,6 @@ const SURFACES = new Set(["src/http", "src/mcp", "src/a2a", "cli"]);
 const IMPORT =
   /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|(?:^|\n)\s*import\s*["']([^"']+)["']/g;
 /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
-
-async function sourceFiles(dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for await (const entry of Deno.readDir(`${ROOT}/${dir}`)) {
-    const path = `${dir}/${entry.name}`;
-    if (entry.isDirectory) files.push(...await sourceFiles(path));
-    else if (entry.name.endsWith(".ts")) files.push(path);
-  }
-  return files;
-}
 
 /** `a/b/../c.ts` as `a/c.ts`. */
 function normal(path: string): string {
@@ -42,7 +32,7 @@ function normal(path: string): string {
 /** Every relative import of the source tree. */
 async function edges(): Promise<Edge[]> {
   const found: Edge[] = [];
-  for (const file of [...await sourceFiles("src"), ...await sourceFiles("cli")]) {
+  for (const file of [...await sourceModules("src"), ...await sourceModules("cli")]) {
     const text = await Deno.readTextFile(`${ROOT}/${file}`);
     for (const match of text.matchAll(IMPORT)) {
       const specifier = match[1] ?? match[2] ?? match[3]!;

@@ -2,21 +2,11 @@
 import assert from "node:assert/strict";
 import { denoPlatform } from "../src/platform/deno.ts";
 import { type Platform, platform, setPlatform } from "../src/platform/mod.ts";
-import { ROOT, runScript } from "./helpers.ts";
-
-async function modules(dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for await (const entry of Deno.readDir(`${ROOT}/${dir}`)) {
-    const path = `${dir}/${entry.name}`;
-    if (entry.isDirectory) files.push(...await modules(path));
-    else if (entry.name.endsWith(".ts")) files.push(path);
-  }
-  return files;
-}
+import { ROOT, runScript, sourceModules } from "./helpers.ts";
 
 Deno.test("no module outside src/platform touches Deno.* or Node-only APIs", async () => {
   const offenders: string[] = [];
-  for (const file of [...await modules("src"), ...await modules("cli")]) {
+  for (const file of [...await sourceModules("src"), ...await sourceModules("cli")]) {
     if (file.startsWith("src/platform/")) continue;
     const code = (await Deno.readTextFile(`${ROOT}/${file}`))
       .replace(/\/\*[\s\S]*?\*\//g, "")

@@ -8,22 +8,12 @@ import { SessionStore, TaskManager } from "../src/tasks/mod.ts";
 import { RunManager } from "../src/engine/mod.ts";
 import { isTerminal, openLedger, type TaskState } from "../src/ledger/mod.ts";
 import { withDefaults } from "../src/options/mod.ts";
-import { LOCAL, ROOT, scriptedProvider, tempDir } from "./helpers.ts";
-
-async function modules(dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for await (const entry of Deno.readDir(`${ROOT}/${dir}`)) {
-    const path = `${dir}/${entry.name}`;
-    if (entry.isDirectory) files.push(...await modules(path));
-    else if (entry.name.endsWith(".ts")) files.push(path);
-  }
-  return files;
-}
+import { LOCAL, ROOT, scriptedProvider, sourceModules, tempDir } from "./helpers.ts";
 
 /** The code of every module of src/ and cli/, without comments. */
 async function sources(): Promise<Map<string, string>> {
   const code = new Map<string, string>();
-  for (const file of [...await modules("src"), ...await modules("cli")]) {
+  for (const file of [...await sourceModules("src"), ...await sourceModules("cli")]) {
     code.set(
       file,
       (await Deno.readTextFile(`${ROOT}/${file}`))
