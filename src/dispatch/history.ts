@@ -1,4 +1,4 @@
-import { type Caller, type CallRecord, type Ledger, ownerScope } from "../ledger/mod.ts";
+import { type Caller, type CallLedger, type CallRecord, ownerScope } from "../ledger/mod.ts";
 
 /** Statistics of one provider over the call log. */
 export interface ProviderStats {
@@ -153,7 +153,7 @@ export function summarizeCalls(calls: CallRecord[]): UsageSummary {
  * page's last call (anything else is refused with `invalid_request`); the summary is of the page.
  */
 export async function dispatchHistory(
-  ledger: Ledger,
+  ledger: CallLedger,
   caller: Caller,
   options: { limit?: number; before?: string } = {},
 ): Promise<{ calls: CallRecord[]; summary: UsageSummary }> {

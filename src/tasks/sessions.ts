@@ -3,10 +3,10 @@ import {
   type Caller,
   type ChatMessage,
   isId,
-  type Ledger,
   mayAccess,
   newId,
   ownerScope,
+  type SessionLedger,
   type SessionRecord,
   shownId,
 } from "../ledger/mod.ts";
@@ -34,11 +34,11 @@ export interface SessionDetail extends SessionRecord {
  * gets the stored message history. Turns of one session run one at a time.
  */
 export class SessionStore {
-  readonly #ledger: Ledger;
+  readonly #ledger: SessionLedger;
   readonly #locks = new Map<string, Promise<unknown>>();
 
   /** A store over `ledger`, where sessions and their messages live. */
-  constructor(ledger: Ledger) {
+  constructor(ledger: SessionLedger) {
     this.#ledger = ledger;
   }
 

@@ -1,11 +1,11 @@
 import { StopReason as RunStop } from "../../dispatch/mod.ts";
-import { type Ledger, TERMINAL_STATES } from "../../ledger/mod.ts";
+import { type RunLedger, TERMINAL_STATES } from "../../ledger/mod.ts";
 import type { RunContext } from "../run_context.ts";
 
 /** Options of {@linkcode CancelPoll}. */
 export interface CancelPollOptions {
   /** Where other processes ask for cancels. */
-  ledger: Ledger;
+  ledger: RunLedger;
   /** The runs this host executes, by id. */
   runs: ReadonlyMap<string, RunContext>;
   /** How often to look, in ms. */
