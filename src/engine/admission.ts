@@ -142,8 +142,12 @@ export class RunAdmission {
    * slot frees) while the queue, and a remote owner's share of it, is under its cap. Beyond
    * that: `rate_limited` with a `Retry-After`.
    */
-  place(caller: Caller, runId: string, queued: readonly QueueItem[]): Placement {
-    const placement = this.#decide(caller, queued);
+  async place(
+    caller: Caller,
+    runId: string,
+    queued: () => Promise<readonly QueueItem[]>,
+  ): Promise<Placement> {
+    const placement = await this.#decide(caller, queued);
     if (placement === "run") this.#takeLive(runId, caller.owner);
     else this.#waiting.set(runId, caller.owner);
     return placement;
@@ -154,18 +158,26 @@ export class RunAdmission {
    * for a surface that must refuse before it answers (an A2A send becomes a JSON-RPC error,
    * not a rejected task). The run itself is admitted again when it starts.
    */
-  check(caller: Caller, queued: readonly QueueItem[]): void {
-    this.#decide(caller, queued);
+  async check(caller: Caller, queued: () => Promise<readonly QueueItem[]>): Promise<void> {
+    await this.#decide(caller, queued);
   }
 
-  /** Where a new run of `caller` would go, or the refusal; nothing is taken. */
-  #decide(caller: Caller, queued: readonly QueueItem[]): Placement {
+  /**
+   * Where a new run of `caller` would go, or the refusal; nothing is taken. The ledger's queue
+   * is read only when the run cannot start at once: a run under the live caps, the common
+   * case, costs no read.
+   */
+  async #decide(
+    caller: Caller,
+    queue: () => Promise<readonly QueueItem[]>,
+  ): Promise<Placement> {
     const { owner } = caller;
     const remote = caller.remote === true;
-    const mine = queued.filter((item) => item.owner === owner).length;
     const underLive = this.#live.total < this.limits.hostLiveGuests &&
       (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns);
     if (underLive && ![...this.#waiting.values()].includes(owner)) return "run";
+    const queued = await queue();
+    const mine = queued.filter((item) => item.owner === owner).length;
     if (queued.length >= this.limits.hostQueuedRuns) {
       throw this.#refusal(
         `the host's queue holds ${queued.length} runs, the most allowed (admission.host_queued_runs)`,

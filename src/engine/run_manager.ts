@@ -190,7 +190,7 @@ export class RunManager {
       // Admission control: at the live caps the run is recorded queued, and this process starts
       // it when a slot frees; at the queue's caps it is refused (rate_limited).
       placement = await this.#admission.serial(async () => {
-        const placed = this.#admission.place(caller, runId, await this.#queuedRuns());
+        const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
         await this.#record(prepared, placed === "run" ? this.#host.ref : null);
         return placed;
       });
@@ -244,9 +244,7 @@ export class RunManager {
    * (a surface that must refuse before it answers); {@linkcode start} admits the run again.
    */
   async checkAdmission(caller: Caller): Promise<void> {
-    await this.#admission.serial(async () =>
-      this.#admission.check(caller, await this.#queuedRuns())
-    );
+    await this.#admission.serial(() => this.#admission.check(caller, () => this.#queuedRuns()));
   }
 
   /** How full the caps are, host-wide and for the caller's owner. */
