@@ -11,7 +11,6 @@ import {
   type JournalEntry,
   type Ledger,
   mayAccess,
-  ownerScope,
   type QueueItem,
   type RunEvent,
   type RunState,
@@ -25,8 +24,8 @@ import { DEFAULT_RUN_TIMEOUT_S, type JsonValue } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { RunContext } from "./run_context.ts";
 import { RunAdmission, type RunAdmissionSnapshot } from "./admission.ts";
+import { CancelPoll, followToEnd, ownerQuery, requireVisible, stopLive } from "../lifecycle/mod.ts";
 import {
-  CancelPoll,
   type ExecuteContext,
   executeRun,
   finishRun,
@@ -101,8 +100,9 @@ export class RunManager {
     this.#options.isolation = { ...isolation, "unsafe-local": this.#prestarted };
     this.#admission = new RunAdmission(options.admission);
     this.#cancelPoll = new CancelPoll({
-      ledger: this.#ledger,
-      runs: this.#runs,
+      live: this.#runs,
+      asked: (ids) => this.#ledger.runCancelsRequested(ids),
+      reason: () => new RunStop("cancelled", "the run was cancelled"),
       pollMs: this.#options.cancelPollMs,
     });
     const { dispatcher, workspace, maxAgents, concurrency } = this.#options;
@@ -433,11 +433,7 @@ export class RunManager {
   }
 
   async #visible(runId: string, caller: Caller, action: string): Promise<RunStatus> {
-    const status = await this.get(runId, caller);
-    if (!status) {
-      throw new SvcError("not_found", `Cannot ${action} run '${shownId(runId)}': no such run`);
-    }
-    return status;
+    return requireVisible(await this.get(runId, caller), { kind: "run", id: runId, action });
   }
 
   /** The run's journal, in call order; not_found for an unknown id or a run the caller may not see. */
@@ -457,13 +453,7 @@ export class RunManager {
     caller: Caller,
     options: { states?: readonly RunState[]; limit?: number; before?: string } = {},
   ): Promise<RunStatus[]> {
-    const owner = ownerScope(caller);
-    return this.#ledger.listRuns({
-      ...(owner !== undefined ? { owner } : {}),
-      ...(options.states !== undefined ? { states: options.states } : {}),
-      ...(options.limit !== undefined ? { limit: options.limit } : {}),
-      ...(options.before !== undefined ? { before: options.before } : {}),
-    });
+    return this.#ledger.listRuns(ownerQuery(caller, options));
   }
 
   /**
@@ -501,12 +491,10 @@ export class RunManager {
     }
     const status = await this.#visible(runId, caller, "wait for");
     if (TERMINAL_STATES.has(status.state)) return status;
-    for await (const _item of this.events(runId, caller, options)) {
-      // Only the end matters here.
-    }
-    if (options.signal?.aborted) {
-      throw new SvcError("unavailable", `Cannot wait for run '${runId}': the wait was stopped`);
-    }
+    await followToEnd(this.events(runId, caller, options), {
+      what: `run '${runId}'`,
+      signal: options.signal,
+    });
     return await this.#visible(runId, caller, "wait for");
   }
 
@@ -541,12 +529,7 @@ export class RunManager {
   /** Cancels every run that has not ended, waits for all of them, and says goodbye to the ledger. */
   async close(): Promise<void> {
     this.#closing = true;
-    for (const run of this.#runs.values()) {
-      if (!TERMINAL_STATES.has(run.status.state)) {
-        run.controller.abort(new RunStop("cancelled", "the host is shutting down"));
-      }
-    }
-    await Promise.all([...this.#runs.values()].map((run) => run.done.catch(() => {})));
+    await stopLive(this.#runs.values(), new RunStop("cancelled", "the host is shutting down"));
     this.#closed.abort();
     await Promise.all(this.#endings);
     this.#cancelPoll.stop();

@@ -1,4 +1,12 @@
-import { abortableSleep, OwnerGauge } from "../concurrency/mod.ts";
+import { OwnerGauge } from "../concurrency/mod.ts";
+import {
+  CancelPoll,
+  followToEnd,
+  ownerQuery,
+  requireVisible,
+  stopLive,
+  writeUntilTaken,
+} from "../lifecycle/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import {
   type ApprovalRecord,
@@ -10,8 +18,6 @@ import {
   isTerminal,
   type Ledger,
   mayAccess,
-  ownerScope,
-  shownId,
   type TaskApprovalNote,
   type TaskEvent,
   type TaskState,
@@ -85,10 +91,6 @@ function now(): string {
   return new Date().toISOString();
 }
 
-/** The first and the longest pause between attempts to save a task's end the ledger refused. */
-const END_RETRY_MIN_MS = 100;
-const END_RETRY_MAX_MS = 2_000;
-
 /**
  * Asynchronous dispatches. `start()` returns a `task_id` at once and runs the call in this
  * process; `enqueue()` only records it, for a worker process to `work()` on. Status, result,
@@ -106,6 +108,7 @@ export class TaskManager {
   readonly #closed = new AbortController();
   readonly #host: HostLease;
   readonly #ownsHost: boolean;
+  readonly #cancelPoll: CancelPoll;
 
   /** A manager over the dispatcher and ledger of `options`; it runs nothing until asked. */
   constructor(options: TaskManagerOptions) {
@@ -120,6 +123,19 @@ export class TaskManager {
     }, options);
     this.#ownsHost = options.host === undefined;
     this.#host = options.host ?? new HostLease(options.ledger);
+    this.#cancelPoll = new CancelPoll({
+      live: this.#live,
+      asked: (ids) => this.#cancelsAsked(ids),
+      reason: () => new StopReason("cancelled", "the task was cancelled"),
+      pollMs: this.#options.cancelPollMs,
+    });
+  }
+
+  /** Which of the running tasks `ids` another process asked to cancel. */
+  async #cancelsAsked(ids: string[]): Promise<string[]> {
+    const running = ids.filter((id) => this.#live.get(id)?.status.state === "running");
+    const stored = await Promise.all(running.map((id) => this.#options.ledger.getTask(id)));
+    return stored.flatMap((task) => task?.cancel_requested ? [task.task_id] : []);
   }
 
   /**
@@ -243,10 +259,7 @@ export class TaskManager {
 
   /** Runs a queued task in this process (a worker's job). Refuses one that is not queued. */
   async work(taskId: string, caller: Caller): Promise<TaskStatus> {
-    const task = await this.get(taskId, caller);
-    if (!task) {
-      throw new SvcError("not_found", `Cannot work on task '${shownId(taskId)}': no such task`);
-    }
+    const task = await this.#visible(taskId, caller, "work on");
     if (task.state !== "queued") {
       throw new SvcError("conflict", `Cannot work on task '${taskId}': it is ${task.state}`);
     }
@@ -389,12 +402,7 @@ export class TaskManager {
         ),
       status.timeout * 1000,
     );
-    const poll = setInterval(async () => {
-      const stored = await this.#options.ledger.getTask(status.task_id).catch(() => undefined);
-      if (stored?.cancel_requested) {
-        controller.abort(new StopReason("cancelled", "the task was cancelled"));
-      }
-    }, this.#options.cancelPollMs);
+    this.#cancelPoll.start();
     try {
       const outcome = await this.#dispatch(live, controller.signal);
       settleTask(status, outcome);
@@ -417,7 +425,6 @@ export class TaskManager {
       }
     } finally {
       clearTimeout(timer);
-      clearInterval(poll);
     }
     status.ended_at = now();
     status.host_id = null;
@@ -428,24 +435,16 @@ export class TaskManager {
   }
 
   /**
-   * Saves a task's end, again and again while the ledger refuses writes (disk full, file
-   * locked), backing off up to {@linkcode END_RETRY_MAX_MS}: until then the task is answered
-   * from memory, never `running` for a reader. A closing manager stops trying and leaves the
-   * task to the next host's recovery.
+   * Saves a task's end, until the ledger takes it ({@linkcode writeUntilTaken}): until then the
+   * task is answered from memory, never `running` for a reader.
    */
   async #saveEnd(live: LiveTask): Promise<void> {
     const seq = live.eventSeq;
-    for (let delay = END_RETRY_MIN_MS;; delay = Math.min(delay * 2, END_RETRY_MAX_MS)) {
+    await writeUntilTaken(async () => {
       // A failed commit applied nothing: the next attempt takes the same event number.
       live.eventSeq = seq;
-      try {
-        await this.#save(live);
-        return;
-      } catch (error) {
-        if (this.#closed.signal.aborted) throw error;
-        await abortableSleep(delay, this.#closed.signal).catch(() => {});
-      }
-    }
+      await this.#save(live);
+    }, { signal: this.#closed.signal });
   }
 
   /**
@@ -487,11 +486,7 @@ export class TaskManager {
   }
 
   async #visible(taskId: string, caller: Caller, action: string): Promise<TaskStatus> {
-    const task = await this.get(taskId, caller);
-    if (!task) {
-      throw new SvcError("not_found", `Cannot ${action} task '${shownId(taskId)}': no such task`);
-    }
-    return task;
+    return requireVisible(await this.get(taskId, caller), { kind: "task", id: taskId, action });
   }
 
   /**
@@ -518,12 +513,7 @@ export class TaskManager {
    * id), only older ones. Anything but a task id as `before` is refused with `invalid_request`.
    */
   list(caller: Caller, options: { limit?: number; before?: string } = {}): Promise<TaskStatus[]> {
-    const owner = ownerScope(caller);
-    return this.#options.ledger.listTasks({
-      ...(owner !== undefined ? { owner } : {}),
-      ...(options.limit !== undefined ? { limit: options.limit } : {}),
-      ...(options.before !== undefined ? { before: options.before } : {}),
-    });
+    return this.#options.ledger.listTasks(ownerQuery(caller, options));
   }
 
   /** Resolves with the task's final status, wherever it runs. */
@@ -543,12 +533,10 @@ export class TaskManager {
       }
       const task = await this.#visible(taskId, caller, "wait for");
       if (isTerminal(task.state)) return task;
-      for await (const _item of this.events(taskId, caller, options)) {
-        // Only the end matters here.
-      }
-      if (options.signal?.aborted) {
-        throw new SvcError("unavailable", `Cannot wait for task '${taskId}': the wait was stopped`);
-      }
+      await followToEnd(this.events(taskId, caller, options), {
+        what: `task '${taskId}'`,
+        signal: options.signal,
+      });
     }
   }
 
@@ -583,12 +571,8 @@ export class TaskManager {
   /** Cancels the tasks running in this process and waits for them. */
   async close(): Promise<void> {
     this.#closed.abort();
-    for (const live of this.#live.values()) {
-      if (!isTerminal(live.status.state)) {
-        live.controller.abort(new StopReason("cancelled", "the host is shutting down"));
-      }
-    }
-    await Promise.all([...this.#live.values()].map((live) => live.done.catch(() => {})));
+    await stopLive(this.#live.values(), new StopReason("cancelled", "the host is shutting down"));
+    this.#cancelPoll.stop();
     if (this.#ownsHost) await this.#host.close();
   }
 }

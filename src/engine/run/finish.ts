@@ -1,6 +1,6 @@
-import { abortableSleep } from "../../concurrency/mod.ts";
 import { StopReason as RunStop } from "../../dispatch/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
+import { writeUntilTaken } from "../../lifecycle/mod.ts";
 import {
   type Ledger,
   type RunError,
@@ -13,10 +13,6 @@ import type { GuestOutcome } from "../guest_session.ts";
 import { boundError } from "../record_bounds.ts";
 import { now, type RunContext } from "../run_context.ts";
 import { scriptRunError } from "../script_error.ts";
-
-/** The first and the longest pause between attempts to write the end of a run the ledger refused. */
-const UNWRITTEN_RETRY_MIN_MS = 100;
-const UNWRITTEN_RETRY_MAX_MS = 2_000;
 
 /** What ending a run needs of its host. */
 export interface RunEndContext {
@@ -112,25 +108,16 @@ function markUnwritten(run: RunContext, cause: unknown): void {
 }
 
 /**
- * Writes the end of a run whose writes failed, again and again (backing off up to
- * {@linkcode UNWRITTEN_RETRY_MAX_MS}) until the ledger takes it or the host closes. Until then
- * the host answers for the run from memory, so that no reader sees it `running`; a host that
- * dies meanwhile leaves it to the next host's recovery.
+ * Writes the end of a run whose writes failed until the ledger takes it or the host closes
+ * ({@linkcode writeUntilTaken}); until then the host answers for the run from memory.
  */
 function endUnwritten(run: RunContext, context: RunEndContext): void {
   const { run_id: runId, error } = run.status;
   const { ledger, closed, endings } = context;
-  const attempt = async (delay: number): Promise<void> => {
-    if (closed.aborted) return;
-    try {
-      await ledger.interruptRun(runId, error ?? { code: "ledger_unavailable", message: "" });
-      context.forget(runId);
-    } catch {
-      await abortableSleep(delay, closed).catch(() => {});
-      return attempt(Math.min(delay * 2, UNWRITTEN_RETRY_MAX_MS));
-    }
-  };
-  const ending = attempt(UNWRITTEN_RETRY_MIN_MS);
+  const ending = writeUntilTaken(async () => {
+    await ledger.interruptRun(runId, error ?? { code: "ledger_unavailable", message: "" });
+    context.forget(runId);
+  }, { signal: closed }).catch(() => {});
   endings.add(ending);
   ending.finally(() => endings.delete(ending)).catch(() => {});
 }

@@ -1,10 +1,9 @@
 /**
  * The parts of running a workflow that are not its lifecycle: the manager's options, a
- * request's preparation, one run's execution and end, resume and replay requests, the cancel
- * poll and guest priming. The run manager composes them.
+ * request's preparation, one run's execution and end, resume and replay requests and guest
+ * priming. The run manager composes them.
  * @module
  */
-export { CancelPoll, type CancelPollOptions } from "./cancel_poll.ts";
 export { type ExecuteContext, executeRun, type RunScript } from "./execute.ts";
 export { finishFromOutcome, finishRun, type RunEndContext } from "./finish.ts";
 export { type GuestHandlerContext, guestHandlers } from "./guest_handlers.ts";
