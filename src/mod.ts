@@ -110,6 +110,7 @@ export type {
   RunError,
   RunEvent,
   RunEventsOptions,
+  RunManagerLedger,
   RunManagerOptions,
   RunState,
   RunStatus,

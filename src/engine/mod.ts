@@ -11,7 +11,7 @@ export {
   type RunAdmissionLimits,
   type RunAdmissionSnapshot,
 } from "./admission.ts";
-export type { RunEventsOptions, RunManagerOptions } from "./run_manager.ts";
+export type { RunEventsOptions, RunManagerLedger, RunManagerOptions } from "./run_manager.ts";
 export { newRunStatus, type NewRunStatusOptions } from "./run/mod.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";

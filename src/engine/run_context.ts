@@ -8,11 +8,11 @@ import {
   type GuestSandbox,
   INLINE_LIMIT,
   type JournalEntry,
-  type Ledger,
   type LedgerOp,
   type NarrationEntry,
   type RunCondition,
   type RunEvent,
+  type RunLedger,
   type RunState,
   type RunStatus,
   type ScriptErrorRecord,
@@ -29,7 +29,7 @@ import { scriptRunError } from "./script_error.ts";
 
 /** Options of {@linkcode RunContext}. */
 export interface RunContextOptions {
-  ledger: Ledger;
+  ledger: Pick<RunLedger, "write">;
   concurrency: number;
   budget: BudgetGate;
   replay: ReplaySource | undefined;
@@ -88,7 +88,7 @@ export class RunContext {
   /** Settles with the final status once the run has ended and is written. */
   done: Promise<RunStatus>;
 
-  readonly #ledger: Ledger;
+  readonly #ledger: Pick<RunLedger, "write">;
   readonly #options: RunContextOptions;
   readonly #raised = new Set<string>();
   /** Kinds of refusal already journaled: later refusals of a kind are only counted. */

@@ -9,7 +9,6 @@ import {
   type HostRef,
   isId,
   type JournalEntry,
-  type Ledger,
   mayAccess,
   type QueueItem,
   type RunEvent,
@@ -40,10 +39,11 @@ import {
   type ResolvedRunOptions,
   resolveRunOptions,
   resumeRequest,
+  type RunManagerLedger,
   type RunManagerOptions,
 } from "./run/mod.ts";
 
-export type { RunManagerOptions } from "./run/mod.ts";
+export type { RunManagerLedger, RunManagerOptions } from "./run/mod.ts";
 
 /** Options of {@linkcode RunManager.events}. */
 export interface RunEventsOptions {
@@ -167,7 +167,7 @@ export class RunManager {
     return joinPath(this.#ledger.home, "tmp");
   }
 
-  get #ledger(): Ledger {
+  get #ledger(): RunManagerLedger {
     return this.#options.ledger;
   }
 

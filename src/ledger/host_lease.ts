@@ -1,6 +1,6 @@
 import { platform } from "../platform/mod.ts";
 import { newId } from "./ids.ts";
-import type { HostRef, Ledger } from "./interface.ts";
+import type { HostLedger, HostRef } from "./interface.ts";
 
 /** How often a host with work refreshes its heartbeat, in ms. */
 export const HEARTBEAT_MS = 2_000;
@@ -13,7 +13,7 @@ export const HEARTBEAT_MS = 2_000;
 export class HostLease {
   /** This host as the ledger records it. */
   readonly ref: HostRef;
-  readonly #ledger: Ledger;
+  readonly #ledger: HostLedger;
   readonly #startedAt = new Date().toISOString();
   readonly #intervalMs: number;
   #holds = 0;
@@ -22,7 +22,7 @@ export class HostLease {
 
   /** A new identity on `ledger`; its heartbeat starts with the first hold. */
   constructor(
-    ledger: Ledger,
+    ledger: HostLedger,
     options: { heartbeatMs?: number; role?: "daemon"; providers?: readonly string[] } = {},
   ) {
     this.#ledger = ledger;

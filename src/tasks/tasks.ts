@@ -9,17 +9,22 @@ import {
 } from "../lifecycle/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import {
+  type ApprovalLedger,
   type ApprovalRecord,
   type Caller,
   type FeedItem,
+  type FeedLedger,
   followEvents,
   HostLease,
+  type HostLedger,
   isId,
   isTerminal,
-  type Ledger,
+  type LedgerCore,
   mayAccess,
+  type QueueLedger,
   type TaskApprovalNote,
   type TaskEvent,
+  type TaskLedger,
   type TaskState,
   type TaskStatus,
   type WorkTrigger,
@@ -50,10 +55,20 @@ import {
 } from "./task_call.ts";
 import { newTaskStatus } from "./task_status.ts";
 
+/** The ledger domains a task manager uses. */
+export type TaskManagerLedger =
+  & LedgerCore
+  & TaskLedger
+  & FeedLedger
+  & HostLedger
+  & QueueLedger
+  & ApprovalLedger;
+
 /** Options of {@linkcode TaskManager}. */
 export interface TaskManagerOptions {
   dispatcher: Dispatcher;
-  ledger: Ledger;
+  /** Where tasks, their feeds and the queue are kept, hosts recovered and approvals asked. */
+  ledger: TaskManagerLedger;
   sessions: SessionStore;
   /** How often a task checks the ledger for a cancel asked for by another process, in ms. Default 250. */
   cancelPollMs?: number;

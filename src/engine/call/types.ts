@@ -2,7 +2,7 @@ import type { Dispatcher } from "../../dispatch/mod.ts";
 import type { CompiledSchema, SchemaRegistry } from "../../structured/mod.ts";
 import type { AgentDefinition, AgentTypeRegistry } from "../../agent_types/mod.ts";
 import type { SessionStore } from "../../tasks/mod.ts";
-import type { FailureCause, JournalEntry, Ledger } from "../../ledger/mod.ts";
+import type { ApprovalLedger, FailureCause, JournalEntry } from "../../ledger/mod.ts";
 import type { AgentCall, JsonValue } from "../../schemas/mod.ts";
 import type { ReplayCandidate } from "../journal.ts";
 
@@ -94,7 +94,7 @@ export type Ending =
 /** What a call's wait for approval needs besides the run. */
 export interface CallApprovalDeps {
   /** Where the approval is recorded and its decision read. */
-  ledger: Ledger;
+  ledger: ApprovalLedger;
   /** How often the ledger is read for the decision, in ms. */
   pollMs: number;
 }

@@ -2,7 +2,13 @@ import { StopReason as RunStop } from "../../dispatch/mod.ts";
 import { type SchemaRegistry, schemaRegistryFor } from "../../structured/mod.ts";
 import { agentFolders, AgentTypeRegistry } from "../../agent_types/mod.ts";
 import { toSvcError } from "../../errors/mod.ts";
-import type { RunStatus } from "../../ledger/mod.ts";
+import type {
+  ApprovalLedger,
+  HostLedger,
+  LedgerCore,
+  RunLedger,
+  RunStatus,
+} from "../../ledger/mod.ts";
 import type { JsonValue } from "../../schemas/mod.ts";
 import { type GuestOutcome, runGuest } from "../guest_session.ts";
 import { now, type RunContext } from "../run_context.ts";
@@ -14,8 +20,17 @@ import type { ResolvedRunOptions } from "./options.ts";
 /** Values the guest gets at start to answer replayed calls itself; larger ones it asks for. */
 const REPLAY_OFFER = { totalBytes: 32 * 1024 * 1024, valueBytes: 1024 * 1024 };
 
+/** What one run's execution writes and reads in the ledger. */
+export type ExecuteLedger =
+  & Pick<LedgerCore, "home">
+  & Pick<RunLedger, "write">
+  & Pick<HostLedger, "interruptRun">
+  & ApprovalLedger;
+
 /** What executing a run needs of its host: its settings, scratch root and teardowns. */
 export interface ExecuteContext extends RunEndContext {
+  /** Where the run's writes, approvals and unwritten end go, and whose home holds workflows. */
+  ledger: ExecuteLedger;
   /** The host's settings the guest and its calls use. */
   options: Pick<
     ResolvedRunOptions,

@@ -2,7 +2,7 @@ import { StopReason as RunStop } from "../../dispatch/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
 import { writeUntilTaken } from "../../lifecycle/mod.ts";
 import {
-  type Ledger,
+  type HostLedger,
   type RunError,
   type RunState,
   type RunStatus,
@@ -17,7 +17,7 @@ import { scriptRunError } from "../script_error.ts";
 /** What ending a run needs of its host. */
 export interface RunEndContext {
   /** Where an end the ledger refused is written again. */
-  ledger: Ledger;
+  ledger: Pick<HostLedger, "interruptRun">;
   /** Ends still being written: the host's close waits for them. */
   endings: Set<Promise<void>>;
   /** Aborted when the host closes: endings stop retrying. */

@@ -3,7 +3,7 @@ import type { SchemaRegistry } from "../../structured/mod.ts";
 import type { AgentTypeRegistry } from "../../agent_types/mod.ts";
 import type { SessionStore } from "../../tasks/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
-import type { Ledger } from "../../ledger/mod.ts";
+import type { ApprovalLedger, LedgerCore } from "../../ledger/mod.ts";
 import { handleAgentCall, recordReplayedCalls } from "../call/mod.ts";
 import { type GuestHandlers, ScriptCallError, type WorkflowReply } from "../guest_session.ts";
 import type { RunContext } from "../run_context.ts";
@@ -20,7 +20,7 @@ export interface GuestHandlerContext {
   /** The run's agent types. */
   agentTypes: AgentTypeRegistry;
   /** Where approvals are asked and decided, and whose home holds saved workflows. */
-  ledger: Ledger;
+  ledger: ApprovalLedger & Pick<LedgerCore, "home">;
   /** How often a call waiting for approval looks for its decision, in ms. */
   pollMs: number;
   /** The run's project: its workflows come first. */

@@ -14,7 +14,12 @@ export {
   primeGuest,
   type PrimeGuestOptions,
 } from "./guest_prime.ts";
-export { type ResolvedRunOptions, resolveRunOptions, type RunManagerOptions } from "./options.ts";
+export {
+  type ResolvedRunOptions,
+  resolveRunOptions,
+  type RunManagerLedger,
+  type RunManagerOptions,
+} from "./options.ts";
 export {
   type PrepareContext,
   type PreparedRun,

@@ -1,18 +1,40 @@
 import { type Dispatcher } from "../../dispatch/mod.ts";
 import { SessionStore } from "../../tasks/mod.ts";
 import { defaultIsolationBackends, type IsolationBackends } from "../../isolation/mod.ts";
-import type { HostLease, Ledger } from "../../ledger/mod.ts";
+import type {
+  ApprovalLedger,
+  FeedLedger,
+  HostLease,
+  HostLedger,
+  LedgerCore,
+  QueueLedger,
+  RunLedger,
+  SessionLedger,
+} from "../../ledger/mod.ts";
 import { withDefaults } from "../../options/mod.ts";
 import { platform } from "../../platform/mod.ts";
 import { WorkspacePolicy } from "../../workspace/mod.ts";
 import type { RunAdmissionLimits } from "../admission.ts";
+
+/**
+ * The ledger domains a run manager uses: runs and their feeds, the queue, hosts and their
+ * recovery, approvals asked by calls, and sessions (its default session store).
+ */
+export type RunManagerLedger =
+  & LedgerCore
+  & RunLedger
+  & FeedLedger
+  & HostLedger
+  & QueueLedger
+  & ApprovalLedger
+  & SessionLedger;
 
 /** Options of {@linkcode RunManager.create}. */
 export interface RunManagerOptions {
   /** Where the runs' `agent()` calls go. */
   dispatcher: Dispatcher;
   /** Where runs, journals and event feeds are kept. */
-  ledger: Ledger;
+  ledger: RunManagerLedger;
   /** Where `agent(..., {session})` conversations live. Default: a store over `ledger`. */
   sessions?: SessionStore;
   /** The project: its `schemas/` and `workflows/` folders come before those of `SVC_HOME`. Default: the current directory. */

@@ -1,6 +1,6 @@
 import type { Dispatcher } from "../../dispatch/mod.ts";
 import { SvcError, toSvcError } from "../../errors/mod.ts";
-import type { Caller, HostRef, Ledger, RunError, RunStatus } from "../../ledger/mod.ts";
+import type { Caller, HostRef, RunError, RunLedger, RunStatus } from "../../ledger/mod.ts";
 import { platform } from "../../platform/mod.ts";
 import {
   describeIssue,
@@ -132,7 +132,7 @@ export function refusedRun(
 
 /** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */
 export async function recordRun(
-  ledger: Ledger,
+  ledger: Pick<RunLedger, "createRun">,
   prepared: PreparedRun,
   host: HostRef | null,
 ): Promise<void> {

@@ -1,8 +1,8 @@
 import { SvcError } from "../../errors/mod.ts";
 import {
   type Caller,
-  type Ledger,
   type RunInput,
+  type RunLedger,
   type RunStatus,
   shownId,
   TERMINAL_STATES,
@@ -25,10 +25,13 @@ export type RebuiltRequest = Omit<WorkflowRunRequest, "schema_attempts"> & {
   schema_attempts?: number;
 };
 
+/** What a resume reads of recorded runs. */
+export type ReplayLedger = Pick<RunLedger, "getRun" | "getRunInput" | "getJournal">;
+
 /** How the resume and replay helpers read runs: the manager's view, which sees live runs. */
 export interface ReplayReader {
   /** Where journals and older runs of the chain are read. */
-  ledger: Ledger;
+  ledger: ReplayLedger;
   /** The run's status as `caller` may see it (the manager's `get`). */
   get(runId: string, caller: Caller): Promise<RunStatus | undefined>;
 }
@@ -123,7 +126,7 @@ export async function replaySource(
  * it (a run killed mid-replay may not have recorded every call it replayed).
  */
 async function replayChain(
-  ledger: Ledger,
+  ledger: ReplayLedger,
   status: RunStatus,
   depth: number,
 ): Promise<ReplayCandidate[]> {
