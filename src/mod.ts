@@ -227,6 +227,16 @@ export type {
 } from "./reviews/mod.ts";
 export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./services/mod.ts";
 export { Admission, type AdmissionSnapshot } from "./services/mod.ts";
+export {
+  type AdmittedStream,
+  type FeedOpening,
+  type FeedOpenOptions,
+  type GeneralItem,
+  type GeneralOptions,
+  type StreamPositions,
+  Streams,
+  type StreamsOptions,
+} from "./services/mod.ts";
 export { Automations, type AutomationView } from "./automations/mod.ts";
 export type { AutomationConfig, AutomationConfigFields, AutomationRequest } from "./schemas/mod.ts";
 export type {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mergeSources } from "../src/http/merge.ts";
+import { mergeSources } from "../src/streams/mod.ts";
 import { denoCommand, ROOT } from "./helpers.ts";
 
 /** A source whose values the test pushes, and which ends or fails when told. */
@@ -85,7 +85,7 @@ Deno.test("a quiet source beside a busy one holds no memory per value of the bus
   // a collectable heap: 300,000 values through the merge must not grow the heap by the size of
   // one retained reaction each (a Promise.race per value grew it by about 100 MiB).
   const code = `
-    import { mergeSources } from ${JSON.stringify(`file://${ROOT}/src/http/merge.ts`)};
+    import { mergeSources } from ${JSON.stringify(`file://${ROOT}/src/streams/merge_sources.ts`)};
     async function* busy(n) { for (let i = 0; i < n; i++) yield i; }
     const quiet = { next: () => new Promise(() => {}), return: async () => ({ done: true }) };
     const merged = mergeSources(busy(300000), quiet);

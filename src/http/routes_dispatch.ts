@@ -3,12 +3,12 @@
  * cancel, its event stream; the task list, a task's detail, and actions on a task.
  * @module
  */
-import { submitTask } from "../services/mod.ts";
+import { noSuch, submitTask } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { DispatchRequestSchema } from "../schemas/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
-import { feedResponse, noSuch } from "./feed_stream.ts";
+import { feedResponse, resumeOf } from "./feed_stream.ts";
 import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
 import {
   pageOf,
@@ -199,11 +199,8 @@ export function dispatchRoutes(context: RouteContext): DashboardHono {
   app.openapi(eventsRoute, async (c) => {
     const { task_id } = c.req.valid("param");
     const caller = c.get("caller");
-    await status(task_id, caller);
-    return await feedResponse(context, { kind: "task", id: task_id }, {
-      caller,
-      request: c.req.raw,
-    });
+    const opening = await context.services.streams.taskFeed(caller, task_id, resumeOf(c.req.raw));
+    return feedResponse(context, { kind: "task", id: task_id }, opening);
   });
 
   app.openapi(listRoute, async (c) => {

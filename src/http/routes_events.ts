@@ -9,7 +9,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
-import { mergeSources } from "./merge.ts";
+import type { GeneralItem } from "../services/mod.ts";
 import { errors, sseContent } from "./route_parts.ts";
 import { type SseEvent, sseResponse } from "./sse.ts";
 
@@ -47,46 +47,37 @@ function positions(id: string | null): { activity: number; board: number } | und
   return { activity: Number(match[1]), board: Number(match[2]) };
 }
 
+/** The frame of one item of the general stream: its id is the positions to resume after. */
+function frameOf(item: GeneralItem): SseEvent {
+  const id = `${item.at.activity}.${item.at.board}`;
+  if (item.kind === "ready") return { id, event: "ready", data: { from: "now" } };
+  if (item.kind === "activity") return { id, event: item.event.kind, data: item.event };
+  return { id, event: "card", data: item.change };
+}
+
 /** The sub-app of `GET /api/events`. */
 export function eventRoutes(context: RouteContext): DashboardHono {
   const app = routeApp();
-  const { events, board } = context.services;
 
   app.openapi(eventsRoute, (c) => {
-    const caller = c.get("caller");
     const given = c.req.header("last-event-id") ?? c.req.query("after") ?? null;
     const at = positions(given);
-    const reset = given !== null && given !== "" && at === undefined;
     const fromNow = at === undefined && c.req.valid("query").from === "now";
-    let activity = at?.activity ?? -1;
-    let changes = at?.board ?? -1;
-    // Admission: a remote owner's open streams are capped (rate_limited, 429).
-    const release = context.services.admission.openStream(caller);
+    const reset = !fromNow && given !== null && given !== "" && at === undefined;
+    // Opening takes one of the owner's stream slots: rate_limited (429) past the cap.
+    const stream = context.services.streams.general(c.get("caller"), {
+      ...(at ? { after: at } : {}),
+      fromNow,
+    });
     return sseResponse(async function* (signal): AsyncGenerator<SseEvent> {
-      if (fromNow) {
-        activity = await events.activityHead(caller);
-        changes = await board.head();
-        yield { id: `${activity}.${changes}`, event: "ready", data: { from: "now" } };
-      } else if (reset) {
+      if (reset) {
         yield {
           event: "reset",
           data: { reason: "the last event id is not one of this stream's: starting over" },
         };
       }
-      const merged = mergeSources(
-        events.activity(caller, { ...(activity >= 0 ? { after: activity } : {}), signal }),
-        board.changes(caller, { ...(changes >= 0 ? { after: changes } : {}), signal }),
-      );
-      for await (const item of merged) {
-        if (item.from === "a") {
-          activity = item.value.seq;
-          yield { id: `${activity}.${changes}`, event: item.value.kind, data: item.value };
-        } else {
-          changes = item.value.seq;
-          yield { id: `${activity}.${changes}`, event: "card", data: item.value };
-        }
-      }
-    }, { signal: context.signal, ...context.sse, release });
+      for await (const item of stream.follow(signal)) yield frameOf(item);
+    }, { signal: context.signal, ...context.sse, release: stream.release });
   });
 
   return app;

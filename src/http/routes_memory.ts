@@ -9,7 +9,7 @@ import { z } from "zod";
 import { HITS_LIMIT, QUERY_LIMIT } from "../memory/mod.ts";
 import { ReviewStartRequestSchema } from "../reviews/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
-import { noSuch } from "./feed_stream.ts";
+import { noSuch } from "../services/mod.ts";
 import { errors, jsonContent } from "./route_parts.ts";
 import {
   pageOf,

@@ -8,10 +8,10 @@ import { submitRun } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
-import type { RunState, RunStatus } from "../services/mod.ts";
+import { noSuch, type RunState, type RunStatus } from "../services/mod.ts";
 import { WorkflowResumeBodySchema, WorkflowRunBodySchema } from "../schemas/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
-import { feedResponse, noSuch } from "./feed_stream.ts";
+import { feedResponse, resumeOf } from "./feed_stream.ts";
 import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
 import {
   JournalEntrySchema,
@@ -246,11 +246,8 @@ export function runRoutes(context: RouteContext): DashboardHono {
   app.openapi(eventsRoute, async (c) => {
     const { run_id } = c.req.valid("param");
     const caller = c.get("caller");
-    if (!await runs.get(run_id, caller)) throw noSuch("run", run_id);
-    return await feedResponse(context, { kind: "run", id: run_id }, {
-      caller,
-      request: c.req.raw,
-    });
+    const opening = await context.services.streams.runFeed(caller, run_id, resumeOf(c.req.raw));
+    return feedResponse(context, { kind: "run", id: run_id }, opening);
   });
 
   return app;

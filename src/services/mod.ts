@@ -11,6 +11,17 @@ export {
 } from "./open_services.ts";
 export { EventFeed, type FeedFollowOptions } from "./event_feed.ts";
 export { Admission, type AdmissionSnapshot } from "./admission.ts";
+export { type AdmittedStream, admittedStream } from "./admitted_stream.ts";
+export { noSuch } from "./not_found.ts";
+export {
+  type FeedOpening,
+  type FeedOpenOptions,
+  type GeneralItem,
+  type GeneralOptions,
+  type StreamPositions,
+  Streams,
+  type StreamsOptions,
+} from "./streams.ts";
 export { daemonAlive } from "./daemon_alive.ts";
 export { submitRun, submitTask } from "./submit.ts";
 export type { SpawnWorker, SubmitOptions } from "./submit.ts";

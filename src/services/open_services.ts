@@ -23,6 +23,7 @@ import { Automations } from "../automations/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
 import { Admission, runAdmissionOf } from "./admission.ts";
 import { daemonAlive } from "./daemon_alive.ts";
+import { Streams } from "./streams.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -132,6 +133,8 @@ export interface Services extends AsyncDisposable {
   readonly automations: Automations;
   /** Admission control: event streams' caps, and how full every cap is. */
   readonly admission: Admission;
+  /** The event streams of the surfaces, each opened with one call. */
+  readonly streams: Streams;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -215,6 +218,8 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     const memory = new MemorySearch({ runs, tasks, cards: board, ...options.memory });
     const reviews = new ReviewService({ runs, ledger, workspace });
     const collaborations = new CollaborationLog(ledger);
+    const admission = new Admission({ config: config.admission, runs, tasks });
+    const streams = new Streams({ events, board, admission, runs, tasks });
     let closing: Promise<void> | undefined;
     const close = () =>
       closing ??= (async () => {
@@ -246,7 +251,8 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       a2aTasks: ledger,
       approvals: new ApprovalQueue({ ledger }),
       automations: new Automations({ ledger, config, workspace }),
-      admission: new Admission({ config: config.admission, runs, tasks }),
+      admission,
+      streams,
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
