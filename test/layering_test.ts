@@ -1,7 +1,7 @@
 /**
  * The layers of docs/ARCHITECTURE.md hold in the code: a folder under `src/` is imported by
- * other folders only through its `mod.ts`; the folders import each other without a cycle; and
- * no surface (`src/http`, `src/mcp`, `src/a2a`, `cli/`) imports the ledger, whose store only the
+ * other folders only through its `mod.ts`; the folders import each other without a cycle and
+ * only downwards, in the order of {@linkcode LAYERS}; and no surface (`src/http`, `src/mcp`, `src/a2a`, `cli/`) imports the ledger, whose store only the
  * services below the surfaces may touch.
  */
 import assert from "node:assert/strict";
@@ -17,7 +17,6 @@ interface Edge {
 const SURFACES = new Set(["src/http", "src/mcp", "src/a2a", "cli"]);
 const IMPORT =
   /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)|(?:^|\n)\s*import\s*["']([^"']+)["']/g;
-/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
 
 /** `a/b/../c.ts` as `a/c.ts`. */
 function normal(path: string): string {
@@ -62,6 +61,48 @@ const SECOND_ENTRIES: Readonly<Record<string, string>> = {
   "src/platform/postgres.ts": "the Postgres driver, loaded only for a ledger at a postgres:// URL",
   "src/platform/node.ts": "the Node platform, installed by the npm package's entry point",
 };
+
+/**
+ * The layers from the top, as docs/ARCHITECTURE.md draws them: a folder imports folders of its
+ * own layer or below. Every folder of the tree is named, so a new folder must take its place.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ["cli", "src/http", "src/mcp", "src/a2a", "src/mod.ts", "src/node.ts"],
+  ["src/daemon"],
+  ["src/services"],
+  ["src/reviews", "src/memory", "src/automations"],
+  ["src/engine"],
+  ["src/tasks"],
+  ["src/dispatch"],
+  [
+    "src/worktrees",
+    "src/structured",
+    "src/agent_types",
+    "src/approvals",
+    "src/board",
+    "src/collaborations",
+    "src/config",
+    "src/isolation",
+    "src/lifecycle",
+  ],
+  ["src/ledger", "src/workspace", "src/scratch", "src/host_env", "src/legacy"],
+  ["src/platform", "src/schemas"],
+  ["src/errors", "src/concurrency", "src/streams", "src/options", "src/version.ts"],
+];
+
+function layerOf(folder: string): number {
+  return LAYERS.findIndex((layer) => layer.includes(folder));
+}
+
+Deno.test("every folder has its layer, and imports only its own layer and those below", async () => {
+  const all = await edges();
+  const unplaced = new Set(
+    all.flatMap(({ from, to }) => [folderOf(from), folderOf(to)]).filter((f) => layerOf(f) < 0),
+  );
+  assert.deepEqual([...unplaced], [], "folders missing from LAYERS");
+  const upwards = all.filter(({ from, to }) => layerOf(folderOf(to)) < layerOf(folderOf(from)));
+  assert.deepEqual(upwards.map((e) => `${e.from} -> ${e.to}`), []);
+});
 
 Deno.test("a folder under src/ is imported by other folders only through its mod.ts", async () => {
   const around = (await edges()).filter(({ from, to }) => {
