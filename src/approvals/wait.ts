@@ -2,25 +2,16 @@ import { abortableSleep } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type ApprovalLedger, type ApprovalRecord, newId } from "../ledger/mod.ts";
 
-/** What a call or dispatch that needs a person's approval says about itself. */
-export interface ApprovalRequest {
-  /** Whose call it is. */
-  owner: string;
-  /** A run's `agent()` call, or an asynchronous dispatch (a task). */
-  kind: "call" | "dispatch";
-  /** The run of a call. */
-  run_id?: string;
-  /** The call's number in its run's journal. */
-  call_seq?: number;
-  /** The task of a dispatch. */
-  task_id?: string;
-  /** The call's label. */
-  label?: string;
-  /** The provider the call named, if any. */
-  provider?: string;
-  /** The prompt: only its start is kept, for the person who decides. */
-  prompt: string;
-}
+/**
+ * What a call or dispatch that needs a person's approval says about itself: the record's fields
+ * that name it, and its whole prompt (the ledger keeps only its start).
+ */
+export type ApprovalRequest =
+  & Pick<
+    ApprovalRecord,
+    "owner" | "kind" | "run_id" | "call_seq" | "task_id" | "label" | "provider"
+  >
+  & { prompt: string };
 
 /** Records a pending approval for a `full` call and returns it (the ledger bounds its texts). */
 export async function requestApproval(

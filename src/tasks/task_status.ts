@@ -1,29 +1,12 @@
-import { newId, type TaskStatus, type WorkTrigger } from "../ledger/mod.ts";
-import type { JsonValue } from "../schemas/mod.ts";
+import { newId, type TaskStatus } from "../ledger/mod.ts";
 
-/** What a new task is given; everything else starts empty. */
-export interface NewTaskStatus {
-  /** Whose task it is. */
-  owner: string;
-  /** The prompt to send. */
-  prompt: string;
-  /** The call's options as given. */
-  options: Record<string, JsonValue>;
-  /** The task's `label` option. */
-  label: string | null;
-  /** Seconds the task may take. */
-  timeout: number;
-  /** Whether the fake provider answers instead of a real one. */
-  fake_dispatch: boolean;
-  /** Attempts a schema call may take before it fails. */
-  schema_attempts: number;
-  /** Its id; a new `task_...` id by default. */
-  task_id?: string;
-  /** When it was recorded (ISO 8601); now by default. */
-  created_at?: string;
-  /** What started it when no caller did directly. */
-  trigger?: WorkTrigger;
-}
+/** What a new task is given (as {@linkcode TaskStatus} names it); everything else starts empty. */
+export type NewTaskStatus =
+  & Pick<
+    TaskStatus,
+    "owner" | "prompt" | "options" | "label" | "timeout" | "fake_dispatch" | "schema_attempts"
+  >
+  & Partial<Pick<TaskStatus, "task_id" | "created_at" | "trigger">>;
 
 /**
  * A queued task's first status: not started, nothing routed or spent. The one place the status
