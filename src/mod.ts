@@ -254,6 +254,7 @@ export {
   defaultIsolationBackends,
 } from "./isolation/mod.ts";
 export type {
+  EnvReader,
   GuestHandle,
   GuestSpawnRequest,
   IsolationBackend,

@@ -5,6 +5,7 @@
  */
 import { SvcError } from "../errors/mod.ts";
 import { platform } from "../platform/mod.ts";
+import type { EnvReader } from "./read_env.ts";
 
 /** The microVM backends: `backend_a` is Lima (a resident VM), `backend_b` krunvm (one VM per run). */
 export type MicrovmBackendName = "backend_a" | "backend_b";
@@ -40,8 +41,10 @@ export function shown(raw: string, max: number): string {
 }
 
 /** The backend `SVC_WORKFLOW_MICROVM_BACKEND` selects; an unknown value is refused, never guessed. */
-export function microvmBackendName(): MicrovmBackendName {
-  const raw = platform().env("SVC_WORKFLOW_MICROVM_BACKEND");
+export function microvmBackendName(
+  env: EnvReader = (name) => platform().env(name),
+): MicrovmBackendName {
+  const raw = env("SVC_WORKFLOW_MICROVM_BACKEND");
   if (raw === undefined || raw === "" || raw === "backend_a") return "backend_a";
   if (raw === "backend_b") return "backend_b";
   throw microvmUnavailable(

@@ -6,7 +6,7 @@
  * @module
  */
 export { configFile, svcHome } from "./home.ts";
-export { guestDenoEnv, hostEnv, workflowSandboxEnv } from "./read_env.ts";
+export { type EnvReader, GUEST_ENV_VARS, hostEnv, snapshotEnv } from "./read_env.ts";
 export { LEDGER_ENV_VARS, ledgerNetGrant, ledgerUrl } from "./ledger_url.ts";
 export { HARNESS_BASE_ENV, HARNESS_KEY_ENV, LOCALE_ENV } from "./harness_env_names.ts";
 export {

@@ -1,3 +1,4 @@
+import type { EnvReader } from "../host_env/mod.ts";
 import type { GuestBundle } from "./guest_bundle.ts";
 import { type MicrovmSettings, readMicrovmSettings } from "./microvm_config.ts";
 import { bundleLoader } from "./microvm_guest.ts";
@@ -8,8 +9,13 @@ import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.t
 
 /** Options of {@linkcode createMicrovmBackend}. */
 export interface MicrovmOptions {
-  /** Settings instead of the `SVC_WORKFLOW_MICROVM_*` variables, which are read at each spawn. */
+  /** Settings instead of the `SVC_WORKFLOW_MICROVM_*` variables, which are checked at each spawn. */
   settings?: MicrovmSettings;
+  /**
+   * Where the `SVC_WORKFLOW_MICROVM_*` variables are read: the composition root's snapshot.
+   * @default {hostEnv}
+   */
+  env?: EnvReader;
   /** The pool of VM slots; default the process-wide one of the configured cap. */
   slots?: MicrovmSlots;
   /** The guest bootstrap whose modules are sent into the VM; defaults to guest/bootstrap.js. */
@@ -29,7 +35,7 @@ export function createMicrovmBackend(options: MicrovmOptions = {}): IsolationBac
     spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
       let settings: MicrovmSettings;
       try {
-        settings = options.settings ?? readMicrovmSettings();
+        settings = options.settings ?? readMicrovmSettings(options.env);
       } catch (error) {
         return Promise.reject(error);
       }

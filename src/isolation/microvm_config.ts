@@ -1,4 +1,5 @@
 import {
+  type EnvReader,
   hostEnv,
   type MicrovmBackendName,
   microvmBackendName,
@@ -36,8 +37,14 @@ export interface MicrovmSettings {
 /** The official Deno image at the version the specification names. */
 export const DEFAULT_KRUNVM_IMAGE = "docker.io/denoland/deno:2.9.1";
 
-function integer(name: string, fallback: number, range: [number, number]): number {
-  const raw = hostEnv(name);
+/** A whole-number setting of `env`, checked against `range`. */
+const integerIn = (env: EnvReader) =>
+(
+  name: string,
+  fallback: number,
+  range: [number, number],
+): number => {
+  const raw = env(name);
   if (raw === undefined || raw === "") return fallback;
   const value = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(value >= range[0] && value <= range[1])) {
@@ -46,23 +53,32 @@ function integer(name: string, fallback: number, range: [number, number]): numbe
     );
   }
   return value;
-}
+};
 
-function text(name: string, fallback: string, pattern: RegExp, what: string): string {
-  const raw = hostEnv(name);
+/** A text setting of `env`, held to `pattern`. */
+const textIn = (env: EnvReader) =>
+(
+  name: string,
+  fallback: string,
+  pattern: RegExp,
+  what: string,
+): string => {
+  const raw = env(name);
   if (raw === undefined || raw === "") return fallback;
   if (!pattern.test(raw)) {
     throw microvmUnavailable(`${name} must be ${what}, not '${shown(raw, 80)}'`);
   }
   return raw;
-}
+};
 
 /**
  * Reads and checks the tier's settings. Each value ends up on a tool's command line, so each is
- * held to a strict shape; a bad one fails closed with `isolation_unavailable` naming it.
+ * held to a strict shape; a bad one fails closed with `isolation_unavailable` naming it. `env` is
+ * the snapshot the composition root took (the host's environment for a backend built without it).
  */
-export function readMicrovmSettings(): MicrovmSettings {
-  const backend = microvmBackendName();
+export function readMicrovmSettings(env: EnvReader = hostEnv): MicrovmSettings {
+  const backend = microvmBackendName(env);
+  const [text, integer] = [textIn(env), integerIn(env)];
   return {
     backend,
     guestDeno: text(

@@ -2,6 +2,7 @@
  * Isolation tiers: where a guest runs. Every guest is spawned through {@linkcode isolationBackend}.
  * @module
  */
+import type { EnvReader } from "../host_env/mod.ts";
 import type { IsolationTier } from "../schemas/mod.ts";
 import { createMicrovmBackend } from "./microvm.ts";
 import type { IsolationBackend } from "./types.ts";
@@ -40,11 +41,18 @@ export {
   GUEST_RUNTIME_FLAGS,
 } from "./unsafe_local.ts";
 export type { UnsafeLocalOptions } from "./unsafe_local.ts";
+export type { EnvReader } from "../host_env/mod.ts";
 
 /** The backends of the isolation tiers, keyed by tier name. */
 export type IsolationBackends = Record<IsolationTier, IsolationBackend>;
 
-/** The default backend of every tier. */
-export function defaultIsolationBackends(): IsolationBackends {
-  return { "unsafe-local": createUnsafeLocalBackend(), microvm: createMicrovmBackend() };
+/**
+ * The default backend of every tier, reading their settings from `options.env` (the composition
+ * root's snapshot; the host's environment by default).
+ */
+export function defaultIsolationBackends(options: { env?: EnvReader } = {}): IsolationBackends {
+  return {
+    "unsafe-local": createUnsafeLocalBackend(options),
+    microvm: createMicrovmBackend(options),
+  };
 }

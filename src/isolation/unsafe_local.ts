@@ -1,5 +1,5 @@
 import { SvcError } from "../errors/mod.ts";
-import { guestDenoEnv, workflowSandboxEnv } from "../host_env/mod.ts";
+import { type EnvReader, hostEnv } from "../host_env/mod.ts";
 import { type ChildProcess, dirName, joinPath, platform } from "../platform/mod.ts";
 import { makeScratchDir } from "../scratch/mod.ts";
 import { guestExit } from "./bubblewrap.ts";
@@ -44,9 +44,9 @@ export function defaultBootstrapPath(): string {
  * The Deno binary of guests: `SVC_DENO` when set, else the platform's (the host's own binary
  * under `deno run`, the `deno` npm package's under Node, `deno` on PATH for a compiled svc).
  */
-async function guestDeno(): Promise<string> {
+async function guestDeno(env: EnvReader): Promise<string> {
   const p = platform();
-  const explicit = guestDenoEnv();
+  const explicit = env("SVC_DENO");
   const deno = explicit || p.denoExecutable();
   if (!deno) {
     throw new SvcError(
@@ -103,6 +103,12 @@ export interface UnsafeLocalOptions {
   limitData?: boolean;
   /** The guest bootstrap module; defaults to `guest/bootstrap_bundle.js` (all of `guest/bootstrap.js` in one module) of this checkout or package. */
   bootstrapPath?: string;
+  /**
+   * Where `SVC_DENO` and `SVC_WORKFLOW_SANDBOX` are read: the composition root's snapshot. They
+   * are checked per guest, so that a wrong value fails that run clearly rather than the host's start.
+   * @default {hostEnv}
+   */
+  env?: EnvReader;
 }
 
 /**
@@ -114,11 +120,12 @@ export interface UnsafeLocalOptions {
 export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): IsolationBackend {
   const prlimit = (options.limitData ?? true) ? platform().which("prlimit") : undefined;
   const bootstrap = options.bootstrapPath ?? defaultBootstrapPath();
+  const env = options.env ?? hostEnv;
   return {
     name: "unsafe-local",
     async spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
       try {
-        return await spawnGuest(request, bootstrap, prlimit);
+        return await spawnGuest(request, { bootstrap, prlimit, env });
       } catch (error) {
         throw explainGrant(error);
       }
@@ -129,13 +136,13 @@ export function createUnsafeLocalBackend(options: UnsafeLocalOptions = {}): Isol
 /** Starts one guest process; see {@linkcode createUnsafeLocalBackend}. */
 async function spawnGuest(
   request: GuestSpawnRequest,
-  bootstrap: string,
-  prlimit: string | undefined,
+  host: { bootstrap: string; prlimit: string | undefined; env: EnvReader },
 ): Promise<GuestHandle> {
+  const { bootstrap, prlimit } = host;
   const p = platform();
-  // Read per guest, so that a wrong value fails this run clearly rather than the host's start.
-  const mode = parseSandboxMode(workflowSandboxEnv());
-  const deno = await guestDeno();
+  // Checked per guest, so that a wrong value fails this run clearly rather than the host's start.
+  const mode = parseSandboxMode(host.env("SVC_WORKFLOW_SANDBOX"));
+  const deno = await guestDeno(host.env);
   const scratch = await makeScratchDir(request.scratchRoot, { prefix: "guest-" });
   // DENO_DIR names an empty file: whatever Deno would keep there (the Cache API, localStorage,
   // code caches) fails with "not a directory", even for root. The guest needs none of it.

@@ -13,7 +13,8 @@ import { WorktreeManager } from "../worktrees/mod.ts";
 import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { type A2aTaskLedger, HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
-import { ledgerUrl } from "../host_env/mod.ts";
+import { GUEST_ENV_VARS, ledgerUrl, MICROVM_ENV_VARS, snapshotEnv } from "../host_env/mod.ts";
+import { defaultIsolationBackends } from "../isolation/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { EventFeed } from "./event_feed.ts";
 import { CollaborationLog } from "../collaborations/mod.ts";
@@ -142,6 +143,19 @@ export interface Services extends AsyncDisposable {
 }
 
 /**
+ * The run manager's settings: the configuration's caps and the isolation tiers over the
+ * environment as it is now (read here, once), unless the surface (a test) chose its own.
+ */
+function runSettingsOf(config: Config, chosen: RunSettings | undefined): RunSettings {
+  const env = snapshotEnv([...GUEST_ENV_VARS, ...MICROVM_ENV_VARS]);
+  return {
+    admission: runAdmissionOf(config.admission),
+    isolation: defaultIsolationBackends({ env }),
+    ...chosen,
+  };
+}
+
+/**
  * The composition root: opens the ledger of a data directory and builds every service over
  * it. Runs and tasks of hosts that died are recovered now, and every `recoverEveryMs` while
  * the services stay open.
@@ -194,9 +208,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     });
     const recoveredTasks = await tasks.recover();
     runs = await RunManager.create({
-      // The configuration's caps, unless the surface (a test) chose its own.
-      admission: runAdmissionOf(config.admission),
-      ...options.runs,
+      ...runSettingsOf(config, options.runs),
       dispatcher,
       ledger,
       sessions,
