@@ -34,6 +34,18 @@ export {
 } from "./microvm_config.ts";
 export type { MicrovmBackendName, MicrovmSettings } from "./microvm_config.ts";
 export { MicrovmSlots } from "./microvm_slots.ts";
+export { guestImportMap } from "./guest_imports.ts";
+export {
+  QEMU_DATA_HEADROOM_MB,
+  QEMU_GUEST_DENO,
+  QEMU_GUEST_IMPORT_MAP,
+  QEMU_GUEST_MODULES,
+  QEMU_GUEST_STAGE0,
+  QEMU_IMAGE_FILES,
+  type QemuGuestParams,
+  qemuInitScript,
+  qemuKernelCmdline,
+} from "./microvm_qemu_image.ts";
 export {
   createUnsafeLocalBackend,
   defaultBootstrapPath,
