@@ -3,6 +3,7 @@ import { type MicrovmSettings, readMicrovmSettings } from "./microvm_config.ts";
 import { bundleLoader } from "./microvm_guest.ts";
 import { spawnKrunvmGuest } from "./microvm_krunvm.ts";
 import { spawnLimaGuest } from "./microvm_lima.ts";
+import { spawnQemuGuest } from "./microvm_qemu.ts";
 import { type MicrovmSlots, sharedMicrovmSlots } from "./microvm_slots.ts";
 import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
 
@@ -18,7 +19,8 @@ export interface MicrovmOptions {
 
 /**
  * The `microvm` tier: the guest runs in a Linux micro-VM, Lima's resident instance
- * (`backend_a`) or a krunvm VM of its own (`backend_b`), with no host directory mounted; the
+ * (`backend_a`), a krunvm VM of its own (`backend_b`) or a QEMU `microvm` machine of its own
+ * (`qemu`), with no host directory mounted; the
  * bootstrap travels over the bridge. A missing or unfit backend fails the run closed with
  * `isolation_unavailable`: nothing ever falls back to running the script locally.
  */
@@ -34,7 +36,11 @@ export function createMicrovmBackend(options: MicrovmOptions = {}): IsolationBac
         return Promise.reject(error);
       }
       const slots = options.slots ?? sharedMicrovmSlots(settings.maxConcurrent);
-      const spawn = settings.backend === "backend_b" ? spawnKrunvmGuest : spawnLimaGuest;
+      const spawn = settings.backend === "backend_b"
+        ? spawnKrunvmGuest
+        : settings.backend === "qemu"
+        ? spawnQemuGuest
+        : spawnLimaGuest;
       return spawn(request, { settings, slots, bundle });
     },
   };
