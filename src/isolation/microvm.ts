@@ -5,7 +5,8 @@ import { spawnKrunvmGuest } from "./microvm_krunvm.ts";
 import { spawnLimaGuest } from "./microvm_lima.ts";
 import { spawnQemuGuest } from "./microvm_qemu.ts";
 import { type MicrovmSlots, sharedMicrovmSlots } from "./microvm_slots.ts";
-import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
+import { describeQemu } from "./microvm_qemu.ts";
+import type { GuestHandle, GuestSpawnRequest, IsolationBackend, IsolationReport } from "./types.ts";
 
 /** Options of {@linkcode createMicrovmBackend}. */
 export interface MicrovmOptions {
@@ -42,6 +43,27 @@ export function createMicrovmBackend(options: MicrovmOptions = {}): IsolationBac
         ? spawnQemuGuest
         : spawnLimaGuest;
       return spawn(request, { settings, slots, bundle });
+    },
+    prestarts(): boolean {
+      try {
+        return (options.settings ?? readMicrovmSettings()).backend === "qemu";
+      } catch {
+        return false;
+      }
+    },
+    async describe(): Promise<IsolationReport> {
+      let settings: MicrovmSettings;
+      try {
+        settings = options.settings ?? readMicrovmSettings();
+      } catch (error) {
+        const note = error instanceof Error ? error.message : String(error);
+        return { backend: null, accel: null, ready: false, note };
+      }
+      if (settings.backend === "qemu") return await describeQemu(settings);
+      const note = settings.backend === "backend_a"
+        ? "Lima: one resident instance for every microvm run"
+        : "krunvm: a VM of its own for each run";
+      return { backend: settings.backend, accel: null, ready: null, note };
     },
   };
 }

@@ -24,7 +24,7 @@ import {
   qemuKernelCmdline,
 } from "./microvm_qemu_image.ts";
 import type { MicrovmSlots } from "./microvm_slots.ts";
-import type { GuestHandle, GuestSpawnRequest } from "./types.ts";
+import type { GuestHandle, GuestSpawnRequest, IsolationReport } from "./types.ts";
 
 /** The QEMU binary the backend runs, found on PATH. */
 export const QEMU_BINARY = "qemu-system-x86_64";
@@ -134,6 +134,24 @@ export function qemuArgs(
   ];
 }
 
+/** The `qemu` backend on `/api/status`: whether a run could start, and how its VM would run. */
+export async function describeQemu(settings: MicrovmSettings): Promise<IsolationReport> {
+  try {
+    const plan = await qemuPlan(settings);
+    return {
+      backend: "qemu",
+      accel: plan.accel.accel,
+      ready: true,
+      note: plan.accel.accel === "tcg"
+        ? `software emulation (TCG): ${plan.accel.reason}`
+        : "KVM (hardware virtualisation)",
+    };
+  } catch (error) {
+    const note = error instanceof Error ? error.message : String(error);
+    return { backend: "qemu", accel: null, ready: false, note };
+  }
+}
+
 function token(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return `svc-exit-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
@@ -151,7 +169,12 @@ export async function spawnQemuGuest(
   const { settings, slots } = options;
   const plan = await qemuPlan(settings);
   const bundle = await options.bundle();
-  const release = await slots.acquire({ signal: request.signal, onQueued: request.onQueued });
+  const release = request.ahead
+    ? slots.tryAcquire()
+    : await slots.acquire({ signal: request.signal, onQueued: request.onQueued });
+  if (release === undefined) {
+    throw microvmUnavailable("every micro-VM slot is taken, so no VM is started ahead of need");
+  }
   const exitToken = token();
   const args = qemuArgs(plan, {
     memMb: settings.qemuMemMb ?? request.heapMb + QEMU_DATA_HEADROOM_MB,

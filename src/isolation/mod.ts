@@ -7,7 +7,7 @@ import { createMicrovmBackend } from "./microvm.ts";
 import type { IsolationBackend } from "./types.ts";
 import { createUnsafeLocalBackend } from "./unsafe_local.ts";
 
-export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
+export type { GuestHandle, GuestSpawnRequest, IsolationBackend, IsolationReport } from "./types.ts";
 export { bubblewrapArgv, findBubblewrap, guestExit, lddPaths } from "./bubblewrap.ts";
 export type {
   Bubblewrap,
@@ -32,7 +32,7 @@ export {
   microvmBackendName,
   readMicrovmSettings,
 } from "./microvm_config.ts";
-export type { MicrovmBackendName, MicrovmSettings } from "./microvm_config.ts";
+export type { MicrovmBackendName, MicrovmSettings, QemuAccelSetting } from "./microvm_config.ts";
 export { MicrovmSlots } from "./microvm_slots.ts";
 export { guestImportMap } from "./guest_imports.ts";
 export {

@@ -47,7 +47,11 @@ export function prestartedBackend(
     if (closed) return;
     // The run's abort signal and queue callback belong to the run, not to the idle guest.
     const { signal: _signal, onQueued: _onQueued, ...settings } = request;
-    const entry: Ready = { key: keyOf(request), handle: backend.spawn(settings), exited: false };
+    const entry: Ready = {
+      key: keyOf(request),
+      handle: backend.spawn({ ...settings, ahead: true }),
+      exited: false,
+    };
     entry.handle.then(
       (handle) => handle.process.status.then(() => (entry.exited = true)),
       () => (entry.exited = true),
@@ -70,6 +74,8 @@ export function prestartedBackend(
 
   return {
     name: backend.name,
+    ...(backend.describe ? { describe: () => backend.describe!() } : {}),
+    ...(backend.prestarts ? { prestarts: () => backend.prestarts!() } : {}),
     async spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
       const handle = await take(request) ?? await backend.spawn(request);
       if (refill) this.prime(request);
