@@ -58,6 +58,12 @@ export async function qemuPlan(settings: MicrovmSettings): Promise<QemuPlan> {
     );
   }
   const image = settings.qemuImage ?? defaultQemuImage();
+  if (!await p.stat(image).then((info) => info.isDirectory, () => false)) {
+    throw microvmUnavailable(
+      `the micro-VM image ${image} does not exist (SVC_WORKFLOW_MICROVM_QEMU_IMAGE); build it ` +
+        "with: deno task microvm:image",
+    );
+  }
   for (const what of ["kernel", "initramfs", "rootfs"] as const) {
     const path = joinPath(image, QEMU_IMAGE_FILES[what]);
     const found = await p.stat(path).then((info) => info.isFile, () => false);
@@ -183,6 +189,7 @@ export async function spawnQemuGuest(
       seed: request.seed,
       cpuSeconds: request.cpuSeconds ?? 0,
       exitToken,
+      tscKhz: plan.accel.tscKhz,
     }),
   });
   let child;

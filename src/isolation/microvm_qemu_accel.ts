@@ -17,12 +17,20 @@ export interface QemuAccelChoice {
   accel: QemuAccel;
   /** Why, in a few words (e.g. "/dev/kvm is PVM (kvm_pvm), which Debian's kernel cannot boot on"). */
   reason: string;
+  /**
+   * Under emulation, the host's TSC rate in kHz (the guest's TSC runs at it), handed to the
+   * guest kernel: calibrating it against the emulated PIT fails on a busy host, and the kernel
+   * then hangs at boot. Absent when the host does not say.
+   */
+  tscKhz?: number;
 }
 
 /** What the choice looks at on the host; tests pass their own. */
 export interface AccelProbe {
   /** Which of `paths` exist. */
   existing(paths: readonly string[]): Promise<Set<string>>;
+  /** The host's TSC rate in kHz, when it says (`cpu MHz` of /proc/cpuinfo). */
+  tscKhz(): Promise<number | undefined>;
 }
 
 /** The paths the choice looks at. */
@@ -40,18 +48,31 @@ const KVM_PATHS = [
 export function hostAccelProbe(): AccelProbe {
   return {
     async existing(paths) {
-      const child = platform().spawn(LIFELINE_SHELL, {
-        args: ["-c", 'for p; do [ -e "$p" ] && echo "$p"; done; exit 0', "svc-kvm-probe", ...paths],
-        clearEnv: true,
-        env: {},
-        cwd: "/",
-      });
-      await child.stdin.close().catch(() => {});
-      const [out] = await Promise.all([new Response(child.stdout).text(), child.status]);
-      await child.stderr.cancel().catch(() => {});
+      const out = await shell('for p; do [ -e "$p" ] && echo "$p"; done; exit 0', paths);
       return new Set(out.split("\n").filter((line) => paths.includes(line)));
     },
+    async tscKhz() {
+      const out = await shell(
+        "awk -F: '/^cpu MHz/ { printf \"%d\\n\", $2 * 1000; exit }' /proc/cpuinfo; exit 0",
+        [],
+      );
+      const khz = Number(out.trim());
+      return Number.isInteger(khz) && khz >= 100_000 && khz <= 20_000_000 ? khz : undefined;
+    },
   };
+}
+
+async function shell(script: string, args: readonly string[]): Promise<string> {
+  const child = platform().spawn(LIFELINE_SHELL, {
+    args: ["-c", script, "svc-kvm-probe", ...args],
+    clearEnv: true,
+    env: { PATH: "/usr/bin:/bin" },
+    cwd: "/",
+  });
+  await child.stdin.close().catch(() => {});
+  const [out] = await Promise.all([new Response(child.stdout).text(), child.status]);
+  await child.stderr.cancel().catch(() => {});
+  return out;
 }
 
 /** The QEMU arguments of `accel`. */
@@ -82,9 +103,11 @@ export async function chooseAccel(
   setting: QemuAccelSetting,
   probe: AccelProbe = hostAccelProbe(),
 ): Promise<QemuAccelChoice> {
-  if (setting === "tcg") {
-    return { accel: "tcg", reason: "SVC_WORKFLOW_MICROVM_QEMU_ACCEL=tcg" };
-  }
+  const tcg = async (reason: string): Promise<QemuAccelChoice> => {
+    const tscKhz = await probe.tscKhz();
+    return tscKhz === undefined ? { accel: "tcg", reason } : { accel: "tcg", reason, tscKhz };
+  };
+  if (setting === "tcg") return await tcg("SVC_WORKFLOW_MICROVM_QEMU_ACCEL=tcg");
   const unfit = await kvmUnfit(probe);
   if (unfit === undefined) return { accel: "kvm", reason: "/dev/kvm works (VT-x/AMD-V)" };
   if (setting === "kvm") {
@@ -93,5 +116,5 @@ export async function chooseAccel(
         "software emulation)",
     );
   }
-  return { accel: "tcg", reason: unfit };
+  return await tcg(unfit);
 }

@@ -52,6 +52,8 @@ export interface QemuGuestParams {
    * a script, which cannot read the kernel command line, cannot forge it.
    */
   exitToken: string;
+  /** The TSC rate the kernel is told instead of calibrating it (software emulation); absent: none. */
+  tscKhz?: number;
 }
 
 /** The kernel command line of one run: a quiet console, and the run's parameters for the init. */
@@ -63,6 +65,7 @@ export function qemuKernelCmdline(params: QemuGuestParams): string {
     // The init's end (or a panic) reboots at once, and QEMU's -no-reboot turns that into an exit.
     "panic=-1",
     "reboot=t",
+    ...(params.tscKhz ? [`tsc_early_khz=${Math.floor(params.tscKhz)}`, "tsc=reliable"] : []),
     `svc.heap=${Math.floor(params.heapMb)}`,
     `svc.seed=${Math.floor(params.seed)}`,
     `svc.cpu=${Math.max(0, Math.ceil(params.cpuSeconds))}`,
