@@ -78,7 +78,8 @@ export function qemuKernelCmdline(params: QemuGuestParams): string {
  * mounts the read-only root, waits for the two virtio ports (a port's node appears a moment
  * before it opens), sets the local tier's limits, and runs Deno chrooted in that root with a
  * cleared environment, the local tier's flags and no permission flag: frames on the first port
- * (opened once: a port takes one opener), stderr on the second. When Deno ends, it writes the exit line and reboots, which ends QEMU.
+ * (opened once: a port takes one opener, and closing it drops what the host sent), stderr on
+ * the second. When Deno ends, it writes the exit line and reboots, which ends QEMU.
  */
 export function qemuInitScript(): string {
   const flags = GUEST_RUNTIME_FLAGS.join(" ");
@@ -102,7 +103,9 @@ umount /proc
 mount -t sysfs sys /sys
 # The ports by name (the device numbers follow the order the kernel probes them in).
 io=; err=; n=0
-while :; do
+until [ -b /dev/vda ] && [ -n "$io" ] && [ -n "$err" ]; do
+  n=$((n + 1)); [ "$n" -gt 500 ] && reboot -f
+  sleep 0.02
   for p in /sys/class/virtio-ports/*; do
     [ -e "$p/name" ] || continue
     case "$(cat "$p/name")" in
@@ -110,11 +113,6 @@ while :; do
       svc.err) err="/dev/\${p##*/}" ;;
     esac
   done
-  if [ -b /dev/vda ] && [ -n "$io" ] && [ -n "$err" ]; then
-    (: <"$io") 2>/dev/null && (: >"$err") 2>/dev/null && break
-  fi
-  n=$((n + 1)); [ "$n" -gt 500 ] && reboot -f
-  sleep 0.02
 done
 umount /sys
 mount -t squashfs -o ro /dev/vda /mnt || reboot -f
@@ -123,12 +121,25 @@ ulimit -f 0
 ulimit -d $(((heap + ${QEMU_DATA_HEADROOM_MB}) * 1024))
 # SIGXCPU at the soft limit names the cause; SIGKILL a second later makes sure.
 if [ "$cpu" -gt 0 ]; then ulimit -S -t "$cpu"; ulimit -H -t $((cpu + 1)); fi
-env -i DENO_DIR=/dev/null DENO_NO_PACKAGE_JSON=1 DENO_NO_UPDATE_CHECK=1 NO_COLOR=1 \\
-  chroot /mnt ${QEMU_GUEST_DENO} run ${flags} --seed="$seed" \\
-  --v8-flags=--max-old-space-size="$heap" --import-map=${QEMU_GUEST_IMPORT_MAP} \\
-  ${QEMU_GUEST_STAGE0} 0<>"$io" 1>&0 2>"$err"
-status=$?
-printf '\\n%s %s\\n' "$token" "$status" >"$err"
+# The guest gets the ports as fds 3 and 4, opened once by the loop below. Closing a port throws
+# away what the host had sent into it, so it is never opened to see whether it opens yet.
+guest() {
+  started=1
+  env -i DENO_DIR=/dev/null DENO_NO_PACKAGE_JSON=1 DENO_NO_UPDATE_CHECK=1 NO_COLOR=1 \\
+    chroot /mnt ${QEMU_GUEST_DENO} run ${flags} --seed="$seed" \\
+    --v8-flags=--max-old-space-size="$heap" --import-map=${QEMU_GUEST_IMPORT_MAP} \\
+    ${QEMU_GUEST_STAGE0} 0<&3 1>&3 2>&4 3>&- 4>&-
+  status=$?
+  printf '\\n%s %s\\n' "$token" "$status" >&4
+}
+started=0; n=0
+while :; do
+  # A port's node appears a moment before it opens (ENXIO): then the shell skips guest().
+  guest 4>"$err" 3<>"$io" 2>/dev/null
+  [ "$started" = 1 ] && break
+  n=$((n + 1)); [ "$n" -gt 500 ] && reboot -f
+  sleep 0.02
+done
 sync
 reboot -f
 `;
