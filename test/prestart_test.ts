@@ -95,3 +95,23 @@ Deno.test("without prestartGuest a run primes its own guest at start() and nothi
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(backend.started.length, 1, "no guest was started for a next run");
 });
+
+Deno.test("a microvm backend whose VMs are resident (Lima) or created per run by a tool (krunvm) is never started ahead", async () => {
+  let spawned = 0;
+  const microvm: IsolationBackend = {
+    name: "microvm",
+    prestarts: () => false,
+    spawn() {
+      spawned++;
+      return Promise.reject(new Error("not in this test"));
+    },
+  };
+  await using t = await testManager({
+    prestartGuest: true,
+    isolation: { "unsafe-local": createUnsafeLocalBackend(), microvm },
+  });
+  const run = await t.manager.start({ script: `return 1;`, isolation: "microvm" }, LOCAL);
+  await t.manager.wait(run.run_id, LOCAL);
+  // Only the run itself asked for a guest: nothing was started ahead, at start-up or after it.
+  assert.equal(spawned, 1);
+});

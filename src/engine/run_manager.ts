@@ -180,7 +180,6 @@ export class RunManager {
    */
   #primeGuest(tier: "unsafe-local" | "microvm", timeout: number): void {
     const backend = tier === "microvm" ? this.#prestartedVm : this.#prestarted;
-    if (tier === "microvm" && !(backend.prestarts?.() ?? false)) return;
     primeGuest(backend, {
       scratchRoot: this.#scratchRoot,
       heapMb: this.#options.heapMb,

@@ -82,6 +82,8 @@ export function prestartedBackend(
       return handle;
     },
     prime(request: GuestSpawnRequest): void {
+      // A backend that says a guest ahead does not pay off (a resident VM) is left as it is.
+      if (backend.prestarts?.() === false) return;
       if (!ready || ready.key !== keyOf(request)) {
         const previous = ready;
         start(request);
