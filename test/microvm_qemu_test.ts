@@ -11,6 +11,7 @@ import { chooseAccel } from "../src/isolation/microvm_qemu_accel.ts";
 import { withVmExit } from "../src/isolation/microvm_qemu_exit.ts";
 import { MicrovmSlots, QEMU_IMAGE_FILES } from "../src/isolation/mod.ts";
 import type { ChildProcess, ExitStatus } from "../src/platform/mod.ts";
+import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { LOCAL, narration, ROOT, tempDir, testManager, untilEvent } from "./helpers.ts";
 
 const IMAGE = Deno.env.get("SVC_TEST_QEMU");
@@ -242,6 +243,40 @@ Deno.test("missing QEMU, kernel, image, or the KVM it is told to require: the ru
       );
     }
   }
+});
+
+Deno.test("/api/status says which microvm backend runs use, how their VMs run, and whether one could start", async () => {
+  await using d = await startDashboard();
+  const microvm = async () =>
+    ((await d.json("/api/status", { token: TOKENS.alice })).body.isolation as {
+      microvm: Record<string, unknown>;
+    }).microvm;
+  {
+    await using _tier = await qemuTier({ PATH: "/nonexistent" });
+    const report = await microvm();
+    assert.deepEqual({ ...report, note: undefined }, {
+      backend: "qemu",
+      accel: null,
+      ready: false,
+      note: undefined,
+    });
+    assert.match(String(report.note), /QEMU \(qemu-system-x86_64, .*\) was not found on PATH/);
+  }
+  if (REAL) {
+    await using _tier = await qemuTier();
+    const report = await microvm();
+    assert.equal(report.backend, "qemu");
+    assert.equal(report.ready, true);
+    assert.equal(report.accel, (await chooseAccel("auto")).accel);
+    assert.match(
+      String(report.note),
+      report.accel === "tcg" ? /^software emulation \(TCG\)/ : /KVM/,
+    );
+  }
+  assert.equal(
+    (await microvm()).backend,
+    Deno.env.get("SVC_WORKFLOW_MICROVM_BACKEND") || "backend_a",
+  );
 });
 
 // ---- In real VMs.
