@@ -61,7 +61,15 @@ export function prestartedBackend(
 
   async function take(request: GuestSpawnRequest): Promise<GuestHandle | undefined> {
     const entry = ready;
-    if (!entry || entry.key !== keyOf(request)) return undefined;
+    if (!entry) return undefined;
+    if (entry.key !== keyOf(request)) {
+      // An idle VM holds a slot of the tier's cap that this run may be waiting for: it goes.
+      if (backend.prestarts !== undefined) {
+        ready = undefined;
+        await (await entry.handle.catch(() => undefined))?.dispose();
+      }
+      return undefined;
+    }
     ready = undefined;
     const handle = await entry.handle.catch(() => undefined);
     // It died while idle (killed, out of its limits): this run gets a fresh one.
