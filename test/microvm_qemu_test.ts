@@ -246,11 +246,13 @@ Deno.test("missing QEMU, kernel, image, or the KVM it is told to require: the ru
 });
 
 Deno.test("/api/status says which microvm backend runs use, how their VMs run, and whether one could start", async () => {
-  await using d = await startDashboard();
-  const microvm = async () =>
-    ((await d.json("/api/status", { token: TOKENS.alice })).body.isolation as {
+  // The services read the tier's settings once, when they open: each setting gets a dashboard.
+  const microvm = async () => {
+    await using d = await startDashboard();
+    return ((await d.json("/api/status", { token: TOKENS.alice })).body.isolation as {
       microvm: Record<string, unknown>;
     }).microvm;
+  };
   {
     await using _tier = await qemuTier({ PATH: "/nonexistent" });
     const report = await microvm();
