@@ -33,4 +33,5 @@ export {
   type StateCounts,
   STATUS_COUNTS_TTL_MS,
 } from "./insights.ts";
+export { RunGraph } from "./run_graph.ts";
 export * from "./records.ts";
