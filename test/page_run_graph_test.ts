@@ -34,6 +34,13 @@ async function start(d: TestDashboard, body: Record<string, unknown>): Promise<s
   return String(started.body.run_id);
 }
 
+/** Signs in with alice's token, then opens `hash` once the page holds the token. */
+async function open(page: Page, d: TestDashboard, hash: string): Promise<void> {
+  await page.goto(`${d.url}/#token=${TOKENS.alice}`);
+  await page.locator(".who").waitFor();
+  await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+}
+
 async function noSidewaysScroll(page: Page): Promise<void> {
   const overflow = await page.evaluate(
     "document.documentElement.scrollWidth - document.documentElement.clientWidth",
@@ -53,8 +60,7 @@ pageTest(
     await using browser = await launchBrowser();
     const page = await browser.newPage();
     const runId = await start(d, { script: script("last") });
-    await page.goto(`${d.url}/#token=${TOKENS.alice}`);
-    await page.goto(`${d.url}/#/runs/${runId}`);
+    await open(page, d, `#/runs/${runId}`);
 
     // While the first phase runs: its calls show with their labels and a spinner under it,
     // not under the last phase.
@@ -118,9 +124,12 @@ pageTest(
     await d.services.runs.wait(second, { owner: "alice" });
     await using browser = await launchBrowser();
     const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
-    await page.goto(`${d.url}/#token=${TOKENS.alice}`);
-    await page.goto(`${d.url}/#/runs/${second}`);
-    await page.locator('.dag-node[data-label="last"].live-start').waitFor();
+    await open(page, d, `#/runs/${second}`);
+    await page.locator('.dag-node[data-label="last"].live-start').waitFor().catch(async (e) => {
+      const graph = await page.locator(".run-visuals").innerText().catch(() => "");
+      const dag = await d.json(`/api/workflow/${second}/dag`, { token: TOKENS.alice });
+      throw new Error(`${e}\npage: ${graph}\napi: ${JSON.stringify(dag.body).slice(0, 3000)}`);
+    });
     assert.equal(await page.locator(".dag-node.state-replayed").count(), 5);
     assert.equal(await page.locator(".dag-node.live-start").count(), 1);
     assert.match(await page.locator(".live-from").innerText(), new RegExp(first));
@@ -128,5 +137,14 @@ pageTest(
     await saveScreenshot(page, "run-graph-resumed-phone");
     await page.setViewportSize({ width: 1280, height: 800 });
     await saveScreenshot(page, "run-graph-resumed");
+
+    // The costs view names the runs that spent today, and the hours.
+    await page.evaluate(`location.hash = "#/costs"`);
+    await page.locator(`.run-spend li[data-id="${first}"]`).waitFor();
+    await page.locator(`.run-spend li[data-id="${second}"]`).waitFor();
+    await page.locator(".hour-chart rect").first().waitFor();
+    await saveScreenshot(page, "costs-by-run");
+    await page.setViewportSize({ width: 390, height: 844 });
+    await noSidewaysScroll(page);
   },
 );
