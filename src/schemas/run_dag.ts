@@ -5,6 +5,7 @@
  * @module
  */
 import { z } from "zod";
+import type { Assert, SameType } from "./same_type.ts";
 
 /** The most calls one answer draws: later ones (by `seq`) are counted in `calls.omitted`. */
 export const DAG_MAX_CALLS = 500;
@@ -107,11 +108,81 @@ export const RunDagSchema = z.object({
   max_calls: z.number().int().meta({ description: "the bound on calls drawn" }),
 }).meta({ id: "RunDag" });
 
-/** A node of a run's graph. */
-export type DagNode = z.infer<typeof DagNodeSchema>;
-/** A node's state. */
-export type DagState = z.infer<typeof DagStateSchema>;
-/** A node's kind. */
-export type DagNodeKind = z.infer<typeof DagNodeKindSchema>;
+/** What a node is: the run, a call, a fan-out, or a branch of one. */
+export type DagNodeKind =
+  | "run"
+  | "call"
+  | "parallel"
+  | "pipeline"
+  | "workflow"
+  | "branch"
+  | "item"
+  | "stage";
+
+/** Where a node is in its life (see {@linkcode DagStateSchema}). */
+export type DagState = "pending" | "running" | "succeeded" | "failed" | "skipped" | "replayed";
+
+/** One node of a run's graph. */
+export interface DagNode {
+  /** Stable across answers: `run`, `s:<position>` (a step), `b:<position>` (a branch). */
+  id: string;
+  /** The enclosing node's id; null for the run. */
+  parent: string | null;
+  /** What the node is. */
+  kind: DagNodeKind;
+  /** How deep it sits: 0 for the run. */
+  depth: number;
+  /** The step of its branch, or the branch's number; null for the run. */
+  index: number | null;
+  /** Its logical position, dotted (`0.3.1`); null for the run and unplaced calls. */
+  position: string | null;
+  /** Where it is in its life. */
+  state: DagState;
+  /** A call's `label`. */
+  label: string | null;
+  /** A call's phase; a group's when all its calls share one. */
+  phase: string | null;
+  /** A call's number in the journal. */
+  seq: number | null;
+  /** Calls at or under this node. */
+  calls: number;
+  /** When it (its first call) started. */
+  started_at: string | null;
+  /** When it (its last call) ended; null while a call under it runs. */
+  ended_at: string | null;
+  /** Tokens its calls used. */
+  usage: { input_tokens: number; output_tokens: number };
+  /** Cost in USD; null when some call's cost is unknown. */
+  cost_usd: number | null;
+  /** A call's provider, once one answered. */
+  provider: string | null;
+  /** A call's model, when known. */
+  model: string | null;
+  /** A replayed call: the run whose journal supplied its value. */
+  replayed_from: string | null;
+  /** In a resumed run: a call where live execution began on its branch. */
+  live_start: boolean;
+}
+
 /** A run's graph, as `GET /api/workflow/{run_id}/dag` answers it. */
-export type RunDag = z.infer<typeof RunDagSchema>;
+export interface RunDag {
+  /** The run. */
+  run_id: string;
+  /** The run's state. */
+  state: string;
+  /** The run it resumed, if any. */
+  resumed_from: string | null;
+  /** Depth first, in the script's order; a parent comes before its children. */
+  nodes: DagNode[];
+  /** Calls known, drawn, left out, running and replayed. */
+  calls: { total: number; shown: number; omitted: number; running: number; replayed: number };
+  /** A resumed run: its first call that did not replay. */
+  live_from: { seq: number; position: string | null; at: string } | null;
+  /** The bound on calls drawn ({@linkcode DAG_MAX_CALLS}). */
+  max_calls: number;
+}
+
+type _KindMatches = Assert<SameType<DagNodeKind, z.infer<typeof DagNodeKindSchema>>>;
+type _StateMatches = Assert<SameType<DagState, z.infer<typeof DagStateSchema>>>;
+type _NodeMatches = Assert<SameType<DagNode, z.infer<typeof DagNodeSchema>>>;
+type _DagMatches = Assert<SameType<RunDag, z.infer<typeof RunDagSchema>>>;
