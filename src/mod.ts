@@ -227,6 +227,8 @@ export type {
 } from "./reviews/mod.ts";
 export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./services/mod.ts";
 export { Admission, type AdmissionSnapshot } from "./services/mod.ts";
+export { RunGraph } from "./services/mod.ts";
+export type { DagNode, DagNodeKind, DagState, RunDag } from "./schemas/mod.ts";
 export {
   type AdmittedStream,
   type FeedOpening,

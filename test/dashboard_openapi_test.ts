@@ -39,6 +39,7 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/workflow/{run_id}/events",
       "GET /api/workflow",
       "GET /api/workflow/{run_id}/journal",
+      "GET /api/workflow/{run_id}/dag",
       "POST /api/workflow/{run_id}/cancel",
       "POST /api/workflow/{run_id}/resume",
       "GET /api/workflow/{run_id}/script",
@@ -100,6 +101,8 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
   await check("GET", "/api/workflow", "/api/workflow");
   await check("GET", "/api/workflow/{run_id}", `/api/workflow/${runId}`);
   await check("GET", "/api/workflow/{run_id}/journal", `/api/workflow/${runId}/journal`);
+  await check("GET", "/api/workflow/{run_id}/dag", `/api/workflow/${runId}/dag`);
+  await check("GET", "/api/workflow/{run_id}/dag", "/api/workflow/run_01nope/dag");
   await check("POST", "/api/workflow/{run_id}/cancel", `/api/workflow/${runId}/cancel`);
   await check("GET", "/api/workflow/{run_id}/script", `/api/workflow/${runId}/script`);
   const resumed = await check(

@@ -1,11 +1,13 @@
 /**
  * Costs and usage over time, drawn: a bar per day split by provider (cost, tokens or calls),
- * and each provider's share with its failure rate and latency. From `/api/usage/summary`.
+ * which runs spent on a day and by hour (`/api/costs`), and each provider's share with its
+ * failure rate and latency. From `/api/usage/summary`.
  */
 import { html, useState } from "../lib/html.js";
 import { useResource } from "../lib/live.js";
 import { count, money } from "../lib/format.js";
 import { Empty, ErrorBox, Section } from "../lib/ui.js";
+import { CostRuns } from "./cost_runs.js";
 
 const METRICS = {
   cost: { label: "Cost (USD)", of: (p) => p.cost_usd, show: money },
@@ -141,6 +143,11 @@ export function CostsView({ api }) {
     [],
     { kinds: ["run", "task"], debounceMs: 1500 },
   );
+  const costs = useResource(
+    (signal) => api.json("/api/costs?calls=10000", { signal }),
+    [],
+    { kinds: ["run", "task"], debounceMs: 1500 },
+  );
   const s = summary.data;
   const providers = s
     ? [
@@ -178,6 +185,7 @@ export function CostsView({ api }) {
               : html`
                 <h3>Per day (UTC), by provider</h3>
                 <${DayChart} summary=${s} metric=${metric} providers=${providers} />
+                <${CostRuns} costs=${costs.data} />
                 <h3>By provider</h3>
                 <${ProviderBars} summary=${s} metric=${metric} providers=${providers} />
               `

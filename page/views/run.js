@@ -1,7 +1,8 @@
 /**
- * One run: its phases as a tree of calls, the narration as it arrives, its conditions and
- * problems, and its result or error when it ends; cancel while it runs, resume once it ended.
- * Live from `/api/workflow/<id>/events` (the run's own feed, from its first event).
+ * One run: its phases as a tree of calls (a running call under its own phase, with its label),
+ * its graph and timeline, the narration and the event history as they arrive, its conditions
+ * and problems, and its result or error when it ends; cancel while it runs, resume once it
+ * ended. Live from `/api/workflow/<id>/events` (the run's own feed, from its first event).
  */
 import { html, useEffect, useMemo, useRef, useState } from "../lib/html.js";
 import { useAction } from "../lib/action.js";
@@ -20,10 +21,11 @@ import {
   tokens,
 } from "../lib/format.js";
 import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
+import { RunGraph } from "./run_graph.js";
+import { RunTimeline } from "./run_timeline.js";
+import { remember, RunHistory } from "./run_history.js";
 
 const NO_PHASE = "Before any phase";
-
-/** Groups journal entries by phase: the call's `phase` option, else the phase narrated last before it. */
 
 /** The tier the run got and what confined its guest: "unsafe-local · bubblewrap". */
 function Isolation({ status }) {
@@ -36,7 +38,11 @@ function Isolation({ status }) {
   `;
 }
 
-function phaseTree(meta, narration, entries) {
+/**
+ * Groups journal entries by phase: the call's `phase` option, else the phase narrated last
+ * before it; calls running now (their `call_started` events) join the phase they started in.
+ */
+function phaseTree(meta, narration, entries, running) {
   const marks = narration.filter((n) => n.kind === "phase");
   const order = [];
   const add = (title) => !order.includes(title) && order.push(title);
@@ -54,7 +60,34 @@ function phaseTree(meta, narration, entries) {
     if (!groups.has(phase)) groups.set(phase, []);
     groups.get(phase).push(entry);
   }
-  return order.map((title) => ({ title, calls: groups.get(title) ?? [] }));
+  const live = new Map();
+  for (const call of running) {
+    const phase = call.phase ?? NO_PHASE;
+    if (phase === NO_PHASE && !order.includes(NO_PHASE)) order.unshift(NO_PHASE);
+    add(phase);
+    if (!live.has(phase)) live.set(phase, []);
+    live.get(phase).push(call);
+  }
+  return order.map((title) => ({
+    title,
+    calls: groups.get(title) ?? [],
+    running: live.get(title) ?? [],
+  }));
+}
+
+/** A call running now: its label while it runs, with a spinner under its own phase. */
+function RunningRow({ call, now }) {
+  return html`
+    <li class="call running" data-seq=${call.seq}>
+      <div class="running-line">
+        <span class="spinner" aria-hidden="true"></span>
+        <span class="seq mono">#${call.seq}</span>
+        <span class="label">${call.label ?? "(no label)"}</span>
+        <span class="badge outcome outcome-running">running</span>
+        <span class="muted small">${duration(Math.max(0, now - Date.parse(call.at)))}</span>
+      </div>
+    </li>
+  `;
 }
 
 function CallRow({ entry }) {
@@ -195,6 +228,9 @@ export function RunView({ api, runId }) {
   const [journal, setJournal] = useState([]);
   const [narration, setNarration] = useState([]);
   const [counts, setCounts] = useState();
+  const [dag, setDag] = useState();
+  const [history, setHistory] = useState([]);
+  const [running, setRunning] = useState(() => new Map());
   const { busy: acting, error, run } = useAction();
   const [loadError, setLoadError] = useState();
   const [feed, setFeed] = useState("connecting");
@@ -213,7 +249,10 @@ export function RunView({ api, runId }) {
         setLoadError(undefined);
       }, (e) => !signal.aborted && setLoadError(e));
     const readJournal = () =>
-      api.json(`${path}/journal`, { signal }).then((j) => setJournal(j.entries), () => {});
+      Promise.all([
+        api.json(`${path}/journal`, { signal }).then((j) => setJournal(j.entries), () => {}),
+        api.json(`${path}/dag`, { signal }).then(setDag, () => {}),
+      ]);
     const soon = () => {
       if (timer !== undefined) return;
       // The journal first: the result never shows above a tree that lacks its last calls.
@@ -234,15 +273,26 @@ export function RunView({ api, runId }) {
         setFeed(state);
         if (state === "failed") setLoadError(detail);
       },
-      onEvent: ({ event, data }) => {
+      onEvent: ({ id, event, data }) => {
+        if (event !== "reset") setHistory((list) => remember(list, { id, event, data }));
         if (event === "reset") {
           setNarration([]);
+          setHistory([]);
+          setRunning(new Map());
+          soon();
+        } else if (event === "call_started") {
+          setRunning((map) => new Map(map).set(data.seq, data));
           soon();
         } else if (event === "narration") {
           setNarration((list) => [...list, data.entry]);
         } else if (event === "calls") {
           setCounts({ ...data.calls, usage: data.usage });
         } else if (event === "call") {
+          setRunning((map) => {
+            const next = new Map(map);
+            next.delete(data.seq);
+            return next;
+          });
           soon();
         } else if (event === "state") {
           setStatus((s) => (s ? { ...s, state: data.state } : s));
@@ -256,10 +306,16 @@ export function RunView({ api, runId }) {
     };
   }, [runId]);
 
-  const tree = useMemo(() => phaseTree(status?.meta, narration, journal), [
+  // A call journaled is no longer running, whichever of its event and the journal came first.
+  const runningNow = useMemo(() => {
+    const done = new Set(journal.map((e) => e.seq));
+    return [...running.values()].filter((c) => !done.has(c.seq));
+  }, [running, journal]);
+  const tree = useMemo(() => phaseTree(status?.meta, narration, journal, runningNow), [
     status,
     narration,
     journal,
+    runningNow,
   ]);
   const narrationEnd = useRef();
   useEffect(() => narrationEnd.current?.scrollIntoView?.({ block: "nearest" }), [narration.length]);
@@ -338,20 +394,37 @@ export function RunView({ api, runId }) {
         </header>
       <${Ending} status=${status} />
       <${Problems} status=${status} />
-      <div class="run-columns">
-        <${Section} title="Calls by phase">
-            ${journal.length === 0 && calls.running === 0
+      <div class="run-visuals">
+        <${Section} title="Graph">
+          <${RunGraph} dag=${dag} now=${now} />
+          <//>
+          <${Section} title="Timeline">
+            <${RunTimeline} dag=${dag} now=${now} />
+            <//>
+            </div>
+            <div class="run-columns">
+              <${Section} title="Calls by phase">
+            ${journal.length === 0 && calls.running === 0 && runningNow.length === 0
               ? html`<${Empty}>No calls yet.<//>`
               : html`<ol class="tree">${
                 tree.map((phase) =>
                   html`
                     <li
-                      class="phase"><div class="phase-title">${phase
-                        .title} <span class="muted">(${phase.calls.length})</span></div>
-                                  ${phase.calls.length > 0
+                      class="phase"
+                      data-phase=${phase.title}><div class="phase-title">${phase
+                        .title} <span class="muted">(${phase.calls.length +
+                        phase.running.length})</span></div>
+                                  ${phase.calls.length + phase.running.length > 0
                                     ? html`<ul class="calls">${
                                       phase.calls.map((entry) =>
                                         html`<${CallRow} key=${entry.seq} entry=${entry} />`
+                                      )
+                                    }${
+                                      phase.running.map((call) =>
+                                        html`
+                                          <${RunningRow} key=${`r${call.seq}`} call=${call}
+                                            now=${now} />
+                                        `
                                       )
                                     }</ul>`
                                     : null}
@@ -361,9 +434,7 @@ export function RunView({ api, runId }) {
               }</ol>`}
             ${calls.running + calls.queued > 0
               ? html`
-                <p
-                  class="live-calls"><span class="spinner" aria-hidden="true"></span>${calls
-                    .running} running, ${calls.queued} queued</p>
+                <p class="live-calls">${calls.running} running, ${calls.queued} queued</p>
               `
               : null}
           <//>
@@ -385,6 +456,7 @@ export function RunView({ api, runId }) {
               : null}
           <//>
         </div>
+      <${Section} title="Event history"><${RunHistory} events=${history} /><//>
       </div>
   `;
 }

@@ -99,6 +99,8 @@ export class RunContext {
   #refused = 0;
   readonly #seq = { narration: 0, security: 0, event: 1, call: 0 };
   #narrationBytes = 0;
+  /** The phase the script narrated last (clipped), for the calls that name none. */
+  #phase: string | null = null;
   #countsTimer: ReturnType<typeof setTimeout> | undefined;
   #countsAt = -Infinity;
   /** Calls pass this chain one at a time, in arrival order. */
@@ -212,10 +214,26 @@ export class RunContext {
     this.#callsChanged();
   }
 
-  /** A call went to its provider. */
-  callStarted(): void {
+  /**
+   * A call went to its provider: counted, and put into the run's feed (`call_started`) with
+   * its label, its phase (its own, else the one narrated last) and its logical position, texts
+   * clipped like the journal's, so that a reader sees what runs now.
+   */
+  callStarted(
+    call: { seq: number; label: string | null; phase?: string; position?: number[] },
+  ): void {
     this.status.calls.running++;
     this.#callsChanged();
+    const { short } = RECORD_LIMITS;
+    this.#emit({
+      type: "call_started",
+      run_id: this.runId,
+      at: now(),
+      seq: call.seq,
+      label: call.label === null ? null : clipText(call.label, short),
+      phase: call.phase !== undefined ? clipText(call.phase, short) : this.#phase,
+      position: call.position ?? null,
+    });
   }
 
   /** A call's dispatch is over; {@linkcode callSucceeded} or {@linkcode callFailed} follows. */
@@ -307,6 +325,7 @@ export class RunContext {
 
   narrate(entry: Omit<NarrationEntry, "at">): void {
     const full: NarrationEntry = { at: now(), ...entry, text: clip(entry.text) };
+    if (full.kind === "phase") this.#phase = clipText(full.text, RECORD_LIMITS.short);
     const bytes = encoder.encode(full.text).length;
     if (
       this.status.narration.length < this.#options.maxNarration &&

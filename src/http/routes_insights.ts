@@ -8,12 +8,20 @@ import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SCHEDULER_LEASE } from "../daemon/mod.ts";
 import { CapabilityReportSchema } from "../schemas/mod.ts";
-import { Insights } from "../services/mod.ts";
+import {
+  COST_DAYS,
+  COST_HOURS,
+  COST_TOP_HOUR_RUNS,
+  COST_TOP_RUNS,
+  Insights,
+} from "../services/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { errors, jsonContent } from "./route_parts.ts";
 import {
   CallRecordSchema,
+  DayRunsSchema,
   DayStatsSchema,
+  HourSpendSchema,
   pageOf,
   PageQuerySchema,
   ProviderStatusSchema,
@@ -187,7 +195,8 @@ const capabilitiesRoute = createRoute({
 const costsRoute = createRoute({
   method: "get",
   path: "/api/costs",
-  summary: "Cost accounting: the caller's spending by provider and by day",
+  summary:
+    "Cost accounting: the caller's spending by provider and by day, and which runs spent it by day and by hour",
   request: { query: SummaryQuerySchema },
   responses: {
     200: {
@@ -202,6 +211,14 @@ const costsRoute = createRoute({
           unmetered_calls: z.number(),
         })),
         by_day: z.array(DayStatsSchema),
+        by_run: z.array(DayRunsSchema).meta({
+          description: `per day (UTC, the newest ${COST_DAYS} first): its ${COST_TOP_RUNS} ` +
+            "dearest runs and tasks, the rest summed in `others`",
+        }),
+        by_hour: z.array(HourSpendSchema).meta({
+          description: `per hour (UTC) of the last ${COST_HOURS} hours with calls, newest ` +
+            `first, with its ${COST_TOP_HOUR_RUNS} dearest runs and tasks`,
+        }),
       })),
     },
     ...errors(400),

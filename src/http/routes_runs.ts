@@ -1,6 +1,6 @@
 /**
- * Workflow runs over HTTP: start (202 at once), list, status, journal, script, cancel, resume,
- * events.
+ * Workflow runs over HTTP: start (202 at once), list, status, journal, graph, script, cancel,
+ * resume, events.
  * The owner is the token's; another owner's run answers 404 like an unknown id.
  * @module
  */
@@ -9,7 +9,12 @@ import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { noSuch, type RunState, type RunStatus } from "../services/mod.ts";
-import { WorkflowResumeBodySchema, WorkflowRunBodySchema } from "../schemas/mod.ts";
+import {
+  DAG_MAX_CALLS,
+  RunDagSchema,
+  WorkflowResumeBodySchema,
+  WorkflowRunBodySchema,
+} from "../schemas/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { feedResponse, resumeOf } from "./feed_stream.ts";
 import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
@@ -86,6 +91,22 @@ const journalRoute = createRoute({
       description: "the journal",
       content: jsonContent(z.object({ run_id: z.string(), entries: z.array(JournalEntrySchema) })),
     },
+    ...errors(404),
+  },
+});
+
+const dagRoute = createRoute({
+  method: "get",
+  path: "/api/workflow/{run_id}/dag",
+  summary: "A run as a graph of its calls",
+  description: "The run's structure from its calls' logical positions: steps, branches of " +
+    "`parallel()`, items and stages of `pipeline()`, sub-workflows, each node with its state, " +
+    "label, phase, timing, usage and replay origin; running calls included. Bounded: the " +
+    `first ${DAG_MAX_CALLS} journaled calls by seq and every running one; \`calls.omitted\` ` +
+    "counts those left out. Another owner's run answers 404 like an unknown id.",
+  request: { params: RunIdParamSchema },
+  responses: {
+    200: { description: "the run's graph", content: jsonContent(RunDagSchema) },
     ...errors(404),
   },
 });
@@ -236,6 +257,11 @@ export function runRoutes(context: RouteContext): DashboardHono {
     const { run_id } = c.req.valid("param");
     const entries = await runs.journal(run_id, c.get("caller"));
     return c.json({ run_id, entries }, 200);
+  });
+
+  app.openapi(dagRoute, async (c) => {
+    const { run_id } = c.req.valid("param");
+    return c.json(await context.services.runGraph.dag(run_id, c.get("caller")), 200);
   });
 
   app.openapi(cancelRoute, async (c) => {

@@ -166,6 +166,34 @@ export const DayStatsSchema = z.object({
   })),
 }).meta({ id: "DayStats" });
 
+/** What one run or task spent in a day or an hour. */
+export const RunSpendSchema = z.object({
+  source: z.enum(["run", "task"]),
+  id: z.string(),
+  calls: z.number(),
+  cost_usd: z.number(),
+  unmetered_calls: z.number(),
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+}).meta({ id: "RunSpend" });
+
+/** A day's dearest runs and tasks, and the rest summed. */
+export const DayRunsSchema = z.object({
+  day: z.string().meta({ description: "YYYY-MM-DD, UTC" }),
+  runs: z.array(RunSpendSchema).meta({ description: "the dearest first" }),
+  others: z.object({ runs: z.number(), calls: z.number(), cost_usd: z.number() }),
+}).meta({ id: "DayRuns" });
+
+/** One hour's spending and its dearest runs and tasks. */
+export const HourSpendSchema = z.object({
+  hour: z.string().meta({ description: "the hour's start, YYYY-MM-DDTHH:00Z" }),
+  calls: z.number(),
+  cost_usd: z.number(),
+  input_tokens: z.number(),
+  output_tokens: z.number(),
+  runs: z.array(RunSpendSchema),
+}).meta({ id: "HourSpend" });
+
 /** Totals over the call log (`/api/stats`, `/api/usage/summary`). */
 export const UsageSummarySchema = z.looseObject({
   calls: z.number(),

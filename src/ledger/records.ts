@@ -407,6 +407,22 @@ export type RunEvent =
     outcome: CallOutcome;
     label: string | null;
   }
+  | {
+    /**
+     * A live `agent()` call was dispatched (it took its slot under the run's concurrency cap):
+     * what runs now, before its `call` event says how it ended.
+     */
+    type: "call_started";
+    run_id: string;
+    at: string;
+    /** The call's number in the journal. */
+    seq: number;
+    label: string | null;
+    /** The call's `phase` option, else the phase the script narrated last; null before any. */
+    phase: string | null;
+    /** The call's logical position in its script (as in the journal); null when it has none. */
+    position: number[] | null;
+  }
   | { type: "condition"; run_id: string; at: string; condition: RunCondition }
   | {
     type: "approval";

@@ -101,3 +101,14 @@ export {
   type ToolCapability,
   ToolCapabilitySchema,
 } from "./capabilities.ts";
+export {
+  DAG_MAX_CALLS,
+  type DagNode,
+  type DagNodeKind,
+  DagNodeKindSchema,
+  DagNodeSchema,
+  type DagState,
+  DagStateSchema,
+  type RunDag,
+  RunDagSchema,
+} from "./run_dag.ts";

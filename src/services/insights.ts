@@ -24,6 +24,7 @@ import type { IsolationReport } from "../isolation/mod.ts";
 import type { CapabilityReport } from "../schemas/mod.ts";
 import { VERSION } from "../version.ts";
 import type { AdmissionSnapshot } from "./admission.ts";
+import { type CostBreakdown, costBreakdown } from "./cost_breakdown.ts";
 import type { Services } from "./open_services.ts";
 
 /**
@@ -169,9 +170,15 @@ export class Insights {
     return { calls: summary, runs: countStates(runs), tasks: countStates(tasks) };
   }
 
-  /** The caller's spending over its newest `calls` calls, by provider and by day. */
+  /**
+   * The caller's spending over its newest `calls` calls, by provider and by day, and which runs
+   * (and tasks) spent it, by day and by hour (see {@linkcode costBreakdown}).
+   */
   async costs(caller: Caller, calls?: number): Promise<CostReport> {
-    const totals = await this.usage(caller, calls);
+    const history = await dispatchHistory(this.#services.ledger, caller, {
+      limit: calls ?? SUMMARY_CALLS,
+    });
+    const totals = history.summary;
     return {
       cost_usd: totals.cost_usd,
       unmetered_calls: totals.unmetered_calls,
@@ -182,6 +189,7 @@ export class Insights {
         unmetered_calls: p.unmetered_calls,
       })),
       by_day: totals.by_day,
+      ...costBreakdown(history.calls, Date.now()),
     };
   }
 
@@ -222,8 +230,8 @@ export class Insights {
   }
 }
 
-/** The caller's spending: totals, by provider and by day. */
-export interface CostReport {
+/** The caller's spending: totals, by provider and by day, and by run per day and by hour. */
+export interface CostReport extends CostBreakdown {
   /** What the metered calls cost, in US dollars. */
   cost_usd: number;
   /** Calls whose cost is not known. */

@@ -33,4 +33,15 @@ export {
   type StateCounts,
   STATUS_COUNTS_TTL_MS,
 } from "./insights.ts";
+export { RunGraph } from "./run_graph.ts";
+export {
+  COST_DAYS,
+  COST_HOURS,
+  COST_TOP_HOUR_RUNS,
+  COST_TOP_RUNS,
+  type CostBreakdown,
+  type DayRuns,
+  type HourSpend,
+  type RunSpend,
+} from "./cost_breakdown.ts";
 export * from "./records.ts";

@@ -22,7 +22,13 @@ export async function dispatch(
     budgetExceeded(ctx, seq, admission.reason);
     return { ending: { outcome: "skipped", refusal: "budget", reason: admission.reason } };
   }
-  ctx.callStarted();
+  const { label, phase } = call.call.options;
+  ctx.callStarted({
+    seq,
+    label: label ?? null,
+    ...(phase !== undefined ? { phase } : {}),
+    ...(call.position ? { position: call.position } : {}),
+  });
   let step: StepResult | undefined;
   try {
     step = await structuredStep(schema, {
