@@ -55,6 +55,7 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/sessions",
       "GET /api/sessions/{session_id}",
       "POST /api/sessions",
+      "GET /api/pulse",
     ]
   ) {
     assert.ok(documented.has(route), `${route} is documented`);
@@ -128,6 +129,7 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
       "/api/capabilities",
       "/api/costs",
       "/api/usage/summary",
+      "/api/pulse",
     ]
   ) {
     await check("GET", path, path);

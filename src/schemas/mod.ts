@@ -101,3 +101,4 @@ export {
   type ToolCapability,
   ToolCapabilitySchema,
 } from "./capabilities.ts";
+export { type Pulse, PULSE_FAILURES, PULSE_MESSAGE_CHARS, PulseSchema } from "./pulse.ts";

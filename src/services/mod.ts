@@ -34,3 +34,10 @@ export {
   STATUS_COUNTS_TTL_MS,
 } from "./insights.ts";
 export * from "./records.ts";
+export {
+  PULSE_TTL_MS,
+  PULSE_WINDOW,
+  type PulseOptions,
+  PulseService,
+  type PulseSources,
+} from "./pulse.ts";
