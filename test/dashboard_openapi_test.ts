@@ -56,6 +56,7 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/sessions/{session_id}",
       "POST /api/sessions",
       "GET /api/pulse",
+      "GET /api/board/{issue_id}/runs",
     ]
   ) {
     assert.ok(documented.has(route), `${route} is documented`);

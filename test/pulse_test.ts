@@ -3,7 +3,7 @@ import { ConfigSchema } from "../src/config/mod.ts";
 import type { Ledger } from "../src/ledger/mod.ts";
 import { PULSE_WINDOW, PulseService } from "../src/services/mod.ts";
 import type { Pulse } from "../src/schemas/mod.ts";
-import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
+import { readEvents, startDashboard, TOKENS } from "./dashboard_helpers.ts";
 
 const ASK = ConfigSchema.parse({ sandbox: { full: "ask" } });
 type Dashboard = Awaited<ReturnType<typeof startDashboard>>;
@@ -89,6 +89,20 @@ Deno.test("GET /api/pulse counts a known set of runs right, for the caller's own
   });
   assert.equal(denied.status, 200);
   assert.equal(await ended(d, TOKENS.alice, held), "succeeded");
+  const events = await readEvents(
+    await d.request(`/api/workflow/${held}/events`, { token: TOKENS.alice }),
+  );
+  const decided = events.find((e) =>
+    e.event === "approval" && (e.data as { state: string }).state === "denied"
+  );
+  assert.deepEqual(
+    [
+      (decided?.data as Record<string, unknown>).decided_by,
+      (decided?.data as Record<string, unknown>).reason,
+    ],
+    ["alice", "not today"],
+    "the run's approval event says who decided and why",
+  );
   assert.equal((await d.json("/api/pulse")).status, 401, "no token, no pulse");
 });
 

@@ -20,6 +20,7 @@ import {
   tokens,
 } from "../lib/format.js";
 import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
+import { RunApprovals } from "./run_approvals.js";
 
 const NO_PHASE = "Before any phase";
 
@@ -195,6 +196,10 @@ export function RunView({ api, runId }) {
   const [journal, setJournal] = useState([]);
   const [narration, setNarration] = useState([]);
   const [counts, setCounts] = useState();
+  // Each approval of the run by its id: its newest `approval` event (or the decision made here).
+  const [approvals, setApprovals] = useState({});
+  const noteApproval = (a) =>
+    setApprovals((m) => ({ ...m, [a.approval_id]: { ...m[a.approval_id], ...a } }));
   const { busy: acting, error, run } = useAction();
   const [loadError, setLoadError] = useState();
   const [feed, setFeed] = useState("connecting");
@@ -237,6 +242,7 @@ export function RunView({ api, runId }) {
       onEvent: ({ event, data }) => {
         if (event === "reset") {
           setNarration([]);
+          setApprovals({});
           soon();
         } else if (event === "narration") {
           setNarration((list) => [...list, data.entry]);
@@ -244,6 +250,8 @@ export function RunView({ api, runId }) {
           setCounts({ ...data.calls, usage: data.usage });
         } else if (event === "call") {
           soon();
+        } else if (event === "approval") {
+          noteApproval(data);
         } else if (event === "state") {
           setStatus((s) => (s ? { ...s, state: data.state } : s));
           if (TERMINAL.has(data.state)) soon();
@@ -317,6 +325,11 @@ export function RunView({ api, runId }) {
             )}</span>
             ${status.fake_dispatch ? html`<span class="tag">fake dispatch</span>` : null}
             <${Isolation} status=${status} />
+            ${status.card_id
+              ? html`<a class="tag card-link" href=${`#/board/${
+                seg(status.card_id)
+              }`}>card #${status.card_id}</a>`
+              : null}
             ${status.resumed_from
               ? html`<span>resumed from <a href=${`#/runs/${
                 seg(status.resumed_from)
@@ -336,6 +349,8 @@ export function RunView({ api, runId }) {
           </div>
           <${ErrorBox} error=${error} title="That did not work" />
         </header>
+      <${RunApprovals} api=${api} approvals=${approvals} onDecided=${(r) =>
+        noteApproval({ ...r, at: r.decided_at })} />
       <${Ending} status=${status} />
       <${Problems} status=${status} />
       <div class="run-columns">

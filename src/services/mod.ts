@@ -41,3 +41,4 @@ export {
   PulseService,
   type PulseSources,
 } from "./pulse.ts";
+export { type CardRun, cardRuns } from "./card_runs.ts";
