@@ -55,10 +55,12 @@ function useRoute() {
 
 function View({ api, route, status }) {
   const [section, id] = route;
-  if (section === "runs" && id === "new") return html`<${StartRunView} api=${api} />`;
+  if (section === "runs" && id === "new") {
+    return html`<${StartRunView} api=${api} cardId=${route[2]} key=${route[2]} />`;
+  }
   if (section === "runs" && id) return html`<${RunView} api=${api} runId=${id} key=${id} />`;
   if (section === "runs") return html`<${RunsView} api=${api} status=${status} />`;
-  if (section === "board") return html`<${BoardView} api=${api} />`;
+  if (section === "board") return html`<${BoardView} api=${api} cardId=${id} key=${id} />`;
   if (section === "tasks" && id) return html`<${TaskView} api=${api} taskId=${id} key=${id} />`;
   if (section === "tasks") return html`<${TasksView} api=${api} />`;
   if (section === "sessions" && id) {

@@ -29,8 +29,8 @@ function Providers({ providers }) {
     ? "every provider takes calls"
     : down.map((p) => `${p.name}: ${p.reason}`).join("\n");
   return html`
-    <a href="#/providers" class=${`stat pulse-providers${down.length > 0 ? " attention" : ""}`}
-      title=${title}><b>${providers.available}/${providers.total}</b> providers</a>
+    <span class=${`stat pulse-providers${down.length > 0 ? " attention" : ""}`}
+      title=${title}><b>${providers.available}/${providers.total}</b> providers</span>
   `;
 }
 

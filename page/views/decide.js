@@ -37,20 +37,15 @@ export function Decision({ decision }) {
     ? ` by ${decision.decided_by}`
     : "";
   const at = decision.decided_at ?? decision.at;
-  return html`<span class=${`decision decision-${decision.state}`}>
-    <span class=${`badge approval-${decision.state}`}>${
-    VERB[decision.state] ?? decision.state
-  }</span>${by}${
-    at
-      ? html`
-        at <time datetime=${at}>${clock(at)}</time>
-      `
-      : null
-  }${
-    decision.reason
-      ? html`
-        — <q class="reason">${decision.reason}</q>
-      `
-      : null
-  }</span>`;
+  // Spaces as strings: the template trims those at its own edges.
+  return html`
+    <span
+      class=${`decision decision-${decision.state}`}><span class=${`badge approval-${decision.state}`}>${VERB[
+        decision.state
+      ] ?? decision.state}</span>${by}${at ? " at " : ""}${at
+        ? html`<time datetime=${at}>${clock(at)}</time>`
+        : null}${decision.reason ? " — " : ""}${decision.reason
+        ? html`<q class="reason">${decision.reason}</q>`
+        : null}</span>
+  `;
 }

@@ -29,12 +29,11 @@ export function RunApprovals({ api, approvals, onDecided }) {
           <li key=${a.approval_id} class=${`run-approval approval-${a.state}`}
             data-approval=${a.approval_id}>
                   <p><span class="seq mono">#${a.seq}</span> <b>${a.label ??
-                    "(no label)"}</b> asks for the
-                    <b>full</b> sandbox${record?.provider
-                      ? ` on ${record.provider}`
-                      : ""}: ${a.state === "pending"
-                      ? html`<span class="badge attention">waiting for a person</span>`
-                      : html`<${Decision} decision=${a} />`}</p>
+                    "(no label)"}</b>${" asks for the "}<b>full</b> sandbox${record?.provider
+                    ? ` on ${record.provider}`
+                    : ""}: ${a.state === "pending"
+                    ? html`<span class="badge attention">waiting for a person</span>`
+                    : html`<${Decision} decision=${a} />`}</p>
                   ${a.state === "pending"
                     ? html`${
                       record

@@ -24,7 +24,7 @@ import { ownerScope } from "../ledger/mod.ts";
 import { type Pulse, PULSE_FAILURES, PULSE_MESSAGE_CHARS } from "../schemas/mod.ts";
 
 /** How long one owner's pulse is reused, in ms: the figures are at most this old. */
-export const PULSE_TTL_MS = 2_000;
+export const PULSE_TTL_MS = 1_000;
 /** How many of the newest records of each kind one pulse reads. */
 export const PULSE_WINDOW = { runs: 200, tasks: 200, calls: 2_000, approvals: 100 } as const;
 /** Most owners whose pulse is kept at once. */
@@ -43,7 +43,7 @@ export interface PulseSources {
 
 /** Options of {@linkcode PulseService}. */
 export interface PulseOptions {
-  /** How long an owner's pulse is reused, in ms. @default 2000 */
+  /** How long an owner's pulse is reused, in ms. @default 1000 */
   ttlMs?: number;
   /** The clock. @default Date.now */
   now?: () => number;
