@@ -14,6 +14,7 @@ export type {
   BoardListResult,
   BoardLogEntry,
   BoardMode,
+  BoardRunLink,
   BoardWriteRequest,
   BoardWriteResult,
   CardState,
@@ -227,6 +228,8 @@ export type {
 } from "./reviews/mod.ts";
 export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./services/mod.ts";
 export { Admission, type AdmissionSnapshot } from "./services/mod.ts";
+export { type PulseOptions, PulseService, type PulseSources } from "./services/mod.ts";
+export type { Pulse, PulseFailure, PulseProvider, PulseSpend, PulseWork } from "./schemas/mod.ts";
 export {
   type AdmittedStream,
   type FeedOpening,

@@ -104,4 +104,13 @@ export {
   type ToolCapability,
   ToolCapabilitySchema,
 } from "./capabilities.ts";
-export { type Pulse, PULSE_FAILURES, PULSE_MESSAGE_CHARS, PulseSchema } from "./pulse.ts";
+export {
+  type Pulse,
+  PULSE_FAILURES,
+  PULSE_MESSAGE_CHARS,
+  type PulseFailure,
+  type PulseProvider,
+  PulseSchema,
+  type PulseSpend,
+  type PulseWork,
+} from "./pulse.ts";
