@@ -15,6 +15,7 @@ import { addLedgerCommands } from "./ledger_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addDoctorCommand } from "./doctor.ts";
 import { addRunCommands } from "./run_commands.ts";
+import { addStatusCommand } from "./status_command.ts";
 import { addLegacyCommand } from "./workflow_legacy.ts";
 import { runProgram, type Wrap } from "./program.ts";
 import { addWorkflowRunCommands } from "./workflow_commands.ts";
@@ -34,6 +35,7 @@ function addAllCommands(program: Command, workflow: Command, wrap: Wrap): void {
   addBoardCommands(program, wrap);
   addLedgerCommands(program, wrap);
   addDaemonCommands(program, wrap);
+  addStatusCommand(program, wrap);
 }
 
 /** Runs the command line with `argv` (arguments after the program name); resolves to the exit status. */

@@ -6,8 +6,8 @@
 import { Api, ApiError, storedToken, storeToken, tokenFromFragment } from "./lib/api.js";
 import { html, render, useEffect, useState } from "./lib/html.js";
 import { startLive, useLiveStatus, useResource } from "./lib/live.js";
-import { money } from "./lib/format.js";
 import { ErrorBox } from "./lib/ui.js";
+import { PulseStrip } from "./lib/pulse.js";
 import { RunsView } from "./views/runs.js";
 import { RunView } from "./views/run.js";
 import { StartRunView } from "./views/start_run.js";
@@ -55,10 +55,12 @@ function useRoute() {
 
 function View({ api, route, status }) {
   const [section, id] = route;
-  if (section === "runs" && id === "new") return html`<${StartRunView} api=${api} />`;
+  if (section === "runs" && id === "new") {
+    return html`<${StartRunView} api=${api} cardId=${route[2]} key=${route[2]} />`;
+  }
   if (section === "runs" && id) return html`<${RunView} api=${api} runId=${id} key=${id} />`;
   if (section === "runs") return html`<${RunsView} api=${api} status=${status} />`;
-  if (section === "board") return html`<${BoardView} api=${api} />`;
+  if (section === "board") return html`<${BoardView} api=${api} cardId=${id} key=${id} />`;
   if (section === "tasks" && id) return html`<${TaskView} api=${api} taskId=${id} key=${id} />`;
   if (section === "tasks") return html`<${TasksView} api=${api} />`;
   if (section === "sessions" && id) {
@@ -84,10 +86,6 @@ function Connection() {
     <span class=${`connection conn-${live.state}`} role="status" aria-live="polite"
       data-state=${live.state}>${text}</span>
   `;
-}
-
-function activeCount(map) {
-  return Object.values(map ?? {}).reduce((n, v) => n + (typeof v === "number" ? v : 0), 0);
 }
 
 /** "used/cap", marked when the cap is reached. */
@@ -122,38 +120,17 @@ function Capacity({ admission }) {
   `;
 }
 
+/** The header strip: the pulse, then the capacity gauges of `/api/status`. */
 function Summary({ api }) {
   const status = useResource((signal) => api.json("/api/status", { signal }), [], {
     kinds: ["run", "task"],
+    debounceMs: 1000,
   });
-  const costs = useResource((signal) => api.json("/api/costs", { signal }), [], {
-    kinds: ["run", "task"],
-    debounceMs: 1500,
-  });
-  const approvals = useResource(
-    (signal) => api.json("/api/approvals?state=pending&limit=100", { signal }),
-    [],
-    { kinds: ["task", "run"], debounceMs: 500 },
-  );
-  const today = new Date().toISOString().slice(0, 10);
-  const spentToday = costs.data?.by_day?.find((d) => d.day === today)?.cost_usd ?? 0;
-  const s = status.data;
-  const waiting = approvals.data?.approvals?.length ?? 0;
-  return html`<div class="summary" aria-label="at a glance">
-    <a href="#/runs" class="stat"><b>${s ? s.runs.active.running ?? 0 : "…"}</b> running</a>
-    <a href="#/runs" class="stat"><b>${s ? s.runs.active.queued ?? 0 : "…"}</b> queued</a>
-    <a href="#/tasks" class="stat"><b>${s ? activeCount(s.tasks.active) : "…"}</b> active tasks</a>
-    <a href="#/approvals" class=${`stat ${
-    waiting > 0 ? "attention" : ""
-  }`}><b>${waiting}</b> awaiting approval</a>
-    <a href="#/costs" class="stat"><b>${money(spentToday)}</b> today</a>
-    ${
-    s
-      ? html`<span class="stat muted">${s.providers.available}/${s.providers.total} providers</span>`
-      : null
-  }
-    <${Capacity} admission=${s?.admission} />
-  </div>`;
+  return html`
+    <${PulseStrip} api=${api}>
+      <${Capacity} admission=${status.data?.admission} />
+      <//>
+  `;
 }
 
 function Shell({ api, status, onSignOut }) {

@@ -14,6 +14,7 @@ export type {
   BoardListResult,
   BoardLogEntry,
   BoardMode,
+  BoardRunLink,
   BoardWriteRequest,
   BoardWriteResult,
   CardState,
@@ -229,6 +230,8 @@ export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./s
 export { Admission, type AdmissionSnapshot } from "./services/mod.ts";
 export { RunGraph } from "./services/mod.ts";
 export type { DagNode, DagNodeKind, DagState, RunDag } from "./schemas/mod.ts";
+export { type PulseOptions, PulseService, type PulseSources } from "./services/mod.ts";
+export type { Pulse, PulseFailure, PulseProvider, PulseSpend, PulseWork } from "./schemas/mod.ts";
 export {
   type AdmittedStream,
   type FeedOpening,

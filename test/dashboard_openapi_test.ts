@@ -56,6 +56,8 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/sessions",
       "GET /api/sessions/{session_id}",
       "POST /api/sessions",
+      "GET /api/pulse",
+      "GET /api/board/{issue_id}/runs",
     ]
   ) {
     assert.ok(documented.has(route), `${route} is documented`);
@@ -131,6 +133,7 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
       "/api/capabilities",
       "/api/costs",
       "/api/usage/summary",
+      "/api/pulse",
     ]
   ) {
     await check("GET", path, path);

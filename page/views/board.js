@@ -8,6 +8,7 @@ import { useAction } from "../lib/action.js";
 import { useResource } from "../lib/live.js";
 import { age, asText, clock } from "../lib/format.js";
 import { Empty, ErrorBox, Section, TextBlock } from "../lib/ui.js";
+import { CardRuns } from "./card_runs.js";
 
 const COLUMNS = ["new", "taken", "done", "dropped", "cancelled"];
 /** Which actions a card in a state can take (the board's transition table). */
@@ -198,7 +199,8 @@ function CardDetail({ api, issueId, onClose }) {
           <dt>owner</dt><dd>${c.owner}</dd>
         </dl>
         ${c.desc ? html`<${TextBlock} text=${c.desc} label="description" />` : null}
-        <h3>Log</h3>
+        <${CardRuns} api=${api} issueId=${issueId} />
+        <h3>History</h3>
         <ol class="card-log">${
         c.log.map((entry) =>
           html`<li><time>${clock(entry.at)}</time> <b>${entry.action}</b> by ${entry.by}${
@@ -221,8 +223,8 @@ function CardDetail({ api, issueId, onClose }) {
 }
 
 /** `#/board`. */
-export function BoardView({ api }) {
-  const [selected, setSelected] = useState();
+export function BoardView({ api, cardId }) {
+  const [selected, setSelected] = useState(cardId);
   const [creating, setCreating] = useState(false);
   const board = useResource(
     async (signal) => {

@@ -24,6 +24,7 @@ import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
 import { RunGraph } from "./run_graph.js";
 import { RunTimeline } from "./run_timeline.js";
 import { remember, RunHistory } from "./run_history.js";
+import { RunApprovals } from "./run_approvals.js";
 
 const NO_PHASE = "Before any phase";
 
@@ -231,6 +232,10 @@ export function RunView({ api, runId }) {
   const [dag, setDag] = useState();
   const [history, setHistory] = useState([]);
   const [running, setRunning] = useState(() => new Map());
+  // Each approval of the run by its id: its newest `approval` event (or the decision made here).
+  const [approvals, setApprovals] = useState({});
+  const noteApproval = (a) =>
+    setApprovals((m) => ({ ...m, [a.approval_id]: { ...m[a.approval_id], ...a } }));
   const { busy: acting, error, run } = useAction();
   const [loadError, setLoadError] = useState();
   const [feed, setFeed] = useState("connecting");
@@ -277,6 +282,7 @@ export function RunView({ api, runId }) {
         if (event !== "reset") setHistory((list) => remember(list, { id, event, data }));
         if (event === "reset") {
           setNarration([]);
+          setApprovals({});
           setHistory([]);
           setRunning(new Map());
           soon();
@@ -294,6 +300,8 @@ export function RunView({ api, runId }) {
             return next;
           });
           soon();
+        } else if (event === "approval") {
+          noteApproval(data);
         } else if (event === "state") {
           setStatus((s) => (s ? { ...s, state: data.state } : s));
           if (TERMINAL.has(data.state)) soon();
@@ -373,6 +381,11 @@ export function RunView({ api, runId }) {
             )}</span>
             ${status.fake_dispatch ? html`<span class="tag">fake dispatch</span>` : null}
             <${Isolation} status=${status} />
+            ${status.card_id
+              ? html`<a class="tag card-link" href=${`#/board/${
+                seg(status.card_id)
+              }`}>card #${status.card_id}</a>`
+              : null}
             ${status.resumed_from
               ? html`<span>resumed from <a href=${`#/runs/${
                 seg(status.resumed_from)
@@ -392,6 +405,8 @@ export function RunView({ api, runId }) {
           </div>
           <${ErrorBox} error=${error} title="That did not work" />
         </header>
+      <${RunApprovals} api=${api} approvals=${approvals} onDecided=${(r) =>
+        noteApproval({ ...r, at: r.decided_at })} />
       <${Ending} status=${status} />
       <${Problems} status=${status} />
       <div class="run-visuals">

@@ -13,13 +13,18 @@ const FILTERS = [
 ];
 
 /** One run's row. */
-function RunRow({ run, now }) {
+function RunRow({ run, now, waiting }) {
   const calls = run.calls.total;
   const { failed, skipped } = run.calls;
   return html`
     <tr class=${`row-${run.state}`}>
       <td>
-        <${StateBadge} state=${run.state} />
+        <${StateBadge} state=${run.state} />${waiting
+          ? html`
+            <a class="badge attention" href=${`#/runs/${seg(run.run_id)}`}
+              title="a call waits for your approval">approval</a>
+          `
+          : null}
       </td>
       <td><a href=${`#/runs/${seg(run.run_id)}`}>${run.name ?? run.filename}</a>
           <div class="muted mono small">${run.run_id}</div>
@@ -70,6 +75,16 @@ export function RunsView({ api }) {
     { kinds: ["run"], every: active ? 2000 : undefined },
   );
   const list = runs.data?.runs ?? [];
+  // Runs with a call waiting for a person are marked: the pending approvals name their runs.
+  const pending = useResource(
+    (signal) =>
+      active
+        ? api.json("/api/approvals?state=pending&limit=500", { signal })
+        : Promise.resolve(undefined),
+    [active],
+    { kinds: ["run", "task"], every: active ? 3000 : undefined },
+  );
+  const waiting = new Set((pending.data?.approvals ?? []).map((a) => a.run_id).filter(Boolean));
   return html`
     <${Section} title="Runs"
       actions=${html`<a class="button primary" href="#/runs/new">Start a run</a>`}>
@@ -103,7 +118,9 @@ export function RunsView({ api }) {
                   </tr>
                 </thead>
                 <tbody>${list.map((run) =>
-                  html`<${RunRow} key=${run.run_id} run=${run} now=${now} />`
+                  html`<${RunRow} key=${run.run_id} run=${run} now=${now} waiting=${
+                    waiting.has(run.run_id)
+                  } />`
                 )}</tbody>
               </table>
             </div>

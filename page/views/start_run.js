@@ -64,12 +64,13 @@ function numberOrUndefined(text, name, { integer = false } = {}) {
 }
 
 /** The body of `POST /api/workflow/run` from the form; throws, naming the field, on bad input. */
-function requestBody(form) {
+function requestBody(form, cardId) {
   const body = {
     script: form.script,
     filename: form.filename || "script.js",
     fake_dispatch: form.fake,
   };
+  if (cardId) body.card_id = cardId;
   if (form.args.trim() !== "") {
     try {
       body.args = JSON.parse(form.args);
@@ -87,7 +88,7 @@ function requestBody(form) {
 }
 
 /** `#/runs/new`. */
-export function StartRunView({ api }) {
+export function StartRunView({ api, cardId }) {
   const [form, setForm] = useState({
     script: "",
     filename: "script.js",
@@ -126,12 +127,12 @@ export function StartRunView({ api }) {
   const submit = (event) => {
     event.preventDefault();
     run(async () => {
-      const started = await api.json("/api/workflow/run", { body: requestBody(form) });
+      const started = await api.json("/api/workflow/run", { body: requestBody(form, cardId) });
       location.hash = `#/runs/${seg(started.run_id)}`;
     });
   };
   return html`
-    <${Section} title="Start a run">
+    <${Section} title=${cardId ? `Start a run for card #${cardId}` : "Start a run"}>
       <form class="start-run" onSubmit=${submit}>
         <div class="row">
           <label>Sample <select onChange=${pickSample} aria-label="sample script">

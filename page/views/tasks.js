@@ -16,6 +16,7 @@ import {
   tokens,
 } from "../lib/format.js";
 import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
+import { DecideForm, Decision } from "./decide.js";
 
 function DispatchForm({ api }) {
   const [prompt, setPrompt] = useState("");
@@ -74,7 +75,7 @@ export function TasksView({ api }) {
               <tr key=${t.task_id} class=${`row-${t.state}`}>
                 <td><${StateBadge} state=${t.state} />${t.waiting_for_approval
                   ? html`
-                    <span class="badge attention">approval</span>
+                    <a class="badge attention" href=${`#/tasks/${seg(t.task_id)}`}>approval</a>
                   `
                   : null}</td>
                 <td><a href=${`#/tasks/${seg(t.task_id)}`}>${t.label ??
@@ -99,12 +100,19 @@ export function TaskView({ api, taskId }) {
   const path = `/api/dispatch/${seg(taskId)}`;
   const task = useResource((signal) => api.json(path, { signal }), [taskId], { kinds: ["task"] });
   const { error, run } = useAction();
+  // The task's approval once decided (its feed's `approval` event): who, when and why.
+  const [decided, setDecided] = useState();
   useEffect(() => {
     const controller = new AbortController();
     followEvents(`${path}/events`, {
       api,
       signal: controller.signal,
-      onEvent: () => task.reload(),
+      onEvent: ({ event, data }) => {
+        if (event === "approval" && data.approval?.state !== "pending") {
+          setDecided({ ...data.approval, at: data.at });
+        }
+        task.reload();
+      },
     });
     return () => controller.abort();
   }, [taskId]);
@@ -146,13 +154,27 @@ export function TaskView({ api, taskId }) {
               <dd><a href=${`#/sessions/${seg(t.session_id)}`}>${t.session_id}</a></dd>
             `
             : null}
-          ${t.waiting_for_approval
+          ${decided
             ? html`
               <dt>approval</dt>
-              <dd><a href="#/approvals">waiting for a person</a></dd>
+              <dd>
+                <${Decision} decision=${decided} />
+              </dd>
             `
             : null}
         </dl>
+        ${t.waiting_for_approval
+          ? html`
+            <div class="panel run-approval approval-pending">
+              <p>This dispatch asks for the <b>full</b> sandbox: <span
+                          class="badge attention">waiting for a person</span></p>
+              <${DecideForm} api=${api} approvalId=${t.waiting_for_approval} onDecided=${(r) => {
+                setDecided({ ...r, at: r.decided_at });
+                task.reload();
+              }} />
+            </div>
+          `
+          : null}
         <h3>Prompt</h3>
         <${TextBlock} text=${t.prompt} label="prompt" />
         ${t.error ? html`<${ErrorBox} error=${t.error} title=${t.state} />` : null}

@@ -16,7 +16,7 @@ import {
   isCardNumber,
   refuseBoardDir,
 } from "../schemas/mod.ts";
-import { applyAction } from "./card.ts";
+import { applyAction, linkRun } from "./card.ts";
 import { BOARD_SCHEMA_VERSION, KEYS } from "./keys.ts";
 
 /** The actor label recorded when a write names none and the board was opened without one. */
@@ -204,14 +204,59 @@ export class Board {
       const plan = await this.#plan(request, caller);
       return result(request, plan, false);
     }
+    return result(request, await this.#applyPlan(() => this.#plan(request, caller)), true);
+  }
+
+  /**
+   * Records on card `issueId` that run `runId` started for it: the run joins the card's `runs`
+   * (the newest {@linkcode RUN_LINKS}) and the card's log gains a `log` entry naming it, in any
+   * state of the card (a run may look back at a done card). `not_found` for a card the caller
+   * may not see, exactly as for an unknown one.
+   */
+  async linkRun(issueId: string, runId: string, caller: Caller): Promise<BoardCard> {
+    const plan = await this.#applyPlan(async () => {
+      const at = this.#clock().toISOString();
+      const { current, stamp, n } = await this.#readCard(issueId, caller);
+      const card = linkRun(current, { run_id: runId, at, by: caller.owner });
+      const head = await this.#kv.get(KEYS.head);
+      const change: BoardChange = {
+        seq: headSeq(head) + 1,
+        at,
+        action: "log",
+        issue_id: card.issue_id,
+        owner: card.owner,
+        by: caller.owner,
+        state: card.state,
+      };
+      return { card, change, n, isNew: false, headStamp: head.versionstamp, stamp };
+    });
+    return plan.card;
+  }
+
+  /** Card `issueId` as stored, with its versionstamp, when `caller` may see it; `not_found` otherwise. */
+  async #readCard(
+    issueId: string,
+    caller: Caller,
+  ): Promise<{ current: BoardCard; stamp: string | null; n: number }> {
+    const n = isCardNumber(issueId) ? Number(issueId) : NaN;
+    const entry = Number.isNaN(n) ? undefined : await this.#kv.get(KEYS.card(n));
+    const current = entry?.value ? fromBytes<CardDoc>(entry.value).card : undefined;
+    if (entry === undefined || current === undefined || !mayAccess(caller, current.owner)) {
+      throw new SvcError("not_found", `Cannot find card ${issueId.slice(0, 20)}: no such card`);
+    }
+    return { current, stamp: entry.versionstamp, n };
+  }
+
+  /** Commits what `makePlan` reads, reading again when another writer got there first. */
+  async #applyPlan(makePlan: () => Promise<Plan>): Promise<Plan> {
     this.#assertOpen();
     const release = await this.#writes.acquire();
     try {
       for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
-        const plan = await this.#plan(request, caller);
+        const plan = await makePlan();
         if (await this.#commit(plan)) {
           this.#notifier.notify("board", plan.change.seq);
-          return result(request, plan, true);
+          return plan;
         }
         // Another process wrote first: read again, after a short random pause.
         await new Promise((resolve) =>

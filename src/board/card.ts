@@ -1,5 +1,5 @@
 import { SvcError } from "../errors/mod.ts";
-import type { BoardCard, BoardLogEntry, BoardWriteRequest } from "../schemas/mod.ts";
+import type { BoardCard, BoardLogEntry, BoardRunLink, BoardWriteRequest } from "../schemas/mod.ts";
 import { transition } from "./transitions.ts";
 
 /** Most log entries a card keeps; older ones are dropped and counted in `log_dropped`. */
@@ -21,6 +21,32 @@ const encoder = new TextEncoder();
 
 function byteLength(value: unknown): number {
   return encoder.encode(JSON.stringify(value)).length;
+}
+
+/** Most runs a card lists; older links are dropped (the card's log still names them). */
+export const RUN_LINKS = 50;
+
+/**
+ * The card after run `link.run_id` started for it: the link joins `runs` (the newest
+ * {@linkcode RUN_LINKS}), and the log gains an entry naming the run. Pure, like
+ * {@linkcode applyAction}; the card's state does not change.
+ */
+export function linkRun(current: BoardCard, link: BoardRunLink): BoardCard {
+  const runs = [...(current.runs ?? []).filter((r) => r.run_id !== link.run_id), link];
+  const entry: BoardLogEntry = {
+    at: link.at,
+    by: link.by,
+    action: "log",
+    message: `run ${link.run_id} started for this card`,
+  };
+  return fitCard({
+    ...current,
+    labels: [...current.labels],
+    runs: runs.slice(-RUN_LINKS),
+    log: [...current.log, entry],
+    updated_at: link.at,
+    by: link.by,
+  });
 }
 
 /** Who writes, and when: the same for a dry run and the apply it previews. */
@@ -139,5 +165,6 @@ function ordered(card: BoardCard): BoardCard {
     if (value !== undefined) out[field] = value;
   }
   if (card.evidence !== undefined) out.evidence = card.evidence;
+  if (card.runs !== undefined) out.runs = card.runs;
   return out;
 }

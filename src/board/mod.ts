@@ -14,7 +14,7 @@ export {
   openBoard,
   type OpenBoardOptions,
 } from "./board.ts";
-export { CARD_BYTES, FIELDS_BYTES, LOG_LIMIT } from "./card.ts";
+export { CARD_BYTES, FIELDS_BYTES, LOG_LIMIT, RUN_LINKS } from "./card.ts";
 export { actionsFrom, TRANSITIONS } from "./transitions.ts";
 export type {
   BoardAction,
@@ -23,6 +23,7 @@ export type {
   BoardListResult,
   BoardLogEntry,
   BoardMode,
+  BoardRunLink,
   BoardWriteRequest,
   BoardWriteResult,
   CardState,

@@ -384,6 +384,8 @@ export class RunContext {
       state: approval.state,
       seq: call.seq,
       label: call.label,
+      ...(approval.decided_by !== undefined ? { decided_by: approval.decided_by } : {}),
+      ...(approval.reason !== undefined ? { reason: approval.reason } : {}),
     });
   }
 

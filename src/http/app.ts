@@ -23,6 +23,7 @@ import { memoryRoutes } from "./routes_memory.ts";
 import { insightRoutes } from "./routes_insights.ts";
 import { legacyRoutes } from "./routes_legacy.ts";
 import { runRoutes } from "./routes_runs.ts";
+import { pulseRoutes } from "./routes_pulse.ts";
 import { sessionRoutes } from "./routes_sessions.ts";
 import { pageServer } from "./page.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
@@ -106,6 +107,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
       memoryRoutes,
       automationRoutes,
       legacyRoutes,
+      pulseRoutes,
     ]
   ) app.route("/", routes(context));
   const openapi = openapiDocument(app);

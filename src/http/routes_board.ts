@@ -11,6 +11,7 @@ import {
   BoardListResultSchema,
   BoardWriteRequestSchema,
   BoardWriteResultSchema,
+  CardRunSchema,
   CardStateSchema,
   refuseBoardDir,
 } from "../schemas/mod.ts";
@@ -20,6 +21,7 @@ import { type DashboardHono, routeApp, type RouteContext } from "./route_context
 import { errors, jsonContent } from "./route_parts.ts";
 import { PageQuerySchema } from "./schemas.ts";
 import { SvcError } from "../errors/mod.ts";
+import { cardRuns } from "../services/mod.ts";
 
 /** `board_dir` is refused (403) before the body is validated: the server fixes the directory. */
 const noBoardDir: MiddlewareHandler<DashboardEnv> = async function noBoardDir(c, next) {
@@ -76,6 +78,24 @@ const cardRoute = createRoute({
 });
 
 /** The sub-app of board routes. */
+const cardRunsRoute = createRoute({
+  method: "get",
+  path: "/api/board/{issue_id}/runs",
+  summary:
+    "The runs that worked on a card (started with its `card_id`), newest first, as they are now",
+  description:
+    "The card must be the caller's (another owner's answers 404, as an unknown card); a linked " +
+    "run the caller may not see is left out. A run names its card in `card_id`.",
+  request: { params: cardRoute.request!.params! },
+  responses: {
+    200: {
+      description: "the card's runs",
+      content: jsonContent(z.object({ runs: z.array(CardRunSchema) })),
+    },
+    ...errors(404),
+  },
+});
+
 export function boardRoutes(context: RouteContext): DashboardHono {
   const app = routeApp();
   const { board } = context.services;
@@ -103,6 +123,11 @@ export function boardRoutes(context: RouteContext): DashboardHono {
       throw new SvcError("not_found", `Cannot find card ${JSON.stringify(issue_id)}: no such card`);
     }
     return c.json(card, 200);
+  });
+
+  app.openapi(cardRunsRoute, async (c) => {
+    const { issue_id } = c.req.valid("param");
+    return c.json({ runs: await cardRuns(context.services, issue_id, c.get("caller")) }, 200);
   });
 
   return app;

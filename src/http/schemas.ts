@@ -74,6 +74,7 @@ export const RunStatusSchema = z.looseObject({
   started_at: z.string().nullable(),
   ended_at: z.string().nullable(),
   fake_dispatch: z.boolean(),
+  card_id: z.string().optional().meta({ description: "the board card the run was started for" }),
   queue_position: z.number().int().positive().optional().meta({
     description: "a queued run's 1-based place in the queue (owners take turns)",
   }),

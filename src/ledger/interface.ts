@@ -113,6 +113,10 @@ export interface TaskApprovalNote {
   state: ApprovalState;
   /** When (ISO 8601): the event's time. */
   at: string;
+  /** Once decided: who decided. */
+  decided_by?: string;
+  /** Once decided: why, in words. */
+  reason?: string;
 }
 
 /** Options of {@linkcode RunLedger.listRuns}. */

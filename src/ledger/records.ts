@@ -269,6 +269,8 @@ export interface RunStatus {
   resumed_from: string | null;
   /** What started the run when no caller did directly: an automation's slot or a webhook delivery. */
   trigger?: WorkTrigger;
+  /** The board card the run was started for (its number), when it was. */
+  card_id?: string;
   /**
    * A queued run's 1-based place in the queue (owners take turns), as read; never stored.
    */
@@ -434,6 +436,10 @@ export type RunEvent =
     /** The call's number in the journal. */
     seq: number;
     label: string | null;
+    /** Once decided: who decided (a person, or `svc` when the call stopped waiting). */
+    decided_by?: string;
+    /** Once decided: why, in words, as the approval record keeps it (clipped there). */
+    reason?: string;
   }
   | { type: "security"; run_id: string; at: string; event: SecurityEvent };
 
@@ -513,7 +519,7 @@ export interface TaskEvent {
    * Present on an event about the task's approval: it started waiting for a person (`pending`)
    * or the approval was decided. The task's state did not change.
    */
-  approval?: { approval_id: string; state: ApprovalState };
+  approval?: { approval_id: string; state: ApprovalState; decided_by?: string; reason?: string };
 }
 
 /** A stream of the event feed: the events of one run or of one task. */

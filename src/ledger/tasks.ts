@@ -137,7 +137,14 @@ async function saveTask(
       task_id: task.task_id,
       state: task.state,
       ...(approval
-        ? { approval: { approval_id: approval.approval_id, state: approval.state } }
+        ? {
+          approval: {
+            approval_id: approval.approval_id,
+            state: approval.state,
+            ...(approval.decided_by !== undefined ? { decided_by: approval.decided_by } : {}),
+            ...(approval.reason !== undefined ? { reason: approval.reason } : {}),
+          },
+        }
         : {}),
     };
     mutations.push([KEYS.taskEvents(task.task_id, options.eventSeq), toBytes(event)]);

@@ -211,6 +211,23 @@ export interface BoardLogEntry {
 }
 type _BoardLogEntryMatches = Assert<SameType<BoardLogEntry, z.infer<typeof BoardLogEntrySchema>>>;
 
+/** A run started for a card: which, when, and by whom (the run's owner). */
+export const BoardRunLinkSchema = z.object({
+  run_id: z.string(),
+  at: z.string(),
+  by: z.string(),
+});
+/** A run started for a card. */
+export interface BoardRunLink {
+  /** The run (`run_...`). */
+  run_id: string;
+  /** When it was started (ISO 8601). */
+  at: string;
+  /** Whose run it is. */
+  by: string;
+}
+type _BoardRunLinkMatches = Assert<SameType<BoardRunLink, z.infer<typeof BoardRunLinkSchema>>>;
+
 /** A board card, as a read or a write returns it. */
 export const BoardCardSchema = z.object({
   issue_id: z.string().describe("The card number, as a string"),
@@ -231,6 +248,9 @@ export const BoardCardSchema = z.object({
   by: z.string().describe("Who acted last"),
   log: z.array(BoardLogEntrySchema).describe("The newest entries of the card's log, oldest first"),
   log_dropped: z.number().int().describe("How many older log entries are no longer kept"),
+  runs: z.array(BoardRunLinkSchema).optional().describe(
+    "The runs started for the card (`card_id` of a run request), oldest first: the newest 50",
+  ),
 });
 /** A board card. */
 export interface BoardCard {
@@ -266,6 +286,8 @@ export interface BoardCard {
   log: BoardLogEntry[];
   /** How many older log entries are no longer kept. */
   log_dropped: number;
+  /** The runs started for the card, oldest first (the newest 50). */
+  runs?: BoardRunLink[];
 }
 type _BoardCardMatches = Assert<SameType<BoardCard, z.infer<typeof BoardCardSchema>>>;
 
@@ -338,3 +360,20 @@ export interface BoardListResult {
 type _BoardListResultMatches = Assert<
   SameType<BoardListResult, z.infer<typeof BoardListResultSchema>>
 >;
+
+/** A run of a card as `GET /api/board/{issue_id}/runs` answers it: the link and the run now. */
+export const CardRunSchema = BoardRunLinkSchema.extend({
+  name: z.string().describe("The run's name, or its script's file name"),
+  state: z.enum([
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "timeout",
+    "interrupted",
+  ]),
+  ended_at: z.string().nullable(),
+  calls: z.number().int().describe("Its agent() calls so far"),
+  cost_usd: z.number().nullable().describe("What its journaled calls cost, in US dollars"),
+}).meta({ id: "CardRun" });

@@ -59,6 +59,8 @@ export {
   BoardLogEntrySchema,
   type BoardMode,
   BoardModeSchema,
+  type BoardRunLink,
+  BoardRunLinkSchema,
   type BoardWriteRequest,
   BoardWriteRequestSchema,
   type BoardWriteResult,
@@ -66,6 +68,7 @@ export {
   BY_LIMIT,
   CARD_NUMBER_DIGITS,
   CARD_STATES,
+  CardRunSchema,
   type CardState,
   CardStateSchema,
   DESC_LIMIT,
@@ -112,3 +115,13 @@ export {
   type RunDag,
   RunDagSchema,
 } from "./run_dag.ts";
+export {
+  type Pulse,
+  PULSE_FAILURES,
+  PULSE_MESSAGE_CHARS,
+  type PulseFailure,
+  type PulseProvider,
+  PulseSchema,
+  type PulseSpend,
+  type PulseWork,
+} from "./pulse.ts";

@@ -64,6 +64,8 @@ const workflowRunFields = {
   concurrency: z.number().int("must be a whole number").min(1).max(CONCURRENCY_LIMIT).optional(),
   /** Attempts of a schema call whose result fails validation (first try included). */
   schema_attempts: z.number().int().min(1).max(10).default(3),
+  /** The board card the run works on: recorded on the run, and the card lists the run. */
+  card_id: z.string().regex(/^[1-9][0-9]{0,14}$/, "must be a card number (1, 2, ...)").optional(),
 };
 
 /** Only a ceiling at or above the default makes sense. */
@@ -139,6 +141,11 @@ export interface WorkflowRunRequest {
   concurrency?: number;
   /** Attempts of a schema call whose result fails validation (first try included). */
   schema_attempts: number;
+  /**
+   * The board card the run works on (a card number its owner may see): recorded on the run as
+   * `card_id`, and the card lists the run (README, "Board cards and runs").
+   */
+  card_id?: string;
 }
 type _WorkflowRunRequestMatches = Assert<
   SameType<WorkflowRunRequest, z.infer<typeof workflowRunRequestSchema>>

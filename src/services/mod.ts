@@ -45,3 +45,11 @@ export {
   type RunSpend,
 } from "./cost_breakdown.ts";
 export * from "./records.ts";
+export {
+  PULSE_TTL_MS,
+  PULSE_WINDOW,
+  type PulseOptions,
+  PulseService,
+  type PulseSources,
+} from "./pulse.ts";
+export { type CardRun, cardRuns } from "./card_runs.ts";

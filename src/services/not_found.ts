@@ -5,8 +5,8 @@
  */
 import { SvcError } from "../errors/mod.ts";
 
-/** The not-found error of a run, task or session id the caller cannot see. */
-export function noSuch(kind: "run" | "task" | "session", id: string): SvcError {
+/** The not-found error of a run, task, session or card id the caller cannot see. */
+export function noSuch(kind: "run" | "task" | "session" | "card", id: string): SvcError {
   const shown = JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}...` : id);
   return new SvcError("not_found", `Cannot find ${kind} ${shown}: no such ${kind}`);
 }

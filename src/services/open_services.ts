@@ -26,6 +26,7 @@ import { Admission, runAdmissionOf } from "./admission.ts";
 import { daemonAlive } from "./daemon_alive.ts";
 import { Streams } from "./streams.ts";
 import { RunGraph } from "./run_graph.ts";
+import { PulseService } from "./pulse.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -139,6 +140,8 @@ export interface Services extends AsyncDisposable {
   readonly streams: Streams;
   /** Runs as graphs of their calls (`GET /api/workflow/{run_id}/dag`). */
   readonly runGraph: RunGraph;
+  /** The pulse: a caller's running, queued and waiting work, spend, providers, failures. */
+  readonly pulse: PulseService;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -272,6 +275,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       admission,
       streams,
       runGraph: new RunGraph({ runs, ledger }),
+      pulse: new PulseService({ ledger, dispatcher }),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,

@@ -1,4 +1,6 @@
+import { SvcError } from "../errors/mod.ts";
 import type { Caller, RunStatus, TaskStatus } from "../ledger/mod.ts";
+import { isCardNumber } from "../schemas/mod.ts";
 import type { Services } from "./open_services.ts";
 import { daemonAlive } from "./daemon_alive.ts";
 
@@ -58,13 +60,27 @@ export async function submitRun(
   caller: Caller,
   options: SubmitOptions = {},
 ): Promise<RunStatus> {
-  return await submitWork(services, {
+  const cardId = cardOf(input);
+  // A run may name only a card its owner may see: another owner's is not found, as an unknown one.
+  if (cardId !== undefined && !(await services.board.get(cardId, caller))) {
+    throw new SvcError("not_found", `Cannot start the run for card ${cardId}: no such card`);
+  }
+  const status = await submitWork(services, {
     kind: "run",
     enqueue: () => services.runs.enqueue(input, caller),
     start: () => services.runs.start(input, caller),
     idOf: (status) => status.run_id,
     workHere: (id) => services.runs.work(id),
   }, options);
+  if (cardId !== undefined) await services.board.linkRun(cardId, status.run_id, caller);
+  return status;
+}
+
+/** The `card_id` a run request names, when it names a well-formed one (the request is checked later). */
+function cardOf(input: unknown): string | undefined {
+  if (typeof input !== "object" || input === null || !("card_id" in input)) return undefined;
+  const { card_id } = input as { card_id: unknown };
+  return isCardNumber(card_id) ? card_id : undefined;
 }
 
 /** Starts a dispatch task for a surface, as {@linkcode submitRun} does a run. */

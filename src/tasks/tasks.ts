@@ -356,6 +356,8 @@ export class TaskManager {
       approval_id: approval.approval_id,
       state: approval.state,
       at: approval.decided_at ?? approval.asked_at,
+      ...(approval.decided_by !== undefined ? { decided_by: approval.decided_by } : {}),
+      ...(approval.reason !== undefined ? { reason: approval.reason } : {}),
     });
     await this.#saveApproval(live, note(asked));
     const decided = await waitForDecision(this.#options.ledger, asked.approval_id, {

@@ -101,7 +101,11 @@ export function replayRequest(
 /** The request a queued run was recorded with, rebuilt from its status and input. */
 export function queuedRequest(status: RunStatus, input: RunInput): RebuiltRequest {
   const { resume_from: _self, ...request } = replayRequest(status, input, {});
-  return { ...request, ...(status.resumed_from ? { resume_from: status.resumed_from } : {}) };
+  return {
+    ...request,
+    ...(status.resumed_from ? { resume_from: status.resumed_from } : {}),
+    ...(status.card_id !== undefined ? { card_id: status.card_id } : {}),
+  };
 }
 
 /**

@@ -44,6 +44,7 @@ export function newRunStatus(options: NewRunStatusOptions): RunStatus {
     fake_dispatch: request.fake_dispatch,
     timeout: request.timeout,
     resumed_from: request.resume_from ?? null,
+    ...(request.card_id !== undefined ? { card_id: request.card_id } : {}),
     created_at: options.createdAt ?? now(),
     started_at: null,
     ended_at: null,
