@@ -73,6 +73,7 @@ export type {
 export { StopReason, type StopState } from "./stop.ts";
 export { dispatcherFromConfig, hasHarnessProvider, providerFromConfig } from "./from_config.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
+export { redactSecrets } from "./redaction.ts";
 export type { DayStats, ProviderStats, UsageSummary } from "./history.ts";
 export { stepCost, structuredStep } from "./structured_step.ts";
 export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";
@@ -84,3 +85,9 @@ export {
   ENDPOINT_TIMEOUT_MS,
 } from "./capabilities.ts";
 export { remoteCapabilityReport, remoteProviderStatus, withoutHostPaths } from "./remote_view.ts";
+export {
+  type ProgressChannel,
+  progressChannel,
+  type ProgressChannelOptions,
+  type ProgressListener,
+} from "./progress.ts";

@@ -367,6 +367,7 @@ export class RunManager {
       maxNarration: this.#options.maxNarration,
       maxNarrationBytes: this.#options.maxNarrationBytes,
       maxSecurityEvents: this.#options.maxSecurityEvents,
+      maxProgressBytes: this.#options.maxProgressBytes,
       maxJournalBytes: this.#options.maxJournalBytes,
       maxBlobBytes: this.#options.maxBlobBytes,
       maxRefusedCalls: this.#options.maxRefusedCalls,

@@ -101,3 +101,13 @@ export {
   type ToolCapability,
   ToolCapabilitySchema,
 } from "./capabilities.ts";
+export {
+  type CallEventsResult,
+  CallEventsResultSchema,
+  type CallProgress,
+  type CallProgressEvent,
+  CallProgressEventSchema,
+  CallProgressSchema,
+  PROGRESS_FIELD_LIMIT,
+  PROGRESS_TEXT_LIMIT,
+} from "./progress.ts";

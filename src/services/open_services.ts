@@ -151,6 +151,7 @@ function runSettingsOf(config: Config, chosen: RunSettings | undefined): RunSett
   return {
     admission: runAdmissionOf(config.admission),
     isolation: defaultIsolationBackends({ env }),
+    maxProgressBytes: config.progress.call_bytes,
     ...chosen,
   };
 }

@@ -14,6 +14,7 @@ import { type ChildProcess, type ExitStatus, joinPath, platform } from "../../pl
 import type { Effort, SandboxLevel } from "../../schemas/mod.ts";
 import { readLines } from "../../streams/mod.ts";
 import { redactSecrets } from "../redaction.ts";
+import { type ProgressChannel, progressChannel } from "../progress.ts";
 import {
   type Availability,
   type DispatchRequest,
@@ -175,10 +176,13 @@ export interface HarnessTool {
   /**
    * A fresh reader of one call's standard output, made before the process starts; `env` is the
    * process's environment (for a tool whose reading needs its state from before the call).
+   * What it parses of the tool's work as it goes (text, tool uses, files, errors) it reports
+   * to `progress`, which redacts and bounds it.
    */
   reader(
     call: HarnessCall,
     env: Readonly<Record<string, string>>,
+    progress: ProgressChannel,
   ): OutputReader | Promise<OutputReader>;
 }
 
@@ -609,8 +613,9 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         root: options.scratchRoot ?? joinPath(svcHome(), "tmp"),
         sessionRoot: options.sessionRoot ?? joinPath(svcHome(), "session_dirs"),
       });
+      const progress = progressChannel(request.onProgress, { secrets });
       try {
-        const reader = await tool.reader(call, env);
+        const reader = await tool.reader(call, env, progress);
         // Lines over the limit, and lines the reader choked on: malformed either way.
         let oversize = 0;
         let end: ProcessEnd;
@@ -634,6 +639,8 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
           });
         } catch (error) {
           throw spawnFailure(name, found.path, error);
+        } finally {
+          progress.flush();
         }
         if (end.kind === "aborted") throw end.reason;
         if (end.kind === "timeout") {

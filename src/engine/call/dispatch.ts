@@ -3,6 +3,7 @@ import type { RunContext } from "../run_context.ts";
 import type { Approved } from "./approve.ts";
 import { budgetExceeded } from "./conditions.ts";
 import type { AgentCallDeps, Ending, LiveCall } from "./types.ts";
+import { ProgressRecorder } from "./progress.ts";
 
 /**
  * The dispatch stage, run while the call holds its slot: the budget admits the call's
@@ -23,6 +24,9 @@ export async function dispatch(
     return { ending: { outcome: "skipped", refusal: "budget", reason: admission.reason } };
   }
   ctx.callStarted();
+  const progress = new ProgressRecorder((items) => ctx.progress(seq, items), {
+    budgetBytes: ctx.progressBytes,
+  });
   let step: StepResult | undefined;
   try {
     step = await structuredStep(schema, {
@@ -35,6 +39,7 @@ export async function dispatch(
           ...(call.agent?.system !== undefined ? { system: call.agent.system } : {}),
           signal: call.signal,
           ...(call.cwd !== undefined ? { cwd: call.cwd } : {}),
+          ...(ctx.progressBytes > 0 ? { onProgress: progress.listener } : {}),
         };
         return call.call.options.session === undefined
           ? deps.dispatcher.dispatch(input, context)
@@ -47,6 +52,8 @@ export async function dispatch(
     });
     return { step };
   } finally {
+    // Before the call's `call` event: a reader sees its output end, then the call.
+    progress.close();
     const spent = step?.spent;
     ctx.budget.settle(admission.reservation, {
       tokens: spent ? spent.usage.input_tokens + spent.usage.output_tokens : 0,

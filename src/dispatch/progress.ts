@@ -1,0 +1,123 @@
+/**
+ * The progress channel of one call, from a provider to whoever dispatched it: what the provider
+ * parsed of its tool's or API's stream goes through here, never straight to the listener. Every
+ * string is stripped of terminal codes, redacted ({@linkcode redactSecrets}, with the provider's
+ * key values) and clipped, and a call's channel stops after a byte budget. Text is passed on a
+ * line at a time (a long line in pieces at whitespace): a secret split across two stream deltas
+ * is whole when it is redacted.
+ * @module
+ */
+import { type CallProgress, PROGRESS_FIELD_LIMIT, PROGRESS_TEXT_LIMIT } from "../schemas/mod.ts";
+import { stripTerminalCodes } from "./harness/terminal_codes.ts";
+import { redactSecrets } from "./redaction.ts";
+
+/** Receives a call's progress, already redacted and bounded. It must not throw. */
+export type ProgressListener = (event: CallProgress) => void;
+
+/** Options of {@linkcode progressChannel}. */
+export interface ProgressChannelOptions {
+  /** Secret values to remove (the provider's key variables' values). @default [] */
+  secrets?: readonly string[];
+  /**
+   * Bytes of progress one call may pass on (strings' UTF-16 length, a cheap bound); later
+   * progress is dropped here. The engine's budget, smaller, is what is recorded.
+   * @default 1 MiB
+   */
+  maxChars?: number;
+}
+
+/** What a provider reports through: each method redacts and bounds before passing on. */
+export interface ProgressChannel {
+  /** Assistant text as it grows (a delta). */
+  text(delta: string): void;
+  /** A tool use, with what it works on (a path, a command), when known. */
+  tool(name: string, target?: string | null): void;
+  /** A file the agent changed. */
+  file(path: string, change?: string | null): void;
+  /** An error a tool or the model reported. */
+  error(message: string): void;
+  /** Passes on text held back (a line not ended yet); called once when the call's output ends. */
+  flush(): void;
+}
+
+/** Text held back at most this long for its line to end; then it goes at its last whitespace. */
+const HOLD_LIMIT = 1024;
+
+/** `text` flattened to one line and clipped to `limit` characters. */
+function oneLine(text: string, limit: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > limit ? `${flat.slice(0, limit - 1)}…` : flat;
+}
+
+/** A channel that passes nothing on: the call has no listener. */
+const SILENT: ProgressChannel = {
+  text() {},
+  tool() {},
+  file() {},
+  error() {},
+  flush() {},
+};
+
+/**
+ * The channel of one call to `listener` (a silent one without a listener). A listener that
+ * throws is dropped: progress never fails a call.
+ */
+export function progressChannel(
+  listener: ProgressListener | undefined,
+  options: ProgressChannelOptions = {},
+): ProgressChannel {
+  if (listener === undefined) return SILENT;
+  const secrets = options.secrets ?? [];
+  let budget = options.maxChars ?? 1024 * 1024;
+  let held = "";
+  let live = true;
+  const clean = (text: string) => redactSecrets(stripTerminalCodes(text), { secrets });
+  const send = (event: CallProgress, size: number) => {
+    if (!live || budget <= 0) return;
+    budget -= size;
+    try {
+      listener(event);
+    } catch {
+      live = false;
+    }
+  };
+  const sendText = (text: string) => {
+    const cleaned = clean(text);
+    for (let at = 0; at < cleaned.length; at += PROGRESS_TEXT_LIMIT) {
+      const piece = cleaned.slice(at, at + PROGRESS_TEXT_LIMIT);
+      send({ kind: "text", text: piece }, piece.length);
+    }
+  };
+  const field = (text: string) => oneLine(clean(text), PROGRESS_FIELD_LIMIT);
+  return {
+    text(delta) {
+      if (!live || budget <= 0 || delta === "") return;
+      held += delta;
+      let cut = held.lastIndexOf("\n") + 1;
+      if (cut === 0 && held.length > HOLD_LIMIT) {
+        cut = Math.max(held.search(/\s\S*$/) + 1, 0) || held.length;
+      }
+      if (cut === 0) return;
+      sendText(held.slice(0, cut));
+      held = held.slice(cut);
+    },
+    tool(name, target) {
+      const clipped = target === undefined || target === null || target.trim() === ""
+        ? null
+        : field(target);
+      send({ kind: "tool", name: field(name) || "tool", target: clipped }, name.length + 64);
+    },
+    file(path, change) {
+      const how = change ? oneLine(change, 32) : null;
+      send({ kind: "file", path: field(path), change: how }, path.length + 64);
+    },
+    error(message) {
+      const text = oneLine(clean(message), PROGRESS_TEXT_LIMIT);
+      if (text !== "") send({ kind: "error", message: text }, text.length + 32);
+    },
+    flush() {
+      if (held !== "") sendText(held);
+      held = "";
+    },
+  };
+}
