@@ -73,7 +73,6 @@ export type {
 export { StopReason, type StopState } from "./stop.ts";
 export { dispatcherFromConfig, hasHarnessProvider, providerFromConfig } from "./from_config.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
-export { redactSecrets } from "./redaction.ts";
 export type { DayStats, ProviderStats, UsageSummary } from "./history.ts";
 export { stepCost, structuredStep } from "./structured_step.ts";
 export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";

@@ -3,11 +3,13 @@
  * request's `onProgress` is checked, redacted, coalesced and passed to the run's feed in
  * batches (at most one write every {@linkcode PROGRESS_INTERVAL_MS} per call, through the run's
  * group commit), within the call's byte budget; past it, one `truncated` item and nothing more.
- * A provider may be a library user's own, so nothing it sends is trusted here.
+ * A provider may be a library user's own, so nothing it sends is trusted here: it goes through
+ * a progress channel of its own (the dispatch layer's redaction, text held back to whole lines
+ * so that a secret split across deltas is redacted whole).
  * @module
  */
-import { redactSecrets } from "../../dispatch/mod.ts";
-import { type CallProgress, PROGRESS_FIELD_LIMIT, PROGRESS_TEXT_LIMIT } from "../../schemas/mod.ts";
+import { type ProgressChannel, progressChannel } from "../../dispatch/mod.ts";
+import { type CallProgress, PROGRESS_TEXT_LIMIT } from "../../schemas/mod.ts";
 
 /** The least time between two progress events of one call in the run's feed, in ms. */
 export const PROGRESS_INTERVAL_MS = 250;
@@ -23,38 +25,32 @@ export interface ProgressRecorderOptions {
 }
 
 const encoder = new TextEncoder();
-// deno-lint-ignore no-control-regex -- removing control characters is the point
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
-/** A provider's string made safe to record: control characters out, redacted, clipped. */
-function safe(value: unknown, limit: number): string {
-  const text = typeof value === "string" ? value : "";
-  const clean = redactSecrets(text.replace(CONTROL, ""));
-  return clean.length > limit ? `${clean.slice(0, limit - 1)}…` : clean;
+/** A string field of a provider's item, or undefined. */
+function str(raw: Record<string, unknown>, key: string): string | undefined {
+  return typeof raw[key] === "string" ? raw[key] : undefined;
 }
 
-/** A provider's item in the recorded shape, or undefined for one of no known kind. */
-export function checkedProgress(item: unknown): CallProgress | undefined {
-  if (item === null || typeof item !== "object") return undefined;
+/**
+ * Passes a provider's item to `channel` by its kind (the channel strips, redacts, clips and
+ * holds text back to whole lines); an item of no known kind is dropped.
+ */
+export function relayProgress(item: unknown, channel: ProgressChannel): void {
+  if (item === null || typeof item !== "object") return;
   const raw = item as Record<string, unknown>;
-  const field = (key: string) => safe(raw[key], PROGRESS_FIELD_LIMIT);
-  const optional = (key: string, limit: number) =>
-    typeof raw[key] === "string" && raw[key] !== "" ? safe(raw[key], limit) : null;
   switch (raw.kind) {
     case "text":
-      return { kind: "text", text: safe(raw.text, PROGRESS_TEXT_LIMIT) };
+      channel.text(str(raw, "text") ?? "");
+      break;
     case "tool":
-      return {
-        kind: "tool",
-        name: field("name") || "tool",
-        target: optional("target", PROGRESS_FIELD_LIMIT),
-      };
+      channel.tool(str(raw, "name") ?? "tool", str(raw, "target") ?? null);
+      break;
     case "file":
-      return { kind: "file", path: field("path"), change: optional("change", 32) };
+      channel.file(str(raw, "path") ?? "", str(raw, "change") ?? null);
+      break;
     case "error":
-      return { kind: "error", message: safe(raw.message, PROGRESS_TEXT_LIMIT) };
-    default:
-      return undefined;
+      channel.error(str(raw, "message") ?? "");
+      break;
   }
 }
 
@@ -79,21 +75,27 @@ export class ProgressRecorder {
     this.#left = options.budgetBytes ?? DEFAULT_PROGRESS_BYTES;
   }
 
+  readonly #channel: ProgressChannel = progressChannel((item) => this.#accept(item));
+
   /** The dispatch request's `onProgress`. */
   readonly listener = (item: CallProgress): void => {
+    if (!this.#closed && !this.#truncated) relayProgress(item, this.#channel);
+  };
+
+  /** Takes a checked item into the next batch, within the budget. */
+  #accept(item: CallProgress): void {
     if (this.#closed || this.#truncated) return;
-    const checked = checkedProgress(item);
-    if (checked === undefined || (checked.kind === "text" && checked.text === "")) return;
-    const bytes = encoder.encode(JSON.stringify(checked)).length;
+    if (item.kind === "text" && item.text === "") return;
+    const bytes = encoder.encode(JSON.stringify(item)).length;
     if (bytes > this.#left) {
       this.#truncated = true;
       this.#pending.push({ kind: "truncated" });
     } else {
       this.#left -= bytes;
-      this.#add(checked);
+      this.#add(item);
     }
     this.#schedule();
-  };
+  }
 
   /** Appends an item, joining text to the text before it while the piece stays in bounds. */
   #add(item: CallProgress): void {
@@ -127,6 +129,7 @@ export class ProgressRecorder {
   /** Writes what is pending and takes nothing more: the call's dispatch is over. */
   close(): void {
     if (this.#closed) return;
+    this.#channel.flush();
     this.#closed = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
