@@ -39,6 +39,7 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/workflow/{run_id}/events",
       "GET /api/workflow",
       "GET /api/workflow/{run_id}/journal",
+      "GET /api/workflow/{run_id}/calls/{seq}/events",
       "POST /api/workflow/{run_id}/cancel",
       "POST /api/workflow/{run_id}/resume",
       "GET /api/workflow/{run_id}/script",
@@ -100,6 +101,12 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
   await check("GET", "/api/workflow", "/api/workflow");
   await check("GET", "/api/workflow/{run_id}", `/api/workflow/${runId}`);
   await check("GET", "/api/workflow/{run_id}/journal", `/api/workflow/${runId}/journal`);
+  const output = await check(
+    "GET",
+    "/api/workflow/{run_id}/calls/{seq}/events",
+    `/api/workflow/${runId}/calls/1/events`,
+  );
+  assert.ok((output.events as unknown[]).length > 0, "the call's output is served");
   await check("POST", "/api/workflow/{run_id}/cancel", `/api/workflow/${runId}/cancel`);
   await check("GET", "/api/workflow/{run_id}/script", `/api/workflow/${runId}/script`);
   const resumed = await check(

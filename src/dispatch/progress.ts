@@ -2,9 +2,9 @@
  * The progress channel of one call, from a provider to whoever dispatched it: what the provider
  * parsed of its tool's or API's stream goes through here, never straight to the listener. Every
  * string is stripped of terminal codes, redacted ({@linkcode redactSecrets}, with the provider's
- * key values) and clipped, and a call's channel stops after a byte budget. Text is passed on a
- * line at a time (a long line in pieces at whitespace): a secret split across two stream deltas
- * is whole when it is redacted.
+ * key values) and clipped, and a call's channel stops after a byte budget. Text is passed on
+ * but for its last two words, held until more follows: a secret split across two stream deltas
+ * (a token, a `Bearer <token>`, a `NAME: <value>`) is whole when it is redacted.
  * @module
  */
 import { type CallProgress, PROGRESS_FIELD_LIMIT, PROGRESS_TEXT_LIMIT } from "../schemas/mod.ts";
@@ -40,8 +40,25 @@ export interface ProgressChannel {
   flush(): void;
 }
 
-/** Text held back at most this long for its line to end; then it goes at its last whitespace. */
+/** Text held back at most this long for its words to end; then it goes at its last whitespace. */
 const HOLD_LIMIT = 1024;
+
+/**
+ * Where held text may be cut: before its last two words (a `Bearer <token>` or a
+ * `NAME: <value>` still being written stays whole for its redaction), 0 for nothing yet; past
+ * {@linkcode HOLD_LIMIT}, at its last whitespace, or all of it.
+ */
+function heldCut(held: string): number {
+  const space = (i: number) => /\s/.test(held[i]!);
+  // Back over the last word, the whitespace before it, and the word before that.
+  let at = held.length;
+  while (at > 0 && !space(at - 1)) at--;
+  const lastSpace = at;
+  while (at > 0 && space(at - 1)) at--;
+  while (at > 0 && !space(at - 1)) at--;
+  if (held.length - at <= HOLD_LIMIT) return at;
+  return lastSpace > 0 && held.length - lastSpace <= HOLD_LIMIT ? lastSpace : held.length;
+}
 
 /** `text` flattened to one line and clipped to `limit` characters. */
 function oneLine(text: string, limit: number): string {
@@ -93,10 +110,7 @@ export function progressChannel(
     text(delta) {
       if (!live || budget <= 0 || delta === "") return;
       held += delta;
-      let cut = held.lastIndexOf("\n") + 1;
-      if (cut === 0 && held.length > HOLD_LIMIT) {
-        cut = Math.max(held.search(/\s\S*$/) + 1, 0) || held.length;
-      }
+      const cut = heldCut(held);
       if (cut === 0) return;
       sendText(held.slice(0, cut));
       held = held.slice(cut);
