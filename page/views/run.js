@@ -20,6 +20,7 @@ import {
   tokens,
 } from "../lib/format.js";
 import { Empty, ErrorBox, Section, StateBadge, TextBlock } from "../lib/ui.js";
+import { addProgress, CallOutput } from "./call_output.js";
 
 const NO_PHASE = "Before any phase";
 
@@ -195,6 +196,8 @@ export function RunView({ api, runId }) {
   const [journal, setJournal] = useState([]);
   const [narration, setNarration] = useState([]);
   const [counts, setCounts] = useState();
+  // Calls' live output by seq, from the feed's `progress` events; a journaled call's is dropped.
+  const [outputs, setOutputs] = useState({});
   const { busy: acting, error, run } = useAction();
   const [loadError, setLoadError] = useState();
   const [feed, setFeed] = useState("connecting");
@@ -237,12 +240,16 @@ export function RunView({ api, runId }) {
       onEvent: ({ event, data }) => {
         if (event === "reset") {
           setNarration([]);
+          setOutputs({});
           soon();
+        } else if (event === "progress") {
+          setOutputs((all) => ({ ...all, [data.seq]: addProgress(all[data.seq], data.items) }));
         } else if (event === "narration") {
           setNarration((list) => [...list, data.entry]);
         } else if (event === "calls") {
           setCounts({ ...data.calls, usage: data.usage });
         } else if (event === "call") {
+          setOutputs((all) => ({ ...all, [data.seq]: { ...all[data.seq], ended: true } }));
           soon();
         } else if (event === "state") {
           setStatus((s) => (s ? { ...s, state: data.state } : s));
@@ -359,6 +366,11 @@ export function RunView({ api, runId }) {
                   `
                 )
               }</ol>`}
+            ${Object.entries(outputs).filter(([seq, output]) =>
+              !output.ended && output.lines && !journal.some((e) => e.seq === Number(seq))
+            ).map(([seq, output]) =>
+              html`<${CallOutput} key=${seq} seq=${seq} output=${output} running=${!ended} />`
+            )}
             ${calls.running + calls.queued > 0
               ? html`
                 <p

@@ -44,8 +44,8 @@ export interface ProgressChannel {
 const HOLD_LIMIT = 1024;
 
 /**
- * Where held text may be cut: before its last two words (a `Bearer <token>` or a
- * `NAME: <value>` still being written stays whole for its redaction), 0 for nothing yet; past
+ * Where held text may be cut: before the last two words of the line still being written (a
+ * `Bearer <token>` or a `NAME: <value>` stays whole for its redaction), 0 for nothing yet; past
  * {@linkcode HOLD_LIMIT}, at its last whitespace, or all of it.
  */
 function heldCut(held: string): number {
@@ -56,6 +56,8 @@ function heldCut(held: string): number {
   const lastSpace = at;
   while (at > 0 && space(at - 1)) at--;
   while (at > 0 && !space(at - 1)) at--;
+  // A line that ended is whole: only the line still being written is held.
+  at = Math.max(at, held.lastIndexOf("\n") + 1);
   if (held.length - at <= HOLD_LIMIT) return at;
   return lastSpace > 0 && held.length - lastSpace <= HOLD_LIMIT ? lastSpace : held.length;
 }
@@ -116,16 +118,21 @@ export function progressChannel(
       held = held.slice(cut);
     },
     tool(name, target) {
+      // Held text first: the log keeps the order things happened in (a tool use comes after
+      // a whole message, so nothing of a secret is cut here in practice).
+      this.flush();
       const clipped = target === undefined || target === null || target.trim() === ""
         ? null
         : field(target);
       send({ kind: "tool", name: field(name) || "tool", target: clipped }, name.length + 64);
     },
     file(path, change) {
+      this.flush();
       const how = change ? oneLine(change, 32) : null;
       send({ kind: "file", path: field(path), change: how }, path.length + 64);
     },
     error(message) {
+      this.flush();
       const text = oneLine(clean(message), PROGRESS_TEXT_LIMIT);
       if (text !== "") send({ kind: "error", message: text }, text.length + 32);
     },
