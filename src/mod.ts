@@ -82,6 +82,7 @@ export type {
   ModelAliases,
   OpenAICompatibleOptions,
   ProbeRequest,
+  ProgressListener,
   Provider,
   ProviderStats,
   ProviderStatus,
@@ -306,6 +307,9 @@ export {
 } from "./schemas/mod.ts";
 export type {
   AgentOptions,
+  CallEventsResult,
+  CallProgress,
+  CallProgressEvent,
   CapabilityReport,
   CredentialsCapability,
   Effort,

@@ -50,13 +50,16 @@ Deno.test("workflow watch prints calls' output at the chosen verbosity, tools by
   assert.equal(all.code, 0, all.stderr);
   assert.match(
     all.stderr,
-    /== Work\n  #1 → Bash: ls -la\n  #1 │ first line\n  #1 ✎ src\/app\.ts \(update\)\n  #1 ! grep: no match\n  #1 │ second line \\u\{202e\}evil\\u\{202c\} end\n/,
+    /== Work\n {2}#1 → Bash: ls -la\n {2}#1 │ first line\n {2}#1 ✎ src\/app\.ts \(update\)\n {2}#1 ! grep: no match\n {2}#1 │ second line \\u\{202e\}evil\\u\{202c\} end\n/,
   );
   assert.ok(!all.stderr.includes("\u202e"), "a bidirectional override is shown, not acted on");
 
   const tools = await watch();
   assert.equal(tools.code, 0, tools.stderr);
-  assert.match(tools.stderr, /  #1 → Bash: ls -la\n  #1 ✎ src\/app\.ts \(update\)\n  #1 ! grep/);
+  assert.match(
+    tools.stderr,
+    / {2}#1 → Bash: ls -la\n {2}#1 ✎ src\/app\.ts \(update\)\n {2}#1 ! grep/,
+  );
   assert.doesNotMatch(tools.stderr, /first line/);
 
   const none = await watch("--output", "none");

@@ -7,6 +7,7 @@
  * @module
  */
 import { z } from "zod";
+import type { Assert, SameType } from "./same_type.ts";
 
 /** Longest text of one progress item, in characters; longer text is split or clipped. */
 export const PROGRESS_TEXT_LIMIT = 4096;
@@ -14,7 +15,7 @@ export const PROGRESS_TEXT_LIMIT = 4096;
 export const PROGRESS_FIELD_LIMIT = 240;
 
 /** One thing a call did, as its provider reported it. */
-export const CallProgressSchema = z.discriminatedUnion("kind", [
+export const CallProgressSchema: z.ZodType<CallProgress> = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("text"),
     text: z.string().max(PROGRESS_TEXT_LIMIT),
@@ -42,14 +43,23 @@ export const CallProgressSchema = z.discriminatedUnion("kind", [
   }).meta({ description: "the call's progress passed its byte budget: nothing more is recorded" }),
 ]);
 
-/** One thing a call did, as its provider reported it. */
-export type CallProgress = z.infer<typeof CallProgressSchema>;
+/**
+ * One thing a call did, as its provider reported it: text as it grows (a delta), a tool use
+ * with its target, a file changed, an error, or the marker that the call's budget is spent.
+ */
+export type CallProgress =
+  | { kind: "text"; text: string }
+  | { kind: "tool"; name: string; target: string | null }
+  | { kind: "file"; path: string; change: string | null }
+  | { kind: "error"; message: string }
+  | { kind: "truncated" };
+type _CallProgressMatches = Assert<SameType<CallProgress, z.infer<typeof CallProgressSchema>>>;
 
 /**
  * A batch of a call's progress as recorded: the feed position of the run event that holds it
  * (the cursor `after` pages by), when it was recorded, and its items in order.
  */
-export const CallProgressEventSchema = z.object({
+export const CallProgressEventSchema: z.ZodType<CallProgressEvent> = z.object({
   feed_seq: z.number().int().nonnegative().meta({
     description: "the position of this batch in the run's event feed; page on with after=<it>",
   }),
@@ -58,10 +68,18 @@ export const CallProgressEventSchema = z.object({
 });
 
 /** A batch of a call's progress as recorded. */
-export type CallProgressEvent = z.infer<typeof CallProgressEventSchema>;
+export interface CallProgressEvent {
+  /** The position of the run event that holds it in the run's feed (the `after` cursor). */
+  feed_seq: number;
+  /** When it was recorded (ISO 8601). */
+  at: string;
+  /** Its items, in order. */
+  items: CallProgress[];
+}
+type _EventMatches = Assert<SameType<CallProgressEvent, z.infer<typeof CallProgressEventSchema>>>;
 
 /** The answer of `GET /api/workflow/{run_id}/calls/{seq}/events` (JSON). */
-export const CallEventsResultSchema = z.object({
+export const CallEventsResultSchema: z.ZodType<CallEventsResult> = z.object({
   run_id: z.string(),
   seq: z.number().int().positive(),
   events: z.array(CallProgressEventSchema),
@@ -72,4 +90,14 @@ export const CallEventsResultSchema = z.object({
 });
 
 /** The answer of `GET /api/workflow/{run_id}/calls/{seq}/events`. */
-export type CallEventsResult = z.infer<typeof CallEventsResultSchema>;
+export interface CallEventsResult {
+  /** The run. */
+  run_id: string;
+  /** The call's number in the run's journal. */
+  seq: number;
+  /** Its recorded batches after the reader's position, in order. */
+  events: CallProgressEvent[];
+  /** Whether the call has ended: nothing more of it will come. */
+  done: boolean;
+}
+type _ResultMatches = Assert<SameType<CallEventsResult, z.infer<typeof CallEventsResultSchema>>>;
