@@ -1,4 +1,5 @@
 import type { CallCounts, RunEvent, UsageTotals } from "../src/engine/mod.ts";
+import { type OutputLevel, progressLines } from "./progress_lines.ts";
 
 /** Where a terminal's status line is drawn. */
 export interface StatusLineTerminal {
@@ -24,6 +25,8 @@ export interface NarrationPrinterOptions {
   now?: () => number;
   /** The least time between two counts lines without a terminal, in ms. Default 1000. */
   countsIntervalMs?: number;
+  /** How much of the calls' live output to print (`progress` events). @default "none" */
+  output?: OutputLevel;
 }
 
 /** What {@linkcode createNarrationPrinter} returns. */
@@ -170,7 +173,14 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
     }, wait);
   }
 
+  const progress = progressLines(options.output ?? "none");
+
   function onEvent(event: RunEvent): void {
+    if (event.type === "progress") {
+      for (const line of progress.lines(event.seq, event.items)) printAbove(line);
+      return;
+    }
+    if (event.type === "call") { for (const line of progress.end(event.seq)) printAbove(line); }
     if (event.type === "calls") {
       calls = event.calls;
       usage = event.usage;

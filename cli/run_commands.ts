@@ -12,6 +12,7 @@ import { platform } from "../src/platform/mod.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";
 import { openHost } from "./host.ts";
 import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
+import { OUTPUT_LEVELS, type OutputLevel } from "./progress_lines.ts";
 import { formatAge, formatCost, renderTable, type TableColumn } from "./table.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { UsageError } from "./workflow_input.ts";
@@ -170,9 +171,10 @@ async function workflowJournal(runId: string, flags: { json?: boolean }): Promis
  */
 async function workflowWatch(
   runId: string,
-  flags: { after?: string; json?: boolean },
+  flags: { after?: string; json?: boolean; output?: string },
 ): Promise<number> {
   const after = parseWhole("--after", flags.after, 0);
+  const output = outputLevel(flags.output);
   await using host = await openHost();
   const p = platform();
   const known = await host.runs.get(runId, host.caller);
@@ -184,7 +186,7 @@ async function workflowWatch(
   try {
     last = await narrateRun(host.runs, runId, {
       caller: host.caller,
-      printer: printerFor(),
+      printer: printerFor(output),
       ...(after !== undefined ? { after } : {}),
       signal: stop.signal,
     });
@@ -201,6 +203,17 @@ async function workflowWatch(
   const status = await host.runs.wait(runId, host.caller);
   await reportEnd(status, { json: flags.json });
   return exitStatusOfState(status.state);
+}
+
+/** The `--output` of `watch`: `tools` when absent. */
+function outputLevel(value: string | undefined): OutputLevel {
+  const level = value ?? "tools";
+  if (!(OUTPUT_LEVELS as readonly string[]).includes(level)) {
+    throw new UsageError(
+      `Cannot use --output '${level.slice(0, 40)}': it must be one of ${OUTPUT_LEVELS.join(", ")}`,
+    );
+  }
+  return level as OutputLevel;
 }
 
 /** Cancels a run wherever it runs, and (unless --no-wait) waits until it has stopped. */
@@ -248,6 +261,10 @@ export function addRunCommands(
   workflow.command("watch").argument("<run_id>")
     .description("Follow a run started anywhere, with the narration of `workflow run`")
     .option("--after <seq>", "start after this event (from the hint a stopped watch prints)")
+    .option(
+      "--output <level>",
+      "calls' live output: none, tools (tool uses, files, errors; the default) or all (text too)",
+    )
     .option("--json", "at the end, print the status object instead of the result")
     .exitOverride()
     .action((id: string, flags) => run(() => workflowWatch(id, flags)));

@@ -2,16 +2,21 @@ import { describeItemError, type RunManager, type RunStatus } from "../src/engin
 import type { Caller } from "../src/services/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { createNarrationPrinter, type NarrationPrinter } from "./narration.ts";
+import type { OutputLevel } from "./progress_lines.ts";
 import { type RerunFlags, resumeCommand } from "./resume_hint.ts";
 import { printJson, printLine, visible } from "./terminal.ts";
 
-/** How the narration printer draws: a status line on a terminal, counts lines elsewhere. */
-export function printerFor(): NarrationPrinter {
+/**
+ * How the narration printer draws: a status line on a terminal, counts lines elsewhere; calls'
+ * live output at `output` (none by default).
+ */
+export function printerFor(output: OutputLevel = "none"): NarrationPrinter {
   const p = platform();
   const columns = p.stderrColumns();
   return createNarrationPrinter({
     line: printLine,
     visible,
+    output,
     ...(columns !== undefined
       ? {
         terminal: {

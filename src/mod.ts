@@ -83,6 +83,7 @@ export type {
   ModelAliases,
   OpenAICompatibleOptions,
   ProbeRequest,
+  ProgressListener,
   Provider,
   ProviderStats,
   ProviderStatus,
@@ -313,6 +314,9 @@ export {
 } from "./schemas/mod.ts";
 export type {
   AgentOptions,
+  CallEventsResult,
+  CallProgress,
+  CallProgressEvent,
   CapabilityReport,
   CredentialsCapability,
   Effort,

@@ -40,6 +40,7 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/workflow",
       "GET /api/workflow/{run_id}/journal",
       "GET /api/workflow/{run_id}/dag",
+      "GET /api/workflow/{run_id}/calls/{seq}/events",
       "POST /api/workflow/{run_id}/cancel",
       "POST /api/workflow/{run_id}/resume",
       "GET /api/workflow/{run_id}/script",
@@ -105,6 +106,12 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
   await check("GET", "/api/workflow/{run_id}/journal", `/api/workflow/${runId}/journal`);
   await check("GET", "/api/workflow/{run_id}/dag", `/api/workflow/${runId}/dag`);
   await check("GET", "/api/workflow/{run_id}/dag", "/api/workflow/run_01nope/dag");
+  const output = await check(
+    "GET",
+    "/api/workflow/{run_id}/calls/{seq}/events",
+    `/api/workflow/${runId}/calls/1/events`,
+  );
+  assert.ok((output.events as unknown[]).length > 0, "the call's output is served");
   await check("POST", "/api/workflow/{run_id}/cancel", `/api/workflow/${runId}/cancel`);
   await check("GET", "/api/workflow/{run_id}/script", `/api/workflow/${runId}/script`);
   const resumed = await check(

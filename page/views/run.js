@@ -25,6 +25,7 @@ import { RunGraph } from "./run_graph.js";
 import { RunTimeline } from "./run_timeline.js";
 import { remember, RunHistory } from "./run_history.js";
 import { RunApprovals } from "./run_approvals.js";
+import { addProgress, CallOutput } from "./call_output.js";
 
 const NO_PHASE = "Before any phase";
 
@@ -236,6 +237,8 @@ export function RunView({ api, runId }) {
   const [approvals, setApprovals] = useState({});
   const noteApproval = (a) =>
     setApprovals((m) => ({ ...m, [a.approval_id]: { ...m[a.approval_id], ...a } }));
+  // Calls' live output by seq, from the feed's `progress` events; a journaled call's is dropped.
+  const [outputs, setOutputs] = useState({});
   const { busy: acting, error, run } = useAction();
   const [loadError, setLoadError] = useState();
   const [feed, setFeed] = useState("connecting");
@@ -283,12 +286,15 @@ export function RunView({ api, runId }) {
         if (event === "reset") {
           setNarration([]);
           setApprovals({});
+          setOutputs({});
           setHistory([]);
           setRunning(new Map());
           soon();
         } else if (event === "call_started") {
           setRunning((map) => new Map(map).set(data.seq, data));
           soon();
+        } else if (event === "progress") {
+          setOutputs((all) => ({ ...all, [data.seq]: addProgress(all[data.seq], data.items) }));
         } else if (event === "narration") {
           setNarration((list) => [...list, data.entry]);
         } else if (event === "calls") {
@@ -299,6 +305,7 @@ export function RunView({ api, runId }) {
             next.delete(data.seq);
             return next;
           });
+          setOutputs((all) => ({ ...all, [data.seq]: { ...all[data.seq], ended: true } }));
           soon();
         } else if (event === "approval") {
           noteApproval(data);
@@ -447,6 +454,11 @@ export function RunView({ api, runId }) {
                   `
                 )
               }</ol>`}
+            ${Object.entries(outputs).filter(([seq, output]) =>
+              !output.ended && output.lines && !journal.some((e) => e.seq === Number(seq))
+            ).map(([seq, output]) =>
+              html`<${CallOutput} key=${seq} seq=${seq} output=${output} running=${!ended} />`
+            )}
             ${calls.running + calls.queued > 0
               ? html`
                 <p class="live-calls">${calls.running} running, ${calls.queued} queued</p>

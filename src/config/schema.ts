@@ -439,8 +439,15 @@ const rootPath = z.string().max(4096).refine(
   "must be an absolute path without '..' or control characters",
 );
 
+/** Default of `progress.call_bytes`: the live output one call records (redacted, bounded). */
+export const PROGRESS_CALL_BYTES = 64 * 1024;
+
 const configSchema = z.strictObject({
   providers: z.record(name, ProviderConfigSchema).default({}),
+  /** The live output of calls: how much of it the ledger keeps per call. */
+  progress: z.strictObject({
+    call_bytes: z.number().int().min(0).max(16 * 1024 * 1024).default(PROGRESS_CALL_BYTES),
+  }).default({ call_bytes: PROGRESS_CALL_BYTES }),
   daemon: DaemonConfigSchema,
   admission: admissionSchema,
   automations: z.record(name.max(64), AutomationConfigSchema).default({}),
@@ -528,6 +535,14 @@ export interface ProfileConfig {
 export interface Config {
   /** The providers by name. */
   providers: Record<string, ProviderConfig>;
+  /** The live output of calls (`progress` run events). */
+  progress: {
+    /**
+     * Bytes of progress (as JSON) the ledger records per call; past it one `truncated` item,
+     * nothing more; 0 records none. Default 65536.
+     */
+    call_bytes: number;
+  };
   /** Named profiles. */
   profiles: Record<string, ProfileConfig>;
   /** Which providers `auto` routing tries, in order. */

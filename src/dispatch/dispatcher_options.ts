@@ -8,6 +8,7 @@ import type { AgentOptions } from "../schemas/mod.ts";
 import type { AvailabilityOptions } from "./availability.ts";
 import type { ChatMessage, Provider } from "./types.ts";
 import type { WorktreeManager } from "../worktrees/mod.ts";
+import type { ProgressListener } from "./progress.ts";
 
 /** What a caller hands the dispatcher: the call, before routing and admission. */
 export interface DispatchInput {
@@ -25,6 +26,8 @@ export interface DispatchInput {
   resumeSession?: string;
   /** An API session's earlier messages, oldest first. */
   history?: ChatMessage[];
+  /** Receives the call's progress, redacted and bounded by the provider's channel. */
+  onProgress?: ProgressListener;
 }
 
 /** Options of `createDispatcher()`. */

@@ -2,6 +2,24 @@ import { abortableSleep } from "../concurrency/mod.ts";
 import type { DispatchRequest, DispatchResult, Provider } from "./types.ts";
 import { schemaInstance } from "../structured/mod.ts";
 import { NATIVE_CLAUDE_ALIASES } from "./model_aliases.ts";
+import { progressChannel } from "./progress.ts";
+
+/** Pieces a fake answer's text is streamed in, over the call's latency. */
+const FAKE_PIECES = 4;
+
+/**
+ * Sleeps the call's latency while streaming `text` as its progress in pieces, one after each
+ * part of the wait, so that live output can be seen (and tested) without a model.
+ */
+async function streamOver(request: DispatchRequest, text: string, ms: number): Promise<void> {
+  const progress = progressChannel(request.onProgress);
+  const size = Math.ceil(text.length / FAKE_PIECES);
+  for (let piece = 0; piece < FAKE_PIECES; piece++) {
+    await abortableSleep(ms / FAKE_PIECES, request.signal);
+    progress.text(text.slice(piece * size, (piece + 1) * size));
+  }
+  progress.flush();
+}
 
 function tokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
@@ -36,13 +54,14 @@ export function createFakeProvider(options: FakeProviderOptions = {}): Provider 
     probe: () => Promise.resolve({ available: true, reason: "always registered" }),
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
       const extra = jitterMs > 0 ? Math.random() * jitterMs : 0;
-      await abortableSleep(latencyMs + extra, request.signal);
-      request.signal.throwIfAborted();
       const schema = request.options.schema;
       const output = schema !== undefined
         ? schemaInstance(schema)
         : `fake response to: ${request.prompt}`;
       const text = typeof output === "string" ? output : JSON.stringify(output);
+      if (request.onProgress) await streamOver(request, text, latencyMs + extra);
+      else await abortableSleep(latencyMs + extra, request.signal);
+      request.signal.throwIfAborted();
       return {
         output,
         usage: { input_tokens: tokens(request.prompt), output_tokens: tokens(text) },

@@ -84,3 +84,9 @@ export {
   ENDPOINT_TIMEOUT_MS,
 } from "./capabilities.ts";
 export { remoteCapabilityReport, remoteProviderStatus, withoutHostPaths } from "./remote_view.ts";
+export {
+  type ProgressChannel,
+  progressChannel,
+  type ProgressChannelOptions,
+  type ProgressListener,
+} from "./progress.ts";

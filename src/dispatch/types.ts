@@ -1,6 +1,7 @@
 import { type ErrorCode, SvcError } from "../errors/mod.ts";
 import type { AgentOptions, JsonValue, SandboxLevel } from "../schemas/mod.ts";
 import type { ModelAliases } from "./model_aliases.ts";
+import type { ProgressListener } from "./progress.ts";
 
 /** Token usage of one call. */
 export interface Usage {
@@ -59,6 +60,12 @@ export interface DispatchRequest {
   resumeSession?: string;
   /** An API session's earlier messages, oldest first. */
   history?: ChatMessage[];
+  /**
+   * Receives the call's progress as it happens (text as it grows, tool uses, files changed,
+   * errors). A provider passes what it parses through a `progressChannel()`, which
+   * redacts and bounds it; providers that see nothing before the end send nothing.
+   */
+  onProgress?: ProgressListener;
 }
 
 /** What a provider returns: text, or a JSON value for schema calls, with its usage. */

@@ -19,7 +19,7 @@ import {
   type SecurityEvent,
   TERMINAL_STATES,
 } from "../ledger/mod.ts";
-import type { JsonValue, WorkflowRunRequest } from "../schemas/mod.ts";
+import type { CallProgress, JsonValue, WorkflowRunRequest } from "../schemas/mod.ts";
 import type { BudgetGate } from "./budget.ts";
 import type { AgentReply, ItemError } from "./guest_session.ts";
 import { GroupCommit } from "./group_commit.ts";
@@ -37,6 +37,8 @@ export interface RunContextOptions {
   /** Bytes of narration text one run may record; later entries are counted, not kept. */
   maxNarrationBytes: number;
   maxSecurityEvents: number;
+  /** Bytes of live output recorded per call (progress items as JSON). Default 64 KiB. */
+  maxProgressBytes?: number;
   /** Bytes of journal entries, results kept inline included, one run may record. */
   maxJournalBytes: number;
   /** Bytes of results one run may keep in blob files (those over the inline limit). */
@@ -310,6 +312,16 @@ export class RunContext {
 
   #saveWithEvent(event: RunEvent): void {
     this.persist({ kind: "status", status: recordOf(this.status), event: { seq: -1, event } });
+  }
+
+  /** Bytes of live output one call of this run may record. */
+  get progressBytes(): number {
+    return this.#options.maxProgressBytes ?? 64 * 1024;
+  }
+
+  /** Adds a batch of call `seq`'s live output to the run's feed (never its status). */
+  progress(seq: number, items: CallProgress[]): void {
+    this.#emit({ type: "progress", run_id: this.runId, at: now(), seq, items });
   }
 
   /** Records what confines the run's guest, as its backend reported when it started. */

@@ -1,3 +1,5 @@
+import type { CallEventsResult, CallProgressEvent } from "../schemas/mod.ts";
+import { callEventsPage, followCallEvents } from "./call_events.ts";
 import { SvcError } from "../errors/mod.ts";
 import { StopReason as RunStop } from "../dispatch/mod.ts";
 import {
@@ -394,6 +396,7 @@ export class RunManager {
       maxNarration: this.#options.maxNarration,
       maxNarrationBytes: this.#options.maxNarrationBytes,
       maxSecurityEvents: this.#options.maxSecurityEvents,
+      maxProgressBytes: this.#options.maxProgressBytes,
       maxJournalBytes: this.#options.maxJournalBytes,
       maxBlobBytes: this.#options.maxBlobBytes,
       maxRefusedCalls: this.#options.maxRefusedCalls,
@@ -481,6 +484,51 @@ export class RunManager {
     options: { states?: readonly RunState[]; limit?: number; before?: string } = {},
   ): Promise<RunStatus[]> {
     return this.#ledger.listRuns(ownerQuery(caller, options));
+  }
+
+  /**
+   * Call `seq`'s recorded live output after feed position `after` (a page of at most `limit`
+   * batches), and whether the call has ended; not_found for a run the caller may not see or a
+   * call the run has not made.
+   */
+  async callEvents(
+    runId: string,
+    seq: number,
+    caller: Caller,
+    options: { after?: number; limit?: number } = {},
+  ): Promise<CallEventsResult> {
+    await this.visibleCall(runId, seq, caller);
+    const feed = this.events(runId, caller, { after: options.after, follow: false });
+    return await callEventsPage(feed, runId, seq, options.limit);
+  }
+
+  /**
+   * Call `seq`'s live output from feed position `after`, followed until the call ends (its
+   * `call` event) or the run does, or `signal`.
+   */
+  async *followCall(
+    runId: string,
+    seq: number,
+    caller: Caller,
+    options: { after?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<CallProgressEvent> {
+    await this.visibleCall(runId, seq, caller);
+    yield* followCallEvents(this.events(runId, caller, options), seq);
+  }
+
+  /**
+   * Checks that the caller may see the run and that call `seq` can be among its calls: an
+   * ended run's count is final; a live one's may lag in the ledger behind another host.
+   */
+  async visibleCall(runId: string, seq: number, caller: Caller): Promise<void> {
+    const status = await this.#visible(runId, caller, "read the calls of");
+    const beyond = TERMINAL_STATES.has(status.state) && seq > status.calls.total;
+    if (!Number.isSafeInteger(seq) || seq < 1 || beyond) {
+      throw new SvcError(
+        "not_found",
+        `Cannot read call ${seq} of run '${shownId(runId)}': the run has no such call`,
+      );
+    }
   }
 
   /**

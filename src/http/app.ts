@@ -17,6 +17,7 @@ import { hostCheck } from "./host_check.ts";
 import { jsonBody } from "./json_body.ts";
 import { automationRoutes } from "./routes_automations.ts";
 import { boardRoutes } from "./routes_board.ts";
+import { callEventRoutes } from "./routes_call_events.ts";
 import { dispatchRoutes } from "./routes_dispatch.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { memoryRoutes } from "./routes_memory.ts";
@@ -108,6 +109,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
       automationRoutes,
       legacyRoutes,
       pulseRoutes,
+      callEventRoutes,
     ]
   ) app.route("/", routes(context));
   const openapi = openapiDocument(app);

@@ -1,5 +1,5 @@
 import type { ErrorCode } from "../errors/mod.ts";
-import type { IsolationTier, JsonValue, SandboxLevel } from "../schemas/mod.ts";
+import type { CallProgress, IsolationTier, JsonValue, SandboxLevel } from "../schemas/mod.ts";
 import type { ApprovalState } from "./approvals.ts";
 
 /** States of a run. `interrupted` is set by the next host when one died while the run ran. */
@@ -441,7 +441,16 @@ export type RunEvent =
     /** Once decided: why, in words, as the approval record keeps it (clipped there). */
     reason?: string;
   }
-  | { type: "security"; run_id: string; at: string; event: SecurityEvent };
+  | { type: "security"; run_id: string; at: string; event: SecurityEvent }
+  | {
+    type: "progress";
+    run_id: string;
+    at: string;
+    /** The call's number in the journal (its `call` event comes after its last progress). */
+    seq: number;
+    /** What the call did since its previous progress event, redacted and bounded. */
+    items: CallProgress[];
+  };
 
 /** States of an asynchronous dispatch (a task): a run's, with the same terminal ones. */
 export type TaskState = RunState;

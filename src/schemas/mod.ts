@@ -125,3 +125,13 @@ export {
   type PulseSpend,
   type PulseWork,
 } from "./pulse.ts";
+export {
+  type CallEventsResult,
+  CallEventsResultSchema,
+  type CallProgress,
+  type CallProgressEvent,
+  CallProgressEventSchema,
+  CallProgressSchema,
+  PROGRESS_FIELD_LIMIT,
+  PROGRESS_TEXT_LIMIT,
+} from "./progress.ts";

@@ -160,6 +160,7 @@ function runSettingsOf(
   return {
     admission: runAdmissionOf(config.admission),
     isolation: defaultIsolationBackends({ env, home: options.home }),
+    maxProgressBytes: config.progress.call_bytes,
     ...options.chosen,
   };
 }

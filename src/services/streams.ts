@@ -10,6 +10,7 @@ import type { RunManager } from "../engine/mod.ts";
 import type { ActivityItem, Caller, EventStream, FeedItem } from "../ledger/mod.ts";
 import { endsStream } from "../ledger/mod.ts";
 import { mergeSources } from "../streams/mod.ts";
+import type { CallProgressEvent } from "../schemas/mod.ts";
 import type { TaskManager } from "../tasks/mod.ts";
 import type { Admission } from "./admission.ts";
 import { type AdmittedStream, admittedStream } from "./admitted_stream.ts";
@@ -133,6 +134,25 @@ export class Streams {
   async taskFeed(caller: Caller, id: string, options: FeedOpenOptions = {}): Promise<FeedOpening> {
     if (!await this.#tasks.get(id, caller)) throw noSuch("task", id);
     return await this.#open({ kind: "task", id }, caller, options);
+  }
+
+  /**
+   * Call `seq` of run `runId`: its live output after feed position `after`, followed until the
+   * call ends; not found unless the caller may see the run and the run may have the call.
+   */
+  async callFeed(
+    caller: Caller,
+    runId: string,
+    seq: number,
+    options: { after?: number } = {},
+  ): Promise<AdmittedStream<CallProgressEvent>> {
+    await this.#runs.visibleCall(runId, seq, caller);
+    const release = this.#admission.openStream(caller);
+    const runs = this.#runs;
+    return admittedStream(
+      release,
+      (signal) => runs.followCall(runId, seq, caller, { ...options, signal }),
+    );
   }
 
   /** A visible feed from the reader's position; the slot is taken last, when it will stream. */

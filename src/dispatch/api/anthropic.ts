@@ -20,6 +20,7 @@ import {
   unexpectedShape,
 } from "./http.ts";
 import { readSse } from "./sse.ts";
+import { progressChannel } from "../progress.ts";
 import { ANTHROPIC_THINKING_BUDGET } from "../effort.ts";
 import {
   type AnthropicThinkingType,
@@ -151,7 +152,10 @@ async function readStream(post: ApiPost, body: ReadableStream<Uint8Array>): Prom
       }
       case "content_block_delta": {
         const { delta } = parseEvent(post, BlockDeltaSchema, json, type);
-        if (delta.type === "text_delta") answer.text += delta.text ?? "";
+        if (delta.type === "text_delta") {
+          answer.text += delta.text ?? "";
+          post.progress?.text(delta.text ?? "");
+        }
         break;
       }
       case "message_delta": {
@@ -264,11 +268,13 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
     const headers = new Headers(options.headers);
     headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
     if (key !== undefined) headers.set("x-api-key", key);
+    const progress = progressChannel(request.onProgress, { secrets: key ? [key] : [] });
+    const post = { provider: name, url, headers, body, keyEnv, key, signal: request.signal };
     const answer = await postJson(
-      { provider: name, url, headers, body, keyEnv, key, signal: request.signal, stream: streamed },
+      { ...post, stream: streamed, progress },
       policy,
       { stream: readStream, document: readMessage },
-    );
+    ).finally(() => progress.flush());
     return {
       output: answer.text,
       usage: {

@@ -12,6 +12,7 @@ import { platform } from "../../platform/mod.ts";
 import { redactSecrets } from "../redaction.ts";
 import type { Availability, ChatMessage, DispatchRequest } from "../types.ts";
 import { SseFramingError } from "./sse.ts";
+import type { ProgressChannel } from "../progress.ts";
 
 /** Options every API client takes beside its wire-specific ones. */
 export interface ApiClientOptions {
@@ -205,6 +206,8 @@ export interface ApiPost {
   key: string | undefined;
   /** The call's signal: aborting it ends the call at once with its reason. */
   signal: AbortSignal;
+  /** Where a streamed answer's text goes as it arrives (the call's progress). */
+  progress?: ProgressChannel;
 }
 
 function seconds(ms: number): string {

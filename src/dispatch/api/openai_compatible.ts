@@ -21,6 +21,7 @@ import {
   unexpectedShape,
 } from "./http.ts";
 import { readSse } from "./sse.ts";
+import { progressChannel } from "../progress.ts";
 import { OPENAI_REASONING_EFFORT } from "../effort.ts";
 import type { ModelAliases } from "../model_aliases.ts";
 
@@ -115,6 +116,7 @@ async function readStream(post: ApiPost, body: ReadableStream<Uint8Array>): Prom
     for (const choice of chunk.data.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue;
       answer.text += choice.delta?.content ?? "";
+      post.progress?.text(choice.delta?.content ?? "");
       answer.refusal += choice.delta?.refusal ?? "";
     }
   }
@@ -164,11 +166,13 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
     }
     const headers = new Headers(options.headers);
     if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
+    const progress = progressChannel(request.onProgress, { secrets: key ? [key] : [] });
+    const post = { provider: name, url, headers, body, keyEnv, key, signal: request.signal };
     const answer = await postJson(
-      { provider: name, url, headers, body, keyEnv, key, signal: request.signal, stream },
+      { ...post, stream, progress },
       policy,
       { stream: readStream, document: readCompletion },
-    );
+    ).finally(() => progress.flush());
     if (answer.text === "" && answer.refusal !== "") {
       throw new SvcError(
         "provider_failed",

@@ -24,6 +24,8 @@ import {
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { NATIVE_CLAUDE_ALIASES } from "../model_aliases.ts";
+import type { ProgressChannel } from "../progress.ts";
+import { fileChange, toolTarget } from "./tool_target.ts";
 
 /** Tools a read-only call may not use: everything that writes files or runs commands. */
 export const CLAUDE_READ_ONLY_DENIED = "Bash,Edit,Write,NotebookEdit";
@@ -164,7 +166,38 @@ export function claudeRootRefusal(provider: string): string {
     `configuration`;
 }
 
-function claudeReader(call: HarnessCall): OutputReader {
+/**
+ * The progress in one stream-json line: an assistant message's text and tool uses (a writing
+ * tool's file too), and the tool results that report an error.
+ */
+export function claudeProgress(event: JsonRecord, progress: ProgressChannel): void {
+  const type = text(event, "type");
+  if (type !== "assistant" && type !== "user") return;
+  const content = field(event, "message")?.content;
+  if (!Array.isArray(content)) return;
+  for (const block of content) {
+    if (!isRecord(block)) continue;
+    if (type === "assistant" && block.type === "text") {
+      const said = text(block, "text");
+      if (said) progress.text(`${said}\n`);
+    } else if (type === "assistant" && block.type === "tool_use") {
+      const name = text(block, "name") ?? "tool";
+      const target = toolTarget(block.input);
+      progress.tool(name, target);
+      const change = fileChange(name);
+      if (change !== undefined && target !== null) progress.file(target, change);
+    } else if (type === "user" && block.type === "tool_result" && block.is_error === true) {
+      const said = typeof block.content === "string" ? block.content : "the tool failed";
+      progress.error(said);
+    }
+  }
+}
+
+function claudeReader(
+  call: HarnessCall,
+  _env: Readonly<Record<string, string>>,
+  progress: ProgressChannel,
+): OutputReader {
   let malformed = 0;
   let model: string | undefined;
   let sessionId: string | undefined;
@@ -179,6 +212,7 @@ function claudeReader(call: HarnessCall): OutputReader {
         return;
       }
       sessionId = text(event, "session_id") ?? sessionId;
+      claudeProgress(event, progress);
       const type = text(event, "type");
       if (type === "system" && text(event, "subtype") === "init") {
         model = text(event, "model") ?? model;

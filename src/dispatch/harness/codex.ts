@@ -17,6 +17,8 @@ import {
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { CODEX_REASONING_EFFORT } from "../effort.ts";
 import { type CodexTokens, threadUsage } from "./codex_threads.ts";
+import { codexProgress } from "./codex_progress.ts";
+import type { ProgressChannel } from "../progress.ts";
 
 /** Codex's sandbox mode of each svc sandbox level. */
 export const CODEX_SANDBOX: Record<SandboxLevel, string> = {
@@ -154,6 +156,7 @@ function turnUsage(used: unknown, before: CodexTokens | undefined): CodexTokens 
 async function codexReader(
   call: HarnessCall,
   env: Readonly<Record<string, string>>,
+  progress: ProgressChannel,
 ): Promise<OutputReader> {
   const before = call.resumeSession !== undefined
     ? await threadUsage(call.resumeSession, env)
@@ -174,6 +177,7 @@ async function codexReader(
         malformed++;
         return;
       }
+      codexProgress(event, progress);
       switch (text(event, "type")) {
         case "thread.started":
           threadId = text(event, "thread_id") ?? threadId;

@@ -20,6 +20,7 @@ import {
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { ensureGeminiHome } from "./gemini_home.ts";
+import type { ProgressChannel } from "../progress.ts";
 
 /**
  * Gemini's approval mode of each svc sandbox level. In headless mode whatever would ask for
@@ -164,7 +165,31 @@ function failedReport(stdout: readonly string[], stderrTail: readonly string[]) 
   return undefined;
 }
 
-function geminiReader(call: HarnessCall): OutputReader {
+/**
+ * The progress in Gemini's `--output-format json` document, which comes whole at the end: the
+ * tools it used (by name and count, from `stats.tools.byName`), then the answer's text, or
+ * its error.
+ */
+export function geminiProgress(doc: JsonRecord | undefined, progress: ProgressChannel): void {
+  const error = field(doc, "error");
+  if (error) progress.error(geminiErrorMessage(error));
+  const tools = field(field(field(doc, "stats"), "tools"), "byName") ?? {};
+  for (const [name, stats] of Object.entries(tools)) {
+    const calls = count(stats, "count") ?? 1;
+    progress.tool(name, calls > 1 ? `${calls} calls` : null);
+    const failed = count(stats, "fail") ?? 0;
+    if (failed > 0) progress.error(`${name}: ${failed} failed`);
+  }
+  const response = text(doc, "response");
+  if (response) progress.text(response);
+  progress.flush();
+}
+
+function geminiReader(
+  call: HarnessCall,
+  _env: Readonly<Record<string, string>>,
+  progress: ProgressChannel,
+): OutputReader {
   const lines: string[] = [];
   let bytes = 0;
   let overflow = false;
@@ -176,6 +201,7 @@ function geminiReader(call: HarnessCall): OutputReader {
     },
     finish(stderrTail) {
       if (overflow) return { failed: false, errors: [], malformed: 1 };
+      geminiProgress(parseDocument(lines).doc, progress);
       const failed = failedReport(lines, stderrTail);
       if (failed) return failed;
       // Malformed: lines before the document, or every line when there is none.

@@ -6,7 +6,7 @@
  */
 import type { SandboxLevel } from "../../schemas/mod.ts";
 import type { Provider } from "../types.ts";
-import { count, field, parseJsonLine, text, tokens } from "./json_fields.ts";
+import { count, field, type JsonRecord, parseJsonLine, text, tokens } from "./json_fields.ts";
 import {
   createHarnessProvider,
   type HarnessCall,
@@ -15,6 +15,8 @@ import {
   type OutputReader,
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
+import type { ProgressChannel } from "../progress.ts";
+import { fileChange, toolTarget } from "./tool_target.ts";
 import {
   checkOpencodeBaseUrl,
   opencodeEndpointConfig,
@@ -132,7 +134,40 @@ function costOf(steps: Steps): number | null {
  * step ended calling tools stopped before the model could answer (a tool call was rejected: an
  * `ask` permission in `run`), which opencode ends with exit status 0: a failed call here.
  */
-function opencodeReader(call: HarnessCall): OutputReader {
+/**
+ * The progress in one event of `opencode run --format json`: text, each tool use with its
+ * target (a writing tool's file too), a tool's error, and the run's error.
+ */
+export function opencodeProgress(event: JsonRecord, progress: ProgressChannel): void {
+  const part = field(event, "part");
+  switch (text(event, "type")) {
+    case "text": {
+      const said = text(part, "text");
+      if (said) progress.text(`${said}\n`);
+      break;
+    }
+    case "tool_use": {
+      const name = text(part, "tool") ?? "tool";
+      const state = field(part, "state");
+      const target = toolTarget(field(state, "input"));
+      progress.tool(name, target);
+      const change = fileChange(name);
+      if (text(state, "status") === "error") {
+        progress.error(`${name}: ${text(state, "error") ?? "failed"}`);
+      } else if (change !== undefined && target !== null) progress.file(target, change);
+      break;
+    }
+    case "error":
+      progress.error(errorMessage(event));
+      break;
+  }
+}
+
+function opencodeReader(
+  call: HarnessCall,
+  _env: Readonly<Record<string, string>>,
+  progress: ProgressChannel,
+): OutputReader {
   let malformed = 0;
   let sessionId: string | undefined;
   const steps: Steps = { count: 0, cost: null, usage: { input_tokens: 0, output_tokens: 0 } };
@@ -150,6 +185,7 @@ function opencodeReader(call: HarnessCall): OutputReader {
         return;
       }
       sessionId = text(event, "sessionID") ?? sessionId;
+      opencodeProgress(event, progress);
       const part = field(event, "part");
       switch (text(event, "type")) {
         case "step_start":

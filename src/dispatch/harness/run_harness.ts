@@ -13,7 +13,8 @@ import { SvcError } from "../../errors/mod.ts";
 import { type ChildProcess, type ExitStatus, joinPath, platform } from "../../platform/mod.ts";
 import type { Effort, SandboxLevel } from "../../schemas/mod.ts";
 import { readLines } from "../../streams/mod.ts";
-import { redactSecrets } from "../redaction.ts";
+import { isSecretName, redactSecrets } from "../redaction.ts";
+import { type ProgressChannel, progressChannel } from "../progress.ts";
 import {
   type Availability,
   type DispatchRequest,
@@ -175,10 +176,13 @@ export interface HarnessTool {
   /**
    * A fresh reader of one call's standard output, made before the process starts; `env` is the
    * process's environment (for a tool whose reading needs its state from before the call).
+   * What it parses of the tool's work as it goes (text, tool uses, files, errors) it reports
+   * to `progress`, which redacts and bounds it.
    */
   reader(
     call: HarnessCall,
     env: Readonly<Record<string, string>>,
+    progress: ProgressChannel,
   ): OutputReader | Promise<OutputReader>;
 }
 
@@ -552,6 +556,21 @@ function withProbeNote(error: unknown, timedOut: string | undefined): unknown {
 }
 
 /**
+ * The values a call's progress is redacted of: the passed key variables' and the configured
+ * variables' whose names say secret. Not every configured value, as errors are: a configured
+ * `HOME` or `TMPDIR` would blank every path the agent works on.
+ */
+function progressSecrets(
+  env: Readonly<Record<string, string>>,
+  pass: readonly string[],
+  fixed: Readonly<Record<string, string>>,
+): string[] {
+  const named = Object.entries(fixed).filter(([name]) => isSecretName(name));
+  return [...pass.map((name) => env[name]), ...named.map(([, value]) => value)]
+    .filter((value): value is string => value !== undefined);
+}
+
+/**
  * Builds a provider that drives `tool`'s command line: one process per call, in its own process
  * group, with an allow-listed environment (never the host's whole one), in the call's working
  * directory or a fresh scratch directory, the prompt on standard input.
@@ -609,8 +628,11 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         root: options.scratchRoot ?? joinPath(svcHome(), "tmp"),
         sessionRoot: options.sessionRoot ?? joinPath(svcHome(), "session_dirs"),
       });
+      const progress = progressChannel(request.onProgress, {
+        secrets: progressSecrets(env, pass, fixed),
+      });
       try {
-        const reader = await tool.reader(call, env);
+        const reader = await tool.reader(call, env, progress);
         // Lines over the limit, and lines the reader choked on: malformed either way.
         let oversize = 0;
         let end: ProcessEnd;
@@ -634,6 +656,8 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
           });
         } catch (error) {
           throw spawnFailure(name, found.path, error);
+        } finally {
+          progress.flush();
         }
         if (end.kind === "aborted") throw end.reason;
         if (end.kind === "timeout") {

@@ -3,6 +3,7 @@ import type { RunContext } from "../run_context.ts";
 import type { Approved } from "./approve.ts";
 import { budgetExceeded } from "./conditions.ts";
 import type { AgentCallDeps, Ending, LiveCall } from "./types.ts";
+import { ProgressRecorder } from "./progress.ts";
 
 /**
  * The dispatch stage, run while the call holds its slot: the budget admits the call's
@@ -29,6 +30,9 @@ export async function dispatch(
     ...(phase !== undefined ? { phase } : {}),
     ...(call.position ? { position: call.position } : {}),
   });
+  const progress = new ProgressRecorder((items) => ctx.progress(seq, items), {
+    budgetBytes: ctx.progressBytes,
+  });
   let step: StepResult | undefined;
   try {
     step = await structuredStep(schema, {
@@ -41,6 +45,7 @@ export async function dispatch(
           ...(call.agent?.system !== undefined ? { system: call.agent.system } : {}),
           signal: call.signal,
           ...(call.cwd !== undefined ? { cwd: call.cwd } : {}),
+          ...(ctx.progressBytes > 0 ? { onProgress: progress.listener } : {}),
         };
         return call.call.options.session === undefined
           ? deps.dispatcher.dispatch(input, context)
@@ -53,6 +58,8 @@ export async function dispatch(
     });
     return { step };
   } finally {
+    // Before the call's `call` event: a reader sees its output end, then the call.
+    progress.close();
     const spent = step?.spent;
     ctx.budget.settle(admission.reservation, {
       tokens: spent ? spent.usage.input_tokens + spent.usage.output_tokens : 0,

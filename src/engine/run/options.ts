@@ -63,6 +63,11 @@ export interface RunManagerOptions {
   /** Most security events kept per run. Default 200. */
   maxSecurityEvents?: number;
   /**
+   * Bytes of live output (progress items as JSON) recorded per call; past it one `truncated`
+   * item. Default 64 KiB (the configuration's `progress.call_bytes`).
+   */
+  maxProgressBytes?: number;
+  /**
    * Bytes of journal one run may record (entries and the results kept inline in them).
    * A call whose result would pass it fails with `LedgerLimitExceeded`. Default 16 MiB.
    */
@@ -132,6 +137,7 @@ export function resolveRunOptions(options: RunManagerOptions): ResolvedRunOption
       maxNarration: 5000,
       maxNarrationBytes: 2 * 1024 * 1024,
       maxSecurityEvents: 200,
+      maxProgressBytes: 64 * 1024,
       maxJournalBytes: 16 * 1024 * 1024,
       maxBlobBytes: 64 * 1024 * 1024,
       cancelPollMs: 250,
