@@ -33,6 +33,12 @@ function describe({ event, data }) {
       }${data.position ? ` at ${data.position.join(".")}` : ""}`;
     case "call":
       return `call #${data.seq} ${data.label ?? "(no label)"} ${data.outcome}`;
+    case "progress": {
+      const tools = (data.items ?? []).filter((item) => item.kind === "tool").length;
+      return `call #${data.seq} output: ${data.items?.length ?? 0} items${
+        tools ? `, ${tools} tool uses` : ""
+      }`;
+    }
     case "approval":
       return `call #${data.seq} approval ${data.approval_id} ${data.state}`;
     case "condition":
