@@ -20,6 +20,7 @@ import { boardRoutes } from "./routes_board.ts";
 import { dispatchRoutes } from "./routes_dispatch.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { memoryRoutes } from "./routes_memory.ts";
+import { notificationRoutes } from "./routes_notifications.ts";
 import { insightRoutes } from "./routes_insights.ts";
 import { legacyRoutes } from "./routes_legacy.ts";
 import { runRoutes } from "./routes_runs.ts";
@@ -106,6 +107,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
       memoryRoutes,
       automationRoutes,
       legacyRoutes,
+      notificationRoutes,
     ]
   ) app.route("/", routes(context));
   const openapi = openapiDocument(app);

@@ -101,3 +101,4 @@ export {
   type ToolCapability,
   ToolCapabilitySchema,
 } from "./capabilities.ts";
+export { MARK_READ_IDS, type MarkReadRequest, MarkReadRequestSchema } from "./notification.ts";

@@ -25,6 +25,7 @@ import { WorkspacePolicy } from "../workspace/mod.ts";
 import { Admission, runAdmissionOf } from "./admission.ts";
 import { daemonAlive } from "./daemon_alive.ts";
 import { Streams } from "./streams.ts";
+import { Notifications } from "./notifications.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -136,6 +137,8 @@ export interface Services extends AsyncDisposable {
   readonly admission: Admission;
   /** The event streams of the surfaces, each opened with one call. */
   readonly streams: Streams;
+  /** Each owner's notifications and their read state. */
+  readonly notifications: Notifications;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -265,6 +268,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       automations: new Automations({ ledger, config, workspace }),
       admission,
       streams,
+      notifications: new Notifications(ledger),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
