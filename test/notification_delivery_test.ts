@@ -184,7 +184,9 @@ Deno.test("an endpoint that never answers holds up no run", async () => {
       env: ENV,
     });
     await failRun(d);
-    await eventually(async () => accepted > 0 ? true : undefined, { what: "the attempt" });
+    await eventually(() => Promise.resolve(accepted > 0 ? true : undefined), {
+      what: "the attempt",
+    });
     // While that attempt hangs, runs start, fail (another notification) and succeed as ever.
     await failRun(d);
     const run = await d.services.runs.start({
