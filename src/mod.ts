@@ -36,6 +36,7 @@ export type {
   HarnessProviderConfig,
   HarnessType,
   LoadedConfig,
+  NotificationEndpointConfig,
   OpenAIProviderConfig,
   PriceConfig,
   ProfileConfig,
@@ -177,8 +178,16 @@ export type {
   LedgerCore,
   LedgerOp,
   ListApprovalsOptions,
+  ListNotificationsOptions,
   ListOptions,
   ListRunsOptions,
+  MarkRead,
+  NotificationDelivery,
+  NotificationKind,
+  NotificationLedger,
+  NotificationPage,
+  NotificationRecord,
+  NotificationView,
   OpenLedgerOptions,
   Page,
   PageOptions,
@@ -237,6 +246,7 @@ export {
   Streams,
   type StreamsOptions,
 } from "./services/mod.ts";
+export { type NotificationListOptions, Notifications } from "./services/mod.ts";
 export { Automations, type AutomationView } from "./automations/mod.ts";
 export type { AutomationConfig, AutomationConfigFields, AutomationRequest } from "./schemas/mod.ts";
 export type {

@@ -71,6 +71,7 @@ export class NotificationDeliverer {
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking = false;
 
+  /** A deliverer over a ledger; it does nothing until {@linkcode start}. */
   constructor(ledger: Ledger, options: NotificationDelivererOptions) {
     this.#ledger = ledger;
     this.#options = options;

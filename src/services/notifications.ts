@@ -20,6 +20,7 @@ export interface NotificationListOptions {
 export class Notifications {
   readonly #ledger: NotificationLedger;
 
+  /** The notifications of a ledger. */
   constructor(ledger: NotificationLedger) {
     this.#ledger = ledger;
   }
