@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { ConfigSchema } from "../src/config/mod.ts";
 import { verifyStandard } from "../src/daemon/mod.ts";
+import { createDispatcher } from "../src/dispatch/mod.ts";
+import { openServices } from "../src/services/mod.ts";
 import { LOCAL, tempDir } from "./helpers.ts";
 import { configOf, eventually, startTestDaemon, type TestDaemon } from "./daemon_helpers.ts";
 
@@ -205,6 +207,34 @@ Deno.test("an endpoint that never answers holds up no run", async () => {
     listener.close();
     await accepting.catch(() => {});
   }
+});
+
+Deno.test("a notification older than max_age_s is given up, not sent", async () => {
+  await using home = await tempDir("svc-deliver-old-");
+  await using r = receiver(() => new Response(null, { status: 200 }));
+  const config = notifyConfig({ ops: { url: `${r.url}/hook`, secret_env: "NOTIFY_SECRET" } }, {
+    max_age_s: 1,
+  });
+  {
+    // No daemon yet: the notification waits in the outbox.
+    await using s = await openServices({
+      home: home.path,
+      config,
+      dispatcher: createDispatcher({ config, fakeLatencyMs: 0 }),
+    });
+    const run = await s.runs.start({ script: `throw new Error("x")`, fake_dispatch: true }, LOCAL);
+    await s.runs.wait(run.run_id, LOCAL);
+    assert.equal((await s.ledger.listNotificationOutbox(10)).length, 1);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  await using d = await startTestDaemon(home.path, { config, env: ENV });
+  const [note] = (await d.services.notifications.list(LOCAL)).items;
+  const [gaveUp] = await eventually(async () => {
+    const all = await d.services.ledger.listNotificationDeliveries("local", note!.seq);
+    return all[0]?.status === "failed" ? all : undefined;
+  });
+  assert.match(gaveUp!.last_error ?? "", /max_age_s/);
+  assert.equal(r.seen.length, 0);
 });
 
 Deno.test("only http(s) endpoint URLs without credentials are accepted from the configuration", () => {

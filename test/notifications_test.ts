@@ -21,12 +21,17 @@ interface Hosts extends AsyncDisposable {
   b: Services;
 }
 
-async function open(home: string, url: string | null, config = ConfigSchema.parse({})) {
+async function open(
+  home: string,
+  url: string | null,
+  config = ConfigSchema.parse({}),
+  fakeLatencyMs = 0,
+) {
   return await openServices({
     home,
     config,
     ledgerUrl: url,
-    dispatcher: createDispatcher({ config, fakeLatencyMs: 0 }),
+    dispatcher: createDispatcher({ config, fakeLatencyMs }),
     recoverEveryMs: 60_000,
     pollMs: url ? 1000 : 25,
   });
@@ -118,6 +123,20 @@ for (const backend of BACKENDS) {
     assert.deepEqual((await h.a.notifications.list(LOCAL, { unread: true })).items, []);
   });
 
+  Deno.test(`${backend.name}: runs failing at once on both hosts make exactly one notification each`, async () => {
+    await using h = await backend.open();
+    const runs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => ended(i % 2 ? h.a : h.b, `throw new Error("x${i}")`)),
+    );
+    const page = await h.a.notifications.list(LOCAL, { limit: 100 });
+    assert.deepEqual(
+      page.items.map((n) => n.run_id).sort(),
+      runs.map((r) => r.run_id).sort(),
+    );
+    assert.equal(page.unread, 6);
+    assert.equal(new Set(page.items.map((n) => n.id)).size, 6);
+  });
+
   Deno.test(`${backend.name}: a run that hits its budget makes a limit notification`, async () => {
     await using h = await backend.open();
     const run = await ended(
@@ -161,6 +180,29 @@ Deno.test("a call waiting for approval makes one notification, with its run", as
   assert.equal(done.state, "succeeded");
   // The decision and the run's success add nothing.
   assert.equal((await s.notifications.list(LOCAL)).items.length, 1);
+});
+
+Deno.test("a run that times out makes one notification; a cancelled one none", async () => {
+  await using home = await tempDir("svc-notify-timeout-");
+  await using s = await open(home.path, null, ConfigSchema.parse({}), 30_000);
+  const slow = await s.runs.start({
+    script: `return await agent("slow");`,
+    fake_dispatch: true,
+    timeout: 1,
+  }, LOCAL);
+  const cancelled = await s.runs.start({
+    script: `return await agent("slow");`,
+    fake_dispatch: true,
+  }, LOCAL);
+  await s.runs.cancel(cancelled.run_id, LOCAL);
+  assert.equal((await s.runs.wait(cancelled.run_id, LOCAL)).state, "cancelled");
+  assert.equal((await s.runs.wait(slow.run_id, LOCAL)).state, "timeout");
+  const page = await s.notifications.list(LOCAL);
+  assert.deepEqual(page.items.map((n) => [n.run_id, n.kind, n.state]), [[
+    slow.run_id,
+    "failed",
+    "timeout",
+  ]]);
 });
 
 /** A failed task recorded straight in the ledger: the cheapest way to many notifications. */
