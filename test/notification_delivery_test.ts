@@ -110,6 +110,10 @@ Deno.test("a failed run's notification reaches a local receiver signed, retried 
     assert.equal(payload.data.run_id, runId);
     assert.equal(payload.data.id, note.id);
   }
+  const health = await d.daemon.health();
+  assert.equal(health.notifications.mode, "leader");
+  assert.equal(health.notifications.delivered, 1);
+  assert.equal(health.notifications.attempts, 2);
   // Delivered everywhere it was due: out of the outbox.
   await eventually(async () =>
     (await d.services.ledger.listNotificationOutbox(10)).length === 0 ? true : undefined

@@ -4,7 +4,7 @@ import { VERSION } from "../version.ts";
 import { QueueWorker, type WorkerState } from "./queue_worker.ts";
 import { Scheduler, type SchedulerState } from "./scheduler.ts";
 import { type WebhookCounts, WebhookReceiver } from "./webhooks.ts";
-import { NotificationDeliverer } from "./notification_delivery.ts";
+import { type DelivererState, NotificationDeliverer } from "./notification_delivery.ts";
 
 /** A worker or scheduler that has not looked at the ledger for this long is stalled. */
 const STALL_MS = 15_000;
@@ -72,6 +72,8 @@ export interface HealthSnapshot {
   };
   /** Webhook deliveries since the daemon started. */
   webhooks: WebhookCounts;
+  /** The notification deliverer: whether it leads, attempts in flight and made. */
+  notifications: DelivererState;
 }
 
 /** A running daemon: queue worker, scheduler and webhook receiver over one set of services. */
@@ -132,7 +134,8 @@ export async function startDaemon(
     worker,
     scheduler,
     notifications,
-    health: () => healthOf({ services, worker, scheduler, webhooks, startedAt, concurrency }),
+    health: () =>
+      healthOf({ services, worker, scheduler, webhooks, notifications, startedAt, concurrency }),
     stop: () =>
       stopping ??= (async () => {
         await Promise.all([worker.stop(), scheduler.stop(), notifications.stop()]);
@@ -146,6 +149,7 @@ async function healthOf(parts: {
   worker: QueueWorker;
   scheduler: Scheduler;
   webhooks: WebhookReceiver;
+  notifications: NotificationDeliverer;
   startedAt: number;
   concurrency: number;
 }): Promise<HealthSnapshot> {
@@ -216,5 +220,6 @@ async function healthOf(parts: {
       })),
     },
     webhooks: webhooks.counts(),
+    notifications: parts.notifications.state(),
   };
 }
