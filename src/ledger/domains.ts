@@ -7,6 +7,7 @@ import * as collaborations from "./collaborations.ts";
 import * as daemon from "./daemon.ts";
 import * as reviews from "./reviews.ts";
 import * as notes from "./notifications.ts";
+import * as outbox from "./notification_outbox.ts";
 import type {
   A2aTaskLedger,
   ApprovalLedger,
@@ -104,9 +105,9 @@ export function notificationLedger(kv: KvStore): NotificationLedger {
     unreadNotifications: (owner) => notes.unreadCount(kv, owner),
     markNotificationsRead: (owner, what) => notes.markRead(kv, owner, what),
     getNotification: (owner, seq) => notes.getNotification(kv, owner, seq),
-    listNotificationOutbox: (limit) => notes.listOutbox(kv, limit),
-    leaveNotificationOutbox: (owner, seq) => notes.leaveOutbox(kv, owner, seq),
-    listNotificationDeliveries: (owner, seq) => notes.listDeliveries(kv, owner, seq),
-    saveNotificationDelivery: (delivery) => notes.saveDelivery(kv, delivery),
+    listNotificationOutbox: (limit) => outbox.listOutbox(kv, limit),
+    leaveNotificationOutbox: (owner, seq) => outbox.leaveOutbox(kv, owner, seq),
+    listNotificationDeliveries: (owner, seq) => outbox.listDeliveries(kv, owner, seq),
+    saveNotificationDelivery: (delivery) => outbox.saveDelivery(kv, delivery),
   };
 }

@@ -13,10 +13,10 @@ import type { ReviewRecord } from "./reviews.ts";
 import type {
   ListNotificationsOptions,
   MarkRead,
-  NotificationDelivery,
   NotificationPage,
   NotificationRecord,
 } from "./notifications.ts";
+import type { NotificationDelivery } from "./notification_outbox.ts";
 import type {
   AutomationQuota,
   AutomationRecord,

@@ -112,9 +112,9 @@ export {
   type ListNotificationsOptions,
   type MarkRead,
   NOTIFICATION_LIMITS,
-  type NotificationDelivery,
   type NotificationKind,
   type NotificationPage,
   type NotificationRecord,
   type NotificationView,
 } from "./notifications.ts";
+export type { NotificationDelivery } from "./notification_outbox.ts";
