@@ -213,6 +213,36 @@ Deno.test("an endpoint that never answers holds up no run", async () => {
   }
 });
 
+Deno.test("an attempt that gets no answer within timeout_s fails and is retried", async () => {
+  await using home = await tempDir("svc-deliver-timeout-");
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) held.push(conn);
+  })();
+  try {
+    await using d = await startTestDaemon(home.path, {
+      config: notifyConfig({
+        slow: { url: `http://127.0.0.1:${listener.addr.port}/`, secret_env: "NOTIFY_SECRET" },
+      }, { timeout_s: 0.2, max_attempts: 2 }),
+      env: ENV,
+    });
+    await failRun(d);
+    const [note] = (await d.services.notifications.list(LOCAL)).items;
+    const [ended] = await eventually(async () => {
+      const all = await d.services.ledger.listNotificationDeliveries("local", note!.seq);
+      return all[0]?.status === "failed" ? all : undefined;
+    }, { what: "the delivery to give up" });
+    assert.equal(ended!.attempts, 2);
+    assert.match(ended!.last_error ?? "", /no answer within 200 ms/);
+    await d.daemon.stop();
+  } finally {
+    for (const conn of held) conn.close();
+    listener.close();
+    await accepting.catch(() => {});
+  }
+});
+
 Deno.test("a notification older than max_age_s is given up, not sent", async () => {
   await using home = await tempDir("svc-deliver-old-");
   await using r = receiver(() => new Response(null, { status: 200 }));
