@@ -12,6 +12,7 @@ import { addA2aServerCommand } from "./a2a_server.ts";
 import { addMcpCommand } from "./mcp.ts";
 import { addBoardCommands } from "./board_commands.ts";
 import { addLedgerCommands } from "./ledger_commands.ts";
+import { addNotificationCommands } from "./notification_commands.ts";
 import { addDispatchCommands } from "./dispatch_commands.ts";
 import { addDoctorCommand } from "./doctor.ts";
 import { addRunCommands } from "./run_commands.ts";
@@ -36,6 +37,7 @@ function addAllCommands(program: Command, workflow: Command, wrap: Wrap): void {
   addLedgerCommands(program, wrap);
   addDaemonCommands(program, wrap);
   addStatusCommand(program, wrap);
+  addNotificationCommands(program, wrap);
 }
 
 /** Runs the command line with `argv` (arguments after the program name); resolves to the exit status. */

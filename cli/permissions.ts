@@ -135,7 +135,13 @@ export async function configuredGrants(): Promise<HostGrants> {
  * which configures no provider but the fake one and no webhook: nothing to grant, so the
  * validator (zod and every schema, most of the launcher's start-up) is loaded only for a file.
  */
-async function configuration(home: string): Promise<Pick<Config, "providers" | "webhooks">> {
+async function configuration(
+  home: string,
+): Promise<
+  Pick<Config, "providers" | "webhooks"> & {
+    notifications?: Pick<Config["notifications"], "endpoints">;
+  }
+> {
   const { path, explicit } = configFile(home);
   const absent = await platform().stat(path).then(
     () => false,
@@ -151,7 +157,9 @@ async function configuration(home: string): Promise<Pick<Config, "providers" | "
 /** The grants of a host whose data directory is `home`, configured by `config`. */
 export function grantsOf(
   home: string,
-  config: Pick<Config, "providers" | "webhooks">,
+  config: Pick<Config, "providers" | "webhooks"> & {
+    notifications?: Pick<Config["notifications"], "endpoints">;
+  },
 ): HostGrants {
   const p = platform();
   const board = p.env("SVC_DASHBOARD_BOARD_DIR");
@@ -179,6 +187,11 @@ export function grantsOf(
   if (database) net.push(database);
   // Webhook secrets are read from the variables the configuration names.
   for (const hook of Object.values(config.webhooks)) env.push(hook.secret_env);
+  // The daemon POSTs notifications to the endpoints the operator configured, and only there.
+  for (const endpoint of Object.values(config.notifications?.endpoints ?? {})) {
+    net.push(netOf(new URL(endpoint.url)));
+    env.push(endpoint.secret_env);
+  }
   for (const settings of Object.values(config.providers)) {
     if (settings.type === "openai" || settings.type === "anthropic") {
       const url = new URL(settings.base_url ?? "https://api.anthropic.com");

@@ -17,6 +17,7 @@ import { SessionsView, SessionView } from "./views/sessions.js";
 import { ApprovalsView } from "./views/approvals.js";
 import { ProvidersView } from "./views/providers.js";
 import { CostsView } from "./views/costs.js";
+import { NotificationBadge, NotificationsView } from "./views/notifications.js";
 
 const NAV = [
   ["runs", "Runs"],
@@ -70,6 +71,7 @@ function View({ api, route, status }) {
   if (section === "approvals") return html`<${ApprovalsView} api=${api} />`;
   if (section === "providers") return html`<${ProvidersView} api=${api} />`;
   if (section === "costs") return html`<${CostsView} api=${api} />`;
+  if (section === "notifications") return html`<${NotificationsView} api=${api} />`;
   return html`<p class="empty">No such view. <a href="#/runs">Runs</a></p>`;
 }
 
@@ -146,6 +148,7 @@ function Shell({ api, status, onSignOut }) {
                 route[0] === key ? "page" : undefined
               }>${label}</a>`
             )}
+            <${NotificationBadge} api=${api} current=${route[0] === "notifications"} />
           </nav>
         <div class="who">
             <${Connection} />

@@ -37,6 +37,7 @@ export type {
   HarnessProviderConfig,
   HarnessType,
   LoadedConfig,
+  NotificationEndpointConfig,
   OpenAIProviderConfig,
   PriceConfig,
   ProfileConfig,
@@ -179,8 +180,16 @@ export type {
   LedgerCore,
   LedgerOp,
   ListApprovalsOptions,
+  ListNotificationsOptions,
   ListOptions,
   ListRunsOptions,
+  MarkRead,
+  NotificationDelivery,
+  NotificationKind,
+  NotificationLedger,
+  NotificationPage,
+  NotificationRecord,
+  NotificationView,
   OpenLedgerOptions,
   Page,
   PageOptions,
@@ -243,6 +252,7 @@ export {
   Streams,
   type StreamsOptions,
 } from "./services/mod.ts";
+export { type NotificationListOptions, Notifications } from "./services/mod.ts";
 export { Automations, type AutomationView } from "./automations/mod.ts";
 export type { AutomationConfig, AutomationConfigFields, AutomationRequest } from "./schemas/mod.ts";
 export type {

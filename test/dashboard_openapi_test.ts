@@ -59,6 +59,8 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "POST /api/sessions",
       "GET /api/pulse",
       "GET /api/board/{issue_id}/runs",
+      "GET /api/notifications",
+      "POST /api/notifications/read",
     ]
   ) {
     assert.ok(documented.has(route), `${route} is documented`);
@@ -146,4 +148,12 @@ Deno.test("the answers of the routes match the response schemas of the OpenAPI d
     await check("GET", path, path);
   }
   await check("POST", "/api/workflow/run", "/api/workflow/run", { script: 1 });
+  const failed = await check("POST", "/api/workflow/run", "/api/workflow/run", {
+    script: `throw new Error("boom");`,
+    fake_dispatch: true,
+  });
+  await d.services.runs.wait(String(failed.run_id), { owner: "alice" });
+  await check("GET", "/api/notifications", "/api/notifications");
+  await check("POST", "/api/notifications/read", "/api/notifications/read", { all: true });
+  await check("POST", "/api/notifications/read", "/api/notifications/read", { ids: ["x"] });
 });

@@ -16,6 +16,7 @@ export {
   type FullSandboxPolicy,
   type HarnessProviderConfig,
   type HarnessType,
+  type NotificationEndpointConfig,
   type OpenAIProviderConfig,
   type PriceConfig,
   type ProfileConfig,

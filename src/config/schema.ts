@@ -333,6 +333,64 @@ export interface WebhookConfig {
 }
 type _WebhookConfigMatches = Assert<SameType<WebhookConfig, z.infer<typeof WebhookConfigSchema>>>;
 
+/**
+ * An outbound notification endpoint (`notifications.endpoints.<name>`): where the daemon POSTs
+ * owners' notifications, signed as Standard Webhooks with the secret in the variable
+ * `secret_env`. Only the operator's configuration names endpoints: a URL a remote caller could
+ * supply would let it make the host send requests anywhere (docs/SECURITY.md).
+ */
+export const NotificationEndpointSchema = z.strictObject({
+  url: z.string().max(2048).refine((text) => {
+    try {
+      const url = new URL(text);
+      return (url.protocol === "http:" || url.protocol === "https:") && url.username === "" &&
+        url.password === "";
+    } catch {
+      return false;
+    }
+  }, "must be an http(s) URL without credentials"),
+  secret_env: envName,
+  /** Only these kinds; every kind when absent. */
+  kinds: z.array(z.enum(["failed", "limit", "approval"])).min(1).optional(),
+  /** Only these owners' notifications; every owner's when absent. */
+  owners: z.array(z.string().min(1).max(128)).min(1).max(1000).optional(),
+});
+
+/** An outbound notification endpoint of the configuration file. */
+export interface NotificationEndpointConfig {
+  /** Where to POST (http or https, no credentials in it). */
+  url: string;
+  /** The NAME of the variable holding the signing secret (`whsec_<base64>`, or any text). */
+  secret_env: string;
+  /** Only these kinds of notification; every kind when absent. */
+  kinds?: ("failed" | "limit" | "approval")[] | undefined;
+  /** Only these owners' notifications; every owner's when absent. */
+  owners?: string[] | undefined;
+}
+type _EndpointMatches = Assert<
+  SameType<NotificationEndpointConfig, z.infer<typeof NotificationEndpointSchema>>
+>;
+
+/** The outbound delivery of notifications (the daemon's deliverer). */
+export const NotificationsConfigSchema = z.strictObject({
+  /** Endpoints by name. */
+  endpoints: z.record(name.max(64), NotificationEndpointSchema).default({}),
+  /** Attempts of one delivery before it is given up. */
+  max_attempts: z.number().int().min(1).max(20).default(8),
+  /** The wait before the first retry, in seconds; each next one doubles, up to 10 minutes. */
+  first_retry_s: z.number().min(0).max(600).default(5),
+  /** How long one attempt may take, in seconds. */
+  timeout_s: z.number().positive().max(120).default(10),
+  /** A notification older than this is no longer delivered (gave up), in seconds. */
+  max_age_s: z.number().int().positive().max(7 * 86_400).default(86_400),
+}).default({
+  endpoints: {},
+  max_attempts: 8,
+  first_retry_s: 5,
+  timeout_s: 10,
+  max_age_s: 86_400,
+});
+
 /** Default of `daemon.automations_per_owner`: a team's schedules, far below the host-wide ceiling. */
 export const AUTOMATIONS_PER_OWNER = 50;
 /** Default of `daemon.automations_total`: the scheduler looks at each once a second. */
@@ -452,6 +510,7 @@ const configSchema = z.strictObject({
   admission: admissionSchema,
   automations: z.record(name.max(64), AutomationConfigSchema).default({}),
   webhooks: z.record(name.max(64), WebhookConfigSchema).default({}),
+  notifications: NotificationsConfigSchema,
   /** Per owner: the directories its remote requests may name as workdirs. */
   workspaces: z.record(z.string().min(1).max(128), z.array(rootPath).max(64)).default({}),
   profiles: z.record(name, ProfileSchema).default({}),
@@ -575,6 +634,19 @@ export interface Config {
   automations: Record<string, AutomationConfig>;
   /** Webhooks by name, served by the daemon at `POST /webhooks/<name>`. */
   webhooks: Record<string, WebhookConfig>;
+  /** Outbound delivery of owners' notifications to the operator's endpoints (by the daemon). */
+  notifications: {
+    /** Endpoints by name. */
+    endpoints: Record<string, NotificationEndpointConfig>;
+    /** Attempts of one delivery before it is given up. Default 8. */
+    max_attempts: number;
+    /** Seconds before the first retry; each next doubles, up to 600. Default 5. */
+    first_retry_s: number;
+    /** Seconds one attempt may take. Default 10. */
+    timeout_s: number;
+    /** Seconds after which a notification is no longer delivered. Default 86400. */
+    max_age_s: number;
+  };
   /**
    * Per owner: the absolute directories (workspace roots) its remote callers (dashboard API,
    * MCP, A2A) may name as workdirs. An owner without roots works in fresh scratch directories.

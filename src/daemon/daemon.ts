@@ -4,6 +4,7 @@ import { VERSION } from "../version.ts";
 import { QueueWorker, type WorkerState } from "./queue_worker.ts";
 import { Scheduler, type SchedulerState } from "./scheduler.ts";
 import { type WebhookCounts, WebhookReceiver } from "./webhooks.ts";
+import { type DelivererState, NotificationDeliverer } from "./notification_delivery.ts";
 
 /** A worker or scheduler that has not looked at the ledger for this long is stalled. */
 const STALL_MS = 15_000;
@@ -22,8 +23,10 @@ export interface DaemonOptions {
   tickMs?: number;
   /** How long the scheduler's lease lasts without renewal, in ms. Default 10000. */
   leaseMs?: number;
-  /** Where webhook secrets are read from. Default: the environment. */
+  /** Where webhook and notification secrets are read from. Default: the environment. */
   env?: (name: string) => string | undefined;
+  /** How often the notification deliverer looks at its outbox, in ms. Default 500. */
+  deliveryTickMs?: number;
 }
 
 /** The daemon's health snapshot: what `GET /health` answers (nothing secret in it). */
@@ -69,6 +72,8 @@ export interface HealthSnapshot {
   };
   /** Webhook deliveries since the daemon started. */
   webhooks: WebhookCounts;
+  /** The notification deliverer: whether it leads, attempts in flight and made. */
+  notifications: DelivererState;
 }
 
 /** A running daemon: queue worker, scheduler and webhook receiver over one set of services. */
@@ -81,6 +86,8 @@ export interface Daemon {
   readonly worker: QueueWorker;
   /** The scheduler. */
   readonly scheduler: Scheduler;
+  /** The outbound deliverer of notifications (one leader per ledger). */
+  readonly notifications: NotificationDeliverer;
   /** The health snapshot now (it writes to the ledger to prove it can). */
   health(): Promise<HealthSnapshot>;
   /** Stops claiming and scheduling, and lets the scheduler's lease go. The services stay open. */
@@ -110,18 +117,28 @@ export async function startDaemon(
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
   });
   const webhooks = new WebhookReceiver(services, options.env ? { env: options.env } : {});
+  const notifications = new NotificationDeliverer(services.ledger, {
+    holder: services.host.ref.id,
+    settings: services.config.notifications,
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.deliveryTickMs !== undefined ? { tickMs: options.deliveryTickMs } : {}),
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+  });
   worker.start();
   scheduler.start();
+  notifications.start();
   let stopping: Promise<void> | undefined;
   return {
     services,
     webhooks,
     worker,
     scheduler,
-    health: () => healthOf({ services, worker, scheduler, webhooks, startedAt, concurrency }),
+    notifications,
+    health: () =>
+      healthOf({ services, worker, scheduler, webhooks, notifications, startedAt, concurrency }),
     stop: () =>
       stopping ??= (async () => {
-        await Promise.all([worker.stop(), scheduler.stop()]);
+        await Promise.all([worker.stop(), scheduler.stop(), notifications.stop()]);
         release();
       })(),
   };
@@ -132,6 +149,7 @@ async function healthOf(parts: {
   worker: QueueWorker;
   scheduler: Scheduler;
   webhooks: WebhookReceiver;
+  notifications: NotificationDeliverer;
   startedAt: number;
   concurrency: number;
 }): Promise<HealthSnapshot> {
@@ -202,5 +220,6 @@ async function healthOf(parts: {
       })),
     },
     webhooks: webhooks.counts(),
+    notifications: parts.notifications.state(),
   };
 }

@@ -13,6 +13,18 @@ export {
   type SchedulerState,
 } from "./scheduler.ts";
 export { type DeliveryResult, type WebhookCounts, WebhookReceiver } from "./webhooks.ts";
-export { DELIVERY_ID_LIMIT, verifyGithub, verifyStandard } from "./webhook_signature.ts";
+export {
+  DELIVERY_ID_LIMIT,
+  signStandard,
+  verifyGithub,
+  verifyStandard,
+} from "./webhook_signature.ts";
+export {
+  type DelivererState,
+  type DeliverySettings,
+  NOTIFICATION_LEASE,
+  NotificationDeliverer,
+  type NotificationDelivererOptions,
+} from "./notification_delivery.ts";
 export { FIELD_LIMIT, renderPrompt } from "./prompt_template.ts";
 export { type StartedWork, startWork, type WorkAction } from "./start_work.ts";

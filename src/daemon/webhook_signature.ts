@@ -19,14 +19,19 @@ export const DELIVERY_ID_LIMIT = 128;
 
 const encoder = new TextEncoder();
 
-function hmacKey(secret: Uint8Array): Promise<CryptoKey> {
+function hmacKey(secret: Uint8Array, usage: "sign" | "verify" = "verify"): Promise<CryptoKey> {
   return crypto.subtle.importKey(
     "raw",
     secret as Uint8Array<ArrayBuffer>,
     { name: "HMAC", hash: "SHA-256" },
     false,
-    ["verify"],
+    [usage],
   );
+}
+
+/** The key bytes of a Standard Webhooks secret: `whsec_<base64>`, else the text itself. */
+function standardSecret(secret: string): Uint8Array | undefined {
+  return secret.startsWith("whsec_") ? base64Bytes(secret.slice(6)) : encoder.encode(secret);
 }
 
 function hexBytes(hex: string): Uint8Array | undefined {
@@ -140,9 +145,7 @@ export async function verifyStandard(
   if (signatures === null || signatures.length > 4096) {
     return { ok: false, reason: "the webhook-signature header is missing" };
   }
-  const secretBytes = options.secret.startsWith("whsec_")
-    ? base64Bytes(options.secret.slice(6))
-    : encoder.encode(options.secret);
+  const secretBytes = standardSecret(options.secret);
   if (!secretBytes) return { ok: false, reason: "the hook's secret is not valid whsec_ base64" };
   const key = await hmacKey(secretBytes);
   const signed = concat(encoder.encode(`${deliveryId}.${timestamp}.`), body);
@@ -158,4 +161,23 @@ export async function verifyStandard(
     }
   }
   return { ok: false, reason: "no v1 signature matches the body" };
+}
+
+/**
+ * Signs an outbound delivery as Standard Webhooks: `v1,<base64 HMAC-SHA256 of
+ * "<id>.<timestamp>.<body>">`, the value of `webhook-signature`, with the same secret format
+ * {@linkcode verifyStandard} reads.
+ */
+export async function signStandard(
+  secret: string,
+  parts: { id: string; timestamp: number; body: Uint8Array },
+): Promise<string> {
+  const secretBytes = standardSecret(secret);
+  if (!secretBytes) throw new Error("the secret is not valid whsec_ base64");
+  const key = await hmacKey(secretBytes, "sign");
+  const signed = concat(encoder.encode(`${parts.id}.${parts.timestamp}.`), parts.body);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, signed));
+  let binary = "";
+  for (const byte of mac) binary += String.fromCharCode(byte);
+  return `v1,${btoa(binary)}`;
 }

@@ -21,6 +21,7 @@ import { callEventRoutes } from "./routes_call_events.ts";
 import { dispatchRoutes } from "./routes_dispatch.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { memoryRoutes } from "./routes_memory.ts";
+import { notificationRoutes } from "./routes_notifications.ts";
 import { insightRoutes } from "./routes_insights.ts";
 import { legacyRoutes } from "./routes_legacy.ts";
 import { runRoutes } from "./routes_runs.ts";
@@ -110,6 +111,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
       legacyRoutes,
       pulseRoutes,
       callEventRoutes,
+      notificationRoutes,
     ]
   ) app.route("/", routes(context));
   const openapi = openapiDocument(app);

@@ -18,8 +18,9 @@ const eventsRoute = createRoute({
   path: "/api/events",
   summary: "The caller's event stream: runs, tasks and board cards changing",
   description:
-    "Events `run` and `task` ({seq, at, kind, id, state, name?}: a run or task entered a " +
-    "state) and `card` (a board change: {seq, at, action, issue_id, owner, by, state}). Each " +
+    "Events `run` and `task` ({seq, at, kind, id, state, name?, code?, limit?}: a run or " +
+    "task entered a state), `approval` ({seq, at, kind, id, state, run_id?, task_id?}: a call " +
+    "or dispatch started waiting for a person) and `card` (a board change: {seq, at, action, issue_id, owner, by, state}). Each " +
     "id is `<activity seq>.<board seq>`; resume with `Last-Event-ID` (or `?after=`). The " +
     "stream does not end.",
   request: {

@@ -1,5 +1,6 @@
 import { SvcError } from "../errors/mod.ts";
-import type { KvKey, KvStore } from "../platform/mod.ts";
+import type { KvAtomic, KvKey, KvStore } from "../platform/mod.ts";
+import type { ActivityDraft } from "./context.ts";
 import { clipText } from "./fit.ts";
 import { fromBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
@@ -98,18 +99,38 @@ function bounded(record: ApprovalRecord): ApprovalRecord {
   return out;
 }
 
-/** Records a new pending approval, with its owner's index and, for a dispatch, its task's. */
-export async function createApproval(kv: KvStore, record: ApprovalRecord): Promise<void> {
+/**
+ * Records a new pending approval, with its owner's index and, for a dispatch, its task's; the
+ * commit (`LedgerContext.commit`) adds it to its owner's activity stream, so that the wait is
+ * announced (and notified) with the record itself.
+ */
+export async function createApproval(
+  record: ApprovalRecord,
+  commit: (build: (atomic: KvAtomic) => void, item: ActivityDraft) => Promise<boolean>,
+): Promise<void> {
   const stored = bounded(record);
-  const atomic = kv.atomic()
-    .check(KEYS.approval(stored.approval_id), null)
-    .set(KEYS.approval(stored.approval_id), toBytes(stored))
-    .set(KEYS.approvalsByOwner(stored.owner, stored.approval_id), toBytes({}))
-    .set(KEYS.approvalsPending(stored.approval_id), toBytes({ owner: stored.owner }));
-  if (stored.task_id !== undefined) {
-    atomic.set(KEYS.approvalOfTask(stored.task_id), toBytes({ approval_id: stored.approval_id }));
-  }
-  if (!(await atomic.commit()).ok) {
+  const item: ActivityDraft = {
+    at: stored.asked_at,
+    kind: "approval",
+    id: stored.approval_id,
+    state: "pending",
+    ...(stored.run_id !== undefined ? { run_id: stored.run_id } : {}),
+    ...(stored.task_id !== undefined ? { task_id: stored.task_id } : {}),
+  };
+  const ok = await commit((atomic) => {
+    atomic
+      .check(KEYS.approval(stored.approval_id), null)
+      .set(KEYS.approval(stored.approval_id), toBytes(stored))
+      .set(KEYS.approvalsByOwner(stored.owner, stored.approval_id), toBytes({}))
+      .set(KEYS.approvalsPending(stored.approval_id), toBytes({ owner: stored.owner }));
+    if (stored.task_id !== undefined) {
+      atomic.set(
+        KEYS.approvalOfTask(stored.task_id),
+        toBytes({ approval_id: stored.approval_id }),
+      );
+    }
+  }, item);
+  if (!ok) {
     throw new SvcError(
       "internal",
       `Cannot record approval ${stored.approval_id}: the id is taken`,

@@ -8,6 +8,7 @@ import type { LedgerFiles } from "./files.ts";
 import { KnownHeads, type WrittenEvents } from "./heads.ts";
 import { KEYS } from "./keys.ts";
 import { Notifier } from "./notifier.ts";
+import { limitOf, planNotes } from "./notifications.ts";
 import type { ActivityItem, EventStream, RunStatus, TaskEvent, TaskStatus } from "./records.ts";
 
 /** Values larger than this (as JSON) go to a file in the run directory; KV values hold 64 KiB. */
@@ -54,9 +55,19 @@ export function below(prefix: KvKey, before: string | undefined): { end?: KvKey 
 
 /** A task's state change as an append to its owner's activity stream. */
 export function taskActivity(task: TaskStatus, event: TaskEvent): ActivityAppend {
+  const ended = event.state !== "queued" && event.state !== "running";
+  const code = ended ? task.error?.code : undefined;
+  const limit = code !== undefined ? limitOf([], code) : undefined;
   return {
     owner: task.owner,
-    items: [{ at: event.at, kind: "task", id: task.task_id, state: event.state }],
+    items: [{
+      at: event.at,
+      kind: "task",
+      id: task.task_id,
+      state: event.state,
+      ...(code !== undefined ? { code } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+    }],
   };
 }
 
@@ -65,12 +76,17 @@ export function runActivity(
   status: RunStatus,
   change: { at: string; state: RunStatus["state"] },
 ): ActivityDraft {
+  const ended = change.state !== "queued" && change.state !== "running";
+  const code = ended && change.state !== "succeeded" ? status.error?.code : undefined;
+  const limit = ended ? limitOf(status.conditions ?? [], code) : undefined;
   return {
     at: change.at,
     kind: "run",
     id: status.run_id,
     state: change.state,
     ...(status.name ? { name: status.name } : {}),
+    ...(code !== undefined ? { code } : {}),
+    ...(limit !== undefined ? { limit } : {}),
   };
 }
 
@@ -183,8 +199,11 @@ export class LedgerContext {
     for (let attempt = 1;; attempt++) {
       const head = await this.kv.get(headKey);
       const last = head.value ? fromBytes<{ seq: number }>(head.value).seq : -1;
+      // The notifications these items make commit with them (src/ledger/notifications.ts).
+      const notes = await planNotes(this.kv, owner, last + 1, items);
       const atomic = this.kv.atomic();
       build(atomic);
+      notes(atomic);
       atomic.check(headKey, head.versionstamp);
       for (const [index, item] of items.entries()) {
         const seq = last + 1 + index;

@@ -6,11 +6,14 @@ import * as approvals from "./approvals.ts";
 import * as collaborations from "./collaborations.ts";
 import * as daemon from "./daemon.ts";
 import * as reviews from "./reviews.ts";
+import * as notes from "./notifications.ts";
+import * as outbox from "./notification_outbox.ts";
 import type {
   A2aTaskLedger,
   ApprovalLedger,
   CollaborationLedger,
   DaemonLedger,
+  NotificationLedger,
   ReviewLedger,
 } from "./interface.ts";
 
@@ -32,10 +35,15 @@ export function collaborationLedger(kv: KvStore): CollaborationLedger {
   };
 }
 
-/** Approvals over a store (src/ledger/approvals.ts). */
-export function approvalLedger(kv: KvStore): ApprovalLedger {
+/** Approvals over a ledger's context (src/ledger/approvals.ts); a new one enters its owner's activity. */
+export function approvalLedger(ctx: LedgerContext): ApprovalLedger {
+  const kv = ctx.kv;
   return {
-    createApproval: (record) => approvals.createApproval(kv, record),
+    createApproval: (record) =>
+      approvals.createApproval(
+        record,
+        (build, item) => ctx.commit(build, { owner: record.owner, items: [item] }),
+      ),
     getApproval: (approvalId) => approvals.getApproval(kv, approvalId),
     approvalOfTask: (taskId) => approvals.approvalOfTask(kv, taskId),
     listApprovals: (options) => approvals.listApprovals(kv, options),
@@ -87,5 +95,19 @@ export function daemonLedger(ctx: LedgerContext): DaemonLedger {
     saveSlot: (automationId, fired) => daemon.saveSlot(kv, automationId, fired),
     claimDelivery: (delivery, options) => daemon.claimDelivery(kv, delivery, options),
     saveDelivery: (delivery, options) => saveDelivery(ctx, delivery, options),
+  };
+}
+
+/** Owners' notifications, their read state and their outbound deliveries (src/ledger/notifications.ts). */
+export function notificationLedger(kv: KvStore): NotificationLedger {
+  return {
+    listNotifications: (owner, options) => notes.listNotifications(kv, owner, options),
+    unreadNotifications: (owner) => notes.unreadCount(kv, owner),
+    markNotificationsRead: (owner, what) => notes.markRead(kv, owner, what),
+    getNotification: (owner, seq) => notes.getNotification(kv, owner, seq),
+    listNotificationOutbox: (limit) => outbox.listOutbox(kv, limit),
+    leaveNotificationOutbox: (owner, seq) => outbox.leaveOutbox(kv, owner, seq),
+    listNotificationDeliveries: (owner, seq) => outbox.listDeliveries(kv, owner, seq),
+    saveNotificationDelivery: (delivery) => outbox.saveDelivery(kv, delivery),
   };
 }

@@ -11,6 +11,13 @@ import type { A2aTaskListOptions, A2aTaskPage, A2aTaskRecord } from "./a2a_tasks
 import type { Page, PageOptions } from "./pages.ts";
 import type { ReviewRecord } from "./reviews.ts";
 import type {
+  ListNotificationsOptions,
+  MarkRead,
+  NotificationPage,
+  NotificationRecord,
+} from "./notifications.ts";
+import type { NotificationDelivery } from "./notification_outbox.ts";
+import type {
   AutomationQuota,
   AutomationRecord,
   AutomationRefusal,
@@ -419,6 +426,30 @@ export interface A2aTaskLedger {
 }
 
 /**
+ * Owners' notifications (src/ledger/notifications.ts): derived from the activity stream in the
+ * commits that append to it, so none is missed or doubled whichever host wrote the change; their
+ * read state per owner; and the outbox and deliveries of the outbound deliverer.
+ */
+export interface NotificationLedger {
+  /** A page of an owner's notifications, newest first, with the unread count. */
+  listNotifications(owner: string, options: ListNotificationsOptions): Promise<NotificationPage>;
+  /** How many of an owner's notifications are unread. */
+  unreadNotifications(owner: string): Promise<number>;
+  /** Marks an owner's notifications read; other owners' ids mark nothing. */
+  markNotificationsRead(owner: string, what: MarkRead): Promise<{ marked: number; unread: number }>;
+  /** One notification of an owner, or undefined. */
+  getNotification(owner: string, seq: number): Promise<NotificationRecord | undefined>;
+  /** Notifications whose outbound delivery has not ended, every owner's, at most `limit`. */
+  listNotificationOutbox(limit: number): Promise<{ owner: string; seq: number; at: string }[]>;
+  /** Takes a notification out of the outbox once every delivery of it ended. */
+  leaveNotificationOutbox(owner: string, seq: number): Promise<void>;
+  /** A notification's deliveries, one per endpoint. */
+  listNotificationDeliveries(owner: string, seq: number): Promise<NotificationDelivery[]>;
+  /** Records a delivery and its last attempt (while its notification is kept). */
+  saveNotificationDelivery(delivery: NotificationDelivery): Promise<void>;
+}
+
+/**
  * The durable store of svc: runs, journals, the event feed, tasks, sessions, the call log and
  * the hosts that work on them, as the intersection of one interface per domain. Everything
  * above `src/ledger/` talks to these interfaces and never to a storage engine; a service takes
@@ -439,4 +470,5 @@ export interface Ledger
     ApprovalLedger,
     QueueLedger,
     DaemonLedger,
-    A2aTaskLedger {}
+    A2aTaskLedger,
+    NotificationLedger {}

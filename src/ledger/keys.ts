@@ -34,6 +34,7 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["approvals_pending", approval_id]` | `{owner}`: approvals not yet decided; removed by the decision |
  * | `["approval_of_task", task_id]` | `{approval_id}`: the approval a dispatch task asked for |
  * | `["queue", "run" \| "task", id]` | `{owner, at}`: work queued for a worker (a daemon) to claim |
+ * | `["notifications", ...]`, `["notification_unread", ...]`, `["notification_count", ...]`, `["notification_outbox", ...]`, `["notification_deliveries", ...]` | see `notifications.ts` |
  * | `["leases", ...]`, `["automations", ...]`, `["automation_slots", ...]`, `["automation_counts", ...]`, `["automation_total"]`, `["automation_names", ...]`, `["webhook_deliveries", ...]` | see `daemon.ts` |
  */
 export const KEYS = {

@@ -17,6 +17,7 @@ import {
   approvalLedger,
   collaborationLedger,
   daemonLedger,
+  notificationLedger,
   reviewLedger,
 } from "./domains.ts";
 import { openStore } from "./store.ts";
@@ -94,10 +95,11 @@ function composeLedger(ctx: LedgerContext): Ledger {
     ...callLedger(ctx),
     ...reviewLedger(ctx.kv),
     ...collaborationLedger(ctx.kv),
-    ...approvalLedger(ctx.kv),
+    ...approvalLedger(ctx),
     ...queueLedger(ctx),
     ...daemonLedger(ctx),
     ...a2aTaskLedger(ctx.kv),
+    ...notificationLedger(ctx.kv),
   };
 }
 

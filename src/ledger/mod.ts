@@ -20,6 +20,7 @@ export type {
   LedgerOp,
   ListOptions,
   ListRunsOptions,
+  NotificationLedger,
   QueueItem,
   QueueLedger,
   ReviewLedger,
@@ -107,3 +108,13 @@ export {
   type A2aTaskPage,
   type A2aTaskRecord,
 } from "./a2a_tasks.ts";
+export {
+  type ListNotificationsOptions,
+  type MarkRead,
+  NOTIFICATION_LIMITS,
+  type NotificationKind,
+  type NotificationPage,
+  type NotificationRecord,
+  type NotificationView,
+} from "./notifications.ts";
+export type { NotificationDelivery } from "./notification_outbox.ts";

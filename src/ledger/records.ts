@@ -561,22 +561,30 @@ export interface ActivityItem {
   seq: number;
   /** When the run or task entered the state (ISO 8601), as its own feed's event says. */
   at: string;
-  /** Whether a run or a task changed state, or a webhook delivery was handled. */
-  kind: "run" | "task" | "webhook";
-  /** The run's or task's id; for a webhook delivery, the hook's name. */
+  /**
+   * Whether a run or a task changed state, a webhook delivery was handled, or a call or
+   * dispatch started waiting for a person's approval.
+   */
+  kind: "run" | "task" | "webhook" | "approval";
+  /** The run's or task's id; for a webhook delivery, the hook's name; for an approval, its id. */
   id: string;
   /**
    * The state the run or task entered; for a webhook delivery, its outcome (`accepted`: what
-   * it starts is queued; `failed`: starting it was refused; `duplicate`: a repeated delivery).
+   * it starts is queued; `failed`: starting it was refused; `duplicate`: a repeated delivery);
+   * `pending` for an approval asked for.
    */
-  state: RunState | "accepted" | "failed" | "duplicate";
+  state: RunState | "accepted" | "failed" | "duplicate" | "pending";
+  /** The error code of a run or task that ended without success. */
+  code?: string;
+  /** The budget or limit an ended run or task hit (a run condition's type, or an error code). */
+  limit?: string;
   /** A run's `meta.name`, when its script has one. */
   name?: string;
   /** A webhook delivery's id. */
   delivery_id?: string;
-  /** The run a webhook delivery started. */
+  /** The run a webhook delivery started, or whose call waits for approval. */
   run_id?: string;
-  /** The task a webhook delivery started. */
+  /** The task a webhook delivery started, or that waits for approval. */
   task_id?: string;
 }
 

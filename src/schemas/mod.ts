@@ -135,3 +135,4 @@ export {
   PROGRESS_FIELD_LIMIT,
   PROGRESS_TEXT_LIMIT,
 } from "./progress.ts";
+export { MARK_READ_IDS, type MarkReadRequest, MarkReadRequestSchema } from "./notification.ts";

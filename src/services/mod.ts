@@ -22,6 +22,7 @@ export {
   Streams,
   type StreamsOptions,
 } from "./streams.ts";
+export { type NotificationListOptions, Notifications } from "./notifications.ts";
 export { daemonAlive } from "./daemon_alive.ts";
 export { submitRun, submitTask } from "./submit.ts";
 export type { SpawnWorker, SubmitOptions } from "./submit.ts";

@@ -27,6 +27,7 @@ import { daemonAlive } from "./daemon_alive.ts";
 import { Streams } from "./streams.ts";
 import { RunGraph } from "./run_graph.ts";
 import { PulseService } from "./pulse.ts";
+import { Notifications } from "./notifications.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -142,6 +143,8 @@ export interface Services extends AsyncDisposable {
   readonly runGraph: RunGraph;
   /** The pulse: a caller's running, queued and waiting work, spend, providers, failures. */
   readonly pulse: PulseService;
+  /** Each owner's notifications and their read state. */
+  readonly notifications: Notifications;
   /** Runs and tasks of dead hosts this process marked `interrupted` when it opened. */
   readonly recovered: { runs: readonly string[]; tasks: readonly string[] };
   /** The same as disposing. */
@@ -277,6 +280,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       streams,
       runGraph: new RunGraph({ runs, ledger }),
       pulse: new PulseService({ ledger, dispatcher }),
+      notifications: new Notifications(ledger),
       recovered: { runs: [...runs.recovered], tasks: recoveredTasks },
       close,
       [Symbol.asyncDispose]: close,
