@@ -240,7 +240,12 @@ export { daemonAlive, EventFeed, openServices, submitRun, submitTask } from "./s
 export { Admission, type AdmissionSnapshot } from "./services/mod.ts";
 export { RunGraph } from "./services/mod.ts";
 export type { DagNode, DagNodeKind, DagState, RunDag } from "./schemas/mod.ts";
-export { type PulseOptions, PulseService, type PulseSources } from "./services/mod.ts";
+export {
+  type PulseLedger,
+  type PulseOptions,
+  PulseService,
+  type PulseSources,
+} from "./services/mod.ts";
 export type { Pulse, PulseFailure, PulseProvider, PulseSpend, PulseWork } from "./schemas/mod.ts";
 export {
   type AdmittedStream,

@@ -49,6 +49,7 @@ export * from "./records.ts";
 export {
   PULSE_TTL_MS,
   PULSE_WINDOW,
+  type PulseLedger,
   type PulseOptions,
   PulseService,
   type PulseSources,

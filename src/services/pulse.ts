@@ -33,10 +33,17 @@ const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const FAILED: ReadonlySet<RunState> = new Set(["failed", "timeout", "interrupted"]);
 
+/** The four listings a pulse reads, each once and bounded. */
+export type PulseLedger =
+  & Pick<RunLedger, "listRuns">
+  & Pick<TaskLedger, "listTasks">
+  & Pick<CallLedger, "listCalls">
+  & Pick<ApprovalLedger, "listApprovals">;
+
 /** What {@linkcode PulseService} reads: the ledger's listings and the providers' status. */
 export interface PulseSources {
   /** The ledger: runs, tasks, calls and approvals, each read as one bounded listing. */
-  ledger: RunLedger & TaskLedger & CallLedger & ApprovalLedger;
+  ledger: PulseLedger;
   /** The providers' status (probes answered from their cache). */
   dispatcher: Pick<Dispatcher, "status">;
 }
