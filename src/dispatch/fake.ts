@@ -13,9 +13,12 @@ const FAKE_PIECES = 4;
  */
 async function streamOver(request: DispatchRequest, text: string, ms: number): Promise<void> {
   const progress = progressChannel(request.onProgress);
-  const size = Math.ceil(text.length / FAKE_PIECES);
-  for (let piece = 0; piece < FAKE_PIECES; piece++) {
-    await abortableSleep(ms / FAKE_PIECES, request.signal);
+  // Without latency the answer comes in one piece after one turn, as a call with no progress
+  // listener does: streaming must not change when a call ends relative to the others.
+  const pieces = ms > 0 ? FAKE_PIECES : 1;
+  const size = Math.ceil(text.length / pieces);
+  for (let piece = 0; piece < pieces; piece++) {
+    await abortableSleep(ms / pieces, request.signal);
     progress.text(text.slice(piece * size, (piece + 1) * size));
   }
   progress.flush();
