@@ -11,10 +11,10 @@ import {
   BoardListResultSchema,
   BoardWriteRequestSchema,
   BoardWriteResultSchema,
-  CardRunSchema,
   CardStateSchema,
   refuseBoardDir,
 } from "../schemas/mod.ts";
+import { CardRunSchema } from "./schemas.ts";
 import type { MiddlewareHandler } from "hono";
 import type { DashboardEnv } from "./env.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";

@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { ERROR_CODES } from "../errors/mod.ts";
+import { BoardRunLinkSchema } from "../schemas/mod.ts";
 import { RUN_STATES, type RunState } from "../services/mod.ts";
 
 /** States of runs and tasks (DESIGN.md, "Runs"). */
@@ -220,3 +221,12 @@ export function pageOf<K extends string, T extends z.ZodType>(
   } as { [P in K]: z.ZodArray<T> } & { next_cursor: z.ZodNullable<z.ZodString> };
   return z.object(shape);
 }
+
+/** A run of a card as `GET /api/board/{issue_id}/runs` answers it: the link and the run now. */
+export const CardRunSchema = BoardRunLinkSchema.extend({
+  name: z.string().describe("The run's name, or its script's file name"),
+  state: RunStateSchema,
+  ended_at: z.string().nullable(),
+  calls: z.number().int().describe("Its agent() calls so far"),
+  cost_usd: z.number().nullable().describe("What its journaled calls cost, in US dollars"),
+}).meta({ id: "CardRun" });

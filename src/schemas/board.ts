@@ -360,20 +360,3 @@ export interface BoardListResult {
 type _BoardListResultMatches = Assert<
   SameType<BoardListResult, z.infer<typeof BoardListResultSchema>>
 >;
-
-/** A run of a card as `GET /api/board/{issue_id}/runs` answers it: the link and the run now. */
-export const CardRunSchema = BoardRunLinkSchema.extend({
-  name: z.string().describe("The run's name, or its script's file name"),
-  state: z.enum([
-    "queued",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "timeout",
-    "interrupted",
-  ]),
-  ended_at: z.string().nullable(),
-  calls: z.number().int().describe("Its agent() calls so far"),
-  cost_usd: z.number().nullable().describe("What its journaled calls cost, in US dollars"),
-}).meta({ id: "CardRun" });

@@ -68,7 +68,6 @@ export {
   BY_LIMIT,
   CARD_NUMBER_DIGITS,
   CARD_STATES,
-  CardRunSchema,
   type CardState,
   CardStateSchema,
   DESC_LIMIT,
