@@ -7,7 +7,7 @@
  */
 import { TESTED_VERSIONS } from "../src/dispatch/harness/tested_versions.ts";
 import assert from "node:assert/strict";
-import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
+import { claudeProvider, createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import { WorktreeManager } from "../src/worktrees/mod.ts";
 import type { JsonValue } from "../src/schemas/mod.ts";
 import type { Reply, Responder } from "./model_standin/mod.ts";
@@ -68,6 +68,24 @@ export function realToolTest(
     name: `real ${tool} ${TESTED_VERSIONS[tool].version}: ${name}`,
     ignore: agentsDir() === undefined,
     fn: () => fn(agentBin(tool)),
+  });
+}
+
+/** Claude Code pointed at the stand-in at `url`, with a throw-away HOME and a fake key only. */
+export function claudeAt(bin: string, url: string, home: { home: string; tmp: string }): Provider {
+  return claudeProvider({
+    command: bin,
+    baseUrl: url,
+    passEnv: [],
+    env: {
+      HOME: home.home,
+      TMPDIR: home.tmp,
+      CLAUDE_CODE_TMPDIR: home.tmp,
+      ANTHROPIC_API_KEY: "sk-ant-standin-key",
+      CLAUDE_CODE_MAX_RETRIES: "0",
+    },
+    scratchRoot: home.tmp,
+    sessionRoot: home.tmp,
   });
 }
 

@@ -4,32 +4,14 @@
  * while it runs, and a workflow run records them in the run's feed under the call.
  */
 import assert from "node:assert/strict";
-import { claudeProvider, createDispatcher, type Provider } from "../src/dispatch/mod.ts";
+import { createDispatcher } from "../src/dispatch/mod.ts";
 import type { CallProgress } from "../src/schemas/mod.ts";
 import { harnessRequest } from "./harness_helpers.ts";
 import { feedOf, LOCAL, testManager } from "./helpers.ts";
 import { startModelStandIn } from "./model_standin/mod.ts";
-import { agentHome, realToolTest, toolThenText } from "./real_agents.ts";
+import { agentHome, claudeAt, realToolTest, toolThenText } from "./real_agents.ts";
 
 const USAGE = { input: 100, output: 20, cacheRead: 0, cacheWrite: 0 };
-
-/** Claude Code pointed at `url`, with a throw-away HOME and a fake key only. */
-function claudeAt(bin: string, url: string, home: { home: string; tmp: string }): Provider {
-  return claudeProvider({
-    command: bin,
-    baseUrl: url,
-    passEnv: [],
-    env: {
-      HOME: home.home,
-      TMPDIR: home.tmp,
-      CLAUDE_CODE_TMPDIR: home.tmp,
-      ANTHROPIC_API_KEY: "sk-ant-standin-key",
-      CLAUDE_CODE_MAX_RETRIES: "0",
-    },
-    scratchRoot: home.tmp,
-    sessionRoot: home.tmp,
-  });
-}
 
 realToolTest(
   "claude",
