@@ -126,3 +126,13 @@ Deno.test("the README's configuration example is a valid configuration", async (
     "opencode",
   ]);
 });
+
+Deno.test("every image the README shows is a PNG in the repository, small enough to clone", async () => {
+  const images = [...README.matchAll(/!\[[^\]]+\]\(([^)]+)\)/g)].map((m) => m[1]!);
+  assert.ok(images.includes("docs/images/run-page.png"), "the README shows the run page");
+  for (const image of images) {
+    const bytes = await Deno.readFile(`${ROOT}/${image}`);
+    assert.deepEqual([...bytes.slice(1, 4)], [0x50, 0x4e, 0x47], `${image} is a PNG`);
+    assert.ok(bytes.length < 300_000, `${image} is ${bytes.length} bytes`);
+  }
+});
