@@ -84,6 +84,29 @@ pageTest(
     await page.getByLabel("prompt").filter({ hasText: "deploy the release" }).waitFor();
     await page.locator(".card-link", { hasText: `card #${cardId}` }).waitFor();
     await saveScreenshot(page, "run-approval-waiting");
+    // The calls panel shows the call that waits, not "No calls yet", and leads to its approval.
+    const calls = page.locator("section.panel", {
+      has: page.locator("h2", { hasText: "Calls by phase" }),
+    });
+    const row = calls.locator(".call.waiting[data-seq='1']");
+    await row.waitFor();
+    assert.match(await row.innerText(), /#1\s+deploy <img src=x.*waiting for approval/s);
+    assert.equal(await calls.locator(".empty", { hasText: "No calls yet" }).count(), 0);
+    assert.equal(await calls.locator("img").count(), 0);
+    await row.getByRole("link", { name: "waiting for approval" }).click();
+    assert.equal(
+      await page.evaluate("!!document.activeElement?.closest('.run-approval.approval-pending')"),
+      true,
+      "the link leads to the approval",
+    );
+    await saveScreenshot(page, "run-waiting-call");
+    const waitingPhone = await browser.newPage({ viewport: { width: 390, height: 800 } });
+    await waitingPhone.goto(`${d.url}/#token=${TOKENS.alice}`);
+    await waitingPhone.goto(`${d.url}/#/runs/${runId}`);
+    await waitingPhone.locator(".call.waiting[data-seq='1'] .waiting-link").waitFor();
+    await noSidewaysScroll(waitingPhone);
+    await saveScreenshot(waitingPhone, "run-waiting-call-phone");
+    await waitingPhone.close();
     await waiting.getByLabel("Reason (optional)").fill(`release day ${HOSTILE}`);
     await waiting.getByRole("button", { name: "Approve" }).click();
     const decided = page.locator(".run-approval.approval-approved .decision-approved");

@@ -1,9 +1,11 @@
 /**
  * A running call's live output on the run page in headless Chromium: it appears under the call
  * while the call runs (tool uses, the written file, the text), as text never markup, bounded in
- * the DOM, and gives way to the journaled call once it ends. Screenshot: `run-call-output`.
+ * the DOM, and gives way to the journaled call once it ends, whose row then offers the recorded
+ * output on demand. Screenshots: `run-call-output`, `run-call-recorded-output` (and `-phone`).
  */
 import assert from "node:assert/strict";
+import type { Locator, Page } from "playwright-core";
 import type { DispatchRequest, DispatchResult, Provider } from "../src/dispatch/mod.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { launchBrowser, pageTest, saveScreenshot } from "./page_helpers.ts";
@@ -88,5 +90,43 @@ pageTest("a running call's output appears live under the call, bounded and as te
   await page.locator(".result").waitFor();
   await page.locator(".call", { hasText: "worker" }).first().waitFor();
   assert.equal(await page.locator(".call-output.running").count(), 0);
+
+  // The ended call's row offers its recorded output: every batch read, the last 200 lines shown.
+  const recorded = await openRecorded(page);
+  assert.equal(await recorded.locator(".call-log > span").count(), 200);
+  await recorded.locator(".call-output-head", { hasText: "54 earlier lines not shown" }).waitFor();
+  await recorded.locator(".log-text", { hasText: /^log line 55$/ }).waitFor();
+  assert.equal(await recorded.locator(".log-text", { hasText: /^log line 54$/ }).count(), 0);
+  await recorded.locator(".log-tool", { hasText: "→ Bash: ls -la src" }).waitFor();
+  await recorded.locator(".log-text", { hasText: `markup stays text: ${HOSTILE}` }).waitFor();
+  await recorded.locator(".log-text", { hasText: "a later line" }).waitFor();
+  assert.equal(await page.locator(".call-output img").count(), 0);
+  await saveScreenshot(page, "run-call-recorded-output");
+  await page.getByRole("button", { name: "hide output" }).click();
+  assert.equal(await page.locator(".recorded-output .call-output").count(), 0);
+
+  const phone = await browser.newPage({ viewport: { width: 390, height: 800 } });
+  await phone.goto(`${d.url}/#token=${TOKENS.alice}`);
+  await phone.goto(`${d.url}/#/runs/${runId}`);
+  await (await openRecorded(phone)).locator(".log-text", { hasText: "a later line" }).waitFor();
+  const overflow = Number(
+    await phone.evaluate(
+      "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+    ),
+  );
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than the window`);
+  await saveScreenshot(phone, "run-call-recorded-output-phone");
+  assert.equal(await page.evaluate("window.__pwned"), undefined);
+  assert.equal(await phone.evaluate("window.__pwned"), undefined);
   browser.assertNoErrors();
 });
+
+/** Opens call 1's journaled row and its "output" toggle; the recorded log it shows. */
+async function openRecorded(page: Page): Promise<Locator> {
+  const row = page.locator("li.call:has(details)", { hasText: "worker" }).first();
+  await row.locator("summary").click();
+  await row.getByRole("button", { name: "output", exact: true }).click();
+  const recorded = row.locator(".recorded-output .call-output[data-call='1']:not(.running)");
+  await recorded.waitFor();
+  return recorded;
+}

@@ -26,6 +26,8 @@ import { RunTimeline } from "./run_timeline.js";
 import { remember, RunHistory } from "./run_history.js";
 import { RunApprovals } from "./run_approvals.js";
 import { addProgress, CallOutput } from "./call_output.js";
+import { RecordedOutput } from "./call_recorded.js";
+import { WaitingCalls, waitingCalls } from "./run_waiting.js";
 
 const NO_PHASE = "Before any phase";
 
@@ -92,7 +94,7 @@ function RunningRow({ call, now }) {
   `;
 }
 
-function CallRow({ entry }) {
+function CallRow({ api, runId, entry }) {
   const failed = entry.outcome === "failed" || entry.outcome === "skipped";
   return html`
     <li class=${`call outcome-${entry.outcome}`}>
@@ -147,6 +149,7 @@ function CallRow({ entry }) {
                 : null}
               <dt>started</dt><dd>${clock(entry.started_at)}</dd>
             </dl>
+            <${RecordedOutput} api=${api} runId=${runId} seq=${entry.seq} />
           </div>
       </details>
     </li>
@@ -332,6 +335,11 @@ export function RunView({ api, runId }) {
     journal,
     runningNow,
   ]);
+  const waiting = useMemo(() => waitingCalls(approvals, journal, runningNow), [
+    approvals,
+    journal,
+    runningNow,
+  ]);
   const narrationEnd = useRef();
   useEffect(() => narrationEnd.current?.scrollIntoView?.({ block: "nearest" }), [narration.length]);
 
@@ -426,7 +434,8 @@ export function RunView({ api, runId }) {
             </div>
             <div class="run-columns">
               <${Section} title="Calls by phase">
-            ${journal.length === 0 && calls.running === 0 && runningNow.length === 0
+            ${journal.length === 0 && calls.running === 0 && runningNow.length === 0 &&
+                waiting.length === 0
               ? html`<${Empty}>No calls yet.<//>`
               : html`<ol class="tree">${
                 tree.map((phase) =>
@@ -439,7 +448,10 @@ export function RunView({ api, runId }) {
                                   ${phase.calls.length + phase.running.length > 0
                                     ? html`<ul class="calls">${
                                       phase.calls.map((entry) =>
-                                        html`<${CallRow} key=${entry.seq} entry=${entry} />`
+                                        html`
+                                          <${CallRow} key=${entry.seq} api=${api} runId=${runId}
+                                            entry=${entry} />
+                                        `
                                       )
                                     }${
                                       phase.running.map((call) =>
@@ -454,6 +466,7 @@ export function RunView({ api, runId }) {
                   `
                 )
               }</ol>`}
+            <${WaitingCalls} runId=${runId} waiting=${waiting} />
             ${Object.entries(outputs).filter(([seq, output]) =>
               !output.ended && output.lines && !journal.some((e) => e.seq === Number(seq))
             ).map(([seq, output]) =>
