@@ -6,7 +6,8 @@ import { dispatchHistory, type UsageSummary } from "../src/dispatch/mod.ts";
 import { type StaleWorktree } from "../src/worktrees/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { EffortSchema } from "../src/schemas/mod.ts";
-import { openHost } from "./host.ts";
+import { type Host, openHost } from "./host.ts";
+import { type OutputLevel, parseOutputLevel, progressLines } from "./progress_lines.ts";
 import { daemonAlive } from "../src/services/mod.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { spawnWorker } from "./worker.ts";
@@ -31,6 +32,8 @@ interface DispatchFlags {
   fakeDispatch?: boolean;
   wait?: boolean;
   json?: boolean;
+  /** With --wait: the call's live output on standard error (`none`, `tools`, `all`). */
+  output?: string;
 }
 
 function json(value: unknown): Promise<void> {
@@ -39,6 +42,10 @@ function json(value: unknown): Promise<void> {
 
 async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
   const p = platform();
+  const output = parseOutputLevel(flags.output, "none");
+  if (output !== "none" && !flags.wait) {
+    throw new UsageError("Cannot use --output without --wait: the task is not followed here");
+  }
   const timeout = flags.timeout === undefined ? undefined : Number(flags.timeout);
   if (flags.timeout !== undefined && (!/^\d+$/.test(flags.timeout) || !timeout)) {
     throw new UsageError(
@@ -84,7 +91,9 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
   });
   let task: TaskStatus;
   try {
+    const watching = output === "none" ? undefined : printTaskOutput(host, started.task_id, output);
     task = await host.tasks.wait(started.task_id, host.caller);
+    await watching;
   } finally {
     removeInterrupt();
   }
@@ -98,6 +107,15 @@ async function dispatch(prompt: string, flags: DispatchFlags): Promise<number> {
     await printJson(task.result ?? null);
   }
   return exitStatusOfState(task.state);
+}
+
+/** Prints a task's live output (its feed's progress events) until its feed ends. */
+async function printTaskOutput(host: Host, taskId: string, level: OutputLevel): Promise<void> {
+  const lines = progressLines(level);
+  for await (const { event } of host.tasks.events(taskId, host.caller, { follow: true })) {
+    if (event.progress) { for (const line of lines.lines(1, event.progress)) printLine(line); }
+  }
+  for (const line of lines.end(1)) printLine(line);
 }
 
 async function taskStatus(taskId: string): Promise<number> {
@@ -336,6 +354,10 @@ export function addDispatchCommands(
     .option("--fake-dispatch", "send the call to the fake provider")
     .option("--wait", "wait for the result and print it")
     .option("--json", "with --wait: print the whole task status")
+    .option(
+      "--output <level>",
+      "with --wait: the call's live output on standard error: none (the default), tools or all",
+    )
     .exitOverride()
     .action((prompt: string, flags: DispatchFlags) => run(() => dispatch(prompt, flags)));
 

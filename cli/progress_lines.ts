@@ -7,12 +7,24 @@
  * @module
  */
 import type { CallProgress } from "../src/schemas/mod.ts";
+import { UsageError } from "./workflow_input.ts";
 
 /** How much of calls' live output `watch` prints. */
 export type OutputLevel = "none" | "tools" | "all";
 
 /** The levels, as `--output` takes them. */
 export const OUTPUT_LEVELS: readonly OutputLevel[] = ["none", "tools", "all"];
+
+/** The level an `--output` flag names, `fallback` when absent; another value is a usage error. */
+export function parseOutputLevel(value: string | undefined, fallback: OutputLevel): OutputLevel {
+  const level = value ?? fallback;
+  if (!(OUTPUT_LEVELS as readonly string[]).includes(level)) {
+    throw new UsageError(
+      `Cannot use --output '${level.slice(0, 40)}': it must be one of ${OUTPUT_LEVELS.join(", ")}`,
+    );
+  }
+  return level as OutputLevel;
+}
 
 /** Longest text line printed of a call's output; the rest of the line is cut. */
 const LINE_LIMIT = 400;

@@ -12,7 +12,7 @@ import { platform } from "../src/platform/mod.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";
 import { openHost } from "./host.ts";
 import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
-import { OUTPUT_LEVELS, type OutputLevel } from "./progress_lines.ts";
+import { parseOutputLevel } from "./progress_lines.ts";
 import { formatAge, formatCost, renderTable, type TableColumn } from "./table.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
 import { UsageError } from "./workflow_input.ts";
@@ -174,7 +174,7 @@ async function workflowWatch(
   flags: { after?: string; json?: boolean; output?: string },
 ): Promise<number> {
   const after = parseWhole("--after", flags.after, 0);
-  const output = outputLevel(flags.output);
+  const output = parseOutputLevel(flags.output, "tools");
   await using host = await openHost();
   const p = platform();
   const known = await host.runs.get(runId, host.caller);
@@ -203,17 +203,6 @@ async function workflowWatch(
   const status = await host.runs.wait(runId, host.caller);
   await reportEnd(status, { json: flags.json });
   return exitStatusOfState(status.state);
-}
-
-/** The `--output` of `watch`: `tools` when absent. */
-function outputLevel(value: string | undefined): OutputLevel {
-  const level = value ?? "tools";
-  if (!(OUTPUT_LEVELS as readonly string[]).includes(level)) {
-    throw new UsageError(
-      `Cannot use --output '${level.slice(0, 40)}': it must be one of ${OUTPUT_LEVELS.join(", ")}`,
-    );
-  }
-  return level as OutputLevel;
 }
 
 /** Cancels a run wherever it runs, and (unless --no-wait) waits until it has stopped. */

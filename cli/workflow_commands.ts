@@ -59,6 +59,10 @@ export function addWorkflowRunCommands(workflow: Command, wrap: Wrap): void {
       "replay the unchanged leading calls of an earlier run from its journal",
     )
     .option("--json", "print the whole run status object instead of the returned value")
+    .option(
+      "--output <level>",
+      "calls' live output on standard error: none (the default), tools (tool uses, files, errors) or all (text too)",
+    )
     .exitOverride()
     .action(async (script: string, flags) => {
       await wrap(() => workflowRun(script, flags));
@@ -75,6 +79,10 @@ export function addWorkflowRunCommands(workflow: Command, wrap: Wrap): void {
     .option("--budget-tokens <n>", "the new run's token budget (default: the run's)")
     .option("--budget-usd <n>", "the new run's currency budget (default: the run's)")
     .option("--json", "print the whole run status object instead of the returned value")
+    .option(
+      "--output <level>",
+      "calls' live output on standard error: none (the default), tools (tool uses, files, errors) or all (text too)",
+    )
     .exitOverride()
     .action(async (runId: string, flags) => {
       await wrap(() => workflowResume(runId, flags));

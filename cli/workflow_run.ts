@@ -6,6 +6,7 @@ import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
 import { type Host, openHost } from "./host.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";
 import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
+import { type OutputLevel, parseOutputLevel } from "./progress_lines.ts";
 import { type RerunFlags, resumeCommand } from "./resume_hint.ts";
 import { printLine } from "./terminal.ts";
 import { parseArgsOption, readScriptSource, UsageError, workdirOption } from "./workflow_input.ts";
@@ -14,6 +15,8 @@ import { parseArgsOption, readScriptSource, UsageError, workdirOption } from "./
 export interface WorkflowRunFlags extends RerunFlags {
   resumeFrom?: string;
   json?: boolean;
+  /** Calls' live output on standard error: `none` (the default), `tools` or `all`. */
+  output?: string;
 }
 
 /** Options of `svc workflow resume`, as commander hands them over. */
@@ -24,6 +27,8 @@ export interface WorkflowResumeFlags {
   budgetTokens?: string;
   budgetUsd?: string;
   json?: boolean;
+  /** Calls' live output on standard error: `none` (the default), `tools` or `all`. */
+  output?: string;
 }
 
 export { UsageError };
@@ -72,6 +77,7 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
   const workdir = await workdirOption(flags.workdir);
   const source = await readScriptSource(await scriptPathOf(scriptRef, workdir));
   const args = await parseArgsOption(flags.args);
+  const output = parseOutputLevel(flags.output, "none");
   const request: Record<string, unknown> = {
     script: source.script,
     filename: source.filename,
@@ -84,7 +90,7 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
   if (args.asString) {
     printLine("svc: --args is not JSON: the script gets it as a string");
   }
-  return await runAndFollow(request, { json: flags.json, flags, ref: source.ref });
+  return await runAndFollow(request, { json: flags.json, flags, ref: source.ref, output });
 }
 
 /**
@@ -106,6 +112,16 @@ export function runOptionsOf(flags: WorkflowRunFlags): Record<string, unknown> {
   };
 }
 
+/** How a started run is followed and reported. */
+interface FollowOptions {
+  json?: boolean | undefined;
+  /** The flags of a run of a script file, repeated by the resume hint. */
+  flags?: WorkflowRunFlags;
+  ref?: string;
+  /** Calls' live output in the narration. @default "none" */
+  output?: OutputLevel;
+}
+
 /**
  * Starts a run of `request` in this process, narrates it to its end and reports it as
  * `svc workflow run` does; resolves to the exit status. With `flags` and `ref` (a script file),
@@ -113,7 +129,7 @@ export function runOptionsOf(flags: WorkflowRunFlags): Record<string, unknown> {
  */
 export async function runAndFollow(
   request: Record<string, unknown>,
-  options: { json?: boolean | undefined; flags?: WorkflowRunFlags; ref?: string } = {},
+  options: FollowOptions = {},
 ): Promise<number> {
   await using host = await openHost();
   await reportInterrupted(host);
@@ -173,6 +189,7 @@ export async function workflowWork(runId: string): Promise<number> {
  * recorded, replaying its journaled calls; narrates and prints as `svc workflow run` does.
  */
 export async function workflowResume(runId: string, flags: WorkflowResumeFlags): Promise<number> {
+  const output = parseOutputLevel(flags.output, "none");
   const changes: Record<string, unknown> = {
     ...(flags.fakeDispatch !== undefined ? { fake_dispatch: flags.fakeDispatch } : {}),
     timeout: parseTimeout(flags.timeout),
@@ -183,6 +200,7 @@ export async function workflowResume(runId: string, flags: WorkflowResumeFlags):
   await reportInterrupted(host);
   return await follow(host, () => host.runs.resume(runId, host.caller, changes), {
     json: flags.json,
+    output,
   });
 }
 
@@ -193,7 +211,7 @@ export async function workflowResume(runId: string, flags: WorkflowResumeFlags):
 async function follow(
   host: Host,
   start: () => Promise<RunStatus>,
-  options: { json?: boolean | undefined; flags?: WorkflowRunFlags; ref?: string },
+  options: FollowOptions,
 ): Promise<number> {
   const { runs: manager, caller } = host;
   const p = platform();
@@ -227,7 +245,7 @@ async function follow(
   let status: RunStatus;
   try {
     // The narration comes from the run's event feed, as `svc workflow watch` reads it.
-    await narrateRun(manager, runId, { caller, printer: printerFor() });
+    await narrateRun(manager, runId, { caller, printer: printerFor(options.output) });
     status = await manager.wait(runId, caller);
   } finally {
     removeInterrupt();

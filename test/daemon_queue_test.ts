@@ -43,7 +43,7 @@ async function runStates(services: Services, runId: string): Promise<string[]> {
 async function taskStates(services: Services, taskId: string): Promise<string[]> {
   const states: string[] = [];
   for await (const item of services.tasks.events(taskId, LOCAL, { follow: false })) {
-    if (!item.event.approval) states.push(item.event.state);
+    if (!item.event.approval && !item.event.progress) states.push(item.event.state);
   }
   return states;
 }

@@ -90,3 +90,10 @@ export {
   type ProgressChannelOptions,
   type ProgressListener,
 } from "./progress.ts";
+export {
+  DEFAULT_PROGRESS_BYTES,
+  PROGRESS_INTERVAL_MS,
+  ProgressRecorder,
+  type ProgressRecorderOptions,
+  relayProgress,
+} from "./progress_recorder.ts";

@@ -24,10 +24,14 @@ export function resumeOf(request: Request): FeedOpenOptions {
   return after === undefined ? {} : { after };
 }
 
-/** The name of an event on the wire: a run event's `type`; a task's `state`, or `approval`. */
+/**
+ * The name of an event on the wire: a run event's `type`; a task's `state`, `approval` or
+ * `progress`.
+ */
 export function eventName(event: FeedItem["event"]): string {
   if ("type" in event) return event.type;
-  return "approval" in event && event.approval ? "approval" : "state";
+  if (event.approval) return "approval";
+  return event.progress ? "progress" : "state";
 }
 
 /**

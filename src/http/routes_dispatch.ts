@@ -91,8 +91,10 @@ const eventsRoute = createRoute({
   path: "/api/dispatch/{task_id}/events",
   summary: "A dispatch's state changes as server-sent events",
   description:
-    "One `state` event per state the task enters; each `id` is its position in the task's " +
-    "feed. Resume with `Last-Event-ID`; the stream ends after the terminal state.",
+    "One `state` event per state the task enters, `approval` events while it waits for a " +
+    "person, and `progress` events with the call's live output (redacted, within the " +
+    "configuration's `progress.call_bytes`); each `id` is its position in the task's feed. " +
+    "Resume with `Last-Event-ID`; the stream ends after the terminal state.",
   request: { params: TaskIdParamSchema },
   responses: {
     200: { description: "the event stream", content: sseContent() },

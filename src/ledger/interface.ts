@@ -5,6 +5,7 @@ import type {
   ApprovalState,
   ListApprovalsOptions,
 } from "./approvals.ts";
+import type { CallProgress } from "../schemas/mod.ts";
 import type { ChatMessage } from "./chat.ts";
 import type { CollaborationRecord } from "./collaborations.ts";
 import type { A2aTaskListOptions, A2aTaskPage, A2aTaskRecord } from "./a2a_tasks.ts";
@@ -299,6 +300,15 @@ export interface TaskLedger {
       approval?: TaskApprovalNote;
     },
   ): Promise<boolean>;
+  /**
+   * Appends a progress event (what the task's call did since the last one) to a running task's
+   * feed at `eventSeq`, leaving its record as it is: a cancel another process asked for in the
+   * record is never written over.
+   */
+  appendTaskProgress(
+    taskId: string,
+    options: { eventSeq: number; at: string; items: CallProgress[] },
+  ): Promise<void>;
   /** A task's status, or undefined. */
   getTask(taskId: string): Promise<TaskStatus | undefined>;
   /** Tasks, newest first; only `owner`'s when given. */

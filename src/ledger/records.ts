@@ -529,6 +529,11 @@ export interface TaskEvent {
    * or the approval was decided. The task's state did not change.
    */
   approval?: { approval_id: string; state: ApprovalState; decided_by?: string; reason?: string };
+  /**
+   * Present on a progress event: what the task's call did since its previous progress event,
+   * redacted and bounded (as a run's `progress` event). The task's state did not change.
+   */
+  progress?: CallProgress[];
 }
 
 /** A stream of the event feed: the events of one run or of one task. */

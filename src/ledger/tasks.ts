@@ -1,5 +1,6 @@
 import { SvcError } from "../errors/mod.ts";
 import type { KvKey } from "../platform/mod.ts";
+import type { CallProgress } from "../schemas/mod.ts";
 import { fromBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
 import { checkBefore } from "./cursor.ts";
@@ -167,6 +168,25 @@ async function saveTask(
   return ok;
 }
 
+/** Appends a progress event to a task's feed; its record is not written. */
+async function appendTaskProgress(
+  ctx: LedgerContext,
+  taskId: string,
+  options: { eventSeq: number; at: string; items: CallProgress[] },
+): Promise<void> {
+  const event: TaskEvent = {
+    at: options.at,
+    task_id: taskId,
+    state: "running",
+    progress: options.items,
+  };
+  await ctx.commit((atomic) => {
+    atomic.set(KEYS.taskEvents(taskId, options.eventSeq), toBytes(event));
+    atomic.set(KEYS.feedTick, toBytes({}));
+  });
+  ctx.notify({ kind: "task", id: taskId });
+}
+
 /** A task's status, or undefined. */
 async function getTask(ctx: LedgerContext, taskId: string): Promise<TaskStatus | undefined> {
   const entry = await ctx.kv.get(KEYS.task(taskId));
@@ -222,6 +242,7 @@ export function taskLedger(ctx: LedgerContext): TaskLedger {
   return {
     createTask: (task, options) => createTask(ctx, task, options),
     saveTask: (task, options) => saveTask(ctx, task, options),
+    appendTaskProgress: (taskId, options) => appendTaskProgress(ctx, taskId, options),
     getTask: (taskId) => getTask(ctx, taskId),
     listTasks: (options) => listTasks(ctx, options),
     requestCancel: (taskId) => requestCancel(ctx, taskId),

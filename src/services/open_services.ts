@@ -218,6 +218,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       workspace,
       ownerLiveTasks: config.admission.owner_live_tasks,
       retryAfterS: config.admission.retry_after_s,
+      progressBytes: config.progress.call_bytes,
     });
     const recoveredTasks = await tasks.recover();
     runs = await RunManager.create({

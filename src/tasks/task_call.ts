@@ -2,6 +2,7 @@ import {
   type DispatchContext,
   type Dispatcher,
   type DispatchOutcome,
+  type ProgressListener,
   ProviderError,
   stepCost,
   type StepResult,
@@ -84,14 +85,20 @@ export function dispatchTaskOnce(
   through: { dispatcher: Dispatcher; sessions: SessionStore },
   status: TaskStatus,
   options: DispatchTaskRequest,
-  call: { signal: AbortSignal; system: string | undefined; fullApproved: boolean },
+  call: {
+    signal: AbortSignal;
+    system: string | undefined;
+    fullApproved: boolean;
+    onProgress?: ProgressListener;
+  },
 ): Promise<DispatchOutcome> {
-  const { signal, system } = call;
+  const { signal, system, onProgress } = call;
   const input = {
     prompt: status.prompt,
     options,
     ...(system !== undefined ? { system } : {}),
     signal,
+    ...(onProgress ? { onProgress } : {}),
     ...(options.workdir ? { cwd: options.workdir } : {}),
   };
   const context: DispatchContext = {

@@ -32,14 +32,17 @@ import {
 import { withDefaults } from "../options/mod.ts";
 import { WorkspacePolicy } from "../workspace/mod.ts";
 import {
+  type CallProgress,
   describeIssue,
   DispatchRequestSchema,
   type DispatchTaskRequest,
   type JsonValue,
 } from "../schemas/mod.ts";
 import {
+  DEFAULT_PROGRESS_BYTES,
   type Dispatcher,
   type DispatchOutcome,
+  ProgressRecorder,
   ProviderError,
   StopReason,
   structuredStep,
@@ -87,6 +90,12 @@ export interface TaskManagerOptions {
   ownerLiveTasks?: number;
   /** The `Retry-After` of that refusal, in seconds. Default 30. */
   retryAfterS?: number;
+  /**
+   * Bytes of live output (progress events, redacted and bounded) a task's call records in its
+   * feed; 0 records none. @default DEFAULT_PROGRESS_BYTES (the configuration's
+   * `progress.call_bytes`)
+   */
+  progressBytes?: number;
 }
 
 /** Longest prompt of a task: it is stored with the task, in one KV value. */
@@ -97,6 +106,8 @@ interface LiveTask {
   controller: AbortController;
   done: Promise<TaskStatus>;
   eventSeq: number;
+  /** The task's progress writes, one after another: all are in before its end is saved. */
+  progressWrites: Promise<void>;
   /** Settles once the task is claimed for this process (true) or found taken (false). */
   claimed: Promise<boolean>;
   onClaim: (won: boolean) => void;
@@ -131,6 +142,7 @@ export class TaskManager {
       cancelPollMs: 250,
       ownerLiveTasks: 8,
       retryAfterS: 30,
+      progressBytes: DEFAULT_PROGRESS_BYTES,
       workspace: new WorkspacePolicy({
         forbidden: [options.ledger.home],
         home: options.ledger.home,
@@ -302,6 +314,7 @@ export class TaskManager {
       controller: new AbortController(),
       done: Promise.resolve(task),
       eventSeq: 1,
+      progressWrites: Promise.resolve(),
       claimed,
       onClaim,
     };
@@ -479,18 +492,47 @@ export class TaskManager {
     const fullApproved = dispatcher.admit(options, taskContext(status, options))
       .needsApproval === true;
     if (fullApproved) await this.#awaitApproval(live, options, signal);
-    const step = await structuredStep(schema, {
-      attempts: status.schema_attempts,
-      options,
-      once: (options) =>
-        dispatchTaskOnce({ dispatcher, sessions }, status, options, {
-          signal,
-          system,
-          fullApproved,
-        }),
+    const bytes = this.#options.progressBytes;
+    const progress = new ProgressRecorder((items) => this.#saveProgress(live, items), {
+      budgetBytes: bytes,
     });
-    if (step.ok) return step.outcome;
-    throw stepFailure(status, step);
+    try {
+      const step = await structuredStep(schema, {
+        attempts: status.schema_attempts,
+        options,
+        once: (options) =>
+          dispatchTaskOnce({ dispatcher, sessions }, status, options, {
+            signal,
+            system,
+            fullApproved,
+            ...(bytes > 0 ? { onProgress: progress.listener } : {}),
+          }),
+      });
+      if (step.ok) return step.outcome;
+      throw stepFailure(status, step);
+    } finally {
+      progress.close();
+      await live.progressWrites;
+    }
+  }
+
+  /**
+   * Queues one progress event behind the task's earlier ones. Live output is for watching: a
+   * write that fails is dropped (its event number reused), and the task goes on.
+   */
+  #saveProgress(live: LiveTask, items: CallProgress[]): void {
+    live.progressWrites = live.progressWrites.then(async () => {
+      const eventSeq = live.eventSeq++;
+      try {
+        await this.#options.ledger.appendTaskProgress(live.status.task_id, {
+          eventSeq,
+          at: now(),
+          items,
+        });
+      } catch {
+        live.eventSeq = eventSeq;
+      }
+    });
   }
 
   /** A task's status; undefined alike for an unknown id and a task the caller may not see. */

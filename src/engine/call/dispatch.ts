@@ -1,9 +1,8 @@
-import { type StepResult, structuredStep } from "../../dispatch/mod.ts";
+import { ProgressRecorder, type StepResult, structuredStep } from "../../dispatch/mod.ts";
 import type { RunContext } from "../run_context.ts";
 import type { Approved } from "./approve.ts";
 import { budgetExceeded } from "./conditions.ts";
 import type { AgentCallDeps, Ending, LiveCall } from "./types.ts";
-import { ProgressRecorder } from "./progress.ts";
 
 /**
  * The dispatch stage, run while the call holds its slot: the budget admits the call's

@@ -1,15 +1,15 @@
 /**
- * The recorder of one call's live output: what the provider reports through the dispatch
- * request's `onProgress` is checked, redacted, coalesced and passed to the run's feed in
- * batches (at most one write every {@linkcode PROGRESS_INTERVAL_MS} per call, through the run's
- * group commit), within the call's byte budget; past it, one `truncated` item and nothing more.
+ * The recorder of one call's live output (a run's call or a task's): what the provider reports
+ * through the dispatch request's `onProgress` is checked, redacted, coalesced and passed to its
+ * feed in batches (at most one write every {@linkcode PROGRESS_INTERVAL_MS} per call), within
+ * the call's byte budget; past it, one `truncated` item and nothing more.
  * A provider may be a library user's own, so nothing it sends is trusted here: it goes through
  * a progress channel of its own (the dispatch layer's redaction, text held back to whole lines
  * so that a secret split across deltas is redacted whole).
  * @module
  */
-import { type ProgressChannel, progressChannel } from "../../dispatch/mod.ts";
-import { type CallProgress, PROGRESS_TEXT_LIMIT } from "../../schemas/mod.ts";
+import { type ProgressChannel, progressChannel } from "./progress.ts";
+import { type CallProgress, PROGRESS_TEXT_LIMIT } from "../schemas/mod.ts";
 
 /** The least time between two progress events of one call in the run's feed, in ms. */
 export const PROGRESS_INTERVAL_MS = 250;
@@ -56,7 +56,7 @@ export function relayProgress(item: unknown, channel: ProgressChannel): void {
 
 /**
  * Collects one call's progress and hands batches to `write` (which puts one event in the run's
- * feed). `listener` is what the dispatch request's `onProgress` gets; `close()` writes what is
+ * or the task's feed). `listener` is what the dispatch request's `onProgress` gets; `close()` writes what is
  * pending and stops, before the call's `call` event is written.
  */
 export class ProgressRecorder {
