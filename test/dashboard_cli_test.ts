@@ -82,6 +82,8 @@ Deno.test("svc dashboard on a fresh SVC_HOME makes a token once, and the README'
   const tokenFile = `${home.path}/.svc/dashboard.token`;
   const token = (await Deno.readTextFile(tokenFile)).trim();
   assert.equal((await Deno.stat(tokenFile)).mode! & 0o777, 0o600);
+  // The token's lines come one by one: wait for the last of them before counting.
+  await until(() => server.lines.filter((l) => l.includes(token)).length >= 3);
   assert.ok(
     server.lines.some((l) => l.includes(`${server.url}/#token=${token}`)),
     server.lines.join("\n"),
