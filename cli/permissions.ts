@@ -17,7 +17,7 @@ import {
   microvmBackendName,
   svcHome,
 } from "../src/host_env/mod.ts";
-import { platform } from "../src/platform/mod.ts";
+import { LIFELINE_SHELL, platform } from "../src/platform/mod.ts";
 
 /** Every environment variable the host reads; it is granted exactly these. */
 export const HOST_ENV_VARS: readonly string[] = [
@@ -169,7 +169,7 @@ export function grantsOf(
     p.which("bwrap"),
     p.which("ldd"),
     p.which("sandbox-exec"),
-    microvmTool(),
+    ...microvmTools(),
   ];
   const env: string[] = [];
   const net: string[] = [];
@@ -209,14 +209,17 @@ export function grantsOf(
 }
 
 /**
- * The VM tool of the configured microvm backend (limactl, else krunvm), when it is on PATH. An
- * unknown backend grants nothing: such runs fail closed before any tool would run.
+ * The VM tool of the configured microvm backend (limactl, krunvm or QEMU), when it is on PATH;
+ * with QEMU, the shell that looks for /dev/kvm and ties each VM to the host's life. An unknown
+ * backend grants nothing: such runs fail closed before any tool would run.
  */
-function microvmTool(): string | undefined {
+function microvmTools(): (string | undefined)[] {
   try {
-    return platform().which(MICROVM_TOOLS[microvmBackendName()]);
+    const backend = microvmBackendName();
+    const tool = platform().which(MICROVM_TOOLS[backend]);
+    return backend === "qemu" ? [tool, LIFELINE_SHELL] : [tool];
   } catch {
-    return undefined;
+    return [];
   }
 }
 

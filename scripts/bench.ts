@@ -63,6 +63,11 @@
  *    bare Postgres commit of the same size (goal <= 2x), and queue claims per second with one
  *    daemon and with two. Measured `--runs` times after the repetitions.
  *
+ * 9. The microvm tier's `qemu` backend in real micro-VMs (`bench_qemu.ts`, group `qemu`), only
+ *    where its image exists: a run's start to its first `agent()` with a VM booted for it, and
+ *    with one already waiting (a long-lived host), and one waiting VM's resident memory.
+ *    Measured `--runs` times, one VM at a time.
+ *
  * The soak and the fuzz run fail the bench (exit 1, after the table) when they find a failure.
  *
  * Every figure is printed with its baseline and the ratio of the medians; the final JSON line
@@ -89,6 +94,7 @@ import { reportHttp } from "./bench/http.ts";
 import { reportMemory } from "./bench/memory.ts";
 import { reportMicrovm } from "./bench/microvm.ts";
 import { reportPostgres } from "./bench/postgres.ts";
+import { reportQemu } from "./bench/qemu.ts";
 import { repetition } from "./bench/repetition.ts";
 import { createReport, formatTable, type GroupContext, type Report } from "./bench/report.ts";
 import { reportSoak } from "./bench/soak.ts";
@@ -108,6 +114,7 @@ const SECTIONS: ((report: Report, context: GroupContext) => void | Promise<void>
   reportFeed,
   reportHttp,
   reportPostgres,
+  reportQemu,
   reportFuzz,
   reportSoak,
 ];

@@ -259,9 +259,11 @@ export type {
   GuestSpawnRequest,
   IsolationBackend,
   IsolationBackends,
+  IsolationReport,
   MicrovmBackendName,
   MicrovmOptions,
   MicrovmSettings,
+  QemuAccelSetting,
   UnsafeLocalOptions,
 } from "./isolation/mod.ts";
 export { MicrovmSlots } from "./isolation/mod.ts";

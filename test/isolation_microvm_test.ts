@@ -272,7 +272,7 @@ Deno.test("microvm fails closed when its backend is unavailable, naming what is 
       name: "unknown backend",
       setup: { env: { SVC_WORKFLOW_MICROVM_BACKEND: "docker" } },
       message:
-        /SVC_WORKFLOW_MICROVM_BACKEND is 'docker', which is no backend: use backend_a \(Lima\) or backend_b \(krunvm\)/,
+        /SVC_WORKFLOW_MICROVM_BACKEND is 'docker', which is no backend: use backend_a \(Lima\), backend_b \(krunvm\) or qemu/,
       calls: [],
     },
     {

@@ -4,6 +4,7 @@ import {
   createUnsafeLocalBackend,
   type GuestHandle,
   type IsolationBackend,
+  prestartedBackend,
 } from "../src/isolation/mod.ts";
 import { LOCAL, testManager } from "./helpers.ts";
 
@@ -94,4 +95,66 @@ Deno.test("without prestartGuest a run primes its own guest at start() and nothi
   await until(() => backend.started.length === 1 && backend.started[0]!.exited);
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(backend.started.length, 1, "no guest was started for a next run");
+});
+
+Deno.test("a microvm backend whose VMs are resident (Lima) or created per run by a tool (krunvm) is never started ahead", async () => {
+  let spawned = 0;
+  const microvm: IsolationBackend = {
+    name: "microvm",
+    prestarts: () => false,
+    spawn() {
+      spawned++;
+      return Promise.reject(new Error("not in this test"));
+    },
+  };
+  await using t = await testManager({
+    prestartGuest: true,
+    isolation: { "unsafe-local": createUnsafeLocalBackend(), microvm },
+  });
+  const run = await t.manager.start({ script: `return 1;`, isolation: "microvm" }, LOCAL);
+  await t.manager.wait(run.run_id, LOCAL);
+  // Only the run itself asked for a guest: nothing was started ahead, at start-up or after it.
+  assert.equal(spawned, 1);
+});
+
+Deno.test("an idle VM that does not match a run is let go before the run spawns, so its slot is free", async () => {
+  const events: string[] = [];
+  const vm: IsolationBackend = {
+    name: "microvm",
+    prestarts: () => true,
+    spawn(request) {
+      const name = `vm-${request.heapMb}`;
+      events.push(`spawn ${name}`);
+      const child = new Deno.Command("sleep", {
+        args: ["30"],
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      return Promise.resolve({
+        process: {
+          pid: child.pid,
+          stdin: child.stdin,
+          stdout: child.stdout,
+          stderr: child.stderr,
+          status: child.status.then((s) => ({ code: s.code, signal: s.signal ?? null })),
+          kill: () => child.kill("SIGKILL"),
+        },
+        async dispose() {
+          events.push(`dispose ${name}`);
+          try {
+            child.kill("SIGKILL");
+          } catch {
+            // Gone already.
+          }
+          await child.status;
+        },
+      });
+    },
+  };
+  await using backend = prestartedBackend(vm);
+  backend.prime({ scratchRoot: "/tmp", heapMb: 64, seed: 1 });
+  const handle = await backend.spawn({ scratchRoot: "/tmp", heapMb: 128, seed: 1 });
+  assert.deepEqual(events, ["spawn vm-64", "dispose vm-64", "spawn vm-128"]);
+  await handle.dispose();
 });

@@ -64,6 +64,7 @@ export const GROUPS = [
   "feed",
   "http",
   "postgres",
+  "qemu",
   "fuzz",
   "soak",
 ] as const;

@@ -1,6 +1,10 @@
 import { SvcError } from "../errors/mod.ts";
 import { StopReason as RunStop } from "../dispatch/mod.ts";
-import { type PrestartedBackend, prestartedBackend } from "../isolation/mod.ts";
+import {
+  type IsolationReport,
+  type PrestartedBackend,
+  prestartedBackend,
+} from "../isolation/mod.ts";
 import {
   type Caller,
   type FeedItem,
@@ -80,6 +84,8 @@ export class RunManager {
   readonly #closed = new AbortController();
   /** The `unsafe-local` backend, starting guests ahead of need. */
   readonly #prestarted: PrestartedBackend;
+  /** The `microvm` backend, starting a VM ahead of need where its backend says that pays off. */
+  readonly #prestartedVm: PrestartedBackend;
   /** Admission control: whether a new run runs now, queues, or is refused. */
   readonly #admission: RunAdmission;
   /** Set when close() begins: queued runs are no longer started. */
@@ -97,7 +103,14 @@ export class RunManager {
     this.#prestarted = prestartedBackend(isolation["unsafe-local"], {
       refill: this.#options.prestartGuest,
     });
-    this.#options.isolation = { ...isolation, "unsafe-local": this.#prestarted };
+    this.#prestartedVm = prestartedBackend(isolation.microvm, {
+      refill: this.#options.prestartGuest,
+    });
+    this.#options.isolation = {
+      ...isolation,
+      "unsafe-local": this.#prestarted,
+      microvm: this.#prestartedVm,
+    };
     this.#admission = new RunAdmission(options.admission);
     this.#cancelPoll = new CancelPoll({
       live: this.#runs,
@@ -134,7 +147,10 @@ export class RunManager {
     const manager = new RunManager(options);
     await manager.recover();
     await sweepScratch(manager.#scratchRoot);
-    if (manager.#options.prestartGuest) manager.#primeGuest(DEFAULT_RUN_TIMEOUT_S);
+    if (manager.#options.prestartGuest) {
+      manager.#primeGuest("unsafe-local", DEFAULT_RUN_TIMEOUT_S);
+      manager.#primeGuest("microvm", DEFAULT_RUN_TIMEOUT_S);
+    }
     return manager;
   }
 
@@ -148,14 +164,23 @@ export class RunManager {
     return found;
   }
 
+  /** What the isolation tiers say about themselves, for `/api/status`. */
+  async isolationReport(): Promise<{ microvm: IsolationReport | null }> {
+    return { microvm: await this.#prestartedVm.describe?.() ?? null };
+  }
+
   /** Runs this manager found left `running` by a host that died, and marked `interrupted`. */
   get recovered(): readonly string[] {
     return this.#recovered;
   }
 
-  /** Starts an `unsafe-local` guest ahead of a run of `timeout` seconds. */
-  #primeGuest(timeout: number): void {
-    primeGuest(this.#prestarted, {
+  /**
+   * Starts a guest of `tier` ahead of a run of `timeout` seconds: always for `unsafe-local`; for
+   * `microvm` where its backend boots a VM per run (`qemu`).
+   */
+  #primeGuest(tier: "unsafe-local" | "microvm", timeout: number): void {
+    const backend = tier === "microvm" ? this.#prestartedVm : this.#prestarted;
+    primeGuest(backend, {
       scratchRoot: this.#scratchRoot,
       heapMb: this.#options.heapMb,
       timeout,
@@ -180,7 +205,9 @@ export class RunManager {
   async start(input: unknown, caller: Caller): Promise<RunStatus> {
     const prepared = await this.#prepare(this.#admission.boundTimeout(input, caller), caller, {
       checked: (request) => {
-        if (request.isolation === "unsafe-local") this.#primeGuest(request.timeout);
+        if (request.isolation === "unsafe-local" || request.isolation === "microvm") {
+          this.#primeGuest(request.isolation, request.timeout);
+        }
       },
     });
     const release = await this.#host.hold();
@@ -534,6 +561,7 @@ export class RunManager {
     await Promise.all(this.#endings);
     this.#cancelPoll.stop();
     await this.#prestarted[Symbol.asyncDispose]();
+    await this.#prestartedVm[Symbol.asyncDispose]();
     await Promise.all(this.#teardowns);
     if (this.#ownsHost) await this.#host.close();
   }

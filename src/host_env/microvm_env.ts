@@ -7,8 +7,11 @@ import { SvcError } from "../errors/mod.ts";
 import { platform } from "../platform/mod.ts";
 import type { EnvReader } from "./read_env.ts";
 
-/** The microVM backends: `backend_a` is Lima (a resident VM), `backend_b` krunvm (one VM per run). */
-export type MicrovmBackendName = "backend_a" | "backend_b";
+/**
+ * The microVM backends: `backend_a` is Lima (a resident VM), `backend_b` krunvm (one VM per run),
+ * `qemu` QEMU's `microvm` machine (one VM per run, from Debian's packages and svc's own image).
+ */
+export type MicrovmBackendName = "backend_a" | "backend_b" | "qemu";
 
 /** The environment variables of the `microvm` tier, which the host is granted. */
 export const MICROVM_ENV_VARS: readonly string[] = [
@@ -18,12 +21,16 @@ export const MICROVM_ENV_VARS: readonly string[] = [
   "SVC_WORKFLOW_MICROVM_LIMA_INSTANCE",
   "SVC_WORKFLOW_MICROVM_KRUNVM_IMAGE",
   "SVC_WORKFLOW_MICROVM_KRUNVM_MEM_MB",
+  "SVC_WORKFLOW_MICROVM_QEMU_IMAGE",
+  "SVC_WORKFLOW_MICROVM_QEMU_MEM_MB",
+  "SVC_WORKFLOW_MICROVM_QEMU_ACCEL",
 ];
 
 /** The executable each backend drives on the host. */
 export const MICROVM_TOOLS: Record<MicrovmBackendName, string> = {
   backend_a: "limactl",
   backend_b: "krunvm",
+  qemu: "qemu-system-x86_64",
 };
 
 /** The error of an unavailable microVM backend: names what is missing, says nothing ran. */
@@ -46,10 +53,10 @@ export function microvmBackendName(
 ): MicrovmBackendName {
   const raw = env("SVC_WORKFLOW_MICROVM_BACKEND");
   if (raw === undefined || raw === "" || raw === "backend_a") return "backend_a";
-  if (raw === "backend_b") return "backend_b";
+  if (raw === "backend_b" || raw === "qemu") return raw;
   throw microvmUnavailable(
     `SVC_WORKFLOW_MICROVM_BACKEND is '${
       shown(raw, 40)
-    }', which is no backend: use backend_a (Lima) or backend_b (krunvm)`,
+    }', which is no backend: use backend_a (Lima), backend_b (krunvm) or qemu`,
   );
 }

@@ -99,6 +99,21 @@ const StatusSchema = z.object({
       description: "kv: this machine's files under SVC_HOME; postgres: shared (SVC_LEDGER_URL)",
     }),
   }),
+  isolation: z.object({
+    microvm: z.object({
+      backend: z.string().nullable().meta({
+        description: "SVC_WORKFLOW_MICROVM_BACKEND: backend_a (Lima), backend_b (krunvm), qemu; " +
+          "null when it is set wrong",
+      }),
+      accel: z.enum(["kvm", "tcg"]).nullable().meta({
+        description: "how its VMs run: kvm, or tcg (software emulation); null where not known",
+      }),
+      ready: z.boolean().nullable().meta({
+        description: "whether a microvm run could start now; null when not checked",
+      }),
+      note: z.string(),
+    }).nullable(),
+  }).meta({ description: "the isolation tiers (the microvm tier's backend)" }),
 }).meta({ id: "Status" });
 
 const statusRoute = createRoute({

@@ -52,6 +52,16 @@ export class MicrovmSlots {
     });
   }
 
+  /**
+   * Takes a free slot now, or none: for a guest started ahead of need, which must never queue
+   * before (or hold up) the runs that wait for a slot.
+   */
+  tryAcquire(): (() => void) | undefined {
+    if (this.#inUse >= this.#cap || this.#waiting.length > 0) return undefined;
+    this.#inUse++;
+    return this.#releaser();
+  }
+
   #releaser(): () => void {
     let released = false;
     return () => {

@@ -8,7 +8,7 @@ import { createMicrovmBackend } from "./microvm.ts";
 import type { IsolationBackend } from "./types.ts";
 import { createUnsafeLocalBackend } from "./unsafe_local.ts";
 
-export type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.ts";
+export type { GuestHandle, GuestSpawnRequest, IsolationBackend, IsolationReport } from "./types.ts";
 export { bubblewrapArgv, findBubblewrap, guestExit, lddPaths } from "./bubblewrap.ts";
 export type {
   Bubblewrap,
@@ -33,8 +33,20 @@ export {
   microvmBackendName,
   readMicrovmSettings,
 } from "./microvm_config.ts";
-export type { MicrovmBackendName, MicrovmSettings } from "./microvm_config.ts";
+export type { MicrovmBackendName, MicrovmSettings, QemuAccelSetting } from "./microvm_config.ts";
 export { MicrovmSlots } from "./microvm_slots.ts";
+export { guestImportMap } from "./guest_imports.ts";
+export {
+  QEMU_DATA_HEADROOM_MB,
+  QEMU_GUEST_DENO,
+  QEMU_GUEST_IMPORT_MAP,
+  QEMU_GUEST_MODULES,
+  QEMU_GUEST_STAGE0,
+  QEMU_IMAGE_FILES,
+  type QemuGuestParams,
+  qemuInitScript,
+  qemuKernelCmdline,
+} from "./microvm_qemu_image.ts";
 export {
   createUnsafeLocalBackend,
   defaultBootstrapPath,
@@ -50,9 +62,11 @@ export type IsolationBackends = Record<IsolationTier, IsolationBackend>;
  * The default backend of every tier, reading their settings from `options.env` (the composition
  * root's snapshot; the host's environment by default).
  */
-export function defaultIsolationBackends(options: { env?: EnvReader } = {}): IsolationBackends {
+export function defaultIsolationBackends(
+  options: { env?: EnvReader; home?: string } = {},
+): IsolationBackends {
   return {
-    "unsafe-local": createUnsafeLocalBackend(options),
+    "unsafe-local": createUnsafeLocalBackend(options.env ? { env: options.env } : {}),
     microvm: createMicrovmBackend(options),
   };
 }

@@ -47,7 +47,11 @@ export function prestartedBackend(
     if (closed) return;
     // The run's abort signal and queue callback belong to the run, not to the idle guest.
     const { signal: _signal, onQueued: _onQueued, ...settings } = request;
-    const entry: Ready = { key: keyOf(request), handle: backend.spawn(settings), exited: false };
+    const entry: Ready = {
+      key: keyOf(request),
+      handle: backend.spawn({ ...settings, ahead: true }),
+      exited: false,
+    };
     entry.handle.then(
       (handle) => handle.process.status.then(() => (entry.exited = true)),
       () => (entry.exited = true),
@@ -57,7 +61,15 @@ export function prestartedBackend(
 
   async function take(request: GuestSpawnRequest): Promise<GuestHandle | undefined> {
     const entry = ready;
-    if (!entry || entry.key !== keyOf(request)) return undefined;
+    if (!entry) return undefined;
+    if (entry.key !== keyOf(request)) {
+      // An idle VM holds a slot of the tier's cap that this run may be waiting for: it goes.
+      if (backend.prestarts !== undefined) {
+        ready = undefined;
+        await (await entry.handle.catch(() => undefined))?.dispose();
+      }
+      return undefined;
+    }
     ready = undefined;
     const handle = await entry.handle.catch(() => undefined);
     // It died while idle (killed, out of its limits): this run gets a fresh one.
@@ -70,12 +82,16 @@ export function prestartedBackend(
 
   return {
     name: backend.name,
+    ...(backend.describe ? { describe: () => backend.describe!() } : {}),
+    ...(backend.prestarts ? { prestarts: () => backend.prestarts!() } : {}),
     async spawn(request: GuestSpawnRequest): Promise<GuestHandle> {
       const handle = await take(request) ?? await backend.spawn(request);
       if (refill) this.prime(request);
       return handle;
     },
     prime(request: GuestSpawnRequest): void {
+      // A backend that says a guest ahead does not pay off (a resident VM) is left as it is.
+      if (backend.prestarts?.() === false) return;
       if (!ready || ready.key !== keyOf(request)) {
         const previous = ready;
         start(request);

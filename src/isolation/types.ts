@@ -18,6 +18,11 @@ export interface GuestSpawnRequest {
   signal?: AbortSignal;
   /** Hears that the guest waits for a free slot (microVM tier), e.g. to tell the run's narration. */
   onQueued?(message: string): void;
+  /**
+   * The guest is started ahead of need (prestart.ts): a backend with a cap of guests gives it a
+   * free slot or refuses it, never a place in the queue of runs.
+   */
+  ahead?: boolean;
 }
 
 /** A started guest: its process with piped stdio, and how to tear it down. */
@@ -30,10 +35,29 @@ export interface GuestHandle {
   dispose(): Promise<void>;
 }
 
+/** What a tier says about itself on `/api/status`: which backend, how it runs, whether it can. */
+export interface IsolationReport {
+  /** The backend the tier's runs use (`backend_a`, `backend_b`, `qemu`), or null when none is configured right. */
+  backend: string | null;
+  /** The accelerator of its VMs (`kvm` or `tcg`, software emulation), or null where it says none. */
+  accel: "kvm" | "tcg" | null;
+  /** Whether a run could start now (the tool, the image and the accelerator found), or null when not checked. */
+  ready: boolean | null;
+  /** What is missing or how the VMs run, for people. */
+  note: string;
+}
+
 /** One isolation tier. Backends differ in where the guest runs, never in the bridge protocol. */
 export interface IsolationBackend {
   /** The tier it implements, e.g. `unsafe-local`. */
   readonly name: string;
   /** Starts one guest; rejects with an SvcError when the tier cannot run one here. */
   spawn(request: GuestSpawnRequest): Promise<GuestHandle>;
+  /** What the tier says about itself on `/api/status`; absent when it says nothing. */
+  describe?(): Promise<IsolationReport>;
+  /**
+   * Whether a guest started ahead of need pays off here (a VM that boots for seconds), so that a
+   * host keeps one waiting; absent: no.
+   */
+  prestarts?(): boolean;
 }

@@ -326,6 +326,8 @@ export interface GuestSandbox {
   hardened: boolean;
   /** Why it is not hardened (`SVC_WORKFLOW_SANDBOX=off`, bwrap missing, ...), or null. */
   note: string | null;
+  /** The accelerator of a `qemu` micro-VM: `kvm`, or `tcg` (software emulation). */
+  accel?: "kvm" | "tcg";
 }
 
 /** How a journaled call ended. */

@@ -106,9 +106,11 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
     stderr: "piped",
   }).spawn();
   const group = options.newProcessGroup ?? false;
+  const lifeline = options.lifeline ? holdLifeline(child.pid) : undefined;
   let exited = false;
-  const status: Promise<ExitStatus> = child.status.then((s) => {
+  const status: Promise<ExitStatus> = child.status.then(async (s) => {
     exited = true;
+    await lifeline?.release();
     return { code: s.code, signal: s.signal ?? null };
   });
   return {

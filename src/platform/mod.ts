@@ -25,6 +25,7 @@ export type {
 export { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
 export { type BodySource, readBody, readBounded } from "./read_bounded.ts";
 export { timingSafeEqual } from "./timing_safe_equal.ts";
+export { LIFELINE_SHELL } from "./lifeline.ts";
 
 let current: Platform = denoPlatform;
 

@@ -71,6 +71,9 @@ function spawnNode(command: string, options: SpawnOptions): ChildProcess {
     stdio: ["pipe", "pipe", "pipe"],
   });
   let exited = false;
+  const lifeline = options.lifeline && child.pid !== undefined
+    ? holdLifeline(child.pid)
+    : undefined;
   const status = new Promise<ExitStatus>((resolve) => {
     // A binary that cannot be started reports `error` instead of `exit`: the shell's 127.
     child.once("error", () => {
@@ -81,6 +84,9 @@ function spawnNode(command: string, options: SpawnOptions): ChildProcess {
       exited = true;
       resolve({ code: code ?? 128, signal: signal ?? null });
     });
+  }).then(async (status) => {
+    await lifeline?.release();
+    return status;
   });
   // EPIPE on a guest's stdin after it died is expected; the status tells what happened.
   child.stdin.on("error", () => {});

@@ -18,6 +18,13 @@ export interface SpawnOptions {
   cwd?: string;
   /** Put the child in a process group of its own, so that {@linkcode ChildProcess.kill} reaches its descendants. */
   newProcessGroup?: boolean;
+  /**
+   * Tie the child to this process's life: a small watcher (`lifeline.ts`) kills the child's
+   * group and tree when this process dies before the child ends (SIGKILL from outside included),
+   * for children that would otherwise run on for long (a micro-VM). Needs `/bin/sh`.
+   * @default false
+   */
+  lifeline?: boolean;
 }
 
 /** A spawned child with piped standard streams. */

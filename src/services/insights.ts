@@ -20,6 +20,7 @@ import {
   type HostInfo,
   type RunState,
 } from "../ledger/mod.ts";
+import type { IsolationReport } from "../isolation/mod.ts";
 import type { CapabilityReport } from "../schemas/mod.ts";
 import { VERSION } from "../version.ts";
 import type { AdmissionSnapshot } from "./admission.ts";
@@ -71,6 +72,8 @@ export interface ServiceStatus {
   providers: { total: number; available: number };
   /** The ledger's backend. */
   ledger: { ok: boolean; backend: "kv" | "postgres" };
+  /** The isolation tiers: the `microvm` tier's backend, its accelerator, whether it can run now. */
+  isolation: { microvm: IsolationReport | null };
 }
 
 /** Options of {@linkcode Insights}. */
@@ -104,12 +107,13 @@ export class Insights {
   /** The overall status: version, kernel policy, scheduler, hosts, the caller's active work. */
   async status(caller: Caller): Promise<ServiceStatus> {
     const services = this.#services;
-    const [active, providers, hosts, lease, admission] = await Promise.all([
+    const [active, providers, hosts, lease, admission, isolation] = await Promise.all([
       this.#activeCounts(caller),
       services.dispatcher.status(),
       services.ledger.listHosts(),
       services.ledger.readLease(this.#options.schedulerLease),
       services.admission.snapshot(caller),
+      services.runs.isolationReport(),
     ]);
     const daemons = hosts.filter((host) => host.alive && host.role === "daemon");
     const leader = daemons.find((host) => host.host_id === lease.holder)?.host_id ?? null;
@@ -135,6 +139,7 @@ export class Insights {
         available: providers.filter((p) => p.available).length,
       },
       ledger: { ok: true, backend: services.ledger.shared ? "postgres" : "kv" },
+      isolation,
     };
   }
 

@@ -146,12 +146,15 @@ export interface Services extends AsyncDisposable {
  * The run manager's settings: the configuration's caps and the isolation tiers over the
  * environment as it is now (read here, once), unless the surface (a test) chose its own.
  */
-function runSettingsOf(config: Config, chosen: RunSettings | undefined): RunSettings {
+function runSettingsOf(
+  config: Config,
+  options: { home: string; chosen: RunSettings | undefined },
+): RunSettings {
   const env = snapshotEnv([...GUEST_ENV_VARS, ...MICROVM_ENV_VARS]);
   return {
     admission: runAdmissionOf(config.admission),
-    isolation: defaultIsolationBackends({ env }),
-    ...chosen,
+    isolation: defaultIsolationBackends({ env, home: options.home }),
+    ...options.chosen,
   };
 }
 
@@ -208,7 +211,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     });
     const recoveredTasks = await tasks.recover();
     runs = await RunManager.create({
-      ...runSettingsOf(config, options.runs),
+      ...runSettingsOf(config, { home, chosen: options.runs }),
       dispatcher,
       ledger,
       sessions,
