@@ -8,7 +8,7 @@ import {
   dispatcherFromConfig,
   hasHarnessProvider,
 } from "../dispatch/mod.ts";
-import { SessionStore, TaskManager } from "../tasks/mod.ts";
+import { SessionStore, TaskManager, type TaskManagerOptions } from "../tasks/mod.ts";
 import { WorktreeManager } from "../worktrees/mod.ts";
 import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { type A2aTaskLedger, HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
@@ -168,6 +168,18 @@ function runSettingsOf(
   };
 }
 
+/** The settings of the task manager that come from the configuration. */
+function taskSettingsOf(config: Config): Pick<
+  TaskManagerOptions,
+  "ownerLiveTasks" | "retryAfterS" | "progressBytes"
+> {
+  return {
+    ownerLiveTasks: config.admission.owner_live_tasks,
+    retryAfterS: config.admission.retry_after_s,
+    progressBytes: config.progress.call_bytes,
+  };
+}
+
 /**
  * The composition root: opens the ledger of a data directory and builds every service over
  * it. Runs and tasks of hosts that died are recovered now, and every `recoverEveryMs` while
@@ -216,9 +228,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       sessions,
       host,
       workspace,
-      ownerLiveTasks: config.admission.owner_live_tasks,
-      retryAfterS: config.admission.retry_after_s,
-      progressBytes: config.progress.call_bytes,
+      ...taskSettingsOf(config),
     });
     const recoveredTasks = await tasks.recover();
     runs = await RunManager.create({
