@@ -58,6 +58,8 @@ export function addWorkflowRunCommands(workflow: Command, wrap: Wrap): void {
       "--resume-from <run_id>",
       "replay the unchanged leading calls of an earlier run from its journal",
     )
+    .option("--title <text>", "what the run is for, in a line: recorded and shown with the run")
+    .option("--description <text>", "a longer description, recorded and shown with the run")
     .option("--json", "print the whole run status object instead of the returned value")
     .exitOverride()
     .action(async (script: string, flags) => {

@@ -14,6 +14,10 @@ import { parseArgsOption, readScriptSource, UsageError, workdirOption } from "./
 export interface WorkflowRunFlags extends RerunFlags {
   resumeFrom?: string;
   json?: boolean;
+  /** `--title`: what the run is for, recorded with it. */
+  title?: string;
+  /** `--description`: a longer description, recorded with it. */
+  description?: string;
 }
 
 /** Options of `svc workflow resume`, as commander hands them over. */
@@ -103,6 +107,8 @@ export function runOptionsOf(flags: WorkflowRunFlags): Record<string, unknown> {
     resume_from: flags.resumeFrom,
     max_agents: parseLimit("--max-agents", flags.maxAgents, MAX_AGENTS_LIMIT),
     concurrency: parseLimit("--concurrency", flags.concurrency, CONCURRENCY_LIMIT),
+    title: flags.title,
+    description: flags.description,
   };
 }
 

@@ -128,6 +128,9 @@ export class RunManager {
       workspace,
       maxAgents,
       concurrency,
+      projectDir: this.#options.projectDir,
+      home: this.#ledger.home,
+      ...(this.#options.userHome !== undefined ? { userHome: this.#options.userHome } : {}),
     };
     this.#executing = {
       options: this.#options,

@@ -283,33 +283,32 @@ async function lookupOf(
   );
 }
 
+/** A workflow's file, found: its real path and the file name its messages show. */
+export interface LocatedWorkflow {
+  /** The file's real path (read there only). */
+  real: string;
+  /** The name its messages and stack traces show: its base name, or its path in the project. */
+  filename: string;
+}
+
 /**
- * Finds and checks the script of `workflow(nameOrRef)`. A name (`review`) is looked up as
+ * Finds the file of `workflow(nameOrRef)`. A name (`review`) is looked up as
  * {@linkcode findWorkflow} says; `{scriptPath}` is a path from the project's root, or an
  * absolute path inside the project (as in Claude Code); a `./` or `../` ref starts from the
- * calling script's folder (`scriptDir`), else the project. The file is read at its real path,
- * and only when that path stays inside the folder it must (the project, see `refRoots`; for a
- * name, the workflows folder it was found in). Every failure is an SvcError with a message for
- * the script, naming folders by role and never by host path.
+ * calling script's folder (`scriptDir`), else the project. The file's real path must stay inside
+ * the folder it must (the project, see `refRoots`; for a name, the workflows folder it was found
+ * in). Every failure is an SvcError with a message for the script, naming folders by role and
+ * never by host path.
  */
-export async function resolveWorkflow(
+export async function locateWorkflow(
   nameOrRef: WorkflowRef,
   options: WorkflowPlaces & { scriptDir?: string },
-): Promise<ResolvedWorkflow> {
+): Promise<LocatedWorkflow> {
   const { ref, display, candidates, isName } = await lookupOf(nameOrRef, options);
   const found = isName ? await byName(ref, candidates) : await firstExisting(candidates, ref);
   if (found) {
-    let source: string | undefined;
-    try {
-      source = await platform().readTextFile(found.real);
-    } catch {
-      source = undefined;
-    }
-    if (source !== undefined) {
-      const filename = isName ? found.real.slice(found.real.lastIndexOf("/") + 1) : display;
-      const checked = checkScript(source, { filename });
-      return { body: checked.body, filename, warnings: checked.warnings };
-    }
+    const filename = isName ? found.real.slice(found.real.lastIndexOf("/") + 1) : display;
+    return { real: found.real, filename };
   }
   const asked = ref.startsWith("/") ? display : ref;
   const sought = isName ? `meta.name '${ref}' and ${display}` : display;
@@ -317,4 +316,23 @@ export async function resolveWorkflow(
     "not_found",
     `workflow(): no workflow ${shown(asked)} (looked for ${sought} in ${placesOf(candidates)})`,
   );
+}
+
+/**
+ * Finds ({@linkcode locateWorkflow}) and checks the script of `workflow(nameOrRef)`: its body
+ * for the guest, and what its meta's check warned about.
+ */
+export async function resolveWorkflow(
+  nameOrRef: WorkflowRef,
+  options: WorkflowPlaces & { scriptDir?: string },
+): Promise<ResolvedWorkflow> {
+  const { real, filename } = await locateWorkflow(nameOrRef, options);
+  let source: string;
+  try {
+    source = await platform().readTextFile(real);
+  } catch {
+    throw new SvcError("not_found", `workflow(): ${shown(filename)} could not be read`);
+  }
+  const checked = checkScript(source, { filename });
+  return { body: checked.body, filename, warnings: checked.warnings };
 }

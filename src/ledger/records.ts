@@ -253,6 +253,10 @@ export interface RunStatus {
   meta: { name?: string; description?: string; whenToUse?: string; phases?: string[] };
   /** The script's file name, as in messages and stack traces. */
   filename: string;
+  /** What the run is for, in a line, as its request gave it (`title`). */
+  title?: string;
+  /** A longer description of the run, as its request gave it (`description`). */
+  description?: string;
   /** Where the script is evaluated. */
   isolation: IsolationTier;
   /** The sandbox level of a call that names none. */

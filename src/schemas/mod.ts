@@ -31,6 +31,8 @@ export {
   type IsolationTier,
   MAX_AGENTS_LIMIT,
   MAX_ARGS_BYTES,
+  RUN_DESCRIPTION_LIMIT,
+  RUN_TITLE_LIMIT,
   WorkflowResumeBodySchema,
   type WorkflowResumeRequest,
   WorkflowResumeRequestSchema,

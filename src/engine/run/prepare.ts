@@ -13,14 +13,15 @@ import type { ReplaySource } from "../journal.ts";
 import { boundMeta } from "../record_bounds.ts";
 import { checkScript } from "../script_check.ts";
 import { type RebuiltRequest, type ReplayReader, replaySource } from "./replay.ts";
+import { type ScriptRequest, scriptSource } from "./script_source.ts";
 import { newRunStatus } from "./status.ts";
 
 /** A checked run request with the run's first status, ready to record and launch. */
 export interface PreparedRun {
   /** The run's status: new and `queued`, or the queued run's own. */
   status: RunStatus;
-  /** The checked request, its paths placed for a remote caller. */
-  request: WorkflowRunRequest;
+  /** The checked request, its paths placed for a remote caller, its script read in. */
+  request: ScriptRequest;
   /** The script's body as the guest runs it. */
   body: string;
   /** What the script check warned about, narrated when the run starts. */
@@ -45,6 +46,12 @@ export interface PrepareContext extends ReplayReader {
   maxAgents: number;
   /** The host's default of `concurrency`. */
   concurrency: number;
+  /** The host's project: a run without a workdir finds saved workflows there. */
+  projectDir: string;
+  /** `SVC_HOME`, whose `workflows/` a saved workflow's name is looked up in last. */
+  home: string;
+  /** The user's home, whose `.claude/workflows/` comes after the project's. */
+  userHome?: string;
 }
 
 /** Options of {@linkcode prepareRun}. */
@@ -72,7 +79,14 @@ export async function prepareRun(
   }
   // A remote caller's paths are checked (and made real) before anything reads them; a
   // queued run's were checked when it was queued.
-  const request = queued ? parsed.data : await placedRequest(parsed.data, caller, context);
+  const placed = queued ? parsed.data : await placedRequest(parsed.data, caller, context);
+  // A saved workflow is read from the run's own project (a remote caller's is inside its roots).
+  const source = await scriptSource(placed, {
+    projectDir: context.workspace.placeOf(placed.workdir) ?? context.projectDir,
+    home: context.home,
+    ...(context.userHome !== undefined ? { userHome: context.userHome } : {}),
+  });
+  const request = source.request;
   const filename = request.filename ?? "script.js";
   const checked = checkScript(request.script, { filename });
   options.checked?.(request);
@@ -84,7 +98,8 @@ export async function prepareRun(
     ? await replaySource(request.resume_from, caller, context)
     : undefined;
   const budget = new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd });
-  const common = { request, body: checked.body, warnings: checked.warnings, scriptDir, replay };
+  const warnings = [...source.warnings, ...checked.warnings];
+  const common = { request, body: checked.body, warnings, scriptDir, replay };
   if (queued) return { ...common, status: queued, budget };
   // With nothing configured, the fake is the only provider: calls "succeed" with fake
   // answers, which the user must hear about unless they asked for exactly that.
@@ -120,7 +135,10 @@ export function refusedRun(
   return {
     status,
     // The run fails before its script is read: any valid request serves the context.
-    request: parsed.success ? parsed.data : WorkflowRunRequestSchema.parse({ script: "null" }),
+    request: {
+      ...(parsed.success ? parsed.data : WorkflowRunRequestSchema.parse({ script: "null" })),
+      script: request.script,
+    },
     body: "",
     warnings: [],
     scriptDir: undefined,
