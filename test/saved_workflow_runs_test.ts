@@ -4,7 +4,17 @@
  * line, under the workspace policy of remote callers.
  */
 import assert from "node:assert/strict";
+import { TaskState } from "@a2a-js/sdk";
+import {
+  ARGS_KEY,
+  DESCRIPTION_KEY,
+  FAKE_KEY,
+  SCRIPT_PATH_KEY,
+  TITLE_KEY,
+  WORKFLOW_KEY,
+} from "../src/a2a/mod.ts";
 import { ConfigSchema } from "../src/config/mod.ts";
+import { asTask, sdkClient, sendRequest, startA2a, userMessage } from "./a2a_helpers.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { LOCAL, narration, runCli, tempDir, testManager } from "./helpers.ts";
 import { connectHttp, errorText, untilDone } from "./mcp_helpers.ts";
@@ -210,4 +220,39 @@ Deno.test("svc workflow run takes --title and --description, and a saved workflo
   assert.deepEqual(status.result, RESULT);
   assert.equal(status.title, "From the CLI");
   assert.equal(status.description, "D");
+});
+
+Deno.test("an A2A message names a published workflow by meta.name or svc.scriptPath, with a title; no other file of the project", async () => {
+  await using root = await tempDir("svc-a2a-");
+  const dir = await project(root.path);
+  await write(`${dir}/lib/other.js`, `return "unpublished";`);
+  await using a2a = await startA2a({ projectDir: dir });
+  const client = await sdkClient(a2a.url, TOKENS.alice);
+  const send = async (metadata: Record<string, unknown>) =>
+    asTask(
+      await client.sendMessage(sendRequest(userMessage("run it", {
+        metadata: { ...metadata, [ARGS_KEY]: { what: "x" }, [FAKE_KEY]: true },
+      }))),
+    );
+  for (
+    const ref of [
+      { [WORKFLOW_KEY]: "validate" },
+      { [SCRIPT_PATH_KEY]: ".claude/workflows/validate-everything.js" },
+    ]
+  ) {
+    const task = await send({ ...ref, [TITLE_KEY]: "By a peer", [DESCRIPTION_KEY]: "D" });
+    assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(task.status));
+    const run = await a2a.services.runs.get(String(task.metadata?.["svc.run_id"]), {
+      owner: "alice",
+    });
+    assert.deepEqual(run?.result, RESULT);
+    assert.deepEqual([run?.title, run?.description], ["By a peer", "D"]);
+  }
+  for (const path of ["lib/other.js", `${dir}/lib/other.js`, "../outside.js"]) {
+    const task = await send({ [SCRIPT_PATH_KEY]: path });
+    assert.equal(task.status?.state, TaskState.TASK_STATE_REJECTED, path);
+    const reason = String(task.status?.message?.parts[0]?.content?.value);
+    assert.ok(!reason.includes(root.path), reason);
+  }
+  assert.equal((await a2a.services.runs.list({ owner: "alice" })).length, 2);
 });
