@@ -128,6 +128,10 @@ export class RunManager {
       workspace,
       maxAgents,
       concurrency,
+      ceiling: {
+        maxAgents: this.#admission.limits.maxRunAgents,
+        concurrency: this.#admission.limits.maxRunConcurrency,
+      },
       projectDir: this.#options.projectDir,
       home: this.#ledger.home,
       ...(this.#options.userHome !== undefined ? { userHome: this.#options.userHome } : {}),

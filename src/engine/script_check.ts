@@ -57,7 +57,7 @@ export interface ScriptMeta {
 type _ScriptMetaMatches = Assert<SameType<ScriptMeta, z.infer<typeof ScriptMetaSchema>>>;
 
 /** The fields of meta, and of a phase object, that svc knows. */
-const META_FIELDS = ["name", "description", "whenToUse", "phases"];
+const META_FIELDS = ["name", "description", "whenToUse", "phases", "maxAgents", "concurrency"];
 const PHASE_FIELDS = ["title", "detail", "model"];
 /** Warnings kept per script; the rest are counted in the last one. */
 const MAX_WARNINGS = 10;

@@ -31,6 +31,7 @@ export {
   type IsolationTier,
   MAX_AGENTS_LIMIT,
   MAX_ARGS_BYTES,
+  RUN_CONCURRENCY_CEILING,
   RUN_DESCRIPTION_LIMIT,
   RUN_TITLE_LIMIT,
   WorkflowResumeBodySchema,

@@ -13,6 +13,7 @@ import type { ReplaySource } from "../journal.ts";
 import { boundMeta } from "../record_bounds.ts";
 import { checkScript } from "../script_check.ts";
 import { type RebuiltRequest, type ReplayReader, replaySource } from "./replay.ts";
+import { type LimitFigures, runLimits } from "./run_limits.ts";
 import { type ScriptRequest, scriptSource } from "./script_source.ts";
 import { newRunStatus } from "./status.ts";
 
@@ -46,6 +47,8 @@ export interface PrepareContext extends ReplayReader {
   maxAgents: number;
   /** The host's default of `concurrency`. */
   concurrency: number;
+  /** The operator's ceilings: a script's meta or a run's options raise its limits up to them. */
+  ceiling: LimitFigures;
   /** The host's project: a run without a workdir finds saved workflows there. */
   projectDir: string;
   /** `SVC_HOME`, whose `workflows/` a saved workflow's name is looked up in last. */
@@ -98,7 +101,11 @@ export async function prepareRun(
     ? await replaySource(request.resume_from, caller, context)
     : undefined;
   const budget = new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd });
-  const warnings = [...source.warnings, ...checked.warnings];
+  const limits = runLimits(request, checked.meta, {
+    maxAgents: context.maxAgents,
+    concurrency: context.concurrency,
+  }, context.ceiling);
+  const warnings = [...source.warnings, ...checked.warnings, ...limits.warnings];
   const common = { request, body: checked.body, warnings, scriptDir, replay };
   if (queued) return { ...common, status: queued, budget };
   // With nothing configured, the fake is the only provider: calls "succeed" with fake
@@ -110,10 +117,7 @@ export async function prepareRun(
     owner: caller.owner,
     meta,
     filename,
-    limits: {
-      max_agents: request.max_agents ?? context.maxAgents,
-      concurrency: request.concurrency ?? context.concurrency,
-    },
+    limits: limits.limits,
     budget: budget.figures(),
     fakeProviderOnly,
   });
