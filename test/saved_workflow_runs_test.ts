@@ -228,6 +228,10 @@ Deno.test("an A2A message names a published workflow by meta.name or svc.scriptP
   await write(`${dir}/lib/other.js`, `return "unpublished";`);
   await using a2a = await startA2a({ projectDir: dir });
   const client = await sdkClient(a2a.url, TOKENS.alice);
+  // The card lists a saved workflow by the name it is called by: its meta.name.
+  const skills = (await client.getAgentCard()).skills.map((skill) => skill.id);
+  assert.ok(skills.includes("workflow:validate"), skills.join(", "));
+  assert.ok(!skills.includes("workflow:validate-everything"), skills.join(", "));
   const send = async (metadata: Record<string, unknown>) =>
     asTask(
       await client.sendMessage(sendRequest(userMessage("run it", {
