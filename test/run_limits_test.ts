@@ -97,3 +97,19 @@ Deno.test("the configuration's admission.max_run_agents and max_run_concurrency 
     /max_run_agents/,
   );
 });
+
+Deno.test("a run queued behind a full host narrates its clamped limits when it starts", async () => {
+  await using t = await testManager({ fakeLatencyMs: 300, admission: { hostLiveGuests: 1 } });
+  const first = await t.manager.start({ script: `return await agent("slow");` }, LOCAL);
+  const queued = await t.manager.start({
+    script: calls(`{ name: "many", maxAgents: 5000 }`, 1),
+  }, LOCAL);
+  assert.equal(queued.state, "queued");
+  await t.manager.wait(first.run_id, LOCAL);
+  const status = await t.manager.wait(queued.run_id, LOCAL);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.deepEqual(status.limits, { max_agents: 1000, concurrency: 8 });
+  assert.deepEqual(narration(status, "warning"), [
+    "meta.maxAgents 5000 is over the operator's ceiling of 1000 agent() calls: the run gets 1000",
+  ]);
+});

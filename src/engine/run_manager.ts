@@ -370,7 +370,10 @@ export class RunManager {
     const request = queuedRequest(status, input);
     let prepared: PreparedRun;
     try {
-      prepared = await this.#prepare(request, caller, { queued: status });
+      prepared = await this.#prepare(request, caller, {
+        queued: status,
+        ...(input.notes !== undefined ? { notes: input.notes } : {}),
+      });
     } catch (error) {
       prepared = refusedRun(status, request, error);
     }

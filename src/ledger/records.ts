@@ -232,6 +232,11 @@ export interface RunInput {
   schema_attempts?: number;
   /** The folder the script came from (set by the command line), for its relative `workflow()` refs. */
   script_dir?: string;
+  /**
+   * What the host decided when the run was asked for and narrates when it starts (a field
+   * ignored, a limit clamped): kept so that a queued run started later says it too.
+   */
+  notes?: string[];
 }
 
 /** What started a run or a task that no caller started directly. */

@@ -25,8 +25,10 @@ export interface PreparedRun {
   request: ScriptRequest;
   /** The script's body as the guest runs it. */
   body: string;
-  /** What the script check warned about, narrated when the run starts. */
+  /** What the script check and the host warned about, narrated when the run starts. */
   warnings: string[];
+  /** The host's own part of `warnings` (a field ignored, a limit clamped), recorded with the run. */
+  notes: string[];
   /** The real path of the request's `script_dir`, when it named one. */
   scriptDir: string | undefined;
   /** What a resumed run may replay. */
@@ -61,6 +63,8 @@ export interface PrepareContext extends ReplayReader {
 export interface PrepareOptions {
   /** The run was queued with this status: it is reused, and its paths were checked then. */
   queued?: RunStatus;
+  /** The notes recorded when the queued run was asked for, narrated again when it starts. */
+  notes?: string[];
   /** Hears of the request once it and its script passed the checks that need no I/O. */
   checked?: (request: WorkflowRunRequest) => void;
 }
@@ -105,8 +109,10 @@ export async function prepareRun(
     maxAgents: context.maxAgents,
     concurrency: context.concurrency,
   }, context.ceiling);
-  const warnings = [...source.warnings, ...checked.warnings, ...limits.warnings];
-  const common = { request, body: checked.body, warnings, scriptDir, replay };
+  // A queued run's request carries its limits as they were set: its notes were recorded then.
+  const notes = queued ? options.notes ?? [] : [...source.warnings, ...limits.warnings];
+  const warnings = [...notes, ...checked.warnings];
+  const common = { request, body: checked.body, warnings, notes, scriptDir, replay };
   if (queued) return { ...common, status: queued, budget };
   // With nothing configured, the fake is the only provider: calls "succeed" with fake
   // answers, which the user must hear about unless they asked for exactly that.
@@ -145,6 +151,7 @@ export function refusedRun(
     },
     body: "",
     warnings: [],
+    notes: [],
     scriptDir: undefined,
     replay: undefined,
     budget: new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd }),
@@ -165,6 +172,7 @@ export async function recordRun(
       ...(request.args !== undefined ? { args: request.args } : {}),
       schema_attempts: request.schema_attempts,
       ...(request.script_dir !== undefined ? { script_dir: request.script_dir } : {}),
+      ...(prepared.notes.length > 0 ? { notes: prepared.notes } : {}),
     },
     host,
     event: { type: "state", run_id: status.run_id, at: status.created_at, state: "queued" },
