@@ -53,7 +53,9 @@ const TEXT = /^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$/;
 
 const workflowRunFields = {
   /** The script's text. One of `script`, `name` and `scriptPath` says what runs. */
-  script: z.string().min(1, "must not be empty").optional(),
+  script: z.string().min(1, "must not be empty").optional().meta({
+    description: "the script's text; one of script, name and scriptPath is required",
+  }),
   /**
    * A saved workflow of the project, by its `meta.name` (else its file name), as
    * `workflow(name)` finds it: Claude Code's `name`.
@@ -61,7 +63,9 @@ const workflowRunFields = {
   name: z.string().max(128, "must be at most 128 characters").regex(
     /^[A-Za-z0-9][A-Za-z0-9_-]*$/,
     "must be a workflow name: letters, digits, '_' and '-'",
-  ).optional(),
+  ).optional().meta({
+    description: "a saved workflow of the run's project, by its meta.name (else its file name)",
+  }),
   /**
    * A script file of the project: a path from the project's root, or an absolute path inside
    * it, as `workflow({scriptPath})` takes it. Claude Code's `scriptPath`.
@@ -69,16 +73,20 @@ const workflowRunFields = {
   scriptPath: z.string().min(1, "must not be empty").max(
     4096,
     "must be at most 4096 characters",
-  ).regex(ONE_LINE, "must be a path without control characters").optional(),
+  ).regex(ONE_LINE, "must be a path without control characters").optional().meta({
+    description: "a script file of the run's project: from its root, or absolute inside it; " +
+      "wins over name and script",
+  }),
   /** What the run is for, in a line: recorded on the run and shown with it. */
   title: z.string().max(RUN_TITLE_LIMIT, `must be at most ${RUN_TITLE_LIMIT} characters`)
-    .regex(ONE_LINE, "must be one line without control characters").optional(),
+    .regex(ONE_LINE, "must be one line without control characters").optional()
+    .meta({ description: "what the run is for, in a line: recorded and shown with the run" }),
   /** A longer description of the run: recorded on the run and shown with it. */
   description: z.string().max(
     RUN_DESCRIPTION_LIMIT,
     `must be at most ${RUN_DESCRIPTION_LIMIT} characters`,
   ).regex(TEXT, "must be text without control characters other than line breaks and tabs")
-    .optional(),
+    .optional().meta({ description: "a longer description, recorded and shown with the run" }),
   /** The script's file name, for messages and stack traces: a base name, never a path. */
   filename: z.string().max(255, "must be at most 255 characters").regex(
     // deno-lint-ignore no-control-regex -- refusing control characters is the point
