@@ -48,16 +48,18 @@ export function addWorkflowRunCommands(workflow: Command, wrap: Wrap): void {
     .option("--budget-usd <n>", "stop starting calls once this much currency is committed")
     .option(
       "--max-agents <n>",
-      "agent() calls the run may make; later ones return null (default 200, at most 1000)",
+      "agent() calls the run may make; later ones return null (default 200 or the script's meta.maxAgents; clamped to the configuration's admission.max_run_agents, 1000)",
     )
     .option(
       "--concurrency <n>",
-      "agent() calls of the run that may run at once; more queue (default 8, at most 64)",
+      "agent() calls of the run that may run at once; more queue (default 8 or the script's meta.concurrency; clamped to the configuration's admission.max_run_concurrency, 16)",
     )
     .option(
       "--resume-from <run_id>",
       "replay the unchanged leading calls of an earlier run from its journal",
     )
+    .option("--title <text>", "what the run is for, in a line: recorded and shown with the run")
+    .option("--description <text>", "a longer description, recorded and shown with the run")
     .option("--json", "print the whole run status object instead of the returned value")
     .option(
       "--output <level>",

@@ -17,6 +17,10 @@ export interface WorkflowRunFlags extends RerunFlags {
   json?: boolean;
   /** Calls' live output on standard error: `none` (the default), `tools` or `all`. */
   output?: string;
+  /** `--title`: what the run is for, recorded with it. */
+  title?: string;
+  /** `--description`: a longer description, recorded with it. */
+  description?: string;
 }
 
 /** Options of `svc workflow resume`, as commander hands them over. */
@@ -109,6 +113,8 @@ export function runOptionsOf(flags: WorkflowRunFlags): Record<string, unknown> {
     resume_from: flags.resumeFrom,
     max_agents: parseLimit("--max-agents", flags.maxAgents, MAX_AGENTS_LIMIT),
     concurrency: parseLimit("--concurrency", flags.concurrency, CONCURRENCY_LIMIT),
+    title: flags.title,
+    description: flags.description,
   };
 }
 

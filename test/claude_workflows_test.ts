@@ -88,7 +88,7 @@ const CASES: Case[] = [
       assert.deepEqual(value, { questions: 2, completed: 2, failed: [], themes: ["themes-0"] }),
   },
   {
-    // workflow({ scriptPath: "./topic_research.js" }), relative to the calling script's folder.
+    // workflow({ scriptPath: ".claude/workflows/topic_research.js" }), from the project's root.
     name: "hyper_research",
     args: '{"contextDoc":"docs/context.md","byPath":true}',
     calls: 6,
@@ -159,6 +159,6 @@ Deno.test("svc workflow run <name> says where it looked when no saved workflow h
   assert.equal(result.code, 2);
   assert.match(
     result.stderr,
-    /^svc: Cannot read script 'no_such_flow': no such file, and no saved workflow of that name \(Cannot find workflow 'no_such_flow': looked for no_such_flow\.js in the project's \.claude\/workflows\/ folder, /m,
+    /^svc: Cannot read script 'no_such_flow': no such file, and no saved workflow of that name \(Cannot find workflow 'no_such_flow': looked for meta\.name 'no_such_flow' and no_such_flow\.js in the project's \.claude\/workflows\/ folder, /m,
   );
 });

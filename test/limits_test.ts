@@ -189,7 +189,12 @@ Deno.test("5,000 calls refused at the agent limit compile no schema and grow the
 });
 
 Deno.test("5,000 calls refused by the budget compile no schema and grow the ledger by a bounded amount", async () => {
-  await using t = await testManager({ maxAgents: 10_000, maxRefusedCalls: 10_000 });
+  await using t = await testManager({
+    maxAgents: 10_000,
+    maxRefusedCalls: 10_000,
+    // The host's own default, past the operator's ceiling of a script's or a run's asking.
+    admission: { maxRunAgents: 10_000 },
+  });
   const run = await t.manager.start({
     script: `await agent("${PROMPT_40}");
       let nulls = 0;

@@ -44,8 +44,22 @@ Deno.test("the /mcp endpoint lists svc's tools with the HTTP routes' input schem
     assert.deepEqual(Object.keys(schema.properties ?? {}).sort(), bodyProperties(path), tool);
   }
   const workflow = byName.get("svc_workflow")!;
-  assert.deepEqual(workflow.inputSchema.required, ["script"]);
-  for (const name of ["script", "args", "fake_dispatch", "timeout", "budget_usd", "resume_from"]) {
+  // As in Claude Code's Workflow tool, nothing is required: `script`, `name` or `scriptPath`.
+  assert.equal(workflow.inputSchema.required, undefined);
+  for (
+    const name of [
+      "script",
+      "name",
+      "scriptPath",
+      "title",
+      "description",
+      "args",
+      "fake_dispatch",
+      "timeout",
+      "budget_usd",
+      "resume_from",
+    ]
+  ) {
     assert.ok(workflow.inputSchema.properties?.[name], name);
   }
   for (const tool of tools) {

@@ -68,7 +68,10 @@ Deno.test("a run can be cancelled while it runs: its guest is killed and it ends
 
 Deno.test("start() refuses a malformed request, naming the field, before any process starts", async () => {
   const cases: Array<[unknown, RegExp]> = [
-    [{}, /^Cannot start the run: 'script' invalid input: expected string, received undefined$/],
+    [
+      {},
+      /^Cannot start the run: 'script' is required unless 'name' or 'scriptPath' names a saved workflow$/,
+    ],
     [{ script: "" }, /'script' must not be empty/],
     [{ script: "return 1", timeout: 0 }, /'timeout' too small/],
     [{ script: "return 1", isolation: "vm" }, /'isolation' invalid option/],

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { findWorkflow } from "../src/engine/mod.ts";
+import { findWorkflow, MAX_SCANNED_BYTES, MAX_SCANNED_FILES } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { LOCAL, narration, tempDir, testManager } from "./helpers.ts";
 
@@ -102,16 +102,16 @@ Deno.test("an unknown name, a bad ref or a syntax error fails that call with a c
   // Folders are named by role: the script learns nothing of where the host keeps them.
   assert.equal(
     seen[0]!,
-    "Error: workflow(): no workflow 'missing' (looked for missing.js in the project's .claude/workflows/ folder, the project's workflows/ folder, the user's .claude/workflows/ folder and svc's saved workflows)",
+    "Error: workflow(): no workflow 'missing' (looked for meta.name 'missing' and missing.js in the project's .claude/workflows/ folder, the project's workflows/ folder, the user's .claude/workflows/ folder and svc's saved workflows)",
   );
   assert.match(seen[1]!, /^Error: broken\.js:2:11: syntax error: Unexpected token$/);
   assert.match(seen[2]!, /^Error: imports\.js:1:1: import declarations are not allowed/);
   assert.match(
     seen[3]!,
-    /^Error: workflow\(\): '\.\.\/outside\.js' must be a relative path to a \.js file inside the project directory$/,
+    /^Error: workflow\(\): '\.\.\/outside\.js' must be a path to a \.js file inside the project directory$/,
   );
-  assert.match(seen[4]!, /^Error: workflow\(\): '\/etc\/passwd' is neither a workflow name/);
-  assert.match(seen[5]!, /must be a relative path to a \.js file/);
+  assert.match(seen[4]!, /^Error: workflow\(\): an absolute path is neither a workflow name/);
+  assert.match(seen[5]!, /must be a path to a \.js file/);
   assert.match(
     seen[6]!,
     /^TypeError: workflow\(\): the name or ref must be a non-empty string or \{scriptPath\}, got string$/,
@@ -236,21 +236,36 @@ Deno.test("findWorkflow() gives the real path of a saved workflow, or names ever
     (error: unknown) =>
       error instanceof SvcError && error.code === "not_found" &&
       error.message ===
-        "Cannot find workflow 'nothing': looked for nothing.js in the project's .claude/workflows/ folder, the project's workflows/ folder, the user's .claude/workflows/ folder and svc's saved workflows",
+        "Cannot find workflow 'nothing': looked for meta.name 'nothing' and nothing.js in the project's .claude/workflows/ folder, the project's workflows/ folder, the user's .claude/workflows/ folder and svc's saved workflows",
   );
   await assert.rejects(findWorkflow("../x", places), /a name is letters, digits/);
 });
 
-Deno.test("workflow({scriptPath}) and ./refs start from the calling script's folder and stay inside the project", async () => {
+Deno.test("workflow({scriptPath}) starts from the project's root and ./refs from the calling script's folder, both inside the project", async () => {
   await using user = await tempDir("svc-user-");
   await using t = await testManager({ projectDir: undefined, userHome: user.path });
   const project = `${t.home}/project`;
   await write(`${project}/.claude/workflows/helpers/double.js`, `return args * 2;`);
   await write(`${project}/lib/triple.js`, `return args * 3;`);
   await write(`${project}/.claude/workflows/main.js`, "// the main script's own file");
+  await write(`${t.home}/outside.js`, `return "OUTSIDE";`);
+  const real = await Deno.realPath(project);
   const run = await t.manager.start({
     script: `const seen = [];
-      for (const ref of [{ scriptPath: "helpers/double.js" }, "./helpers/double.js", { scriptPath: "../../lib/triple.js" }, { scriptPath: "../../../outside.js" }, { scriptPath: "/etc/passwd.js" }]) {
+      for (const ref of [
+        { scriptPath: ".claude/workflows/helpers/double.js" },
+        { scriptPath: "./lib/triple.js" },
+        "./helpers/double.js",
+        { scriptPath: ${JSON.stringify(`${real}/lib/triple.js`)} },
+        { scriptPath: ${
+      JSON.stringify(`${project}/.claude/workflows/helpers/../helpers/double.js`)
+    } },
+        { scriptPath: "helpers/double.js" },
+        { scriptPath: "../outside.js" },
+        { scriptPath: ${JSON.stringify(`${t.home}/outside.js`)} },
+        { scriptPath: ${JSON.stringify(`${project}/../outside.js`)} },
+        { scriptPath: "/etc/passwd.js" },
+      ]) {
         try { seen.push(await workflow(ref, 7)); } catch (e) { seen.push(e.message); }
       }
       return seen;`,
@@ -259,13 +274,24 @@ Deno.test("workflow({scriptPath}) and ./refs start from the calling script's fol
   }, LOCAL);
   const status = await t.manager.wait(run.run_id, LOCAL);
   assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  const outside =
+    "workflow(): an absolute path must be a path to a .js file inside the project directory";
   assert.deepEqual(status.result, [
     14,
+    21,
     14,
     21,
-    "workflow(): '../../../outside.js' must be a relative path to a .js file inside the project directory",
-    "workflow(): '/etc/passwd.js' must be a relative path to a .js file inside the project directory",
+    14,
+    "workflow(): no workflow 'helpers/double.js' (looked for helpers/double.js in the project directory)",
+    "workflow(): '../outside.js' must be a path to a .js file inside the project directory",
+    outside,
+    outside,
+    outside,
   ]);
+  // No refusal repeats a host path, not even the one the script gave.
+  for (const text of status.result as unknown[]) {
+    if (typeof text === "string") assert.ok(!text.includes(t.home), text);
+  }
 });
 
 Deno.test("a script from a workflows folder outside the project reaches its neighbours there and nothing else", async () => {
@@ -289,7 +315,7 @@ Deno.test("a script from a workflows folder outside the project reaches its neig
   const status = await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(status.result, [
     "neighbour",
-    "workflow(): '../secret.js' must be a relative path to a .js file inside the calling script's folder",
+    "workflow(): '../secret.js' must be a path to a .js file inside the calling script's folder",
     "workflow(): './lib/link.js' leads outside the calling script's folder through a symbolic link",
   ]);
 });
@@ -338,4 +364,76 @@ Deno.test("workflow({scriptPath}) with a scriptPath that is not a string throws 
     (await t.manager.wait(run.run_id, LOCAL)).result,
     "TypeError: workflow(): scriptPath must be a non-empty string, got number",
   );
+});
+
+Deno.test("workflow(name) finds a saved workflow by its meta.name, folder by folder, the file name as a fallback", async () => {
+  await using user = await tempDir("svc-user-");
+  await using t = await testManager({ projectDir: undefined, userHome: user.path });
+  const project = `${t.home}/project`;
+  const claude = `${project}/.claude/workflows`;
+  // Claude Code's rule: the name is meta.name, whatever the file is called.
+  await write(
+    `${claude}/validate-all.js`,
+    `// checks\nexport const meta = { name: "validate" };\nreturn "by meta";`,
+  );
+  await write(`${claude}/validate.js`, `export const meta = { name: "other" };\nreturn "by file";`);
+  await write(`${claude}/plain.js`, `return "no meta";`);
+  // A later folder's meta.name does not shadow an earlier folder's file name.
+  await write(
+    `${user.path}/.claude/workflows/z.js`,
+    `export const meta = { name: "plain" };\nreturn "user";`,
+  );
+  // A link out of the project is not read for its meta, and a meta that is no literal names nothing.
+  await write(`${t.home}/elsewhere.js`, `export const meta = { name: "leak" };\nreturn "LEAKED";`);
+  await Deno.symlink(`${t.home}/elsewhere.js`, `${claude}/link.js`);
+  await write(
+    `${claude}/computed.js`,
+    `export const meta = { name: "comp" + "uted2" };\nreturn 0;`,
+  );
+  const run = await t.manager.start({
+    script: `const seen = [];
+      for (const name of ["validate", "other", "plain", "leak", "computed2"]) {
+        try { seen.push(await workflow(name)); } catch (e) { seen.push(e.message.slice(0, 40)); }
+      }
+      return seen;`,
+    workdir: project,
+  }, LOCAL);
+  const status = await t.manager.wait(run.run_id, LOCAL);
+  assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+  assert.deepEqual(status.result, [
+    "by meta",
+    "by file",
+    "no meta",
+    "workflow(): no workflow 'leak' (looked f",
+    "workflow(): no workflow 'computed2' (loo",
+  ]);
+  assert.equal(
+    await findWorkflow("validate", { projectDir: project, home: t.home }),
+    await Deno.realPath(`${claude}/validate-all.js`),
+  );
+});
+
+Deno.test("a meta.name lookup reads a bounded number of files of bounded size, and only their meta", async () => {
+  await using t = await tempDir();
+  const dir = `${t.path}/project/.claude/workflows`;
+  const places = { projectDir: `${t.path}/project`, home: `${t.path}/svc` };
+  await Deno.mkdir(dir, { recursive: true });
+  for (let i = 0; i < MAX_SCANNED_FILES; i++) {
+    await Deno.writeTextFile(`${dir}/a${String(i).padStart(4, "0")}.js`, "return 0;");
+  }
+  // Past the cap in name order: never read.
+  await write(`${dir}/zz.js`, `export const meta = { name: "late" };\nreturn 1;`);
+  await write(
+    `${dir}/huge.js`,
+    `export const meta = { name: "big" };\n//${"x".repeat(MAX_SCANNED_BYTES)}\nreturn 1;`,
+  );
+  // Only the literal is parsed: a body that would throw when run, or not even parse, is not run.
+  await write(
+    `${dir}/0parsed.js`,
+    `export const meta = { name: "parsed" };\nthrow new Error("ran"); )(`,
+  );
+  await assert.rejects(findWorkflow("late", places), /Cannot find workflow 'late'/);
+  await assert.rejects(findWorkflow("big", places), /Cannot find workflow 'big'/);
+  assert.equal(await findWorkflow("parsed", places), await Deno.realPath(`${dir}/0parsed.js`));
+  assert.equal(await findWorkflow("zz", places), await Deno.realPath(`${dir}/zz.js`));
 });

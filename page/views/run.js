@@ -364,7 +364,10 @@ export function RunView({ api, runId }) {
     <div class="run-view">
       <header class="run-head panel">
           <div class="title-line">
-            <h1>${status.name ?? status.filename}</h1>
+            <h1 class="run-title">${status.title ?? status.name ?? status.filename}</h1>
+            ${status.title
+              ? html`<span class="muted small run-script">${status.name ?? status.filename}</span>`
+              : null}
             <${StateBadge} state=${status.state} />
             ${status.state === "queued" && status.queue_position
               ? html`<span class="muted small">place ${status.queue_position} in the queue</span>`
@@ -380,6 +383,7 @@ export function RunView({ api, runId }) {
               }</span>`
               : null}
           </div>
+          ${status.description ? html`<p class="run-description">${status.description}</p>` : null}
           ${status.meta?.description ? html`<p class="muted">${status.meta.description}</p>` : null}
           <div class="figures-line">
             <span><b>${calls.total}</b> calls</span>

@@ -26,7 +26,11 @@ function RunRow({ run, now, waiting }) {
           `
           : null}
       </td>
-      <td><a href=${`#/runs/${seg(run.run_id)}`}>${run.name ?? run.filename}</a>
+      <td><a class="run-title" href=${`#/runs/${seg(run.run_id)}`}>${run.title ?? run.name ??
+        run.filename}</a>
+          ${run.title
+            ? html`<div class="muted small run-script">${run.name ?? run.filename}</div>`
+            : null}
           <div class="muted mono small">${run.run_id}</div>
           ${run.error
             ? html`<div class="row-error small">${run.error.code}: ${

@@ -11,7 +11,7 @@ import {
   type ExecutionEventBus,
   type RequestContext,
 } from "@a2a-js/sdk/server";
-import { findWorkflow, type WorkflowPlaces } from "../engine/mod.ts";
+import type { WorkflowPlaces } from "../engine/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import type { Caller, CollaborationRecord, RunState } from "../services/mod.ts";
 import { platform } from "../platform/mod.ts";
@@ -19,6 +19,7 @@ import type { JsonValue } from "../schemas/mod.ts";
 import type { Services } from "../services/mod.ts";
 import { callerOfContext } from "./caller_user.ts";
 import { type PeerRequest, readPeerRequest, sessionNameOf } from "./message_input.ts";
+import { peerWorkflowFile } from "./peer_workflow.ts";
 import { A2A_STATE_OF, collaborationState, isFinalState } from "./state_map.ts";
 
 /** Metadata key of the svc task that serves an A2A task. */
@@ -321,7 +322,12 @@ export class SvcExecutor implements AgentExecutor {
       return { task_id: status.task_id };
     }
     const p = platform();
-    const path = await findWorkflow(request.name, this.#places);
+    const path = await peerWorkflowFile(
+      request.scriptPath !== undefined
+        ? { scriptPath: request.scriptPath }
+        : { name: request.name },
+      this.#places,
+    );
     if ((await p.stat(path)).size > SCRIPT_LIMIT) {
       throw new SvcError(
         "invalid_request",
@@ -334,6 +340,8 @@ export class SvcExecutor implements AgentExecutor {
       filename: path.slice(slash + 1),
       script_dir: path.slice(0, slash) || "/",
       ...(request.args !== undefined ? { args: request.args } : {}),
+      ...(request.title !== undefined ? { title: request.title } : {}),
+      ...(request.description !== undefined ? { description: request.description } : {}),
       fake_dispatch: request.fakeDispatch,
     }, caller);
     return { run_id: status.run_id };

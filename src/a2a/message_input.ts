@@ -3,8 +3,11 @@
  * a named workflow run. Every value is the peer's and is checked here: parts of known kinds
  * only, bounded text, a workflow name of the allowed shape, bounded `args`.
  *
- * Metadata keys (on the message): `svc.workflow` (a workflow name), `svc.args` (any JSON, the
- * run's `args`), `svc.fake_dispatch` (true: the fake provider answers; for tests and dry runs).
+ * Metadata keys (on the message): `svc.workflow` (a workflow name: its `meta.name`, else its file
+ * name), `svc.scriptPath` (a published workflow's file, from the host's project root; wins over
+ * `svc.workflow`, as in Claude Code), `svc.args` (any JSON, the run's `args`), `svc.title` and
+ * `svc.description` (recorded with the run), `svc.fake_dispatch` (true: the fake provider
+ * answers; for tests and dry runs).
  * @module
  */
 import type { Message } from "@a2a-js/sdk";
@@ -15,6 +18,12 @@ import type { JsonValue } from "../schemas/mod.ts";
 export const WORKFLOW_KEY = "svc.workflow";
 /** Metadata key holding the run's `args`. */
 export const ARGS_KEY = "svc.args";
+/** Metadata key naming a published workflow's file, from the host's project root. */
+export const SCRIPT_PATH_KEY = "svc.scriptPath";
+/** Metadata key of the run's title. */
+export const TITLE_KEY = "svc.title";
+/** Metadata key of the run's description. */
+export const DESCRIPTION_KEY = "svc.description";
 /** Metadata key asking for the fake provider. */
 export const FAKE_KEY = "svc.fake_dispatch";
 /** Longest prompt a message may carry (a task's own limit). */
@@ -29,7 +38,13 @@ export type PeerRequest =
   | { kind: "dispatch"; prompt: string; fakeDispatch: boolean }
   | {
     kind: "workflow";
+    /** The workflow as the peer named it: its name, or its `scriptPath`. */
     name: string;
+    /** Set when the peer named a file (`svc.scriptPath`) rather than a name. */
+    scriptPath?: string;
+    /** The run's title and description, checked by the run request's schema. */
+    title?: string;
+    description?: string;
     args: JsonValue | undefined;
     prompt: string;
     fakeDispatch: boolean;
@@ -65,13 +80,22 @@ export function readPeerRequest(message: Message): PeerRequest {
   }
   const fakeDispatch = fake === true;
   const workflow = metadata[WORKFLOW_KEY];
-  if (workflow === undefined) {
+  const scriptPath = metadata[SCRIPT_PATH_KEY];
+  if (workflow === undefined && scriptPath === undefined) {
     if (prompt.trim() === "") refuse("it has no text to dispatch");
     return { kind: "dispatch", prompt, fakeDispatch };
   }
-  if (typeof workflow !== "string" || !NAME.test(workflow)) {
+  if (workflow !== undefined && (typeof workflow !== "string" || !NAME.test(workflow))) {
     refuse(`'${WORKFLOW_KEY}' must be a workflow name: letters, digits, '_' and '-'`);
   }
+  if (
+    scriptPath !== undefined &&
+    // deno-lint-ignore no-control-regex -- a path of one line
+    (typeof scriptPath !== "string" || !/^[^\u0000-\u001f\u007f]{1,512}$/.test(scriptPath))
+  ) {
+    refuse(`'${SCRIPT_PATH_KEY}' must be a path of at most 512 characters`);
+  }
+  const runTexts = textFields(metadata);
   let args: JsonValue | undefined;
   if (ARGS_KEY in metadata) {
     if (jsonBytes(metadata[ARGS_KEY]) > ARGS_LIMIT) {
@@ -80,7 +104,28 @@ export function readPeerRequest(message: Message): PeerRequest {
     args = metadata[ARGS_KEY] as JsonValue;
   } else if (data !== undefined) args = data;
   else if (prompt.trim() !== "") args = prompt;
-  return { kind: "workflow", name: workflow, args, prompt, fakeDispatch };
+  return {
+    kind: "workflow",
+    ...(typeof scriptPath === "string"
+      ? { name: scriptPath, scriptPath }
+      : { name: workflow as string }),
+    ...runTexts,
+    args,
+    prompt,
+    fakeDispatch,
+  };
+}
+
+/** `svc.title` and `svc.description`, when strings (their bounds are the run request's). */
+function textFields(metadata: Record<string, unknown>): { title?: string; description?: string } {
+  const out: { title?: string; description?: string } = {};
+  for (const [key, field] of [[TITLE_KEY, "title"], [DESCRIPTION_KEY, "description"]] as const) {
+    const value = metadata[key];
+    if (value === undefined) continue;
+    if (typeof value !== "string") refuse(`'${key}' must be text`);
+    out[field] = value;
+  }
+  return out;
 }
 
 /** The svc session name of an A2A context: safe for a ledger key, bounded, one per context. */

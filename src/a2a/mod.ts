@@ -8,7 +8,16 @@ export { type A2aApp, a2aApp, type A2aAppOptions } from "./app.ts";
 export { A2A_HOST, A2A_PORT, type A2aServer, serveA2a, type ServeA2aOptions } from "./serve.ts";
 export { JSON_RPC_PATH, PROTOCOL_VERSION } from "./agent_card.ts";
 export { ANSWER_LIMIT, COLLABORATION_KEY, RUN_ID_KEY, TASK_ID_KEY, USAGE_KEY } from "./executor.ts";
-export { ARGS_KEY, ARGS_LIMIT, FAKE_KEY, PROMPT_LIMIT, WORKFLOW_KEY } from "./message_input.ts";
+export {
+  ARGS_KEY,
+  ARGS_LIMIT,
+  DESCRIPTION_KEY,
+  FAKE_KEY,
+  PROMPT_LIMIT,
+  SCRIPT_PATH_KEY,
+  TITLE_KEY,
+  WORKFLOW_KEY,
+} from "./message_input.ts";
 export { BODY_LIMIT, DEPTH_LIMIT, PART_LIMIT, PARTS_LIMIT } from "./json_rpc.ts";
 export { A2A_STATE_OF } from "./state_map.ts";
 export { MAX_WORKFLOW_SKILLS, SKILL_TEXT_LIMIT } from "./workflow_skills.ts";

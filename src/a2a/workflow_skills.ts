@@ -1,6 +1,6 @@
 /**
- * The named workflows this host offers other agents, one skill each on the agent card: the
- * `.js` files of the folders a workflow name is looked up in (the project's
+ * The named workflows this host offers other agents, one skill each on the agent card (named by
+ * `meta.name`, else by file name): the `.js` files of the folders a workflow name is looked up in (the project's
  * `.claude/workflows/` and `workflows/`, `~/.claude/workflows/`, `$SVC_HOME/workflows/`), the
  * first of each name winning as it does for `svc workflow run <name>`. Bounded: a card lists at
  * most {@linkcode MAX_WORKFLOW_SKILLS} of them, with short texts.
@@ -38,15 +38,27 @@ async function namesIn(dir: string): Promise<string[]> {
     .filter((name) => NAME.test(name)).sort();
 }
 
-async function describe(name: string, places: WorkflowPlaces): Promise<string> {
-  const fallback = `Runs the svc workflow '${name}'.`;
+/**
+ * The skill of the workflow saved as `<stem>.js`: named by its `meta.name` when that is a valid
+ * name (what Claude Code and `workflow(name)` call it), else by its file name; described by its
+ * `meta.description` (else `whenToUse`). The file is found as `findWorkflow` finds it, so a link
+ * out of its folder is never read.
+ */
+async function skillOf(stem: string, places: WorkflowPlaces): Promise<WorkflowSkill> {
+  const fallback = { name: stem, description: `Runs the svc workflow '${stem}'.` };
   try {
-    const path = await findWorkflow(name, places);
+    const path = await findWorkflow(stem, places);
     const info = await platform().stat(path);
     if (info.size > META_FILE_LIMIT) return fallback;
-    const meta = checkScript(await platform().readTextFile(path), { filename: `${name}.js` }).meta;
+    const meta = checkScript(await platform().readTextFile(path), { filename: `${stem}.js` }).meta;
+    const name = typeof meta.name === "string" && NAME.test(meta.name) ? meta.name : stem;
     const text = meta.description ?? meta.whenToUse;
-    return typeof text === "string" && text.trim() !== "" ? clip(text) : fallback;
+    return {
+      name,
+      description: typeof text === "string" && text.trim() !== ""
+        ? clip(text)
+        : `Runs the svc workflow '${name}'.`,
+    };
   } catch {
     return fallback;
   }
@@ -67,7 +79,10 @@ export async function workflowSkills(places: WorkflowPlaces): Promise<WorkflowSk
       names.add(name);
     }
   }
-  const out: WorkflowSkill[] = [];
-  for (const name of names) out.push({ name, description: await describe(name, places) });
-  return out;
+  const out = new Map<string, WorkflowSkill>();
+  for (const stem of names) {
+    const skill = await skillOf(stem, places);
+    if (!out.has(skill.name)) out.set(skill.name, skill);
+  }
+  return [...out.values()];
 }

@@ -4,9 +4,12 @@ import {
   type AutomationConfig,
   AutomationConfigSchema,
   boundedJson,
+  CONCURRENCY_LIMIT,
   type Effort,
   EffortSchema,
   type JsonValue,
+  MAX_AGENTS_LIMIT,
+  RUN_CONCURRENCY_CEILING,
   type SameType,
   type Schema,
 } from "../schemas/mod.ts";
@@ -447,6 +450,12 @@ const admissionSchema = z.strictObject({
   max_remote_timeout_s: z.number().int().positive().max(7 * 24 * 3600).default(6 * 3600),
   /** The `Retry-After` of a refusal, in seconds. */
   retry_after_s: z.number().int().positive().max(3600).default(30),
+  /** The most `agent()` calls a script's meta or a run's options may raise a run to. */
+  max_run_agents: z.number().int().positive().max(MAX_AGENTS_LIMIT).default(MAX_AGENTS_LIMIT),
+  /** The most simultaneous calls a script's meta or a run's options may raise a run to. */
+  max_run_concurrency: z.number().int().positive().max(CONCURRENCY_LIMIT).default(
+    RUN_CONCURRENCY_CEILING,
+  ),
 }).default({
   host_live_guests: 8,
   host_queued_runs: 200,
@@ -456,6 +465,8 @@ const admissionSchema = z.strictObject({
   owner_event_streams: 16,
   max_remote_timeout_s: 6 * 3600,
   retry_after_s: 30,
+  max_run_agents: MAX_AGENTS_LIMIT,
+  max_run_concurrency: RUN_CONCURRENCY_CEILING,
 });
 
 /** Admission control's settings (docs/SECURITY.md, "Capacity"). */
@@ -476,6 +487,16 @@ export interface AdmissionConfig {
   max_remote_timeout_s: number;
   /** The `Retry-After` of a refusal, in seconds. Default 30. */
   retry_after_s: number;
+  /**
+   * The operator's ceiling of a run's `agent()` calls: a script's `meta.maxAgents` or a run's
+   * `max_agents` above it is clamped to it. Default 1000 (Claude Code's own limit).
+   */
+  max_run_agents: number;
+  /**
+   * The operator's ceiling of a run's simultaneous calls: a script's `meta.concurrency` or a
+   * run's `concurrency` above it is clamped to it. Default 16 (Claude Code's largest default).
+   */
+  max_run_concurrency: number;
 }
 type _AdmissionConfigMatches = Assert<SameType<AdmissionConfig, z.infer<typeof admissionSchema>>>;
 

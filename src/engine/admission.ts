@@ -8,7 +8,11 @@
 import { type GaugeRelease, OwnerGauge } from "../concurrency/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import type { Caller, QueueItem } from "../ledger/mod.ts";
-import { DEFAULT_RUN_TIMEOUT_S } from "../schemas/mod.ts";
+import {
+  DEFAULT_RUN_TIMEOUT_S,
+  MAX_AGENTS_LIMIT,
+  RUN_CONCURRENCY_CEILING,
+} from "../schemas/mod.ts";
 
 /** The caps of {@linkcode RunAdmission}. */
 export interface RunAdmissionLimits {
@@ -24,6 +28,10 @@ export interface RunAdmissionLimits {
   maxRemoteTimeoutS: number;
   /** The `Retry-After` of a refusal, in seconds. */
   retryAfterS: number;
+  /** The most `agent()` calls a script's meta or a run's options may raise a run to. */
+  maxRunAgents: number;
+  /** The most simultaneous calls a script's meta or a run's options may raise a run to. */
+  maxRunConcurrency: number;
 }
 
 /**
@@ -37,6 +45,8 @@ export const DEFAULT_RUN_ADMISSION: RunAdmissionLimits = {
   ownerQueuedRuns: 20,
   maxRemoteTimeoutS: 6 * 3600,
   retryAfterS: 30,
+  maxRunAgents: MAX_AGENTS_LIMIT,
+  maxRunConcurrency: RUN_CONCURRENCY_CEILING,
 };
 
 /** Where a new run goes: it runs now, or waits in the queue. */

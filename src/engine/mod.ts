@@ -16,8 +16,14 @@ export { newRunStatus, type NewRunStatusOptions } from "./run/mod.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";
 export type { CheckedScript, MetaPhase, ScriptMeta } from "./script_check.ts";
-export { findWorkflow, resolveWorkflow } from "./sub_workflow.ts";
-export type { ResolvedWorkflow, WorkflowPlaces, WorkflowRef } from "./sub_workflow.ts";
+export { findWorkflow, locateWorkflow, resolveWorkflow } from "./sub_workflow.ts";
+export { MAX_SCANNED_BYTES, MAX_SCANNED_FILES } from "./meta_name_lookup.ts";
+export type {
+  LocatedWorkflow,
+  ResolvedWorkflow,
+  WorkflowPlaces,
+  WorkflowRef,
+} from "./sub_workflow.ts";
 export { runGuest, ScriptCallError } from "./guest_session.ts";
 export type {
   AgentReply,

@@ -128,6 +128,13 @@ export class RunManager {
       workspace,
       maxAgents,
       concurrency,
+      ceiling: {
+        maxAgents: this.#admission.limits.maxRunAgents,
+        concurrency: this.#admission.limits.maxRunConcurrency,
+      },
+      projectDir: this.#options.projectDir,
+      home: this.#ledger.home,
+      ...(this.#options.userHome !== undefined ? { userHome: this.#options.userHome } : {}),
     };
     this.#executing = {
       options: this.#options,
@@ -363,7 +370,10 @@ export class RunManager {
     const request = queuedRequest(status, input);
     let prepared: PreparedRun;
     try {
-      prepared = await this.#prepare(request, caller, { queued: status });
+      prepared = await this.#prepare(request, caller, {
+        queued: status,
+        ...(input.notes !== undefined ? { notes: input.notes } : {}),
+      });
     } catch (error) {
       prepared = refusedRun(status, request, error);
     }

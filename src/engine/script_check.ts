@@ -1,4 +1,4 @@
-import { parse } from "acorn";
+import { parse, parseExpressionAt, tokenizer } from "acorn";
 import type { Node } from "acorn";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
@@ -57,7 +57,7 @@ export interface ScriptMeta {
 type _ScriptMetaMatches = Assert<SameType<ScriptMeta, z.infer<typeof ScriptMetaSchema>>>;
 
 /** The fields of meta, and of a phase object, that svc knows. */
-const META_FIELDS = ["name", "description", "whenToUse", "phases"];
+const META_FIELDS = ["name", "description", "whenToUse", "phases", "maxAgents", "concurrency"];
 const PHASE_FIELDS = ["title", "detail", "model"];
 /** Warnings kept per script; the rest are counted in the last one. */
 const MAX_WARNINGS = 10;
@@ -365,4 +365,37 @@ export function checkScript(source: string, options: { filename?: string } = {})
   });
   findForbidden(program, filename);
   return { meta, body, warnings };
+}
+
+/**
+ * The `meta.name` of a script, read without parsing the rest of it: the script's first
+ * statement must be `export const meta = {...}` (comments before it are fine), and only that
+ * literal is parsed. Undefined when the script has no such meta, its meta is not a pure
+ * literal, or it names no name. Nothing is evaluated: looking a workflow up by name reads the
+ * meta of every file of a folder, which must cost little and run nothing.
+ */
+export function metaNameOf(source: string): string | undefined {
+  const expected = ["export", "const", "meta", "="];
+  try {
+    const tokens = tokenizer(source, { ecmaVersion: "latest", sourceType: "module" });
+    for (const word of expected) {
+      const token = tokens.getToken();
+      const text = source.slice(token.start, token.end);
+      if (text !== word) return undefined;
+    }
+    const open = tokens.getToken();
+    if (open.type.label !== "{") return undefined;
+    const node = parseExpressionAt(source, open.start, {
+      ecmaVersion: "latest",
+      sourceType: "module",
+    });
+    const value = literalValue(node as unknown as AnyNode, "meta", {
+      positions: new Map(),
+      path: [],
+    });
+    const parsed = ScriptMetaSchema.safeParse(value);
+    return parsed.success ? parsed.data.name : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -50,8 +50,10 @@ const startRoute = createRoute({
   path: "/api/workflow/run",
   summary: "Start a workflow run",
   description:
-    "Validates the script and starts it; answers 202 with the run's id at once. The owner is " +
-    "the token's; an `owner_user_id` in the body or the query is ignored.",
+    "Validates the script and starts it; answers 202 with the run's id at once. The script is " +
+    "`script` text, or a saved workflow of the run's project named by `name` (its meta.name) " +
+    "or `scriptPath` (from the project's root). The owner is the token's; an `owner_user_id` " +
+    "in the body or the query is ignored.",
   request: { body: { required: true, content: jsonContent(WorkflowRunBodySchema) } },
   responses: {
     202: { description: "the run was recorded and starts", content: jsonContent(RunStartedSchema) },

@@ -76,6 +76,10 @@ export const RunStatusSchema = z.looseObject({
   ended_at: z.string().nullable(),
   fake_dispatch: z.boolean(),
   card_id: z.string().optional().meta({ description: "the board card the run was started for" }),
+  title: z.string().optional().meta({ description: "what the run is for, as its request said" }),
+  description: z.string().optional().meta({
+    description: "a longer description of the run, as its request said",
+  }),
   queue_position: z.number().int().positive().optional().meta({
     description: "a queued run's 1-based place in the queue (owners take turns)",
   }),

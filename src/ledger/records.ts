@@ -232,6 +232,11 @@ export interface RunInput {
   schema_attempts?: number;
   /** The folder the script came from (set by the command line), for its relative `workflow()` refs. */
   script_dir?: string;
+  /**
+   * What the host decided when the run was asked for and narrates when it starts (a field
+   * ignored, a limit clamped): kept so that a queued run started later says it too.
+   */
+  notes?: string[];
 }
 
 /** What started a run or a task that no caller started directly. */
@@ -253,6 +258,10 @@ export interface RunStatus {
   meta: { name?: string; description?: string; whenToUse?: string; phases?: string[] };
   /** The script's file name, as in messages and stack traces. */
   filename: string;
+  /** What the run is for, in a line, as its request gave it (`title`). */
+  title?: string;
+  /** A longer description of the run, as its request gave it (`description`). */
+  description?: string;
   /** Where the script is evaluated. */
   isolation: IsolationTier;
   /** The sandbox level of a call that names none. */

@@ -50,6 +50,7 @@ interface InputDoc {
   args?: JsonValue;
   schema_attempts?: number;
   script_dir?: string;
+  notes?: string[];
 }
 
 /** A run's record as stored. */

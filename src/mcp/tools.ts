@@ -123,8 +123,10 @@ export function registerTools(server: McpServer, context: ToolContext): void {
     title: "Run a workflow script",
     description: "Starts a workflow script (JavaScript whose agent() calls svc dispatches to " +
       "coding agents, with parallel(), pipeline(), phase() and log()) and returns a handle at " +
-      "once; follow it with svc_task_status. `fake_dispatch: true` answers every call with " +
-      "the deterministic fake provider. Parameters as POST /api/workflow/run.",
+      "once; follow it with svc_task_status. Give the script as `script` text, or name a saved " +
+      "workflow of the project by `name` (its meta.name) or `scriptPath`, as Claude Code's " +
+      "Workflow tool does. `fake_dispatch: true` answers every call with the deterministic " +
+      "fake provider. Parameters as POST /api/workflow/run.",
     inputSchema: WorkflowRunBodySchema,
     outputSchema: HandleResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },

@@ -22,6 +22,11 @@ export const MAX_AGENTS_LIMIT = 1000;
  */
 export const CONCURRENCY_LIMIT = 64;
 /**
+ * The operator's ceiling of `concurrency` when the configuration names none
+ * (`admission.max_run_concurrency`): Claude Code's largest default, `min(16, cores − 2)`.
+ */
+export const RUN_CONCURRENCY_CEILING = 16;
+/**
  * The largest `args` a run accepts, in bytes of UTF-8 JSON: the ledger records them with the
  * run (`input.json` in its directory), so that the run can be resumed or started elsewhere.
  */
@@ -36,8 +41,52 @@ const budgetFields = {
   budget_usd: z.number().positive().optional(),
 };
 
+/** Longest `title` of a run, in characters. */
+export const RUN_TITLE_LIMIT = 200;
+/** Longest `description` of a run, in characters. */
+export const RUN_DESCRIPTION_LIMIT = 2000;
+
+// deno-lint-ignore no-control-regex -- refusing control characters is the point
+const ONE_LINE = /^[^\x00-\x1f\x7f]*$/;
+// deno-lint-ignore no-control-regex -- line breaks and tabs only
+const TEXT = /^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$/;
+
 const workflowRunFields = {
-  script: z.string().min(1, "must not be empty"),
+  /** The script's text. One of `script`, `name` and `scriptPath` says what runs. */
+  script: z.string().min(1, "must not be empty").optional().meta({
+    description: "the script's text; one of script, name and scriptPath is required",
+  }),
+  /**
+   * A saved workflow of the project, by its `meta.name` (else its file name), as
+   * `workflow(name)` finds it: Claude Code's `name`.
+   */
+  name: z.string().max(128, "must be at most 128 characters").regex(
+    /^[A-Za-z0-9][A-Za-z0-9_-]*$/,
+    "must be a workflow name: letters, digits, '_' and '-'",
+  ).optional().meta({
+    description: "a saved workflow of the run's project, by its meta.name (else its file name)",
+  }),
+  /**
+   * A script file of the project: a path from the project's root, or an absolute path inside
+   * it, as `workflow({scriptPath})` takes it. Claude Code's `scriptPath`.
+   */
+  scriptPath: z.string().min(1, "must not be empty").max(
+    4096,
+    "must be at most 4096 characters",
+  ).regex(ONE_LINE, "must be a path without control characters").optional().meta({
+    description: "a script file of the run's project: from its root, or absolute inside it; " +
+      "wins over name and script",
+  }),
+  /** What the run is for, in a line: recorded on the run and shown with it. */
+  title: z.string().max(RUN_TITLE_LIMIT, `must be at most ${RUN_TITLE_LIMIT} characters`)
+    .regex(ONE_LINE, "must be one line without control characters").optional()
+    .meta({ description: "what the run is for, in a line: recorded and shown with the run" }),
+  /** A longer description of the run: recorded on the run and shown with it. */
+  description: z.string().max(
+    RUN_DESCRIPTION_LIMIT,
+    `must be at most ${RUN_DESCRIPTION_LIMIT} characters`,
+  ).regex(TEXT, "must be text without control characters other than line breaks and tabs")
+    .optional().meta({ description: "a longer description, recorded and shown with the run" }),
   /** The script's file name, for messages and stack traces: a base name, never a path. */
   filename: z.string().max(255, "must be at most 255 characters").regex(
     // deno-lint-ignore no-control-regex -- refusing control characters is the point
@@ -76,6 +125,15 @@ function ceilingNotBelowDefault(
 }
 const CEILING_ISSUE = { path: ["sandbox_max"], message: "must not be below sandbox_default" };
 
+/** A run says what it runs: script text, a saved workflow's name, or a script file. */
+function namesAScript(r: { script?: string; name?: string; scriptPath?: string }): boolean {
+  return r.script !== undefined || r.name !== undefined || r.scriptPath !== undefined;
+}
+const SCRIPT_ISSUE = {
+  path: ["script"],
+  message: "is required unless 'name' or 'scriptPath' names a saved workflow",
+};
+
 const workflowRunRequestSchema = z.strictObject({
   ...workflowRunFields,
   /**
@@ -87,7 +145,7 @@ const workflowRunRequestSchema = z.strictObject({
     /^\/[^\x00-\x1f\x7f]*$/,
     "must be an absolute path without control characters",
   ).optional(),
-}).refine(ceilingNotBelowDefault, CEILING_ISSUE);
+}).refine(ceilingNotBelowDefault, CEILING_ISSUE).refine(namesAScript, SCRIPT_ISSUE);
 
 /**
  * The body of `POST /api/workflow/run` (and the tool protocol's `svc_workflow`): the request
@@ -99,15 +157,23 @@ export const WorkflowRunBodySchema = z.strictObject({
   owner_user_id: z.unknown().optional().meta({
     description: "ignored: the run's owner is the one the bearer token is bound to",
   }),
-}).refine(ceilingNotBelowDefault, CEILING_ISSUE);
+}).refine(ceilingNotBelowDefault, CEILING_ISSUE).refine(namesAScript, SCRIPT_ISSUE);
 
 /**
  * A validated workflow run request: the parameters of a run, the same from the command line,
  * HTTP and the tool protocol, with defaults applied.
  */
 export interface WorkflowRunRequest {
-  /** The script's source. */
-  script: string;
+  /** The script's source; absent when `name` or `scriptPath` names a saved workflow. */
+  script?: string;
+  /** A saved workflow of the project, by its `meta.name` (else its file name). */
+  name?: string;
+  /** A script file of the project: from the project's root, or absolute inside it. */
+  scriptPath?: string;
+  /** What the run is for, in a line (at most 200 characters): recorded and shown. */
+  title?: string;
+  /** A longer description of the run (at most 2000 characters): recorded and shown. */
+  description?: string;
   /** The script's file name, for messages and stack traces: a base name, never a path. */
   filename?: string;
   /** Passed to the script unchanged; absent means the script sees `undefined`. */

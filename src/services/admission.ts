@@ -82,5 +82,7 @@ export function runAdmissionOf(config: AdmissionConfig): RunAdmissionLimits {
     ownerQueuedRuns: config.owner_queued_runs,
     maxRemoteTimeoutS: config.max_remote_timeout_s,
     retryAfterS: config.retry_after_s,
+    maxRunAgents: config.max_run_agents,
+    maxRunConcurrency: config.max_run_concurrency,
   };
 }

@@ -13,18 +13,22 @@ import type { ReplaySource } from "../journal.ts";
 import { boundMeta } from "../record_bounds.ts";
 import { checkScript } from "../script_check.ts";
 import { type RebuiltRequest, type ReplayReader, replaySource } from "./replay.ts";
+import { type LimitFigures, runLimits } from "./run_limits.ts";
+import { type ScriptRequest, scriptSource } from "./script_source.ts";
 import { newRunStatus } from "./status.ts";
 
 /** A checked run request with the run's first status, ready to record and launch. */
 export interface PreparedRun {
   /** The run's status: new and `queued`, or the queued run's own. */
   status: RunStatus;
-  /** The checked request, its paths placed for a remote caller. */
-  request: WorkflowRunRequest;
+  /** The checked request, its paths placed for a remote caller, its script read in. */
+  request: ScriptRequest;
   /** The script's body as the guest runs it. */
   body: string;
-  /** What the script check warned about, narrated when the run starts. */
+  /** What the script check and the host warned about, narrated when the run starts. */
   warnings: string[];
+  /** The host's own part of `warnings` (a field ignored, a limit clamped), recorded with the run. */
+  notes: string[];
   /** The real path of the request's `script_dir`, when it named one. */
   scriptDir: string | undefined;
   /** What a resumed run may replay. */
@@ -45,12 +49,22 @@ export interface PrepareContext extends ReplayReader {
   maxAgents: number;
   /** The host's default of `concurrency`. */
   concurrency: number;
+  /** The operator's ceilings: a script's meta or a run's options raise its limits up to them. */
+  ceiling: LimitFigures;
+  /** The host's project: a run without a workdir finds saved workflows there. */
+  projectDir: string;
+  /** `SVC_HOME`, whose `workflows/` a saved workflow's name is looked up in last. */
+  home: string;
+  /** The user's home, whose `.claude/workflows/` comes after the project's. */
+  userHome?: string;
 }
 
 /** Options of {@linkcode prepareRun}. */
 export interface PrepareOptions {
   /** The run was queued with this status: it is reused, and its paths were checked then. */
   queued?: RunStatus;
+  /** The notes recorded when the queued run was asked for, narrated again when it starts. */
+  notes?: string[];
   /** Hears of the request once it and its script passed the checks that need no I/O. */
   checked?: (request: WorkflowRunRequest) => void;
 }
@@ -72,7 +86,14 @@ export async function prepareRun(
   }
   // A remote caller's paths are checked (and made real) before anything reads them; a
   // queued run's were checked when it was queued.
-  const request = queued ? parsed.data : await placedRequest(parsed.data, caller, context);
+  const placed = queued ? parsed.data : await placedRequest(parsed.data, caller, context);
+  // A saved workflow is read from the run's own project (a remote caller's is inside its roots).
+  const source = await scriptSource(placed, {
+    projectDir: context.workspace.placeOf(placed.workdir) ?? context.projectDir,
+    home: context.home,
+    ...(context.userHome !== undefined ? { userHome: context.userHome } : {}),
+  });
+  const request = source.request;
   const filename = request.filename ?? "script.js";
   const checked = checkScript(request.script, { filename });
   options.checked?.(request);
@@ -84,7 +105,14 @@ export async function prepareRun(
     ? await replaySource(request.resume_from, caller, context)
     : undefined;
   const budget = new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd });
-  const common = { request, body: checked.body, warnings: checked.warnings, scriptDir, replay };
+  const limits = runLimits(request, checked.meta, {
+    maxAgents: context.maxAgents,
+    concurrency: context.concurrency,
+  }, context.ceiling);
+  // A queued run's request carries its limits as they were set: its notes were recorded then.
+  const notes = queued ? options.notes ?? [] : [...source.warnings, ...limits.warnings];
+  const warnings = [...notes, ...checked.warnings];
+  const common = { request, body: checked.body, warnings, notes, scriptDir, replay };
   if (queued) return { ...common, status: queued, budget };
   // With nothing configured, the fake is the only provider: calls "succeed" with fake
   // answers, which the user must hear about unless they asked for exactly that.
@@ -95,10 +123,7 @@ export async function prepareRun(
     owner: caller.owner,
     meta,
     filename,
-    limits: {
-      max_agents: request.max_agents ?? context.maxAgents,
-      concurrency: request.concurrency ?? context.concurrency,
-    },
+    limits: limits.limits,
     budget: budget.figures(),
     fakeProviderOnly,
   });
@@ -120,9 +145,13 @@ export function refusedRun(
   return {
     status,
     // The run fails before its script is read: any valid request serves the context.
-    request: parsed.success ? parsed.data : WorkflowRunRequestSchema.parse({ script: "null" }),
+    request: {
+      ...(parsed.success ? parsed.data : WorkflowRunRequestSchema.parse({ script: "null" })),
+      script: request.script,
+    },
     body: "",
     warnings: [],
+    notes: [],
     scriptDir: undefined,
     replay: undefined,
     budget: new BudgetGate({ tokens: request.budget_tokens, usd: request.budget_usd }),
@@ -143,6 +172,7 @@ export async function recordRun(
       ...(request.args !== undefined ? { args: request.args } : {}),
       schema_attempts: request.schema_attempts,
       ...(request.script_dir !== undefined ? { script_dir: request.script_dir } : {}),
+      ...(prepared.notes.length > 0 ? { notes: prepared.notes } : {}),
     },
     host,
     event: { type: "state", run_id: status.run_id, at: status.created_at, state: "queued" },

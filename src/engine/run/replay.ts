@@ -21,7 +21,8 @@ import { mergeReplay, type ReplayCandidate, ReplaySource } from "../journal.ts";
 const REPLAY_CHAIN_DEPTH = 8;
 
 /** A run request as rebuilt from a recorded run: `schema_attempts` only when it was kept. */
-export type RebuiltRequest = Omit<WorkflowRunRequest, "schema_attempts"> & {
+export type RebuiltRequest = Omit<WorkflowRunRequest, "schema_attempts" | "script"> & {
+  script: string;
   schema_attempts?: number;
 };
 
@@ -80,6 +81,8 @@ export function replayRequest(
   return {
     script: input.script,
     filename: source.filename,
+    ...(source.title !== undefined ? { title: source.title } : {}),
+    ...(source.description !== undefined ? { description: source.description } : {}),
     ...(input.args !== undefined ? { args: input.args } : {}),
     sandbox_default: source.sandbox_default,
     sandbox_max: source.sandbox_max,

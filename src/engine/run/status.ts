@@ -37,6 +37,8 @@ export function newRunStatus(options: NewRunStatusOptions): RunStatus {
     name: meta.name ?? null,
     meta,
     filename: options.filename,
+    ...(request.title !== undefined ? { title: request.title } : {}),
+    ...(request.description !== undefined ? { description: request.description } : {}),
     isolation: request.isolation,
     sandbox_default: request.sandbox_default,
     sandbox_max: request.sandbox_max ?? request.sandbox_default,
