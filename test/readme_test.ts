@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { HOST_ENV_VARS } from "../cli/permissions.ts";
-import { ROOT, runCommand, tempDir } from "./helpers.ts";
+import { ROOT, runCommand, svcCommand, tempDir } from "./helpers.ts";
 
 const README = await Deno.readTextFile(`${ROOT}/README.md`);
 const PINNED = (await Deno.readTextFile(`${ROOT}/.deno-version`)).trim();
@@ -209,5 +209,48 @@ Deno.test("every image the README and the docs show is a PNG in the repository, 
     const bytes = await Deno.readFile(`${ROOT}/${image}`);
     assert.deepEqual([...bytes.slice(1, 4)], [0x50, 0x4e, 0x47], `${image} is a PNG`);
     assert.ok(bytes.length < 300_000, `${image} is ${bytes.length} bytes`);
+  }
+});
+
+Deno.test("docs/A2A.md's commands start the A2A server and read its card and health", async () => {
+  const block = /```sh\n([\s\S]*?)```/.exec(DOCS["A2A.md"]!)?.[1];
+  assert.ok(block, "docs/A2A.md shows how to start the server");
+  const [exported, start, ...reads] = block.split("\n").filter(Boolean);
+  const tokens = /^export SVC_DASHBOARD_OWNER_TOKENS=(\S+)$/.exec(exported!)?.[1];
+  assert.ok(tokens, exported);
+  assert.equal(start, `npx -y deno@${PINNED} task svc a2a-server`);
+  await using home = await tempDir("svc-a2a-doc-");
+  // The same command on a free port (the documented one may be taken), through the launcher.
+  const child = svcCommand({
+    args: ["a2a-server", "--port", "0"],
+    env: { SVC_HOME: home.path, SVC_DASHBOARD_OWNER_TOKENS: tokens, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  let url: string | undefined;
+  while (url === undefined) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    seen += value;
+    url = /A2A server on (http:\/\/\S+)/.exec(seen)?.[1];
+  }
+  try {
+    assert.ok(url, seen);
+    assert.equal(reads.length, 2);
+    const ran = await runCommand(
+      "bash",
+      ["-euo", "pipefail", "-c", reads.join("\n").replaceAll("http://127.0.0.1:41523", url)],
+    );
+    assert.equal(ran.code, 0, ran.stderr);
+    const [card, health] = ran.stdout.split(/(?<=\})(?=\{)/).map((part) => JSON.parse(part));
+    assert.equal(card.supportedInterfaces[0].protocolVersion, "1.0");
+    assert.equal(health.status, "ok");
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    await reader.cancel().catch(() => {});
   }
 });
