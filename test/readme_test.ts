@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { HOST_ENV_VARS } from "../cli/permissions.ts";
 import { ROOT, runCommand, svcCommand, tempDir } from "./helpers.ts";
+import { stub } from "./harness_helpers.ts";
 
 const README = await Deno.readTextFile(`${ROOT}/README.md`);
 const PINNED = (await Deno.readTextFile(`${ROOT}/.deno-version`)).trim();
@@ -83,7 +84,7 @@ Deno.test("the README's test command is the one .ci/run runs", async () => {
   assert.match(ci, /^deno task test /m);
 });
 
-Deno.test("the README's tour runs as written: a first workflow, the runs at a terminal, a real agent's configuration, resume", async () => {
+Deno.test("the README's tour runs as written: a first workflow, the runs at a terminal, a real agent's run, resume", async () => {
   await using home = await tempDir();
   const [first, terminal, real, resume] = tourBlocks();
   assert.ok(first && terminal && real && resume, "the tour has its four steps' commands");
@@ -127,6 +128,18 @@ Deno.test("the README's tour runs as written: a first workflow, the runs at a te
   assert.equal(checked.code, 0, checked.stderr);
   assert.match(checked.stdout, /claude/);
   assert.equal(realRun, `${run.replace(" --fake-dispatch", "")} --budget-tokens 500000`);
+  // The run itself, through the Claude Code harness, with the harness tests' stand-in for the
+  // claude binary (the real Claude Code's own tests run it against a model stand-in).
+  const withStandIn = {
+    claude: { ...JSON.parse(config).providers.claude, command: stub("claude") },
+  };
+  await Deno.writeTextFile(`${home.path}/config.json`, JSON.stringify({ providers: withStandIn }));
+  const ran = await sh(realRun!, home.path);
+  assert.equal(ran.code, 0, ran.stderr);
+  // The stand-in answers text, never the severity schema's object: those three calls fail.
+  assert.match(ran.stderr, /svc: run run_\w+ succeeded \(9 calls: 6 live, 0 replayed, 3 failed\)/);
+  assert.match(JSON.parse(ran.stdout).files.join(), /run_manager/);
+  assert.doesNotMatch(ran.stderr, /fake provider/);
   await Deno.remove(`${home.path}/config.json`);
 
   // 4. Resume: every call of the first run replays from its journal.
