@@ -18,10 +18,19 @@ function urlLine(lines: string[], url: string): number {
   return lines.findIndex((l) => l.startsWith(`svc: open ${url}`));
 }
 
+/** A command of `svc dashboard --port 0`: through the launcher as `deno task dashboard` runs it. */
+function dashboardCommand(options: Deno.CommandOptions & { args: string[] }): Deno.Command {
+  return svcCommand({ ...options, args: ["dashboard", ...options.args] });
+}
+
 /** Starts `svc dashboard --port 0` as `deno task dashboard` does; resolves once it listens. */
-async function startCli(home: string, env: Record<string, string> = {}) {
-  const child = svcCommand({
-    args: ["dashboard", "--port", "0"],
+async function startCli(
+  home: string,
+  env: Record<string, string> = {},
+  command: typeof dashboardCommand = dashboardCommand,
+) {
+  const child = command({
+    args: ["--port", "0"],
     env: {
       HOME: home,
       SVC_HOME: `${home}/.svc`,
@@ -164,5 +173,26 @@ Deno.test("svc dashboard with authentication off says so, and acts as the local 
   const response = await fetch(`${server.url}/api/status`);
   assert.equal(response.status, 200);
   assert.deepEqual((await response.json()).caller, { owner: "local" });
+  assert.equal((await server.stop()).code, 0);
+});
+
+Deno.test("the README's dashboard command, run as written, prints the ready-to-open URL on its second line", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}/README.md`);
+  const pinned = (await Deno.readTextFile(`${ROOT}/.deno-version`)).trim();
+  const shown = /```sh\n(npx -y deno@\S+ task -q dashboard)\n/.exec(readme)?.[1];
+  assert.equal(shown, `npx -y deno@${pinned} task -q dashboard`);
+  await using home = await tempDir("svc-dash-cli-");
+  // The same task with this Deno (the pinned one npx would fetch): `deno task` itself prints
+  // nothing under -q, its npm install included, and the tasks run Deno with --quiet.
+  const task = (options: Deno.CommandOptions & { args: string[] }) =>
+    new Deno.Command(Deno.execPath(), {
+      ...options,
+      args: ["task", "-q", "dashboard", ...options.args],
+    });
+  // Deno's own cache, not one under the throw-away HOME: nothing is downloaded again.
+  const denoDir = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
+  const server = await startCli(home.path, { DENO_DIR: denoDir }, task);
+  await until(() => server.lines.some((l) => l.includes("/api/status")));
+  assert.equal(urlLine(server.lines, `${server.url}/#token=`), 1, server.lines.join("\n"));
   assert.equal((await server.stop()).code, 0);
 });

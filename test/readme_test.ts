@@ -106,7 +106,7 @@ Deno.test("the README's tour runs as written: a first workflow, the runs at a te
 
   // 2. The same run, seen from another command.
   const [list, status] = terminal;
-  assert.ok(list?.endsWith("task svc workflow list") && status?.endsWith("task svc status"));
+  assert.ok(list?.endsWith(" svc workflow list") && status?.endsWith(" svc status"));
   const listed = await sh(list!, home.path);
   assert.equal(listed.code, 0, listed.stderr);
   assert.ok(listed.stdout.includes(runId), listed.stdout);
@@ -123,7 +123,7 @@ Deno.test("the README's tour runs as written: a first workflow, the runs at a te
   assert.ok(ConfigSchema.safeParse(JSON.parse(config)).success);
   await Deno.writeTextFile(`${home.path}/config.json`, config);
   const [doctor, realRun] = real;
-  assert.ok(doctor?.endsWith("task svc doctor"), doctor);
+  assert.ok(doctor?.endsWith(" svc doctor"), doctor);
   const checked = await sh(doctor!, home.path);
   assert.equal(checked.code, 0, checked.stderr);
   assert.match(checked.stdout, /claude/);
