@@ -129,7 +129,7 @@ export function addBoardCommands(
   run: (action: () => Promise<number>) => Promise<void>,
 ): void {
   const board = program.command("board").description(
-    'The board: cards taken, logged, done, dropped or cancelled (README, "Board")',
+    "The board: cards taken, logged, done, dropped or cancelled (docs/BOARD.md)",
   ).exitOverride();
   board.command("write")
     .description(

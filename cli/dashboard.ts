@@ -1,8 +1,8 @@
 /**
  * `svc dashboard`: serves the dashboard over this host's services until Ctrl-C or SIGTERM.
  * Tokens come from the `SVC_DASHBOARD_*` variables, `--token`/`--owner-token` flags and token
- * files; when a token is required and none is configured, one is generated once, saved in
- * `$SVC_HOME/dashboard.token` (mode 0600) and printed with a ready-to-open URL.
+ * files; when a token is required and none is configured, one is generated once and saved in
+ * `$SVC_HOME/dashboard.token` (mode 0600), and every start prints a ready-to-open URL with it.
  * @module
  */
 import type { Command } from "commander";
@@ -120,6 +120,39 @@ export async function serverAuth(
   return { settings: withTokens(settings, [{ token: generated.token }]), generated };
 }
 
+/**
+ * What a start prints: the address, then the ready-to-open URL on every start (a lost one is a
+ * restart away), the generated token in its fragment, which a browser never sends. A token the
+ * operator configured is never printed: its URL comes without it and the page asks for it.
+ */
+export function startLines(
+  url: string,
+  required: boolean,
+  generated?: { token: string; fresh: boolean; path: string },
+): string[] {
+  const lines = [`svc: dashboard on ${url} (Ctrl-C stops it)`];
+  if (!required) {
+    lines.push(
+      `svc: open ${url}/`,
+      `svc: authentication is off (SVC_DASHBOARD_AUTH_REQUIRED=false): every request without a valid token acts as owner '${LOCAL_OWNER}'`,
+    );
+  } else if (generated) {
+    lines.push(`svc: open ${url}/#token=${generated.token}`);
+  } else {
+    lines.push(`svc: open ${url}/ (the page asks for one of the configured API tokens)`);
+  }
+  lines.push(`svc: tool protocol (MCP, Streamable HTTP) on ${url}/mcp`);
+  if (generated?.fresh) {
+    lines.push(
+      `svc: no API token was configured, so one was made and saved in ${generated.path}`,
+      `svc: or: curl -H 'Authorization: Bearer ${generated.token}' ${url}/api/status`,
+    );
+  } else if (generated) {
+    lines.push(`svc: the API token is in ${generated.path}`);
+  }
+  return lines;
+}
+
 /** Runs the dashboard until asked to stop; resolves to the exit status. */
 export async function dashboard(flags: DashboardFlags): Promise<number> {
   const port = parsePort(flags.port);
@@ -148,22 +181,7 @@ export async function dashboard(flags: DashboardFlags): Promise<number> {
       }`,
     );
   }
-  printLine(`svc: dashboard on ${server.url} (Ctrl-C stops it)`);
-  printLine(`svc: tool protocol (MCP, Streamable HTTP) on ${server.url}/mcp`);
-  if (!settings.required) {
-    printLine(
-      `svc: authentication is off (SVC_DASHBOARD_AUTH_REQUIRED=false): every request without a valid token acts as owner '${LOCAL_OWNER}'`,
-    );
-  } else if (generated?.fresh) {
-    printLine(`svc: no API token was configured, so one was made and saved in ${generated.path}:`);
-    printLine(`svc:   ${generated.token}`);
-    printLine(`svc: open ${server.url}/#token=${generated.token}`);
-    printLine(
-      `svc: or: curl -H 'Authorization: Bearer ${generated.token}' ${server.url}/api/status`,
-    );
-  } else if (generated) {
-    printLine(`svc: the API token is in ${generated.path}`);
-  }
+  for (const line of startLines(server.url, settings.required, generated)) printLine(line);
   await untilStopped();
   printLine("svc: stopping the dashboard");
   await server.close();

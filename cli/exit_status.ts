@@ -2,7 +2,7 @@
  * The command line's exit statuses, from two things only: the state a run or task ended in,
  * and the code of the error a command failed with (through the one error table,
  * `src/errors/codes.ts`). Every command goes through here, so the same case exits the same way
- * whichever command met it (README, "Exit statuses").
+ * whichever command met it (docs/CLI.md, "Exit statuses").
  * @module
  */
 import { CommanderError } from "commander";

@@ -56,6 +56,9 @@ export async function launch(argv: readonly string[]): Promise<number> {
   const status = await p.run(deno, {
     args: [
       "run",
+      // Deno's npm install progress (over a hundred lines on a fresh clone) is kept out of the
+      // terminal; its errors still print.
+      "--quiet",
       ...flags,
       ...resolution,
       "--config",

@@ -1,6 +1,6 @@
 /**
  * The permission grants of the Deno host: what `deno task svc` (through `cli/launch.ts`), the
- * tests and the compiled binary give it. The README's "Permissions" section describes them.
+ * tests and the compiled binary give it. docs/PERMISSIONS.md describes them.
  * @module
  */
 import type { Config } from "../src/config/mod.ts";

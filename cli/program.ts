@@ -84,7 +84,7 @@ async function parse(program: Command, argv: string[], run: Invocation): Promise
     // The runtime refused an operation: the host was started without a grant it needs.
     const grant = p.missingGrant(error);
     if (grant !== undefined) {
-      printLine(`svc: Cannot continue: svc needs ${grant} (see "Permissions" in the README)`);
+      printLine(`svc: Cannot continue: svc needs ${grant} (see docs/PERMISSIONS.md)`);
       // As a run whose guest could not start for the same reason (guest_failed).
       return EXIT.failed;
     }

@@ -36,7 +36,7 @@ export interface WorkflowResumeFlags {
 }
 
 export { UsageError };
-/** Exit statuses of the command line: they live in `cli/exit_status.ts` (README, "Exit statuses"). */
+/** Exit statuses of the command line: they live in `cli/exit_status.ts` (docs/CLI.md, "Exit statuses"). */
 export { EXIT } from "./exit_status.ts";
 
 function parseTimeout(raw: string | undefined): number | undefined {

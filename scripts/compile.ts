@@ -57,21 +57,44 @@ export function compileArgs(output: string): string[] {
   ];
 }
 
-/** Compiles svc; resolves to the exit status of `deno compile`. */
+/**
+ * The task's own message when `deno compile` failed for want of `denort`: it had none at hand and
+ * its download failed (`output` is what `deno compile` printed). Undefined for any other failure,
+ * whose output is shown as it came.
+ */
+export function denortMissingMessage(output: string): string | undefined {
+  if (denortAvailable() !== undefined) return undefined;
+  if (!/denort|dl\.deno\.land|download/i.test(output)) return undefined;
+  return `compile: cannot compile svc: deno compile needs denort ${Deno.version.deno} for ` +
+    `${Deno.build.target} and could not download it (offline?); set DENORT_BIN to a denort ` +
+    "binary of that version (a release's denort-<target>.zip, unpacked), or run the task once " +
+    "where the download works";
+}
+
+async function writeAll(to: { write(p: Uint8Array): Promise<number> }, bytes: Uint8Array) {
+  for (let done = 0; done < bytes.length;) done += await to.write(bytes.subarray(done));
+}
+
+/**
+ * Compiles svc; resolves to the exit status of `deno compile`. Its output is held until it ends:
+ * a failed `denort` download is a stack trace there, replaced by one line that says what to do.
+ */
 export async function compileSvc(output: string = DEFAULT_OUTPUT): Promise<number> {
-  const status = await new Deno.Command(Deno.execPath(), {
+  const result = await new Deno.Command(Deno.execPath(), {
     args: compileArgs(output),
     stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
-  }).spawn().status;
-  if (!status.success && denortAvailable() === undefined) {
-    console.error(
-      `compile: deno compile needs denort ${Deno.version.deno} for ${Deno.build.target}: ` +
-        "it downloads it unless DENORT_BIN names one; set DENORT_BIN on machines without that access",
-    );
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(result.stderr);
+  const message = result.success ? undefined : denortMissingMessage(text);
+  if (message !== undefined) {
+    console.error(message);
+    return 1;
   }
-  return status.code;
+  await writeAll(Deno.stdout, result.stdout);
+  await writeAll(Deno.stderr, result.stderr);
+  return result.code;
 }
 
 if (import.meta.main) {

@@ -4,7 +4,7 @@
  * to end test is reported as ignored (with the reason), never as passed.
  */
 import assert from "node:assert/strict";
-import { compileArgs, denortAvailable } from "../scripts/compile.ts";
+import { compileArgs, denortAvailable, denortMissingMessage } from "../scripts/compile.ts";
 import { COMPILED_PERMISSION_FLAGS } from "../cli/permissions.ts";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
 
@@ -57,5 +57,49 @@ Deno.test({
     );
     assert.equal(noDeno.code, 1);
     assert.match(noDeno.stderr, /Cannot start the guest: no Deno binary to run it/);
+  },
+});
+
+Deno.test("a failed deno compile for another reason than denort keeps its own output", () => {
+  assert.equal(denortMissingMessage('error: Module not found "file:///x.ts".'), undefined);
+});
+
+Deno.test({
+  name: DENORT
+    ? "offline, deno task compile prints its own message and no stack [ignored: a denort is at hand, so nothing is downloaded]"
+    : "offline, deno task compile prints its own message and no stack",
+  ignore: DENORT !== undefined,
+  async fn() {
+    await using work = await tempDir("svc-compile-");
+    // The download goes through a proxy that answers nothing, wherever the test runs.
+    const unreachable = "http://127.0.0.1:1";
+    const compiled = await runCommand(
+      Deno.execPath(),
+      ["task", "-q", "compile", "--output", `${work.path}/svc`],
+      {
+        env: {
+          HTTPS_PROXY: unreachable,
+          HTTP_PROXY: unreachable,
+          https_proxy: unreachable,
+          http_proxy: unreachable,
+          NO_PROXY: "",
+          no_proxy: "",
+          NO_COLOR: "1",
+        },
+      },
+    );
+    assert.equal(compiled.code, 1, compiled.stderr);
+    assert.equal(compiled.stdout, "");
+    const lines = compiled.stderr.trim().split("\n");
+    assert.deepEqual(lines.length, 1, compiled.stderr);
+    assert.match(
+      lines[0]!,
+      new RegExp(
+        `^compile: cannot compile svc: deno compile needs denort ${Deno.version.deno} for ` +
+          `${Deno.build.target} and could not download it \\(offline\\?\\); set DENORT_BIN`,
+      ),
+    );
+    assert.doesNotMatch(compiled.stderr, /\bat \S+:\d+|Stack backtrace|panicked/);
+    await assert.rejects(Deno.stat(`${work.path}/svc`), Deno.errors.NotFound);
   },
 });

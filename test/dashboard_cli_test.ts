@@ -1,20 +1,36 @@
 import assert from "node:assert/strict";
 import { ROOT, svcCommand, tempDir } from "./helpers.ts";
 
-const README = await Deno.readTextFile(`${ROOT}/README.md`);
+const API_DOC = await Deno.readTextFile(`${ROOT}/docs/API.md`);
 
-/** The `sh` block of the README's dashboard examples. */
-function readmeExamples(): string {
-  const section = README.slice(README.indexOf("## Dashboard"));
-  const block = /### Examples[\s\S]*?```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  assert.ok(block, "the README shows dashboard examples");
+/** The `sh` block of docs/API.md's curl examples. */
+function curlExamples(): string {
+  const block = /## Examples[\s\S]*?```sh\n([\s\S]*?)```/.exec(API_DOC)?.[1];
+  assert.ok(block, "docs/API.md shows curl examples");
   return block;
 }
 
+/** Lines a start prints before the ready-to-open URL: at most a few. */
+const URL_WITHIN_LINES = 3;
+
+/** The index of the first line holding the ready-to-open URL `url`. */
+function urlLine(lines: string[], url: string): number {
+  return lines.findIndex((l) => l.startsWith(`svc: open ${url}`));
+}
+
+/** A command of `svc dashboard --port 0`: through the launcher as `deno task dashboard` runs it. */
+function dashboardCommand(options: Deno.CommandOptions & { args: string[] }): Deno.Command {
+  return svcCommand({ ...options, args: ["dashboard", ...options.args] });
+}
+
 /** Starts `svc dashboard --port 0` as `deno task dashboard` does; resolves once it listens. */
-async function startCli(home: string, env: Record<string, string> = {}) {
-  const child = svcCommand({
-    args: ["dashboard", "--port", "0"],
+async function startCli(
+  home: string,
+  env: Record<string, string> = {},
+  command: typeof dashboardCommand = dashboardCommand,
+) {
+  const child = command({
+    args: ["--port", "0"],
     env: {
       HOME: home,
       SVC_HOME: `${home}/.svc`,
@@ -75,26 +91,24 @@ async function until(check: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
 }
 
-Deno.test("svc dashboard on a fresh SVC_HOME makes a token once, and the README's curl examples work against it", async () => {
+Deno.test("svc dashboard on a fresh SVC_HOME makes a token once, prints its URL on every start, and docs/API.md's curl examples work against it", async () => {
   await using home = await tempDir("svc-dash-cli-");
   const server = await startCli(home.path);
-  await until(() => server.lines.some((l) => l.includes("#token=")));
+  await until(() => server.lines.some((l) => l.includes("/api/status")));
   const tokenFile = `${home.path}/.svc/dashboard.token`;
   const token = (await Deno.readTextFile(tokenFile)).trim();
   assert.equal((await Deno.stat(tokenFile)).mode! & 0o777, 0o600);
-  // The token's lines come one by one: wait for the last of them before counting.
-  await until(() => server.lines.filter((l) => l.includes(token)).length >= 3);
-  assert.ok(
-    server.lines.some((l) => l.includes(`${server.url}/#token=${token}`)),
-    server.lines.join("\n"),
-  );
+  // A quiet start: the URL, token in the fragment, within the first few lines of all.
+  const first = urlLine(server.lines, `${server.url}/#token=${token}`);
+  assert.ok(first >= 0 && first < URL_WITHIN_LINES, server.lines.join("\n"));
   assert.equal(
     server.lines.filter((l) => l.includes(token)).length,
-    3,
-    "printed with its URL and a curl line",
+    2,
+    "printed in its URL and a curl line",
   );
+  assert.ok(server.lines.some((l) => l.includes(`one was made and saved in ${tokenFile}`)));
 
-  const script = readmeExamples().replaceAll("http://127.0.0.1:41521", server.url);
+  const script = curlExamples().replaceAll("http://127.0.0.1:41521", server.url);
   const shell = await new Deno.Command("bash", {
     args: ["-euo", "pipefail", "-c", script],
     env: { HOME: home.path, PATH: Deno.env.get("PATH") ?? "" },
@@ -117,16 +131,38 @@ Deno.test("svc dashboard on a fresh SVC_HOME makes a token once, and the README'
   assert.equal(stopped.stdout, "", "nothing on stdout");
   assert.ok(server.lines.some((l) => l.includes("stopping the dashboard")));
 
-  // A second start uses the saved token and does not print it.
+  // A second start reads the saved token and prints the same ready-to-open URL, as early.
   const again = await startCli(home.path);
   await until(() => again.lines.some((l) => l.includes("dashboard.token")));
-  assert.ok(!again.lines.some((l) => l.includes(token)), again.lines.join("\n"));
+  const second = urlLine(again.lines, `${again.url}/#token=${token}`);
+  assert.ok(second >= 0 && second < URL_WITHIN_LINES, again.lines.join("\n"));
+  assert.ok(again.lines.some((l) => l === `svc: the API token is in ${tokenFile}`));
+  assert.equal(again.lines.filter((l) => l.includes(token)).length, 1, "the URL only");
   const status = await fetch(`${again.url}/api/status`, {
     headers: { authorization: `Bearer ${token}` },
   });
   assert.equal(status.status, 200);
   await status.body?.cancel();
   assert.equal((await again.stop()).code, 0);
+  assert.equal(await Deno.readTextFile(tokenFile), `${token}\n`, "the token is kept");
+});
+
+Deno.test("svc dashboard never prints a token the operator configured: its URL comes without it", async () => {
+  await using home = await tempDir("svc-dash-cli-");
+  const token = "configured-token-0123456789abcdef";
+  const server = await startCli(home.path, { SVC_DASHBOARD_API_TOKEN: token });
+  await until(() => server.lines.some((l) => l.includes("/mcp")));
+  const at = urlLine(server.lines, `${server.url}/ `);
+  assert.ok(at >= 0 && at < URL_WITHIN_LINES, server.lines.join("\n"));
+  assert.ok(!server.lines.some((l) => l.includes(token)), server.lines.join("\n"));
+  assert.ok(!server.lines.some((l) => l.includes("#token=")), server.lines.join("\n"));
+  const status = await fetch(`${server.url}/api/status`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  assert.equal(status.status, 200);
+  await status.body?.cancel();
+  assert.equal((await server.stop()).code, 0);
+  await assert.rejects(Deno.stat(`${home.path}/.svc/dashboard.token`), Deno.errors.NotFound);
 });
 
 Deno.test("svc dashboard with authentication off says so, and acts as the local owner", async () => {
@@ -137,5 +173,26 @@ Deno.test("svc dashboard with authentication off says so, and acts as the local 
   const response = await fetch(`${server.url}/api/status`);
   assert.equal(response.status, 200);
   assert.deepEqual((await response.json()).caller, { owner: "local" });
+  assert.equal((await server.stop()).code, 0);
+});
+
+Deno.test("the README's dashboard command, run as written, prints the ready-to-open URL on its second line", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}/README.md`);
+  const pinned = (await Deno.readTextFile(`${ROOT}/.deno-version`)).trim();
+  const shown = /```sh\n(npx -y deno@\S+ task -q dashboard)\n/.exec(readme)?.[1];
+  assert.equal(shown, `npx -y deno@${pinned} task -q dashboard`);
+  await using home = await tempDir("svc-dash-cli-");
+  // The same task with this Deno (the pinned one npx would fetch): `deno task` itself prints
+  // nothing under -q, its npm install included, and the tasks run Deno with --quiet.
+  const task = (options: Deno.CommandOptions & { args: string[] }) =>
+    new Deno.Command(Deno.execPath(), {
+      ...options,
+      args: ["task", "-q", "dashboard", ...options.args],
+    });
+  // Deno's own cache, not one under the throw-away HOME: nothing is downloaded again.
+  const denoDir = Deno.env.get("DENO_DIR") || `${Deno.env.get("HOME")}/.cache/deno`;
+  const server = await startCli(home.path, { DENO_DIR: denoDir }, task);
+  await until(() => server.lines.some((l) => l.includes("/api/status")));
+  assert.equal(urlLine(server.lines, `${server.url}/#token=`), 1, server.lines.join("\n"));
   assert.equal((await server.stop()).code, 0);
 });

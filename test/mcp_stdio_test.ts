@@ -99,16 +99,16 @@ Deno.test("svc mcp writes nothing but protocol frames to standard output and exi
   }, { what: "the run of the worker to succeed" });
 });
 
-Deno.test("the README's MCP client configuration starts svc mcp, from the package and from a checkout", async () => {
-  const readme = await Deno.readTextFile(`${ROOT}/README.md`);
+Deno.test("docs/MCP.md's client configuration starts svc mcp, from the package and from a checkout", async () => {
+  const readme = await Deno.readTextFile(`${ROOT}/docs/MCP.md`);
   const block = /```json\n(\{\n {2}"mcpServers"[\s\S]*?)```/.exec(readme)?.[1];
-  assert.ok(block, "the README has an mcpServers block");
+  assert.ok(block, "docs/MCP.md has an mcpServers block");
   const servers = JSON.parse(block).mcpServers;
   assert.deepEqual(servers.svc, { command: "svc", args: ["mcp"] });
   assert.equal(servers["svc-http"].url, "http://127.0.0.1:41521/mcp");
   // From a checkout: `npx` with these args; here the same Deno without npx.
   const args = /use `npx` with the args\s+`-y deno@[\d.]+ (task [^`]+)`/.exec(readme)?.[1];
-  assert.ok(args, "the README names the checkout's args");
+  assert.ok(args, "docs/MCP.md names the checkout's args");
   await using home = await tempDir("svc-mcp-");
   const { INIT_CWD: _inherited, ...env } = Deno.env.toObject();
   const result = await runCommand(

@@ -1,6 +1,6 @@
 // The `qemu` backend's image build (scripts/microvm_image.ts): keyed by its inputs, a cache hit
 // builds nothing, the same inputs give the same bytes, and the image holds what the VM needs.
-// It needs Debian's packages (README, "microvm"); CI installs them and names the image it built
+// It needs Debian's packages (docs/ISOLATION.md, "qemu"); CI installs them and names the image it built
 // (SVC_TEST_QEMU), and there these tests must run.
 import assert from "node:assert/strict";
 import { buildImage } from "../scripts/microvm/build_image.ts";

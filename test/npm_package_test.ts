@@ -112,6 +112,7 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
     }
   });
 
+  let tarball = "";
   await t.step("npm pack and npm install of the tarball", async () => {
     const pack = await timed(
       "npm pack",
@@ -122,7 +123,7 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
         }),
     );
     assert.equal(pack.code, 0, pack.stderr);
-    const tarball = `${work.path}/${pack.stdout.trim().split("\n").at(-1)}`;
+    tarball = `${work.path}/${pack.stdout.trim().split("\n").at(-1)}`;
     await Deno.writeTextFile(`${install}/package.json`, '{"private": true}\n');
     const installed = await timed("npm install", () =>
       runCommand(
@@ -131,6 +132,37 @@ Deno.test("the npm package installs with npm and runs under Node: bin and librar
         { env, cwd: install },
       ));
     assert.equal(installed.code, 0, installed.stderr);
+    // docs/INSTALL.md: the one install script npm may warn about is the `deno` package's, which
+    // links its platform package's binary into place.
+    const warned = [
+      ...installed.stderr.matchAll(/^npm warn install-scripts\s+(\S+)@\S+ \((\w+): (.*)\)$/gm),
+    ];
+    for (const [, name, hook, script] of warned) {
+      assert.deepEqual([name, hook, script], ["deno", "postinstall", "node ./install.cjs"]);
+    }
+    const deno = JSON.parse(
+      await Deno.readTextFile(`${install}/node_modules/deno/package.json`),
+    );
+    assert.deepEqual(deno.scripts, { postinstall: "node ./install.cjs" });
+  });
+
+  await t.step("installed without install scripts, svc still runs its guests on Deno", async () => {
+    const bare = `${work.path}/no-scripts`;
+    await Deno.mkdir(bare);
+    await Deno.writeTextFile(`${bare}/package.json`, '{"private": true}\n');
+    const installed = await runCommand(
+      "npm",
+      ["install", "--no-audit", "--no-fund", "--prefer-offline", "--ignore-scripts", tarball],
+      { env, cwd: bare },
+    );
+    assert.equal(installed.code, 0, installed.stderr);
+    await assert.rejects(Deno.stat(`${bare}/node_modules/deno/deno`), Deno.errors.NotFound);
+    const run = await runCommand("npx", ["svc", "workflow", "run", EXAMPLE, "--fake-dispatch"], {
+      env: { ...env, SVC_HOME: `${work.path}/home-no-scripts` },
+      cwd: bare,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(JSON.parse(run.stdout).verdicts.length, 3);
   });
 
   await t.step("npx svc --help lists the commands", async () => {

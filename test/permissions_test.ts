@@ -56,7 +56,7 @@ Deno.test("a host that may not write under SVC_HOME stops with one line naming t
   assert.match(
     result.stderr,
     new RegExp(
-      `^svc: Cannot continue: svc needs --allow-write \\(write access to "${home.path}"\\) \\(see "Permissions" in the README\\)$`,
+      `^svc: Cannot continue: svc needs --allow-write \\(write access to "${home.path}"\\) \\(see docs/PERMISSIONS\\.md\\)$`,
       "m",
     ),
   );
@@ -73,7 +73,7 @@ Deno.test("a host without an environment grant stops with one line naming it", a
   assert.equal(result.stdout, "");
   assert.match(
     result.stderr,
-    /^svc: Cannot continue: svc needs --allow-env \(env access to "SVC_\w+"\) \(see "Permissions" in the README\)$/m,
+    /^svc: Cannot continue: svc needs --allow-env \(env access to "SVC_\w+"\) \(see docs\/PERMISSIONS\.md\)$/m,
   );
   assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
   assertNoStackTrace(result.stderr);

@@ -4,7 +4,7 @@ import type { BoardAction, CardState } from "../schemas/mod.ts";
 /**
  * The transition table: for each action on an existing card, the states it may start from and
  * the state it leaves. A state missing from an action's row refuses it (`conflict`). `log`
- * keeps the state. A cancelled card is frozen: nothing applies to it. (README, "Board".)
+ * keeps the state. A cancelled card is frozen: nothing applies to it. (docs/BOARD.md.)
  */
 export const TRANSITIONS: Readonly<
   Record<Exclude<BoardAction, "new">, Readonly<Partial<Record<CardState, CardState>>>>

@@ -26,7 +26,7 @@ export type ErrorCode =
   | "internal";
 
 /**
- * Exit statuses of the command line (README, "Exit statuses"). 0, 1, 2 and 124 are those svc
+ * Exit statuses of the command line (docs/CLI.md, "Exit statuses"). 0, 1, 2 and 124 are those svc
  * always had; 3, 4 and 5 let a script tell "no such id" and "not now" from a failure.
  */
 export const EXIT_STATUS = {

@@ -36,7 +36,7 @@ const callEventsRoute = createRoute({
   method: "get",
   path: "/api/workflow/{run_id}/calls/{seq}/events",
   summary: "One call's live output: text, tool uses, files changed, errors",
-  description: 'The call\'s recorded progress (README, "Live output"), redacted and bounded ' +
+  description: 'The call\'s recorded progress (docs/API.md, "Live output"), redacted and bounded ' +
     "per call. As JSON: a page of batches after `after` and whether the call has ended. With " +
     "`Accept: text/event-stream`: `progress` events (id: the batch's feed_seq; resume with " +
     "`Last-Event-ID` or `?after=`), followed live until the call ends, then one `done` event. " +

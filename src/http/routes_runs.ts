@@ -174,7 +174,8 @@ const eventsRoute = createRoute({
   method: "get",
   path: "/api/workflow/{run_id}/events",
   summary: "A run's progress as server-sent events",
-  description: "Events `state`, `narration`, `calls`, `call`, `condition`, `security` (README, " +
+  description:
+    "Events `state`, `narration`, `calls`, `call`, `condition`, `security` (docs/API.md, " +
     "\"Event streams\"); each `id` is the event's position in the run's feed. Resume with " +
     "`Last-Event-ID` (or `?after=`). The stream ends after the terminal `state` event; " +
     "resuming after it answers 204.",

@@ -16,7 +16,8 @@ const KILL_WAIT_MS = 5_000;
  */
 const EXIT_GRACE_MS = 500;
 
-const PROVISION = 'create it with no host mounts and Deno installed (README, "microvm": ' +
+const PROVISION =
+  'create it with no host mounts and Deno installed (docs/ISOLATION.md, "microvm": ' +
   "limactl create --name=<instance> --mount-none template:default, then install Deno at " +
   "SVC_WORKFLOW_MICROVM_GUEST_DENO inside it)";
 

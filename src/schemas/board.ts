@@ -6,7 +6,7 @@ import type { Assert, SameType } from "./same_type.ts";
 /** What a board write does to a card (section 2 of the specification, "Board write request"). */
 export const BOARD_ACTIONS = ["new", "take", "log", "done", "drop", "cancel"] as const;
 
-/** The states of a card: what the transition table (README, "Board") moves between. */
+/** The states of a card: what the transition table (docs/BOARD.md) moves between. */
 export const CARD_STATES = ["new", "taken", "done", "dropped", "cancelled"] as const;
 
 /** Longest card title, in characters. */

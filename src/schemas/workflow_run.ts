@@ -209,7 +209,7 @@ export interface WorkflowRunRequest {
   schema_attempts: number;
   /**
    * The board card the run works on (a card number its owner may see): recorded on the run as
-   * `card_id`, and the card lists the run (README, "Board cards and runs").
+   * `card_id`, and the card lists the run (docs/BOARD.md, "Board cards and runs").
    */
   card_id?: string;
 }
