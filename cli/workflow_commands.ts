@@ -52,7 +52,7 @@ export function addWorkflowRunCommands(workflow: Command, wrap: Wrap): void {
     )
     .option(
       "--concurrency <n>",
-      "agent() calls of the run that may run at once; more queue (default 8 or the script's meta.concurrency; clamped to the configuration's admission.max_run_concurrency, 16)",
+      "agent() calls of the run that may run at once; more queue (default 8 or the script's meta.concurrency; clamped to the configuration's admission.max_run_concurrency, 64)",
     )
     .option(
       "--resume-from <run_id>",

@@ -38,13 +38,13 @@ Deno.test("without meta or options a run keeps the specification's defaults, 200
 Deno.test("meta over the operator's ceiling is clamped to it with a narrated warning; a bad value is ignored with one", async () => {
   await using t = await testManager();
   const run = await t.manager.start({
-    script: calls(`{ name: "many", maxAgents: 5000, concurrency: 40 }`, 1),
+    script: calls(`{ name: "many", maxAgents: 5000, concurrency: 100 }`, 1),
   }, LOCAL);
   const status = await t.manager.wait(run.run_id, LOCAL);
-  assert.deepEqual(status.limits, { max_agents: 1000, concurrency: 16 });
+  assert.deepEqual(status.limits, { max_agents: 1000, concurrency: 64 });
   assert.deepEqual(narration(status, "warning"), [
     "meta.maxAgents 5000 is over the operator's ceiling of 1000 agent() calls: the run gets 1000",
-    "meta.concurrency 40 is over the operator's ceiling of 16 simultaneous calls: the run gets 16",
+    "meta.concurrency 100 is over the operator's ceiling of 64 simultaneous calls: the run gets 64",
   ]);
   const bad = await t.manager.start({
     script: calls(`{ name: "bad", maxAgents: "lots", concurrency: 0 }`, 1),

@@ -23,9 +23,10 @@ export const MAX_AGENTS_LIMIT = 1000;
 export const CONCURRENCY_LIMIT = 64;
 /**
  * The operator's ceiling of `concurrency` when the configuration names none
- * (`admission.max_run_concurrency`): Claude Code's largest default, `min(16, cores − 2)`.
+ * (`admission.max_run_concurrency`): the most a run's request could always ask for, so that a
+ * ceiling added later takes nothing away; an operator lowers it in the configuration.
  */
-export const RUN_CONCURRENCY_CEILING = 16;
+export const RUN_CONCURRENCY_CEILING = CONCURRENCY_LIMIT;
 /**
  * The largest `args` a run accepts, in bytes of UTF-8 JSON: the ledger records them with the
  * run (`input.json` in its directory), so that the run can be resumed or started elsewhere.
