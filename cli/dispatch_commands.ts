@@ -253,8 +253,10 @@ function historyLines(summary: UsageSummary, calls: readonly CallRecord[]): stri
     } of unknown cost)`
     : "";
   return [
-    `${summary.calls} ${summary.calls === 1 ? "call" : "calls"}: ${summary.failed} failed, ` +
-    `${summary.replayed} replayed; tokens ${tokens(summary.usage)} in/out; ` +
+    `${summary.calls} ${summary.calls === 1 ? "call" : "calls"}: ${summary.answered} answered, ` +
+    `${summary.failed} failed, ${summary.replayed} replayed, ${summary.refused} refused; tokens ${
+      tokens(summary.usage)
+    } in/out; ` +
     `cost ${formatCost(summary.cost_usd)}${unmetered}`,
     "",
     ...renderTable(PROVIDER_COLUMNS, summary.by_provider, { empty: "No providers." }),

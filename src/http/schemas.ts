@@ -198,13 +198,17 @@ export const HourSpendSchema = z.object({
 
 /** Totals over the call log (`/api/stats`, `/api/usage/summary`). */
 export const UsageSummarySchema = z.looseObject({
-  calls: z.number(),
+  calls: z.number().meta({ description: "every call: answered, failed, replayed, refused" }),
+  answered: z.number(),
   failed: z.number(),
   replayed: z.number(),
+  refused: z.number(),
   usage: UsageSchema,
   cost_usd: z.number(),
   unmetered_calls: z.number(),
-  by_provider: z.array(z.looseObject({ provider: z.string(), calls: z.number() })),
+  by_provider: z.array(z.looseObject({ provider: z.string(), calls: z.number() })).meta({
+    description: "a row per provider, `(replayed)` and `(no provider)`: the rows sum to the totals",
+  }),
   by_day: z.array(DayStatsSchema),
 }).meta({ id: "UsageSummary" });
 
