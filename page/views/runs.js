@@ -29,9 +29,9 @@ function RunRow({ run, now, waiting }) {
       <td><a href=${`#/runs/${seg(run.run_id)}`}>${run.name ?? run.filename}</a>
           <div class="muted mono small">${run.run_id}</div>
           ${run.error
-            ? html`<div class="row-error small">${run.error.code}: ${
-              preview(run.error.message, 140)
-            }</div>`
+            ? html`<div class="row-error small">${
+              run.error.message.startsWith(run.error.code) ? "" : `${run.error.code}: `
+            }${preview(run.error.message, 140)}</div>`
             : null}
           ${run.conditions?.length
             ? html`<div class="warn small">${run.conditions.map((c) => c.type).join(", ")}</div>`

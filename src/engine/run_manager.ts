@@ -117,7 +117,8 @@ export class RunManager {
     this.#cancelPoll = new CancelPoll({
       live: this.#runs,
       asked: (ids) => this.#ledger.runCancelsRequested(ids),
-      reason: () => new RunStop("cancelled", "the run was cancelled"),
+      // Asked through the ledger by another process: who asked is not recorded with the ask.
+      reason: () => new RunStop("cancelled", "cancelled on request"),
       pollMs: this.#options.cancelPollMs,
     });
     const { dispatcher, workspace, maxAgents, concurrency } = this.#options;
@@ -583,7 +584,7 @@ export class RunManager {
     if (TERMINAL_STATES.has(status.state)) return status;
     const run = this.#runs.get(runId);
     if (run) {
-      run.controller.abort(new RunStop("cancelled", "the run was cancelled"));
+      run.controller.abort(new RunStop("cancelled", `cancelled by ${caller.owner}`));
       return structuredClone(run.status);
     }
     await this.#ledger.requestRunCancel(runId);
@@ -593,7 +594,7 @@ export class RunManager {
       const claimed = this.#runs.get(runId);
       if (claimed) {
         claimed.controller.abort(
-          new RunStop("cancelled", "the run was cancelled before it started"),
+          new RunStop("cancelled", `cancelled by ${caller.owner} before it started`),
         );
         return structuredClone(await claimed.done);
       }
