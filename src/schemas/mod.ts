@@ -37,6 +37,7 @@ export {
   WorkflowRunBodySchema,
   type WorkflowRunRequest,
   WorkflowRunRequestSchema,
+  WorkflowRunToolSchema,
 } from "./workflow_run.ts";
 export {
   DispatchRequestSchema,
@@ -65,6 +66,7 @@ export {
   BoardWriteRequestSchema,
   type BoardWriteResult,
   BoardWriteResultSchema,
+  BoardWriteToolSchema,
   BY_LIMIT,
   CARD_NUMBER_DIGITS,
   CARD_STATES,
