@@ -92,6 +92,7 @@ export function statusLines(status: RunStatus, now: number = Date.now()): string
     `run       ${status.run_id}${status.name ? ` "${status.name}"` : ""} (${status.filename})`,
     `state     ${status.error ? endingText(status) : status.state}`,
     `owner     ${status.owner}`,
+    ...(status.started_by ? [`started   by ${status.started_by.text}`] : []),
     `isolation ${isolationOf(status)}`,
     `created   ${status.created_at} (${formatAge(status.created_at, now)} ago)`,
   ];

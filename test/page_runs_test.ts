@@ -153,7 +153,7 @@ pageTest(
     });
     try {
       await page.locator(".result").waitFor({ timeout: 30_000 });
-      await page.locator('.top [data-state="live"]').waitFor();
+      await page.locator('.top [data-state="connected"]').waitFor();
       const narrated = await page.locator(".narr-log .text").allInnerTexts();
       assert.deepEqual(narrated, Array.from({ length: lines }, (_, i) => `line ${i + 1}`));
       await page.locator(".call").nth(lines - 1).waitFor();

@@ -383,6 +383,9 @@ export function RunView({ api, runId }) {
               : null}
           </div>
           ${status.meta?.description ? html`<p class="muted">${status.meta.description}</p>` : null}
+          ${status.started_by
+            ? html`<p class="muted small started-by">Started by ${status.started_by.text}</p>`
+            : null}
           <div class="figures-line">
             <span><b>${calls.total}</b> calls</span>
             <span>${calls.running} running · ${calls.queued} queued</span>

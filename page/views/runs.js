@@ -28,6 +28,9 @@ function RunRow({ run, now, waiting }) {
       </td>
       <td><a href=${`#/runs/${seg(run.run_id)}`}>${run.name ?? run.filename}</a>
           <div class="muted mono small">${run.run_id}</div>
+          ${run.started_by
+            ? html`<div class="muted small started-by">by ${run.started_by.text}</div>`
+            : null}
           ${run.error
             ? html`<div class="row-error small">${
               run.error.message.startsWith(run.error.code) ? "" : `${run.error.code}: `

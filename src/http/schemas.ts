@@ -76,6 +76,13 @@ export const RunStatusSchema = z.looseObject({
   ended_at: z.string().nullable(),
   fake_dispatch: z.boolean(),
   card_id: z.string().optional().meta({ description: "the board card the run was started for" }),
+  started_by: z.object({
+    via: z.enum(["cli", "api", "mcp", "a2a", "daemon", "review", "host"]),
+    text: z.string().max(200),
+  }).optional().meta({
+    description: "what started the run: the surface that asked, and in words (automation, " +
+      "webhook, resume of which run, card)",
+  }),
   queue_position: z.number().int().positive().optional().meta({
     description: "a queued run's 1-based place in the queue (owners take turns)",
   }),

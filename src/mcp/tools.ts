@@ -117,7 +117,10 @@ function reporterOf(ctx: ServerContext) {
 /** Registers every svc tool on `server`, acting as `context.caller`. */
 export function registerTools(server: McpServer, context: ToolContext): void {
   const { services, caller } = context;
-  const submit = context.spawnWorker ? { spawnWorker: context.spawnWorker } : {};
+  const submit = {
+    via: "mcp" as const,
+    ...(context.spawnWorker ? { spawnWorker: context.spawnWorker } : {}),
+  };
 
   server.registerTool("svc_workflow", {
     title: "Run a workflow script",
