@@ -149,11 +149,26 @@ interface ListFlags {
   json?: boolean;
 }
 
+/** Longest prompt excerpt `svc task list --json` prints, in characters. */
+const PROMPT_EXCERPT_CHARS = 200;
+
+/** A prompt on one line: whitespace runs (newlines too) become one space, cut to `max`. */
+function promptExcerpt(prompt: string, max: number): string {
+  const flat = prompt.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
 const TASK_COLUMNS: TableColumn<TaskStatus>[] = [
   { header: "ID", value: (t) => t.task_id },
   { header: "STATE", value: (t) => t.state },
   { header: "PROVIDER", value: (t) => t.provider ?? "-" },
-  { header: "LABEL", value: (t) => t.label ?? "" },
+  { header: "LABEL", value: (t) => t.label ?? "-", maxWidth: 24 },
+  // The table escapes and clips every cell; the excerpt only puts the prompt on one line.
+  {
+    header: "PROMPT",
+    value: (t) => promptExcerpt(t.prompt, PROMPT_EXCERPT_CHARS),
+    maxWidth: 48,
+  },
   { header: "COST", value: (t) => formatCost(t.cost_usd), align: "right" },
   { header: "AGE", value: (t) => formatAge(t.created_at), align: "right" },
 ];
@@ -170,6 +185,7 @@ async function taskList(flags: ListFlags): Promise<number> {
     state: t.state,
     provider: t.provider,
     label: t.label,
+    prompt: promptExcerpt(t.prompt, PROMPT_EXCERPT_CHARS),
     created_at: t.created_at,
     cost_usd: t.cost_usd,
   })));
@@ -271,8 +287,10 @@ function historyLines(summary: UsageSummary, calls: readonly CallRecord[]): stri
     } of unknown cost)`
     : "";
   return [
-    `${summary.calls} ${summary.calls === 1 ? "call" : "calls"}: ${summary.failed} failed, ` +
-    `${summary.replayed} replayed; tokens ${tokens(summary.usage)} in/out; ` +
+    `${summary.calls} ${summary.calls === 1 ? "call" : "calls"}: ${summary.answered} answered, ` +
+    `${summary.failed} failed, ${summary.replayed} replayed, ${summary.refused} refused; tokens ${
+      tokens(summary.usage)
+    } in/out; ` +
     `cost ${formatCost(summary.cost_usd)}${unmetered}`,
     "",
     ...renderTable(PROVIDER_COLUMNS, summary.by_provider, { empty: "No providers." }),

@@ -11,7 +11,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";
 import { openHost } from "./host.ts";
-import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
+import { endingText, narrateRun, printerFor, reportEnd } from "./run_report.ts";
 import { parseOutputLevel } from "./progress_lines.ts";
 import { formatAge, formatCost, renderTable, type TableColumn } from "./table.ts";
 import { printJson, printLine, printOut } from "./terminal.ts";
@@ -90,8 +90,9 @@ export function statusLines(status: RunStatus, now: number = Date.now()): string
   const { calls, journal, budget } = status;
   const lines = [
     `run       ${status.run_id}${status.name ? ` "${status.name}"` : ""} (${status.filename})`,
-    `state     ${status.state}${status.error ? `: ${status.error.message}` : ""}`,
+    `state     ${status.error ? endingText(status) : status.state}`,
     `owner     ${status.owner}`,
+    ...(status.started_by ? [`started   by ${status.started_by.text}`] : []),
     `isolation ${isolationOf(status)}`,
     `created   ${status.created_at} (${formatAge(status.created_at, now)} ago)`,
   ];

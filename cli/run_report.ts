@@ -55,6 +55,16 @@ export async function narrateRun(
 }
 
 /**
+ * How a run ended, in a few words: `cancelled by alice`, `timeout: the run exceeded its timeout
+ * of 90 s`. A message that already starts with the state (a cancel's) is not prefixed with it
+ * again, so that the state is said once.
+ */
+export function endingText(status: Pick<RunStatus, "state" | "error">): string {
+  const message = status.error?.message ?? "no reason recorded";
+  return message.startsWith(status.state) ? message : `${status.state}: ${message}`;
+}
+
+/**
  * The end of a run as `workflow run` and `workflow watch` print it: conditions, the end line
  * (with how to resume a run that did not succeed), what failed along the way, then the product
  * (or with `json` the whole status) on standard output.
@@ -77,9 +87,7 @@ export async function reportEnd(
   if (status.state === "succeeded") {
     printLine(`svc: run ${runId} succeeded${calls}`);
   } else {
-    printLine(
-      `svc: run ${runId} ${status.state}: ${status.error?.message ?? "no reason recorded"}`,
-    );
+    printLine(`svc: run ${runId} ${endingText(status)}`);
     printLine(
       `svc: resume it with: ${
         resumeCommand(status, {

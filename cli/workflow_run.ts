@@ -139,7 +139,7 @@ export async function runAndFollow(
 ): Promise<number> {
   await using host = await openHost();
   await reportInterrupted(host);
-  return await follow(host, () => host.runs.start(request, host.caller), options);
+  return await follow(host, () => host.runs.start(request, host.caller, { via: "cli" }), options);
 }
 
 /**
@@ -204,7 +204,7 @@ export async function workflowResume(runId: string, flags: WorkflowResumeFlags):
   };
   await using host = await openHost();
   await reportInterrupted(host);
-  return await follow(host, () => host.runs.resume(runId, host.caller, changes), {
+  return await follow(host, () => host.runs.resume(runId, host.caller, changes, { via: "cli" }), {
     json: flags.json,
     output,
   });

@@ -77,8 +77,9 @@ function View({ api, route, status }) {
 
 function Connection() {
   const live = useLiveStatus();
-  const text = live.state === "live"
-    ? "live"
+  // "connected", never "live": `live` is a call's outcome (answered by a provider, not replayed).
+  const text = live.state === "connected"
+    ? "connected"
     : live.state === "reconnecting"
     ? `reconnecting… (attempt ${live.detail?.attempt ?? 1})`
     : live.state === "failed"

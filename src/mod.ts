@@ -203,6 +203,8 @@ export type {
   ScriptErrorRecord,
   SessionLedger,
   SessionRecord,
+  StartedBy,
+  StartSurface,
   TaskApprovalNote,
   TaskEvent,
   TaskLedger,

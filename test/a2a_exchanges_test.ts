@@ -107,6 +107,7 @@ Deno.test("a message whose metadata names a workflow runs it with svc.args", asy
   const runId = task.metadata?.["svc.run_id"];
   const run = await a2a.services.runs.get(runId, { owner: "alice" });
   assert.equal(run?.state, "succeeded");
+  assert.deepEqual(run?.started_by, { via: "a2a", text: "an agent-to-agent (A2A) client" });
 });
 
 Deno.test("a message naming an unknown workflow, or a file part, ends rejected with the reason, which names no host path", async () => {

@@ -263,7 +263,7 @@ Deno.test("cancelling a run or a task that waits for approval ends it and cancel
   assert.equal(end.state, "cancelled");
   const approval = await s.approvals.get(waiting.approval_id, LOCAL);
   assert.equal(approval?.state, "cancelled");
-  assert.match(approval?.reason ?? "", /the call stopped waiting: the run was cancelled/);
+  assert.match(approval?.reason ?? "", /the call stopped waiting: cancelled by local/);
   const late = await failure(() => s.approvals.decide(waiting.approval_id, LOCAL, "approve"));
   assert.equal(late.code, "conflict");
   assert.match(late.message, /its call stopped waiting/);

@@ -32,7 +32,10 @@ Deno.test("the /mcp endpoint lists svc's tools with the HTTP routes' input schem
     }
     return Object.keys(schema.properties ?? {}).sort();
   };
-  // The tools take exactly what the HTTP routes take: one schema per request shape.
+  // The tools take what the HTTP routes take (one schema per request shape), except the two
+  // keys a tool client must not send: `owner_user_id` (ignored over HTTP) and `board_dir`
+  // (always refused).
+  const unadvertised = new Set(["owner_user_id", "board_dir"]);
   const pairs = [
     ["svc_workflow", "/api/workflow/run"],
     ["svc_dispatch", "/api/dispatch"],
@@ -41,7 +44,12 @@ Deno.test("the /mcp endpoint lists svc's tools with the HTTP routes' input schem
   ] as const;
   for (const [tool, path] of pairs) {
     const schema = byName.get(tool)!.inputSchema;
-    assert.deepEqual(Object.keys(schema.properties ?? {}).sort(), bodyProperties(path), tool);
+    assert.deepEqual(
+      Object.keys(schema.properties ?? {}).sort(),
+      bodyProperties(path).filter((key) => !unadvertised.has(key)),
+      tool,
+    );
+    for (const key of unadvertised) assert.equal(schema.properties?.[key], undefined, tool);
   }
   const workflow = byName.get("svc_workflow")!;
   // As in Claude Code's Workflow tool, nothing is required: `script`, `name` or `scriptPath`.
@@ -179,6 +187,7 @@ Deno.test("bad tool arguments over /mcp come back as tool errors that name the f
     ["svc_workflow", { script: "return 1", sandbox_default: "root" }, /sandbox_default/],
     ["svc_workflow", { script: "return 1", surprise: true }, /surprise/],
     ["svc_workflow", { script: "return 1", resume_from: "../etc" }, /resume_from/],
+    ["svc_workflow", { script: "return 1", owner_user_id: "bob" }, /owner_user_id/],
     ["svc_task_status", { handle: "../../etc/passwd" }, /handle/],
     ["svc_task_status", { handle: "run_0abc", wait_seconds: 3600 }, /wait_seconds/],
     ["svc_task_cancel", { handle: "run_doesnotexist" }, /run_doesnotexist/],

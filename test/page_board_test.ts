@@ -30,7 +30,7 @@ pageTest(
     await page.getByLabel("Token").fill(TOKENS.alice);
     await page.getByRole("button", { name: "Open the dashboard" }).click();
     await page.getByRole("heading", { name: "Runs" }).waitFor();
-    await page.locator('[data-state="live"]').waitFor();
+    await page.locator('[data-state="connected"]').waitFor();
     assert.match(await page.locator(".who").innerText(), /alice/);
     // A reload stays signed in: the token is in this tab's session storage, not in the URL.
     await page.reload();

@@ -107,6 +107,15 @@ pageTest(
     await page.getByRole("button", { name: "Cancel run" }).click();
     await page.locator(".run-head .badge", { hasText: "cancelled" }).waitFor();
     await page.locator(".ending", { hasText: "cancelled" }).waitFor();
+    // The state is said once, with who asked; and what started the run.
+    assert.equal(
+      (await page.locator(".ending").innerText()).trim(),
+      "cancelled by alice",
+    );
+    assert.equal(
+      await page.locator(".run-head .started-by").innerText(),
+      "Started by the HTTP API",
+    );
     assert.equal(
       (await d.json(`/api/workflow/${runId}`, { token: TOKENS.alice })).body.state,
       "cancelled",
@@ -120,6 +129,14 @@ pageTest(
     await page.locator(".call", { hasText: "second" }).locator(".badge", { hasText: "live" })
       .waitFor();
     assert.match(await page.locator(".run-head").innerText(), new RegExp(`resumed from ${runId}`));
+    assert.equal(
+      await page.locator(".run-head .started-by").innerText(),
+      `Started by resume of ${runId} via the HTTP API`,
+    );
+    await page.getByRole("link", { name: "Runs", exact: true }).click();
+    await page.locator(".started-by", { hasText: `by resume of ${runId}` }).waitFor();
+    await page.locator(".row-error", { hasText: "cancelled by alice" }).waitFor();
+    assert.doesNotMatch(await page.locator(".row-error").first().innerText(), /cancelled: /);
     browser.assertNoErrors();
   },
 );
@@ -153,7 +170,7 @@ pageTest(
     });
     try {
       await page.locator(".result").waitFor({ timeout: 30_000 });
-      await page.locator('.top [data-state="live"]').waitFor();
+      await page.locator('.top [data-state="connected"]').waitFor();
       const narrated = await page.locator(".narr-log .text").allInnerTexts();
       assert.deepEqual(narrated, Array.from({ length: lines }, (_, i) => `line ${i + 1}`));
       await page.locator(".call").nth(lines - 1).waitFor();

@@ -114,6 +114,11 @@ pageTest(
       new RegExp(`fake: ${usage.input_tokens + usage.output_tokens}$`),
     );
     await page.locator(".provider-bars li", { hasText: "fake" }).waitFor();
+    // The totals name every kind of call docs/COUNTS.md defines.
+    assert.match(
+      await page.locator(".totals").innerText(),
+      /over the newest 1 calls · \d+ tokens · 0 failed · 0 replayed · 0 refused/,
+    );
     await saveScreenshot(page, "costs");
     assert.equal(await page.evaluate("window.__pwned"), undefined);
     browser.assertNoErrors();

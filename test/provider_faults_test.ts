@@ -431,7 +431,7 @@ for (const ending of ["cancelled", "timeout", "provider_timeout"] as const) {
         assert.equal(status.state, ending);
         assert.equal(
           status.error?.message,
-          ending === "cancelled" ? "the run was cancelled" : "the run exceeded its timeout of 2 s",
+          ending === "cancelled" ? "cancelled by local" : "the run exceeded its timeout of 2 s",
         );
       }
       assert.deepEqual(await processesMentioning(t.home), [], "no guest left behind");

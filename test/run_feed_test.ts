@@ -95,7 +95,7 @@ Deno.test("a run is cancelled from another process: its host stops it, and the c
   assert.equal(asked.state, "running", "the run was still running when the cancel was asked");
   const ended = await services.runs.wait(runId, LOCAL);
   assert.equal(ended.state, "cancelled");
-  assert.deepEqual(ended.error, { code: "cancelled", message: "the run was cancelled" });
+  assert.deepEqual(ended.error, { code: "cancelled", message: "cancelled on request" });
   assert.deepEqual(
     await services.runs.cancel(runId, LOCAL),
     ended,
@@ -103,7 +103,7 @@ Deno.test("a run is cancelled from another process: its host stops it, and the c
   );
   const out = await cli.done;
   assert.equal(out.code, 1);
-  assert.match(out.stderr, new RegExp(`svc: run ${runId} cancelled: the run was cancelled`));
+  assert.match(out.stderr, new RegExp(`svc: run ${runId} cancelled on request\n`));
 });
 
 Deno.test("svc workflow list, status, journal, watch and cancel work on runs of another process", async () => {
@@ -180,13 +180,13 @@ Deno.test("svc workflow list, status, journal, watch and cancel work on runs of 
   const resumed = await runCli(["workflow", "watch", runId, "--after", hint[2]!], opts);
   assert.equal(resumed.code, 1, "a cancelled run's watch exits as its run did");
   assert.doesNotMatch(resumed.stderr, /step 0/, "nothing before --after is repeated");
-  assert.match(resumed.stderr, new RegExp(`svc: run ${runId} cancelled: the run was cancelled`));
+  assert.match(resumed.stderr, new RegExp(`svc: run ${runId} cancelled on request\n`));
 
   const journal = await runCli(["workflow", "journal", runId], opts);
   assert.equal(journal.code, 0, journal.stderr);
   assert.match(
     journal.stdout,
-    /^SEQ\s+LABEL\s+PHASE\s+PROVIDER\s+OUTCOME\s+TOKENS\s+COST\s+RESULT\n\s+1\s+step 0\s+-\s+failed\s+0\s+\$0\.00\s+the run stopped \(the run was cancelled\)\n$/,
+    /^SEQ\s+LABEL\s+PHASE\s+PROVIDER\s+OUTCOME\s+TOKENS\s+COST\s+RESULT\n\s+1\s+step 0\s+Steps\s+-\s+failed\s+0\s+\$0\.00\s+the run stopped \(cancelled on request\)\n$/,
   );
   const entries = JSON.parse((await runCli(["workflow", "journal", runId, "--json"], opts)).stdout);
   assert.equal(entries[0].label, "step 0");

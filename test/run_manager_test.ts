@@ -57,7 +57,7 @@ Deno.test("a run can be cancelled while it runs: its guest is killed and it ends
   assert.equal((await t.manager.cancel(started.run_id, LOCAL)).state, "running");
   const status = await t.manager.wait(started.run_id, LOCAL);
   assert.equal(status.state, "cancelled");
-  assert.deepEqual(status.error, { code: "cancelled", message: "the run was cancelled" });
+  assert.deepEqual(status.error, { code: "cancelled", message: "cancelled by local" });
   assert.deepEqual(status.narration.map((e) => e.text), ["waiting"]);
   assert.deepEqual(
     await t.manager.cancel(started.run_id, LOCAL),

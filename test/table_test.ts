@@ -116,19 +116,31 @@ Deno.test("svc task list, session list, history and worktree list print tables b
     const done = await runCli(["dispatch", "hi", "--wait", "--fake-dispatch", "--label", label], h);
     assert.equal(done.code, 0, done.stderr);
   }
+  // No label: the row shows `-` there, and the prompt, on one line, escaped and clipped.
+  const prompt = "fix\nthe \x1b[2Jbuild\tplease " + "z".repeat(300);
+  const bare = await runCli(["dispatch", prompt, "--wait", "--fake-dispatch"], h);
+  assert.equal(bare.code, 0, bare.stderr);
   assert.equal((await runCli(["session", "new", "--name", "pair"], h)).code, 0);
 
   const tasks = await runCli(["task", "list"], h);
   assert.equal(tasks.code, 0, tasks.stderr);
   const lines = tasks.stdout.trimEnd().split("\n");
   assertInert(lines);
-  assert.equal(lines.length, 3, tasks.stdout);
-  assert.match(lines[0]!, /^ID +STATE +PROVIDER +LABEL +COST +AGE$/);
-  assert.match(lines[1]!, /^task_\w+ +succeeded +fake +evil\\e\]52;c;cGF5bG9hZA==\\x07\\nforged/);
-  assert.match(lines[1]!, /forged ro… +\$0\.00 +\d+s$/);
-  assert.match(lines[2]!, /^task_\w+ +succeeded +fake +plain +\$0\.00 +\d+s$/);
+  assert.equal(lines.length, 4, tasks.stdout);
+  assert.match(lines[0]!, /^ID +STATE +PROVIDER +LABEL +PROMPT +COST +AGE$/);
+  assert.match(
+    lines[1]!,
+    /^task_\w+ +succeeded +fake +- +fix the \\e\[2Jbuild please z+… +\$0\.00 +\d+s$/,
+  );
+  assert.match(
+    lines[2]!,
+    /^task_\w+ +succeeded +fake +evil\\e\]52;c;cGF5bG9hZA=… +hi +\$0\.00 +\d+s$/,
+  );
+  assert.match(lines[3]!, /^task_\w+ +succeeded +fake +plain +hi +\$0\.00 +\d+s$/);
   const json = JSON.parse((await runCli(["task", "list", "--json"], h)).stdout);
-  assert.deepEqual(json.map((t: { label: string }) => t.label), [hostile, "plain"]);
+  assert.deepEqual(json.map((t: { label: string }) => t.label), [null, hostile, "plain"]);
+  assert.equal(json[0].prompt.length, 200, "the JSON's excerpt is bounded too");
+  assert.ok(!json[0].prompt.includes("\n"));
 
   const sessions = (await runCli(["session", "list"], h)).stdout.trimEnd().split("\n");
   assert.match(sessions[0]!, /^ID +NAME +PROVIDER +TURNS +UPDATED$/);
@@ -137,15 +149,15 @@ Deno.test("svc task list, session list, history and worktree list print tables b
   const history = (await runCli(["history"], h)).stdout.trimEnd().split("\n");
   assert.match(
     history[0]!,
-    /^2 calls: 0 failed, 0 replayed; tokens \d+\/\d+ in\/out; cost \$0\.00$/,
+    /^3 calls: 3 answered, 0 failed, 0 replayed, 0 refused; tokens \d+\/\d+ in\/out; cost \$0\.00$/,
   );
   assert.equal(history[1], "");
   assert.match(history[2]!, /^PROVIDER +CALLS +FAILED +MEDIAN +P95 +TOKENS IN\/OUT +COST$/);
-  assert.match(history[3]!, /^fake +2 +0% +\d+ms +\d+ms +\d+\/\d+ +\$0\.00$/);
+  assert.match(history[3]!, /^fake +3 +0% +\d+ms +\d+ms +\d+\/\d+ +\$0\.00$/);
   assert.equal(history[4], "");
   assert.match(history[5]!, /^AGE +SOURCE +ID +SEQ +PROVIDER +OUTCOME +DURATION/);
   assert.match(history[6]!, /^ *\d+s +task +task_\w+ +1 +fake +live +\d+ms +\d+\/\d+ +\$0\.00$/);
-  assert.equal(history.length, 8, history.join("\n"));
+  assert.equal(history.length, 9, history.join("\n"));
   const historyJson = JSON.parse((await runCli(["history", "--json"], h)).stdout);
-  assert.equal(historyJson.summary.calls, 2);
+  assert.equal(historyJson.summary.calls, 3);
 });

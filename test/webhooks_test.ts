@@ -124,6 +124,7 @@ Deno.test("a GitHub-signed delivery starts the hook's workflow with the payload 
     assert.equal(run.owner, "alice");
     assert.deepEqual(run.result, { args: JSON.parse(payload) });
     assert.deepEqual(run.trigger, { kind: "webhook", hook: "push", delivery_id: "delivery-0001" });
+    assert.deepEqual(run.started_by, { via: "daemon", text: "webhook push" });
     // The same delivery again: answered as the first, nothing new started.
     const again = await post(daemon, "push", payload, headers);
     assert.equal(again.status, 200);

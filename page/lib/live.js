@@ -33,7 +33,7 @@ export function onLive(listener) {
   return () => listeners.delete(listener);
 }
 
-/** The connection's state: `connecting`, `live`, `reconnecting` (with detail), `failed`. */
+/** The connection's state: `connecting`, `connected`, `reconnecting` (with detail), `failed`. */
 export function useLiveStatus() {
   const [current, setCurrent] = useState(status);
   useEffect(() => {

@@ -73,7 +73,7 @@ function sleep(ms, signal) {
 /**
  * Follows `path` until `signal` aborts, the stream ends for good (204) or the server refuses
  * (401, 403, 404). Events reach `onEvent` with their data parsed; `onStatus` hears
- * `connecting`, `live`, `reconnecting` (with the attempt and the delay), `ended` and
+ * `connecting`, `connected`, `reconnecting` (with the attempt and the delay), `ended` and
  * `failed` (with the API error).
  * @param {string} path
  * @param {{
@@ -108,7 +108,7 @@ export async function followEvents(path, options) {
       if (!response.ok || response.body === null) throw new Error(`HTTP ${response.status}`);
       reached = true;
       failures = 0;
-      onStatus("live");
+      onStatus("connected");
       const parser = sseParser((raw) => {
         if (raw.id !== undefined && raw.id !== "") {
           if (!isNewer(raw.id, last)) return;

@@ -28,10 +28,16 @@ function Card({ card, selected, onSelect }) {
           <span class="card-id mono">#${card.issue_id}</span>
           <span class="card-title">${card.title}</span>
           <span class="card-meta">
-            ${card.project ? html`<span class="tag">${card.project}</span>` : null}
-            ${card.priority ? html`<span class="tag prio">${card.priority}</span>` : null}
-            ${card.codename ? html`<span class="tag">${card.codename}</span>` : null}
-            ${card.labels.map((l) => html`<span class="tag label">${l}</span>`)}
+            ${card.priority
+              ? html`<span class="prio-badge" title="priority"><span class="sr-only">priority </span>${card.priority}</span>`
+              : null}
+            ${card.project
+              ? html`<span class="project-chip" title="project"><span class="chip-key">project</span>${card.project}</span>`
+              : null}
+            ${card.codename
+              ? html`<span class="tag codename" title="codename">${card.codename}</span>`
+              : null}
+            ${card.labels.map((l) => html`<span class="tag label" title="label">${l}</span>`)}
           </span>
           ${card.next ? html`<span class="card-next">next: ${card.next}</span>` : null}
           <span class="muted small">${card.by} · ${age(card.updated_at)} ago</span>

@@ -172,7 +172,7 @@ export function CostsView({ api }) {
             count(s.calls)
           } calls · `}<b>${
             count(s.usage.input_tokens + s.usage.output_tokens)
-          }</b>${` tokens · ${s.failed} failed · ${s.replayed} replayed`}${
+          }</b>${` tokens · ${s.failed} failed · ${s.replayed} replayed · ${s.refused} refused`}${
             s.unmetered_calls
               ? html`
                 · <span class="warn">${s.unmetered_calls} calls without a price</span>

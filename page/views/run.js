@@ -211,9 +211,11 @@ function Ending({ status }) {
   if (status.error) {
     const e = status.error;
     const where = e.file ? ` at ${e.file}:${e.line ?? "?"}:${e.column ?? "?"}` : "";
+    // A cancel's message names the state and who asked: the state is then said once.
+    const once = e.code === status.state && e.message.startsWith(status.state);
     return html`<div class="error-box ending" role="alert">
-      <strong>${status.state}: ${e.code}${where}</strong>
-      <div>${e.message}</div>
+      <strong>${once ? e.message : `${status.state}: ${e.code}`}${where}</strong>
+      ${once ? null : html`<div>${e.message}</div>`}
       ${e.stack ? html`<${TextBlock} text=${e.stack} label="stack" />` : null}
     </div>`;
   }
@@ -385,6 +387,9 @@ export function RunView({ api, runId }) {
           </div>
           ${status.description ? html`<p class="run-description">${status.description}</p>` : null}
           ${status.meta?.description ? html`<p class="muted">${status.meta.description}</p>` : null}
+          ${status.started_by
+            ? html`<p class="muted small started-by">Started by ${status.started_by.text}</p>`
+            : null}
           <div class="figures-line">
             <span><b>${calls.total}</b> calls</span>
             <span>${calls.running} running · ${calls.queued} queued</span>

@@ -32,10 +32,13 @@ function RunRow({ run, now, waiting }) {
             ? html`<div class="muted small run-script">${run.name ?? run.filename}</div>`
             : null}
           <div class="muted mono small">${run.run_id}</div>
+          ${run.started_by
+            ? html`<div class="muted small started-by">by ${run.started_by.text}</div>`
+            : null}
           ${run.error
-            ? html`<div class="row-error small">${run.error.code}: ${
-              preview(run.error.message, 140)
-            }</div>`
+            ? html`<div class="row-error small">${
+              run.error.message.startsWith(run.error.code) ? "" : `${run.error.code}: `
+            }${preview(run.error.message, 140)}</div>`
             : null}
           ${run.conditions?.length
             ? html`<div class="warn small">${run.conditions.map((c) => c.type).join(", ")}</div>`

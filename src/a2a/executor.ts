@@ -335,15 +335,19 @@ export class SvcExecutor implements AgentExecutor {
       );
     }
     const slash = path.lastIndexOf("/");
-    const status = await this.#services.runs.start({
-      script: await p.readTextFile(path),
-      filename: path.slice(slash + 1),
-      script_dir: path.slice(0, slash) || "/",
-      ...(request.args !== undefined ? { args: request.args } : {}),
-      ...(request.title !== undefined ? { title: request.title } : {}),
-      ...(request.description !== undefined ? { description: request.description } : {}),
-      fake_dispatch: request.fakeDispatch,
-    }, caller);
+    const status = await this.#services.runs.start(
+      {
+        script: await p.readTextFile(path),
+        filename: path.slice(slash + 1),
+        script_dir: path.slice(0, slash) || "/",
+        ...(request.args !== undefined ? { args: request.args } : {}),
+        ...(request.title !== undefined ? { title: request.title } : {}),
+        ...(request.description !== undefined ? { description: request.description } : {}),
+        fake_dispatch: request.fakeDispatch,
+      },
+      caller,
+      { via: "a2a" },
+    );
     return { run_id: status.run_id };
   }
 

@@ -42,7 +42,7 @@ export async function startWork(
       ...(action.fake_dispatch !== undefined ? { fake_dispatch: action.fake_dispatch } : {}),
     },
     caller,
-    { trigger },
+    { trigger, via: "daemon" },
   );
   return { run_id: run.run_id };
 }

@@ -1,13 +1,30 @@
 import { type Caller, type CallLedger, type CallRecord, ownerScope } from "../ledger/mod.ts";
+import {
+  addCall,
+  callRow,
+  type CallTally,
+  emptyTally,
+  roundUsd,
+  tallyCalls,
+} from "./call_counts.ts";
 
-/** Statistics of one provider over the call log. */
+/**
+ * Statistics of one row of the by-provider table: a provider, or `(replayed)` and
+ * `(no provider)` for the calls no provider answered, so the rows sum to the totals.
+ */
 export interface ProviderStats {
-  /** The provider's configured name. */
+  /** The provider's configured name, or one of the two rows of calls no provider answered. */
   provider: string;
-  /** Calls it was sent. */
+  /** Calls in this row. */
   calls: number;
+  /** Of those, the ones a provider answered. */
+  answered: number;
   /** Of those, the ones that failed, timed out or were cancelled. */
   failed: number;
+  /** Of those, the ones a journal answered (only in the replayed row). */
+  replayed: number;
+  /** Of those, the ones refused before dispatch (only in the no-provider row). */
+  refused: number;
   /** `failed / calls`, from 0 to 1. */
   failure_rate: number;
   /** Median and 95th percentile of call durations, in ms. */
@@ -20,37 +37,44 @@ export interface ProviderStats {
   unmetered_calls: number;
 }
 
-/** Totals over the call log: what `/api/stats`, `/api/costs` and `/api/usage/summary` answer. */
+/**
+ * Totals over the call log: what `/api/stats`, `/api/costs`, `/api/usage/summary` and
+ * `svc history` answer. Every figure is defined once, in `call_counts.ts` (docs/COUNTS.md).
+ */
 export interface UsageSummary {
-  /** Calls in the log looked at. */
+  /** Calls in the log looked at: answered, failed, replayed and refused. */
   calls: number;
+  /** Of those, the ones a provider answered. */
+  answered: number;
   /** Of those, the ones that failed, timed out or were cancelled. */
   failed: number;
   /** Of those, the ones a resume replayed from a journal (no provider was asked). */
   replayed: number;
+  /** Of those, the ones refused before dispatch (no provider was asked). */
+  refused: number;
   /** Tokens the providers reported, in and out. */
   usage: { input_tokens: number; output_tokens: number };
   /** Currency of the priced calls. */
   cost_usd: number;
   /** Calls whose cost is unknown (no price configured): `cost_usd` leaves them out. */
   unmetered_calls: number;
-  /** The same figures per provider, with latency percentiles. */
+  /** The same figures per row (provider, replayed, no provider), with latency percentiles. */
   by_provider: ProviderStats[];
-  /** Cost, calls and tokens per day (UTC), newest first, each split by provider. */
+  /** Cost, calls and tokens per day (UTC), newest first, each split by the same rows. */
   by_day: DayStats[];
 }
 
-/** One day (UTC) of the call log: totals, and the share of each provider that answered. */
+/** One day (UTC) of the call log: totals, and the share of each by-provider row. */
 export interface DayStats {
   /** The day, `YYYY-MM-DD` (UTC). */
   day: string;
-  /** Calls that day (replayed ones included). */
+  /** Calls that day (every kind). */
   calls: number;
   /** Cost of the priced calls. */
   cost_usd: number;
   /** Tokens in and out. */
   usage: { input_tokens: number; output_tokens: number };
-  /** The same per provider (replayed calls asked none), by provider name. */
+  /** The same per by-provider row; the rows sum to the day. */
   providers: Array<
     {
       provider: string;
@@ -67,84 +91,81 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
-const FAILED = new Set(["failed", "timeout", "cancelled"]);
-
-/** Sums up calls: counts, failure rates, latency per provider, usage and costs. */
-export function summarizeCalls(calls: CallRecord[]): UsageSummary {
-  const providers = new Map<string, CallRecord[]>();
-  const days = new Map<string, DayStats>();
-  const summary: UsageSummary = {
-    calls: 0,
-    failed: 0,
-    replayed: 0,
-    usage: { input_tokens: 0, output_tokens: 0 },
-    cost_usd: 0,
-    unmetered_calls: 0,
-    by_provider: [],
-    by_day: [],
+function providerStats(provider: string, list: readonly CallRecord[]): ProviderStats {
+  const tally = tallyCalls(list);
+  const durations = list.map((c) => c.duration_ms).sort((a, b) => a - b);
+  return {
+    provider,
+    calls: tally.calls,
+    answered: tally.answered,
+    failed: tally.failed,
+    replayed: tally.replayed,
+    refused: tally.refused,
+    failure_rate: Math.round((tally.failed / tally.calls) * 1000) / 1000,
+    latency_ms: { median: percentile(durations, 0.5), p95: percentile(durations, 0.95) },
+    usage: { input_tokens: tally.input_tokens, output_tokens: tally.output_tokens },
+    cost_usd: roundUsd(tally.cost_usd),
+    unmetered_calls: tally.unmetered_calls,
   };
-  for (const call of calls) {
-    // Skipped calls never reached a provider.
-    if (call.outcome === "skipped") continue;
-    summary.calls++;
-    if (FAILED.has(call.outcome)) summary.failed++;
-    if (call.outcome === "replayed") summary.replayed++;
-    summary.usage.input_tokens += call.usage.input_tokens;
-    summary.usage.output_tokens += call.usage.output_tokens;
-    if (call.cost_usd === null) summary.unmetered_calls++;
-    else summary.cost_usd += call.cost_usd;
-    const day = call.at.slice(0, 10);
-    const perDay = days.get(day) ??
-      { day, calls: 0, cost_usd: 0, usage: { input_tokens: 0, output_tokens: 0 }, providers: [] };
-    perDay.calls++;
-    perDay.cost_usd += call.cost_usd ?? 0;
-    perDay.usage.input_tokens += call.usage.input_tokens;
-    perDay.usage.output_tokens += call.usage.output_tokens;
-    days.set(day, perDay);
-    if (call.outcome !== "replayed" && call.provider !== null) {
-      let share = perDay.providers.find((p) => p.provider === call.provider);
-      if (share === undefined) {
-        share = {
-          provider: call.provider,
-          calls: 0,
-          cost_usd: 0,
-          input_tokens: 0,
-          output_tokens: 0,
-        };
-        perDay.providers.push(share);
-      }
-      share.calls++;
-      share.cost_usd += call.cost_usd ?? 0;
-      share.input_tokens += call.usage.input_tokens;
-      share.output_tokens += call.usage.output_tokens;
-      const list = providers.get(call.provider) ?? [];
-      list.push(call);
-      providers.set(call.provider, list);
-    }
+}
+
+function dayStats(day: string, list: readonly CallRecord[]): DayStats {
+  const tally = tallyCalls(list);
+  const rows = new Map<string, CallTally>();
+  for (const call of list) {
+    const row = callRow(call);
+    rows.set(row, addCall(rows.get(row) ?? emptyTally(), call));
   }
-  for (const [provider, list] of providers) {
-    const durations = list.map((c) => c.duration_ms).sort((a, b) => a - b);
-    const failed = list.filter((c) => FAILED.has(c.outcome)).length;
-    summary.by_provider.push({
+  return {
+    day,
+    calls: tally.calls,
+    cost_usd: roundUsd(tally.cost_usd),
+    usage: { input_tokens: tally.input_tokens, output_tokens: tally.output_tokens },
+    providers: [...rows].sort(([a], [b]) => a.localeCompare(b)).map(([provider, t]) => ({
       provider,
-      calls: list.length,
-      failed,
-      failure_rate: Math.round((failed / list.length) * 1000) / 1000,
-      latency_ms: { median: percentile(durations, 0.5), p95: percentile(durations, 0.95) },
-      usage: {
-        input_tokens: list.reduce((n, c) => n + c.usage.input_tokens, 0),
-        output_tokens: list.reduce((n, c) => n + c.usage.output_tokens, 0),
-      },
-      cost_usd: list.reduce((n, c) => n + (c.cost_usd ?? 0), 0),
-      unmetered_calls: list.filter((c) => c.cost_usd === null).length,
-    });
+      calls: t.calls,
+      cost_usd: roundUsd(t.cost_usd),
+      input_tokens: t.input_tokens,
+      output_tokens: t.output_tokens,
+    })),
+  };
+}
+
+function groupBy(calls: readonly CallRecord[], key: (call: CallRecord) => string) {
+  const groups = new Map<string, CallRecord[]>();
+  for (const call of calls) {
+    const k = key(call);
+    const list = groups.get(k);
+    if (list) list.push(call);
+    else groups.set(k, [call]);
   }
-  summary.by_provider.sort((a, b) => a.provider.localeCompare(b.provider));
-  for (const day of days.values()) {
-    day.providers.sort((a, b) => a.provider.localeCompare(b.provider));
-  }
-  summary.by_day = [...days.values()].sort((a, b) => b.day.localeCompare(a.day));
-  return summary;
+  return groups;
+}
+
+/**
+ * Sums up calls: counts, failure rates, latency per row, usage and costs. Every call counts,
+ * in exactly one by-provider row, so the rows (and each day's rows) sum to the totals.
+ */
+export function summarizeCalls(calls: CallRecord[]): UsageSummary {
+  const tally = tallyCalls(calls);
+  const byProvider = [...groupBy(calls, callRow)]
+    .map(([provider, list]) => providerStats(provider, list))
+    .sort((a, b) => a.provider.localeCompare(b.provider));
+  const byDay = [...groupBy(calls, (call) => call.at.slice(0, 10))]
+    .map(([day, list]) => dayStats(day, list))
+    .sort((a, b) => b.day.localeCompare(a.day));
+  return {
+    calls: tally.calls,
+    answered: tally.answered,
+    failed: tally.failed,
+    replayed: tally.replayed,
+    refused: tally.refused,
+    usage: { input_tokens: tally.input_tokens, output_tokens: tally.output_tokens },
+    cost_usd: roundUsd(tally.cost_usd),
+    unmetered_calls: tally.unmetered_calls,
+    by_provider: byProvider,
+    by_day: byDay,
+  };
 }
 
 /**

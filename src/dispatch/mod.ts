@@ -73,6 +73,17 @@ export type {
 export { StopReason, type StopState } from "./stop.ts";
 export { dispatcherFromConfig, hasHarnessProvider, providerFromConfig } from "./from_config.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
+export {
+  addCall,
+  callKind,
+  callRow,
+  emptyTally,
+  NO_PROVIDER_ROW,
+  REPLAYED_ROW,
+  roundUsd,
+  tallyCalls,
+} from "./call_counts.ts";
+export type { CallKind, CallTally } from "./call_counts.ts";
 export type { DayStats, ProviderStats, UsageSummary } from "./history.ts";
 export { stepCost, structuredStep } from "./structured_step.ts";
 export type { StepResult, StepSpent, StructuredStepOptions } from "./structured_step.ts";

@@ -216,6 +216,11 @@ export class RunContext {
     this.#callsChanged();
   }
 
+  /** The phase the script narrated last (clipped), or null before its first `phase()`. */
+  get narratedPhase(): string | null {
+    return this.#phase;
+  }
+
   /**
    * A call went to its provider: counted, and put into the run's feed (`call_started`) with
    * its label, its phase (its own, else the one narrated last) and its logical position, texts

@@ -21,6 +21,7 @@ import {
   type RunState,
   type RunStatus,
   shownId,
+  type StartSurface,
   TERMINAL_STATES,
   type WorkTrigger,
 } from "../ledger/mod.ts";
@@ -47,6 +48,7 @@ import {
   resumeRequest,
   type RunManagerLedger,
   type RunManagerOptions,
+  startedBy,
 } from "./run/mod.ts";
 
 export type { RunManagerLedger, RunManagerOptions } from "./run/mod.ts";
@@ -117,7 +119,8 @@ export class RunManager {
     this.#cancelPoll = new CancelPoll({
       live: this.#runs,
       asked: (ids) => this.#ledger.runCancelsRequested(ids),
-      reason: () => new RunStop("cancelled", "the run was cancelled"),
+      // Asked through the ledger by another process: who asked is not recorded with the ask.
+      reason: () => new RunStop("cancelled", "cancelled on request"),
       pollMs: this.#options.cancelPollMs,
     });
     const { dispatcher, workspace, maxAgents, concurrency } = this.#options;
@@ -210,8 +213,13 @@ export class RunManager {
    * first status (`queued`) at once. Bad input throws an SvcError before anything of it reaches
    * a guest. The run's guest starts booting as soon as the request and the script are checked,
    * while the host reads what else the run needs (a resumed run's journal) and records it.
+   * `options.via` names the surface that asked, for the run's `started_by`.
    */
-  async start(input: unknown, caller: Caller): Promise<RunStatus> {
+  async start(
+    input: unknown,
+    caller: Caller,
+    options: { via?: StartSurface } = {},
+  ): Promise<RunStatus> {
     const prepared = await this.#prepare(this.#admission.boundTimeout(input, caller), caller, {
       checked: (request) => {
         if (request.isolation === "unsafe-local" || request.isolation === "microvm") {
@@ -219,6 +227,7 @@ export class RunManager {
         }
       },
     });
+    prepared.status.started_by = startedBy(options.via ?? "host", prepared.status);
     const release = await this.#host.hold();
     const runId = prepared.status.run_id;
     let placement;
@@ -248,10 +257,11 @@ export class RunManager {
   async enqueue(
     input: unknown,
     caller: Caller,
-    options: { trigger?: WorkTrigger } = {},
+    options: { trigger?: WorkTrigger; via?: StartSurface } = {},
   ): Promise<RunStatus> {
     const prepared = await this.#prepare(this.#admission.boundTimeout(input, caller), caller, {});
     if (options.trigger) prepared.status.trigger = options.trigger;
+    prepared.status.started_by = startedBy(options.via ?? "host", prepared.status);
     await this.#admission.serial(async () => {
       this.#admission.checkQueue(caller, await this.#queuedRuns());
       await this.#record(prepared, null);
@@ -430,10 +440,15 @@ export class RunManager {
    * `WorkflowResumeRequestSchema`) may change `fake_dispatch`, `timeout` and the budgets. Another
    * owner's run is `not_found`; a run still queued or running is a `conflict`.
    */
-  async resume(runId: string, caller: Caller, options: unknown = {}): Promise<RunStatus> {
+  async resume(
+    runId: string,
+    caller: Caller,
+    options: unknown = {},
+    asked: { via?: StartSurface } = {},
+  ): Promise<RunStatus> {
     const request = await resumeRequest(runId, caller, options, this.#preparing);
     // start() refuses a source still running, as for any resume_from.
-    return await this.start(request, caller);
+    return await this.start(request, caller, asked);
   }
 
   /**
@@ -593,7 +608,7 @@ export class RunManager {
     if (TERMINAL_STATES.has(status.state)) return status;
     const run = this.#runs.get(runId);
     if (run) {
-      run.controller.abort(new RunStop("cancelled", "the run was cancelled"));
+      run.controller.abort(new RunStop("cancelled", `cancelled by ${caller.owner}`));
       return structuredClone(run.status);
     }
     await this.#ledger.requestRunCancel(runId);
@@ -603,7 +618,7 @@ export class RunManager {
       const claimed = this.#runs.get(runId);
       if (claimed) {
         claimed.controller.abort(
-          new RunStop("cancelled", "the run was cancelled before it started"),
+          new RunStop("cancelled", `cancelled by ${caller.owner} before it started`),
         );
         return structuredClone(await claimed.done);
       }

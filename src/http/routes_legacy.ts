@@ -56,7 +56,9 @@ export function legacyRoutes(context: RouteContext): DashboardHono {
   const app = routeApp();
   app.openapi(legacyRoute, async (c) => {
     const legacy = legacyRunRequest(c.req.valid("json"));
-    const status = await submitRun(context.services, legacy.request, c.get("caller"));
+    const status = await submitRun(context.services, legacy.request, c.get("caller"), {
+      via: "api",
+    });
     return c.json(
       {
         run_id: status.run_id,

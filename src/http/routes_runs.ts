@@ -223,13 +223,15 @@ export function runRoutes(context: RouteContext): DashboardHono {
     const { owner_user_id: _ignored, ...body } = c.req.valid("json") as
       & z.infer<typeof WorkflowRunBodySchema>
       & { owner_user_id?: unknown };
-    return c.json(started(await submitRun(context.services, body, c.get("caller"))), 202);
+    const caller = c.get("caller");
+    return c.json(started(await submitRun(context.services, body, caller, { via: "api" })), 202);
   });
 
   app.openapi(resumeRoute, async (c) => {
     const { run_id } = c.req.valid("param");
     // No body reads as an empty object: nothing changes.
-    return c.json(started(await runs.resume(run_id, c.get("caller"), c.req.valid("json"))), 202);
+    const status = await runs.resume(run_id, c.get("caller"), c.req.valid("json"), { via: "api" });
+    return c.json(started(status), 202);
   });
 
   app.openapi(scriptRoute, async (c) => {

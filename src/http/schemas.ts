@@ -80,6 +80,13 @@ export const RunStatusSchema = z.looseObject({
   description: z.string().optional().meta({
     description: "a longer description of the run, as its request said",
   }),
+  started_by: z.object({
+    via: z.enum(["cli", "api", "mcp", "a2a", "daemon", "review", "host"]),
+    text: z.string().max(200),
+  }).optional().meta({
+    description: "what started the run: the surface that asked, and in words (automation, " +
+      "webhook, resume of which run, card)",
+  }),
   queue_position: z.number().int().positive().optional().meta({
     description: "a queued run's 1-based place in the queue (owners take turns)",
   }),
@@ -202,13 +209,17 @@ export const HourSpendSchema = z.object({
 
 /** Totals over the call log (`/api/stats`, `/api/usage/summary`). */
 export const UsageSummarySchema = z.looseObject({
-  calls: z.number(),
+  calls: z.number().meta({ description: "every call: answered, failed, replayed, refused" }),
+  answered: z.number(),
   failed: z.number(),
   replayed: z.number(),
+  refused: z.number(),
   usage: UsageSchema,
   cost_usd: z.number(),
   unmetered_calls: z.number(),
-  by_provider: z.array(z.looseObject({ provider: z.string(), calls: z.number() })),
+  by_provider: z.array(z.looseObject({ provider: z.string(), calls: z.number() })).meta({
+    description: "a row per provider, `(replayed)` and `(no provider)`: the rows sum to the totals",
+  }),
   by_day: z.array(DayStatsSchema),
 }).meta({ id: "UsageSummary" });
 

@@ -72,6 +72,8 @@ export {
   type ScriptErrorRecord,
   type SecurityEvent,
   type SessionRecord,
+  type StartedBy,
+  type StartSurface,
   type TaskEvent,
   type TaskState,
   type TaskStatus,

@@ -244,6 +244,24 @@ export type WorkTrigger =
   | { kind: "automation"; automation_id: string; slot: string }
   | { kind: "webhook"; hook: string; delivery_id: string };
 
+/**
+ * The surface that asked for a run: the command line, the HTTP API (the page, curl), a tool
+ * protocol client, an agent-to-agent client, the daemon (for an automation or a webhook), the
+ * review service, or code of this host that did not say.
+ */
+export type StartSurface = "cli" | "api" | "mcp" | "a2a" | "daemon" | "review" | "host";
+
+/** What started a run: recorded when it is, bounded, holding ids and configured names only. */
+export interface StartedBy {
+  /** The surface that asked. */
+  via: StartSurface;
+  /**
+   * In words: `the command line`, `resume of run_… via the HTTP API`, `automation nightly`,
+   * `webhook github`, `… for card 12`.
+   */
+  text: string;
+}
+
 /** The status object of a run: what `GET /api/workflow/{run_id}` and `--json` return. */
 export interface RunStatus {
   /** The run's id (`run_...`). */
@@ -278,6 +296,8 @@ export interface RunStatus {
   resumed_from: string | null;
   /** What started the run when no caller did directly: an automation's slot or a webhook delivery. */
   trigger?: WorkTrigger;
+  /** What started the run (absent on runs recorded before it was kept). */
+  started_by?: StartedBy;
   /** The board card the run was started for (its number), when it was. */
   card_id?: string;
   /**

@@ -11,10 +11,10 @@ import { SvcError } from "../errors/mod.ts";
 import { legacyRunRequest, LegacyWorkflowBodySchema } from "../legacy/mod.ts";
 import type { Caller } from "../services/mod.ts";
 import {
-  BoardWriteRequestSchema,
   BoardWriteResultSchema,
+  BoardWriteToolSchema,
   DispatchRequestSchema,
-  WorkflowRunBodySchema,
+  WorkflowRunToolSchema,
 } from "../schemas/mod.ts";
 import { type Services, type SpawnWorker, submitRun, submitTask } from "../services/mod.ts";
 import { followUntilDone, MAX_WAIT_SECONDS } from "./follow.ts";
@@ -117,7 +117,10 @@ function reporterOf(ctx: ServerContext) {
 /** Registers every svc tool on `server`, acting as `context.caller`. */
 export function registerTools(server: McpServer, context: ToolContext): void {
   const { services, caller } = context;
-  const submit = context.spawnWorker ? { spawnWorker: context.spawnWorker } : {};
+  const submit = {
+    via: "mcp" as const,
+    ...(context.spawnWorker ? { spawnWorker: context.spawnWorker } : {}),
+  };
 
   server.registerTool("svc_workflow", {
     title: "Run a workflow script",
@@ -127,13 +130,12 @@ export function registerTools(server: McpServer, context: ToolContext): void {
       "workflow of the project by `name` (its meta.name) or `scriptPath`, as Claude Code's " +
       "Workflow tool does. `fake_dispatch: true` answers every call with the deterministic " +
       "fake provider. Parameters as POST /api/workflow/run.",
-    inputSchema: WorkflowRunBodySchema,
+    inputSchema: WorkflowRunToolSchema,
     outputSchema: HandleResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
   }, (args) =>
     guarded("svc_workflow", context, async () => {
-      const { owner_user_id: _ignored, ...body } = args;
-      const status = await submitRun(services, body, caller, submit);
+      const status = await submitRun(services, args, caller, submit);
       return structured(handleOf("run", status.run_id, status.state));
     }));
 
@@ -210,7 +212,7 @@ export function registerTools(server: McpServer, context: ToolContext): void {
     description: "Creates a card (action new) or moves one (take, log, done, drop, cancel) on " +
       "the board the dashboard shows. mode dry_run (the default) answers what apply would " +
       "write and writes nothing. Body as POST /api/board/write.",
-    inputSchema: BoardWriteRequestSchema,
+    inputSchema: BoardWriteToolSchema,
     outputSchema: BoardWriteResultSchema,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
   }, (args) =>

@@ -170,13 +170,17 @@ export class ReviewService {
     const workdir = await this.#workspace.workdirFor(caller, asked, { what: "workdir" }) ?? asked;
     const diff = await diffWorkdir(workdir, base);
     const script = await readReviewScript(this.#scriptPath);
-    const status = await this.#runs.start({
-      script,
-      filename: REVIEW_FILENAME,
-      workdir: diff.workdir,
-      args: { base, commit: diff.commit, diff_files: diff.files as unknown as JsonValue },
-      ...run,
-    }, caller);
+    const status = await this.#runs.start(
+      {
+        script,
+        filename: REVIEW_FILENAME,
+        workdir: diff.workdir,
+        args: { base, commit: diff.commit, diff_files: diff.files as unknown as JsonValue },
+        ...run,
+      },
+      caller,
+      { via: "review" },
+    );
     try {
       await this.#ledger.saveReview({
         run_id: status.run_id,

@@ -137,6 +137,13 @@ export const BoardWriteRequestSchema = z.strictObject({
   ),
 });
 
+/**
+ * The arguments of the tool protocol's `svc_board_write`: the board write body without
+ * `board_dir`, which is always refused and so is not advertised; sent anyway, it is refused as
+ * an unknown key.
+ */
+export const BoardWriteToolSchema = BoardWriteRequestSchema.omit({ board_dir: true });
+
 /** A board write request, as validated (defaults applied). */
 export interface BoardWriteRequest {
   /** What to do. */

@@ -40,6 +40,7 @@ export {
   WorkflowRunBodySchema,
   type WorkflowRunRequest,
   WorkflowRunRequestSchema,
+  WorkflowRunToolSchema,
 } from "./workflow_run.ts";
 export {
   DispatchRequestSchema,
@@ -68,6 +69,7 @@ export {
   BoardWriteRequestSchema,
   type BoardWriteResult,
   BoardWriteResultSchema,
+  BoardWriteToolSchema,
   BY_LIMIT,
   CARD_NUMBER_DIGITS,
   CARD_STATES,

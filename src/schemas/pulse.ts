@@ -8,7 +8,12 @@ export const PULSE_MESSAGE_CHARS = 200;
 
 const SpendSchema = z.object({
   cost_usd: z.number().meta({ description: "what the metered calls cost, in US dollars" }),
-  calls: z.number().int(),
+  calls: z.number().int().meta({
+    description: "every call that ended in the span (docs/COUNTS.md)",
+  }),
+  failed: z.number().int().meta({ description: "of those, failed, timed out or cancelled" }),
+  replayed: z.number().int().meta({ description: "of those, answered from a journal" }),
+  refused: z.number().int().meta({ description: "of those, refused before dispatch" }),
   unmetered_calls: z.number().int().meta({ description: "calls whose cost is not known" }),
   tokens: z.number().int().meta({ description: "input and output tokens" }),
 });
@@ -86,8 +91,14 @@ export const PulseSchema = z.object({
 export interface PulseSpend {
   /** What the metered calls cost, in US dollars. */
   cost_usd: number;
-  /** Calls that ended in the span. */
+  /** Calls that ended in the span: every kind (docs/COUNTS.md). */
   calls: number;
+  /** Of those, the ones that failed, timed out or were cancelled. */
+  failed: number;
+  /** Of those, the ones answered from a journal. */
+  replayed: number;
+  /** Of those, the ones refused before dispatch. */
+  refused: number;
   /** Calls whose cost is not known. */
   unmetered_calls: number;
   /** Input and output tokens. */

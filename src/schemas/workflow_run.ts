@@ -161,6 +161,14 @@ export const WorkflowRunBodySchema = z.strictObject({
 }).refine(ceilingNotBelowDefault, CEILING_ISSUE).refine(namesAScript, SCRIPT_ISSUE);
 
 /**
+ * The arguments of the tool protocol's `svc_workflow`: the body of `POST /api/workflow/run`
+ * without `owner_user_id`, which a tool client has no reason to send (the run's owner is the
+ * one its token is bound to) and so is not advertised; sent anyway, it is an unknown key.
+ */
+export const WorkflowRunToolSchema = z.strictObject(workflowRunFields)
+  .refine(ceilingNotBelowDefault, CEILING_ISSUE).refine(namesAScript, SCRIPT_ISSUE);
+
+/**
  * A validated workflow run request: the parameters of a run, the same from the command line,
  * HTTP and the tool protocol, with defaults applied.
  */

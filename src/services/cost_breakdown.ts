@@ -5,6 +5,7 @@
  * last {@linkcode COST_HOURS} hours, each with its {@linkcode COST_TOP_HOUR_RUNS} dearest.
  * @module
  */
+import { addCall, type CallTally, emptyTally, roundUsd } from "../dispatch/mod.ts";
 import type { CallRecord } from "../ledger/mod.ts";
 
 /** Runs (or tasks) named per day; the rest are summed. */
@@ -22,7 +23,7 @@ export interface RunSpend {
   source: "run" | "task";
   /** Its id. */
   id: string;
-  /** Its calls then (replayed ones included; refused ones never reached a provider). */
+  /** Its calls then: every kind, as docs/COUNTS.md defines a call. */
   calls: number;
   /** Cost of its priced calls, in USD. */
   cost_usd: number;
@@ -68,27 +69,35 @@ export interface CostBreakdown {
   by_hour: HourSpend[];
 }
 
-function add(map: Map<string, RunSpend>, call: CallRecord): void {
+function add(map: Spends, call: CallRecord): void {
   const key = `${call.source}:${call.id}`;
-  const spend = map.get(key) ?? {
-    source: call.source,
-    id: call.id,
-    calls: 0,
-    cost_usd: 0,
-    unmetered_calls: 0,
-    input_tokens: 0,
-    output_tokens: 0,
+  const entry = map.get(key) ?? {
+    spend: {
+      source: call.source,
+      id: call.id,
+      calls: 0,
+      cost_usd: 0,
+      unmetered_calls: 0,
+      input_tokens: 0,
+      output_tokens: 0,
+    },
+    tally: emptyTally(),
   };
-  spend.calls++;
-  if (call.cost_usd === null) spend.unmetered_calls++;
-  else spend.cost_usd += call.cost_usd;
-  spend.input_tokens += call.usage.input_tokens;
-  spend.output_tokens += call.usage.output_tokens;
-  map.set(key, spend);
+  const t = addCall(entry.tally, call);
+  Object.assign(entry.spend, {
+    calls: t.calls,
+    cost_usd: roundUsd(t.cost_usd),
+    unmetered_calls: t.unmetered_calls,
+    input_tokens: t.input_tokens,
+    output_tokens: t.output_tokens,
+  });
+  map.set(key, entry);
 }
 
-function dearest(map: Map<string, RunSpend>): RunSpend[] {
-  return [...map.values()].sort((a, b) =>
+type Spends = Map<string, { spend: RunSpend; tally: CallTally }>;
+
+function dearest(map: Spends): RunSpend[] {
+  return [...map.values()].map((e) => e.spend).sort((a, b) =>
     b.cost_usd - a.cost_usd ||
     (b.input_tokens + b.output_tokens) - (a.input_tokens + a.output_tokens) ||
     a.id.localeCompare(b.id)
@@ -97,11 +106,10 @@ function dearest(map: Map<string, RunSpend>): RunSpend[] {
 
 /** The breakdown of `calls` (any order) by run per day, and by hour over the last hours before `now`. */
 export function costBreakdown(calls: readonly CallRecord[], now: number): CostBreakdown {
-  const days = new Map<string, Map<string, RunSpend>>();
-  const hours = new Map<string, { spend: HourSpend; runs: Map<string, RunSpend> }>();
+  const days = new Map<string, Spends>();
+  const hours = new Map<string, { tally: CallTally; runs: Spends }>();
   const since = new Date(now - COST_HOURS * 3_600_000).toISOString().slice(0, 13);
   for (const call of calls) {
-    if (call.outcome === "skipped") continue;
     const day = call.at.slice(0, 10);
     if (!days.has(day)) days.set(day, new Map());
     add(days.get(day)!, call);
@@ -109,21 +117,10 @@ export function costBreakdown(calls: readonly CallRecord[], now: number): CostBr
     if (hour < since) continue;
     let slot = hours.get(hour);
     if (!slot) {
-      const spend = {
-        hour: `${hour}:00Z`,
-        calls: 0,
-        cost_usd: 0,
-        input_tokens: 0,
-        output_tokens: 0,
-        runs: [],
-      };
-      slot = { spend, runs: new Map() };
+      slot = { tally: emptyTally(), runs: new Map() };
       hours.set(hour, slot);
     }
-    slot.spend.calls++;
-    slot.spend.cost_usd += call.cost_usd ?? 0;
-    slot.spend.input_tokens += call.usage.input_tokens;
-    slot.spend.output_tokens += call.usage.output_tokens;
+    addCall(slot.tally, call);
     add(slot.runs, call);
   }
   const by_run = [...days.keys()].sort().reverse().slice(0, COST_DAYS).map((day) => {
@@ -135,13 +132,20 @@ export function costBreakdown(calls: readonly CallRecord[], now: number): CostBr
       others: {
         runs: rest.length,
         calls: rest.reduce((n, r) => n + r.calls, 0),
-        cost_usd: rest.reduce((n, r) => n + r.cost_usd, 0),
+        cost_usd: roundUsd(rest.reduce((n, r) => n + r.cost_usd, 0)),
       },
     };
   });
   const by_hour = [...hours.keys()].sort().reverse().map((hour) => {
-    const slot = hours.get(hour)!;
-    return { ...slot.spend, runs: dearest(slot.runs).slice(0, COST_TOP_HOUR_RUNS) };
+    const { tally, runs } = hours.get(hour)!;
+    return {
+      hour: `${hour}:00Z`,
+      calls: tally.calls,
+      cost_usd: roundUsd(tally.cost_usd),
+      input_tokens: tally.input_tokens,
+      output_tokens: tally.output_tokens,
+      runs: dearest(runs).slice(0, COST_TOP_HOUR_RUNS),
+    };
   });
   return { by_run, by_hour };
 }

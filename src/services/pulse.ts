@@ -7,7 +7,7 @@
  * per owner: a status bar that polls every few seconds costs the ledger little.
  * @module
  */
-import { type Dispatcher, withoutHostPaths } from "../dispatch/mod.ts";
+import { type Dispatcher, roundUsd, tallyCalls, withoutHostPaths } from "../dispatch/mod.ts";
 import type {
   ApprovalLedger,
   ApprovalRecord,
@@ -64,15 +64,16 @@ function clip(text: string): string {
 }
 
 function spendOf(calls: readonly CallRecord[]): Spend {
-  const out: Spend = { cost_usd: 0, calls: 0, unmetered_calls: 0, tokens: 0 };
-  for (const call of calls) {
-    out.calls++;
-    out.tokens += call.usage.input_tokens + call.usage.output_tokens;
-    if (call.cost_usd === null) out.unmetered_calls++;
-    else out.cost_usd += call.cost_usd;
-  }
-  out.cost_usd = Math.round(out.cost_usd * 1e6) / 1e6;
-  return out;
+  const t = tallyCalls(calls);
+  return {
+    cost_usd: roundUsd(t.cost_usd),
+    calls: t.calls,
+    failed: t.failed,
+    replayed: t.replayed,
+    refused: t.refused,
+    unmetered_calls: t.unmetered_calls,
+    tokens: t.input_tokens + t.output_tokens,
+  };
 }
 
 function countWork(

@@ -32,6 +32,8 @@ export {
   type RunState,
   type RunStatus,
   type SessionRecord,
+  type StartedBy,
+  type StartSurface,
   type TaskEvent,
   type TaskState,
   type TaskStatus,

@@ -1,5 +1,5 @@
 import { SvcError } from "../errors/mod.ts";
-import type { Caller, RunStatus, TaskStatus } from "../ledger/mod.ts";
+import type { Caller, RunStatus, StartSurface, TaskStatus } from "../ledger/mod.ts";
 import { isCardNumber } from "../schemas/mod.ts";
 import type { Services } from "./open_services.ts";
 import { daemonAlive } from "./daemon_alive.ts";
@@ -18,6 +18,8 @@ export interface SubmitOptions {
    * in this process (which would cancel it on closing). Default: run it here.
    */
   spawnWorker?: SpawnWorker;
+  /** The surface that asks, recorded as the run's `started_by`. @default "host" */
+  via?: StartSurface;
 }
 
 /** One kind of queued work, as {@linkcode submitWork} drives it. */
@@ -60,6 +62,7 @@ export async function submitRun(
   caller: Caller,
   options: SubmitOptions = {},
 ): Promise<RunStatus> {
+  const via = options.via !== undefined ? { via: options.via } : {};
   const cardId = cardOf(input);
   // A run may name only a card its owner may see: another owner's is not found, as an unknown one.
   if (cardId !== undefined && !(await services.board.get(cardId, caller))) {
@@ -67,8 +70,8 @@ export async function submitRun(
   }
   const status = await submitWork(services, {
     kind: "run",
-    enqueue: () => services.runs.enqueue(input, caller),
-    start: () => services.runs.start(input, caller),
+    enqueue: () => services.runs.enqueue(input, caller, via),
+    start: () => services.runs.start(input, caller, via),
     idOf: (status) => status.run_id,
     workHere: (id) => services.runs.work(id),
   }, options);

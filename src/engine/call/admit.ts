@@ -18,7 +18,7 @@ export async function admit(
   placed: PlacedCall,
 ): Promise<AdmittedCall> {
   const decision = await ctx.inOrder(() => decide(ctx, deps, placed));
-  const started = { at: now(), t0: performance.now() };
+  const started = { at: now(), t0: performance.now(), phase: ctx.narratedPhase };
   switch (decision.kind) {
     case "refused":
       return { ...placed, decision, started };

@@ -32,7 +32,12 @@ export function callEntry(call: AdmittedCall, ending: Ending): JournalEntry {
     // A refused call takes its hash only here: a refusal that is not journaled costs none.
     hash: decision.kind === "refused" ? callHash(prompt, options) : decision.hash,
     label: options.label ?? null,
-    ...(options.phase !== undefined ? { phase: options.phase } : {}),
+    // A call without its own phase is in the one the script narrated last, as its feed says.
+    ...(options.phase !== undefined
+      ? { phase: options.phase }
+      : started.phase !== null
+      ? { phase: started.phase }
+      : {}),
     started_at: started.at,
     ended_at: now(),
     duration_ms: Math.round(performance.now() - started.t0),

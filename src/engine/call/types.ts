@@ -55,8 +55,11 @@ export type Decision = Refused | Replay | Live;
 /** A call with its place in line: the output of the admit stage, read by every later one. */
 export interface CallState<D extends Decision> extends PlacedCall {
   decision: D;
-  /** When the call left its place in line (ISO 8601), and the same on the monotonic clock. */
-  started: { at: string; t0: number };
+  /**
+   * When the call left its place in line (ISO 8601), the same on the monotonic clock, and the
+   * phase the script had narrated last then (a call's own `phase` option wins over it).
+   */
+  started: { at: string; t0: number; phase: string | null };
 }
 
 /** A call after the admit stage, of whichever kind it was decided to be. */

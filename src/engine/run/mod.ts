@@ -37,3 +37,4 @@ export {
   resumeRequest,
 } from "./replay.ts";
 export { newRunStatus, type NewRunStatusOptions } from "./status.ts";
+export { STARTED_BY_CHARS, startedBy } from "./started_by.ts";
