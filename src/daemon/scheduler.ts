@@ -65,6 +65,8 @@ export class Scheduler {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = true;
   #ticking: Promise<void> = Promise.resolve();
+  #settle: () => void = () => {};
+  readonly #settled = new Promise<void>((resolve) => this.#settle = resolve);
 
   /** A scheduler over `services`; it does nothing until {@linkcode start}. */
   constructor(services: Services, options: SchedulerOptions) {
@@ -76,8 +78,17 @@ export class Scheduler {
     this.#leaseMs = options.leaseMs ?? 10_000;
   }
 
+  /**
+   * Resolves once the election has settled: after the first tick (leader or standby), at once
+   * when scheduling is off here. What a banner prints then agrees with `state()`.
+   */
+  settled(): Promise<void> {
+    return this.#settled;
+  }
+
   /** Starts ticking (when enabled). */
   start(): void {
+    if (!this.#enabled) this.#settle();
     if (!this.#enabled || !this.#stopped) return;
     this.#stopped = false;
     this.#mode = "standby";
@@ -87,6 +98,7 @@ export class Scheduler {
   /** Stops ticking and gives the lease up, so another daemon leads at once. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#settle();
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     await this.#ticking;
     if (this.#mode === "leader") {
@@ -116,7 +128,10 @@ export class Scheduler {
   #schedule(delayMs: number): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
-      this.#ticking = this.#tick().finally(() => this.#schedule(this.#tickMs));
+      this.#ticking = this.#tick().finally(() => {
+        this.#settle();
+        this.#schedule(this.#tickMs);
+      });
     }, delayMs);
   }
 

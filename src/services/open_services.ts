@@ -1,12 +1,13 @@
 import { type Board, openBoard } from "../board/mod.ts";
 import { ApprovalQueue } from "../approvals/mod.ts";
-import { type Config, loadConfig, svcHome } from "../config/mod.ts";
+import { type Config, loadConfig, type LoadedConfig, svcHome } from "../config/mod.ts";
 import {
   type Capabilities,
   createCapabilities,
   type Dispatcher,
   dispatcherFromConfig,
   hasHarnessProvider,
+  swappableDispatcher,
 } from "../dispatch/mod.ts";
 import { SessionStore, TaskManager } from "../tasks/mod.ts";
 import { WorktreeManager } from "../worktrees/mod.ts";
@@ -28,6 +29,7 @@ import { Streams } from "./streams.ts";
 import { RunGraph } from "./run_graph.ts";
 import { PulseService } from "./pulse.ts";
 import { Notifications } from "./notifications.ts";
+import { ConfigReload } from "./config_reload.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -99,10 +101,12 @@ function ownCheckout(): string[] {
 export interface Services extends AsyncDisposable {
   /** The data directory. */
   readonly home: string;
-  /** The configuration the services were built from. */
+  /** The configuration in effect (a reload replaces it; a run keeps the one it started with). */
   readonly config: Config;
   /** The configuration file, or null for the built-in default. */
   readonly configPath: string | null;
+  /** Reloads the configuration (on request, on a change of the file, on SIGHUP) and reports it. */
+  readonly configuration: ConfigReload;
   /** The one ledger every service writes to. */
   readonly ledger: Ledger;
   /** This process's identity in the ledger. */
@@ -168,6 +172,57 @@ function runSettingsOf(
   };
 }
 
+/** A dispatcher built from `config`, reading the host's environment through the root's reader. */
+function dispatcherOf(config: Config, worktrees: WorktreeManager): Dispatcher {
+  return dispatcherFromConfig(config, {
+    worktrees,
+    // The services read no environment: the root hands them its reader and its data directory.
+    env: (name) => platform().env(name),
+    ...(hasHarnessProvider(config) ? { scratchRoot: joinPath(svcHome(), "tmp") } : {}),
+  });
+}
+
+/** What reports each configured provider's abilities, reading key variables through the root. */
+function capabilitiesOf(config: Config): Capabilities {
+  // The one place the report reads host variables: the key variables it names.
+  return createCapabilities({ config, env: (name) => platform().env(name) });
+}
+
+/**
+ * The configuration's reload: the root's reader, the watch of the file and SIGHUP, and how a
+ * validated configuration goes into effect. Everything new is built before anything is swapped.
+ */
+function configReloadOf(
+  home: string,
+  loaded: LoadedConfig,
+  parts: {
+    dispatcher: ReturnType<typeof swappableDispatcher> | undefined;
+    worktrees: WorktreeManager;
+    host: HostLease;
+    automations: () => Automations;
+    capabilities: (next: Capabilities) => void;
+  },
+): ConfigReload {
+  const p = platform();
+  const path = loaded.path;
+  return new ConfigReload({
+    initial: loaded,
+    read: () => loadConfig(home),
+    apply: (next) => {
+      const dispatcher = parts.dispatcher ? dispatcherOf(next, parts.worktrees) : undefined;
+      const capabilities = capabilitiesOf(next);
+      parts.automations().configure(next);
+      parts.capabilities(capabilities);
+      if (dispatcher && parts.dispatcher) {
+        parts.dispatcher.swap(dispatcher);
+        parts.host.setProviders(dispatcher.providers());
+      }
+    },
+    ...(path ? { watchFile: (onChange: () => void) => p.watchFile(path, onChange) } : {}),
+    onSignal: (handler) => p.onReload(handler),
+  });
+}
+
 /**
  * The composition root: opens the ledger of a data directory and builds every service over
  * it. Runs and tasks of hosts that died are recovered now, and every `recoverEveryMs` while
@@ -178,12 +233,10 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const loaded = options.config ? { config: options.config, path: null } : await loadConfig(home);
   const { config } = loaded;
   const worktrees = new WorktreeManager({ home });
-  const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, {
-    worktrees,
-    // The services read no environment: the root hands them its reader and its data directory.
-    env: (name) => platform().env(name),
-    ...(hasHarnessProvider(config) ? { scratchRoot: joinPath(svcHome(), "tmp") } : {}),
-  });
+  const swappable = options.dispatcher ? undefined : swappableDispatcher(
+    dispatcherOf(config, worktrees),
+  );
+  const dispatcher = options.dispatcher ?? swappable!;
   const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
   const ledger = await openLedger(home, {
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
@@ -245,9 +298,19 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     const collaborations = new CollaborationLog(ledger);
     const admission = new Admission({ config: config.admission, runs, tasks });
     const streams = new Streams({ events, board, admission, runs, tasks });
+    const automations = new Automations({ ledger, config, workspace });
+    let capabilities = capabilitiesOf(config);
+    const configuration = configReloadOf(home, loaded, {
+      dispatcher: swappable,
+      worktrees,
+      host,
+      automations: () => automations,
+      capabilities: (next) => void (capabilities = next),
+    });
     let closing: Promise<void> | undefined;
     const close = () =>
       closing ??= (async () => {
+        configuration.close();
         clearInterval(recovery);
         await runs?.close();
         await tasks?.close();
@@ -257,13 +320,19 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       })();
     return {
       home,
-      config,
-      configPath: loaded.path,
+      get config() {
+        return configuration.config;
+      },
+      get configPath() {
+        return configuration.state().source;
+      },
+      configuration,
       ledger,
       host,
       dispatcher,
-      // The one place the report reads host variables: the key variables it names.
-      capabilities: createCapabilities({ config, env: (name) => platform().env(name) }),
+      get capabilities() {
+        return capabilities;
+      },
       sessions,
       tasks,
       runs,
@@ -275,7 +344,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       collaborations,
       a2aTasks: ledger,
       approvals: new ApprovalQueue({ ledger }),
-      automations: new Automations({ ledger, config, workspace }),
+      automations,
       admission,
       streams,
       runGraph: new RunGraph({ runs, ledger }),
