@@ -68,7 +68,15 @@ async function daemon(flags: DashboardFlags): Promise<number> {
       `svc: marked interrupted: ${services.recovered.runs.length} run(s), ${services.recovered.tasks.length} task(s) of hosts that died`,
     );
   }
+  const stopModes = running.scheduler.onModeChange((mode) =>
+    printLine(
+      `svc: scheduler ${mode} (${
+        mode === "leader" ? "it fires automations now" : "another daemon leads"
+      })`,
+    )
+  );
   await untilStopped();
+  stopModes();
   stopReporting();
   printLine("svc: stopping the daemon (running work is cancelled)");
   await running.stop();

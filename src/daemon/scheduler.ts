@@ -65,6 +65,7 @@ export class Scheduler {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = true;
   #ticking: Promise<void> = Promise.resolve();
+  readonly #modeListeners = new Set<(mode: SchedulerState["mode"]) => void>();
   #settle: () => void = () => {};
   readonly #settled = new Promise<void>((resolve) => this.#settle = resolve);
 
@@ -84,6 +85,15 @@ export class Scheduler {
    */
   settled(): Promise<void> {
     return this.#settled;
+  }
+
+  /**
+   * Calls `listener` with the new mode whenever a tick changes it (a standby daemon taking the
+   * lead, a leader losing it); returns a function that stops it.
+   */
+  onModeChange(listener: (mode: SchedulerState["mode"]) => void): () => void {
+    this.#modeListeners.add(listener);
+    return () => this.#modeListeners.delete(listener);
   }
 
   /** Starts ticking (when enabled). */
@@ -141,7 +151,7 @@ export class Scheduler {
         holder: this.#holder,
         ttlMs: this.#leaseMs,
       });
-      this.#mode = lease.held ? "leader" : "standby";
+      this.#setMode(lease.held ? "leader" : "standby");
       this.#automations = await this.#services.automations.all();
       if (lease.held) {
         for (const automation of this.#automations) {
@@ -154,6 +164,14 @@ export class Scheduler {
       this.#error = error instanceof Error ? error.message.slice(0, 300) : "the tick failed";
     }
     this.#lastTickAt = new Date().toISOString();
+  }
+
+  #setMode(mode: SchedulerState["mode"]): void {
+    const before = this.#mode;
+    this.#mode = mode;
+    // The first tick settles the election: what it finds is the banner's, not a change.
+    if (mode === before || this.#lastTickAt === null) return;
+    for (const listener of this.#modeListeners) listener(mode);
   }
 
   /** Fires the automation's latest due slot, if it has not fired and is not too old. */
