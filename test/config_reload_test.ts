@@ -34,15 +34,25 @@ function appOf(services: Services) {
   };
 }
 
+/** What alice's remote dispatch in `workdir` gets: `accepted`, or the refusal's message. */
+function dispatchIn(services: Services, workdir: string): Promise<string> {
+  return services.tasks.start(
+    { prompt: "hi", workdir, fake_dispatch: true },
+    callerOf("alice", { remote: true }),
+  ).then(() => "accepted", (error: Error) => error.message);
+}
+
 const names = (body: Record<string, unknown>, key: string, field: string) =>
   (body[key] as Array<Record<string, unknown>>).map((item) => String(item[field]));
 
-Deno.test("POST /api/config/reload takes an edited config.json without a restart: a new automation and provider appear", async () => {
+Deno.test("POST /api/config/reload takes an edited config.json without a restart: a new automation, provider, admission cap and workspace root take effect", async () => {
   await using home = await tempDir("svc-reload-");
   const file = `${home.path}/config.json`;
   await Deno.writeTextFile(file, JSON.stringify({}));
   await using services = await openServices({ home: home.path });
   const call = appOf(services);
+  await using work = await tempDir("svc-reload-work-");
+  assert.match(await dispatchIn(services, work.path), /Cannot/);
   const before = await call("/api/status", TOKENS.shared);
   const loadedAt = (before.body.config as { loaded_at: string }).loaded_at;
   assert.equal((before.body.config as { source: string }).source, file);
@@ -53,7 +63,12 @@ Deno.test("POST /api/config/reload takes an edited config.json without a restart
 
   await Deno.writeTextFile(
     file,
-    JSON.stringify({ providers: { extra: EXTRA_PROVIDER }, automations: { nightly: NIGHTLY } }),
+    JSON.stringify({
+      providers: { extra: EXTRA_PROVIDER },
+      automations: { nightly: NIGHTLY },
+      admission: { owner_live_runs: 2 },
+      workspaces: { alice: [work.path] },
+    }),
   );
   const reload = await call("/api/config/reload", TOKENS.shared, "POST");
   assert.equal(reload.status, 200);
@@ -67,6 +82,11 @@ Deno.test("POST /api/config/reload takes an edited config.json without a restart
   assert.deepEqual(names(providers.body, "providers", "name").sort(), ["extra", "fake"]);
   const automations = await call("/api/automations", TOKENS.alice);
   assert.deepEqual(names(automations.body, "automations", "automation_id"), ["config.nightly"]);
+  // The caps later runs are admitted by, and the roots later requests are checked against.
+  const status = await call("/api/status", TOKENS.alice);
+  const admission = status.body.admission as { owner_live: { cap: number } };
+  assert.equal(admission.owner_live.cap, 2);
+  assert.equal(await dispatchIn(services, work.path), "accepted");
   // The heartbeat names the providers the host has now.
   assert.deepEqual([...services.host.ref.providers ?? []].sort(), ["extra", "fake"]);
 

@@ -5,13 +5,11 @@ import { CONFIG_ERROR_CHARS, type ConfigState } from "../schemas/mod.ts";
 
 /**
  * Keys of the configuration a running host cannot take again: they size or shape what was
- * built at start (the daemon's worker pool, the scheduler, the admission gauges, the workspace
- * policy, the progress recorder). A change to one is reported as needing a restart.
+ * built at start (the daemon's worker pool and scheduler, the run manager's progress
+ * recorder). A change to one is reported as needing a restart.
  */
 export const RESTART_KEYS: readonly string[] = [
   "progress",
-  "admission",
-  "workspaces",
   "daemon.concurrency",
   "daemon.scheduler",
   "daemon.catch_up_s",

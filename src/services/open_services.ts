@@ -200,6 +200,8 @@ function configReloadOf(
     worktrees: WorktreeManager;
     host: HostLease;
     automations: () => Automations;
+    admission: () => Admission;
+    workspace: WorkspacePolicy;
     capabilities: (next: Capabilities) => void;
   },
 ): ConfigReload {
@@ -212,6 +214,8 @@ function configReloadOf(
       const dispatcher = parts.dispatcher ? dispatcherOf(next, parts.worktrees) : undefined;
       const capabilities = capabilitiesOf(next);
       parts.automations().configure(next);
+      parts.admission().configure(next.admission);
+      parts.workspace.setRoots(next.workspaces);
       parts.capabilities(capabilities);
       if (dispatcher && parts.dispatcher) {
         parts.dispatcher.swap(dispatcher);
@@ -305,6 +309,8 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       worktrees,
       host,
       automations: () => automations,
+      admission: () => admission,
+      workspace,
       capabilities: (next) => void (capabilities = next),
     });
     let closing: Promise<void> | undefined;
