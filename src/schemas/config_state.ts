@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { Assert, SameType } from "./same_type.ts";
 
 /** Longest error of a refused configuration that is kept and shown, in characters. */
 export const CONFIG_ERROR_CHARS = 600;
@@ -29,5 +30,19 @@ export const ConfigStateSchema = z.object({
   }),
 }).meta({ id: "ConfigState" });
 
-/** The configuration a host runs with, for its operator. */
-export type ConfigState = z.infer<typeof ConfigStateSchema>;
+/** The configuration a host runs with, for its operator (see {@linkcode ConfigStateSchema}). */
+export interface ConfigState {
+  /** When the configuration in effect was read (ISO 8601). */
+  loaded_at: string;
+  /** The file it was read from; null for the embedded default. */
+  source: string | null;
+  /** When the file was last read, whether or not it was taken (ISO 8601). */
+  checked_at: string;
+  /** Reloads taken since the host started. */
+  reloads: number;
+  /** Why the file as it is now was refused; null when it was taken. */
+  error: string | null;
+  /** Keys the file changes that take effect only when the host starts again. */
+  restart_needed: string[];
+}
+type _ConfigStateMatches = Assert<SameType<ConfigState, z.infer<typeof ConfigStateSchema>>>;
