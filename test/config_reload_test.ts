@@ -194,6 +194,40 @@ Deno.test("a run in flight keeps the providers it started with; runs started aft
   assert.match(journal, /extra/);
 });
 
+Deno.test("a run in flight when the configuration reloads ends on the providers it started with", async () => {
+  await using home = await tempDir("svc-reload-inflight-");
+  const file = `${home.path}/config.json`;
+  const slowFake = { fake: { type: "fake", latency_ms: 1500 } };
+  await Deno.writeTextFile(file, JSON.stringify({ providers: slowFake }));
+  await using services = await openServices({ home: home.path });
+  const caller = callerOf("local");
+  const script = `log("started");
+const first = await agent("first");
+const second = await agent("second", {provider: "extra"});
+return [first !== null, second !== null];`;
+  const before = await services.runs.start({ script }, caller);
+  // Reloaded while its first call takes its time: the run has started, and pinned its dispatcher.
+  for (let i = 0; i < 200; i++) {
+    const status = await services.runs.get(before.run_id, caller);
+    if (JSON.stringify(status?.narration ?? []).includes("started")) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({ providers: { ...slowFake, extra: EXTRA_PROVIDER } }),
+  );
+  assert.equal((await services.configuration.reload()).outcome, "reloaded");
+  await services.runs.wait(before.run_id, caller);
+  // Its second call went to the dispatcher it started with, which has no `extra`.
+  const old = JSON.stringify(await services.runs.journal(before.run_id, caller));
+  assert.match(old, /unknown provider 'extra'/);
+  // A run started after the reload reaches `extra` (which fails there: nothing listens).
+  const after = await services.runs.start({ script }, caller);
+  await services.runs.wait(after.run_id, caller);
+  const now = JSON.stringify(await services.runs.journal(after.run_id, caller));
+  assert.doesNotMatch(now, /unknown provider/);
+});
+
 /** Reads the dashboard's token from the file it made in its data directory. */
 async function tokenOf(home: string): Promise<string> {
   return (await Deno.readTextFile(`${home}/dashboard.token`)).trim();
