@@ -4,6 +4,7 @@
  * effect without a restart; an invalid one leaves the running configuration and reports why.
  */
 import assert from "node:assert/strict";
+import { startDaemon } from "../src/daemon/mod.ts";
 import { dashboardApp } from "../src/http/mod.ts";
 import { callerOf, openServices, type Services } from "../src/services/mod.ts";
 import { TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
@@ -226,6 +227,36 @@ return [first !== null, second !== null];`;
   await services.runs.wait(after.run_id, caller);
   const now = JSON.stringify(await services.runs.journal(after.run_id, caller));
   assert.doesNotMatch(now, /unknown provider/);
+});
+
+Deno.test("a daemon takes reloaded notification endpoints and webhooks, and drops removed ones", async () => {
+  await using home = await tempDir("svc-reload-daemon-");
+  const file = `${home.path}/config.json`;
+  await Deno.writeTextFile(file, "{}");
+  await using services = await openServices({ home: home.path, role: "daemon" });
+  const daemon = await startDaemon(services, { deliveryTickMs: 20, tickMs: 60_000 });
+  try {
+    assert.equal(daemon.notifications.state().mode, "off");
+    assert.deepEqual(daemon.webhooks.counts().hooks, []);
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({
+        notifications: {
+          endpoints: { ops: { url: "http://127.0.0.1:9/hook", secret_env: "OPS_SECRET" } },
+        },
+        webhooks: { deploys: { secret_env: "HOOK_SECRET", prompt_template: "x" } },
+      }),
+    );
+    assert.equal((await services.configuration.reload()).outcome, "reloaded");
+    assert.deepEqual(daemon.webhooks.counts().hooks, ["deploys"]);
+    await until(() => Promise.resolve(daemon.notifications.state().mode === "leader"));
+    await Deno.writeTextFile(file, "{}");
+    assert.equal((await services.configuration.reload()).outcome, "reloaded");
+    assert.deepEqual(daemon.webhooks.counts().hooks, []);
+    await until(() => Promise.resolve(daemon.notifications.state().mode === "off"));
+  } finally {
+    await daemon.stop();
+  }
 });
 
 /** Reads the dashboard's token from the file it made in its data directory. */

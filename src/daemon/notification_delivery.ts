@@ -90,8 +90,9 @@ export class NotificationDeliverer {
    */
   async configure(settings: DeliverySettings): Promise<void> {
     this.#options = { ...this.#options, settings };
-    if (Object.keys(settings.endpoints).length === 0) await this.stop();
-    else this.start();
+    if (Object.keys(settings.endpoints).length > 0) return this.start();
+    await this.stop();
+    this.#state = { ...this.#state, mode: "off" };
   }
 
   /** Stops, and gives the lease up so another daemon leads at once. */
