@@ -20,9 +20,9 @@ export const ConfigStateSchema = z.object({
     description: "when the file was last read, whether or not it was taken (ISO 8601)",
   }),
   reloads: z.number().int().meta({ description: "reloads taken since the host started" }),
-  error: z.string().max(CONFIG_ERROR_CHARS).nullable().meta({
+  error: z.string().max(CONFIG_ERROR_CHARS).optional().meta({
     description:
-      "why the file as it is now was refused (the file, the key, what is wrong); the configuration in effect is the earlier one. Null when the file was taken.",
+      "why the file as it is now was refused (the file, the key, what is wrong); the configuration in effect is the earlier one. Absent when the file was taken.",
   }),
   restart_needed: z.array(z.string()).meta({
     description:
@@ -40,8 +40,8 @@ export interface ConfigState {
   checked_at: string;
   /** Reloads taken since the host started. */
   reloads: number;
-  /** Why the file as it is now was refused; null when it was taken. */
-  error: string | null;
+  /** Why the file as it is now was refused; absent when it was taken. */
+  error?: string | undefined;
   /** Keys the file changes that take effect only when the host starts again. */
   restart_needed: string[];
 }

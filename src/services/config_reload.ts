@@ -102,7 +102,6 @@ export class ConfigReload {
       source: options.initial.path,
       checked_at: at,
       reloads: 0,
-      error: null,
       restart_needed: [],
     };
   }
@@ -206,7 +205,6 @@ export class ConfigReload {
       source: loaded.path,
       checked_at: at,
       reloads: this.#state.reloads + (same ? 0 : 1),
-      error: null,
       restart_needed: restart,
     };
     return { outcome: same ? "unchanged" : "reloaded", state: this.state() };
