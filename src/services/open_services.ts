@@ -46,7 +46,10 @@ export interface ServicesOptions {
   home?: string;
   /** The configuration. Default: `config.json` of the data directory, else the built-in one. */
   config?: Config;
-  /** The dispatcher. Default: built from the configuration. */
+  /**
+   * The dispatcher. Default: built from the configuration, and rebuilt by each reload. One given
+   * here is kept across reloads (which still reload automations, caps and roots).
+   */
   dispatcher?: Dispatcher;
   /** Settings of the run manager (limits, isolation backends, project folder). */
   runs?: RunSettings;
