@@ -202,10 +202,11 @@ function configReloadOf(
     dispatcher: ReturnType<typeof swappableDispatcher> | undefined;
     worktrees: WorktreeManager;
     host: HostLease;
-    automations: () => Automations;
-    admission: () => Admission;
+    automations: Automations;
+    admission: Admission;
     workspace: WorkspacePolicy;
-    capabilities: (next: Capabilities) => void;
+    /** What the services hand out by a getter: replaced here. */
+    live: { capabilities: Capabilities };
   },
 ): ConfigReload {
   const p = platform();
@@ -216,10 +217,10 @@ function configReloadOf(
     apply: (next) => {
       const dispatcher = parts.dispatcher ? dispatcherOf(next, parts.worktrees) : undefined;
       const capabilities = capabilitiesOf(next);
-      parts.automations().configure(next);
-      parts.admission().configure(next.admission);
+      parts.automations.configure(next);
+      parts.admission.configure(next.admission);
       parts.workspace.setRoots(next.workspaces);
-      parts.capabilities(capabilities);
+      parts.live.capabilities = capabilities;
       if (dispatcher && parts.dispatcher) {
         parts.dispatcher.swap(dispatcher);
         parts.host.setProviders(dispatcher.providers());
@@ -228,6 +229,44 @@ function configReloadOf(
     ...(path ? { watchFile: (onChange: () => void) => p.watchFile(path, onChange) } : {}),
     onSignal: (handler) => p.onReload(handler),
   });
+}
+
+/**
+ * The workspace policy: the configuration's roots, and what a remote caller may never reach:
+ * the data directory (the configuration, the token, every owner's ledger), the board, and svc's
+ * own source.
+ */
+function workspaceOf(
+  config: Config,
+  at: { home: string; boardDir: string; options: ServicesOptions },
+): WorkspacePolicy {
+  const { fallbackRoots } = at.options;
+  return new WorkspacePolicy({
+    roots: config.workspaces,
+    ...(fallbackRoots ? { fallbackRoots } : {}),
+    forbidden: [at.home, at.boardDir, ...ownCheckout()],
+    home: at.home,
+  });
+}
+
+/**
+ * Takes up queued runs (a long-lived server while no daemon is alive) now, then recovers dead
+ * hosts' runs and tasks and looks again every `recoverEveryMs`; returns the function that stops.
+ */
+async function startRecovery(
+  parts: { ledger: Ledger; runs: RunManager; tasks: TaskManager; options: ServicesOptions },
+): Promise<() => void> {
+  const { ledger, runs, tasks, options } = parts;
+  const adopt = async () => {
+    if (options.adoptQueuedRuns && !(await daemonAlive(ledger))) await runs.adoptQueued();
+  };
+  await adopt();
+  const recovery = setInterval(() => {
+    runs.recover().catch(() => {});
+    tasks.recover().catch(() => {});
+    adopt().catch(() => {});
+  }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
+  return () => clearInterval(recovery);
 }
 
 /**
@@ -244,6 +283,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     dispatcherOf(config, worktrees),
   );
   const dispatcher = options.dispatcher ?? swappable!;
+  const live = { capabilities: capabilitiesOf(config) };
   const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
   const ledger = await openLedger(home, {
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
@@ -262,14 +302,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       ...(url ? { url } : {}),
     });
     const sessions = new SessionStore(ledger);
-    // What a remote caller may never reach: the data directory (the configuration, the token,
-    // every owner's ledger), the board, and svc's own source.
-    const workspace = new WorkspacePolicy({
-      roots: config.workspaces,
-      ...(options.fallbackRoots ? { fallbackRoots: options.fallbackRoots } : {}),
-      forbidden: [home, board.dir, ...ownCheckout()],
-      home,
-    });
+    const workspace = workspaceOf(config, { home, boardDir: board.dir, options });
     tasks = new TaskManager({
       dispatcher,
       ledger,
@@ -290,37 +323,25 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     });
     // Scratch directories of harness calls whose host died (the run manager swept its own).
     await sweepScratch(joinPath(home, "tmp"));
-    const adopt = async () => {
-      if (options.adoptQueuedRuns && !(await daemonAlive(ledger))) await runs?.adoptQueued();
-    };
-    await adopt();
-    const recovery = setInterval(() => {
-      runs?.recover().catch(() => {});
-      tasks?.recover().catch(() => {});
-      adopt().catch(() => {});
-    }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
+    const stopRecovery = await startRecovery({ ledger, runs, tasks, options });
     const events = new EventFeed({ runs, tasks, ledger });
-    const memory = new MemorySearch({ runs, tasks, cards: board, ...options.memory });
-    const reviews = new ReviewService({ runs, ledger, workspace });
-    const collaborations = new CollaborationLog(ledger);
     const admission = new Admission({ config: config.admission, runs, tasks });
     const streams = new Streams({ events, board, admission, runs, tasks });
     const automations = new Automations({ ledger, config, workspace });
-    let capabilities = capabilitiesOf(config);
     const configuration = configReloadOf(home, loaded, {
       dispatcher: swappable,
       worktrees,
       host,
-      automations: () => automations,
-      admission: () => admission,
+      automations,
+      admission,
       workspace,
-      capabilities: (next) => void (capabilities = next),
+      live,
     });
     let closing: Promise<void> | undefined;
     const close = () =>
       closing ??= (async () => {
         configuration.close();
-        clearInterval(recovery);
+        stopRecovery();
         await runs?.close();
         await tasks?.close();
         await host.close();
@@ -340,7 +361,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       host,
       dispatcher,
       get capabilities() {
-        return capabilities;
+        return live.capabilities;
       },
       sessions,
       tasks,
@@ -348,9 +369,9 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       worktrees,
       events,
       board,
-      memory,
-      reviews,
-      collaborations,
+      memory: new MemorySearch({ runs, tasks, cards: board, ...options.memory }),
+      reviews: new ReviewService({ runs, ledger, workspace }),
+      collaborations: new CollaborationLog(ledger),
       a2aTasks: ledger,
       approvals: new ApprovalQueue({ ledger }),
       automations,
