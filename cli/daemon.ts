@@ -23,6 +23,7 @@ import {
   withTokenOptions,
 } from "./dashboard.ts";
 import { UsageError } from "./workflow_input.ts";
+import { reportReloads } from "./config_reload_lines.ts";
 
 /** The URL `svc health` reads by default. */
 export const DEFAULT_HEALTH_URL = `http://127.0.0.1:${DAEMON_PORT}/health`;
@@ -50,7 +51,11 @@ async function daemon(flags: DashboardFlags): Promise<number> {
       }`,
     );
   }
+  // The banner says what /health says: the scheduler's mode once its election has settled.
+  await running.scheduler.settled();
   const health = await running.health();
+  // Watching before the banner: an edit made as soon as it is printed is seen.
+  const stopReporting = reportReloads(services);
   printLine(`svc: daemon on ${server.url} (health: ${server.url}/health; Ctrl-C stops it)`);
   if (generated) {
     printLine(`svc: /health/detail takes the API token in ${generated.path} (svc health sends it)`);
@@ -63,7 +68,16 @@ async function daemon(flags: DashboardFlags): Promise<number> {
       `svc: marked interrupted: ${services.recovered.runs.length} run(s), ${services.recovered.tasks.length} task(s) of hosts that died`,
     );
   }
+  const stopModes = running.scheduler.onModeChange((mode) =>
+    printLine(
+      `svc: scheduler ${mode} (${
+        mode === "leader" ? "it fires automations now" : "another daemon leads"
+      })`,
+    )
+  );
   await untilStopped();
+  stopModes();
+  stopReporting();
   printLine("svc: stopping the daemon (running work is cancelled)");
   await running.stop();
   await server.close();

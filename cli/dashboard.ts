@@ -27,6 +27,7 @@ import { svcHome } from "../src/config/mod.ts";
 import { printLine } from "./terminal.ts";
 import { EXIT } from "./exit_status.ts";
 import { UsageError } from "./workflow_input.ts";
+import { reportReloads } from "./config_reload_lines.ts";
 
 /** Token flags of `svc dashboard` (and `svc a2a-server`, which takes the same tokens). */
 export interface DashboardFlags {
@@ -181,8 +182,11 @@ export async function dashboard(flags: DashboardFlags): Promise<number> {
       }`,
     );
   }
+  // Watching before the banner: an edit made as soon as it is printed is seen.
+  const stopReporting = reportReloads(services);
   for (const line of startLines(server.url, settings.required, generated)) printLine(line);
   await untilStopped();
+  stopReporting();
   printLine("svc: stopping the dashboard");
   await server.close();
   await services.close();

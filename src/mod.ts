@@ -260,6 +260,13 @@ export {
   type StreamsOptions,
 } from "./services/mod.ts";
 export { type NotificationListOptions, Notifications } from "./services/mod.ts";
+export {
+  ConfigReload,
+  type ConfigReloadOptions,
+  type ConfigReloadOutcome,
+  type ReloadTrigger,
+} from "./services/mod.ts";
+export type { ConfigState } from "./schemas/mod.ts";
 export { Automations, type AutomationView } from "./automations/mod.ts";
 export type { AutomationConfig, AutomationConfigFields, AutomationRequest } from "./schemas/mod.ts";
 export type {

@@ -61,6 +61,8 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
       "GET /api/board/{issue_id}/runs",
       "GET /api/notifications",
       "POST /api/notifications/read",
+      "GET /api/config",
+      "POST /api/config/reload",
     ]
   ) {
     assert.ok(documented.has(route), `${route} is documented`);

@@ -6,6 +6,7 @@
 import { html } from "../lib/html.js";
 import { useResource } from "../lib/live.js";
 import { Empty, ErrorBox, Section } from "../lib/ui.js";
+import { ConfigPanel } from "./config.js";
 
 function price(p) {
   if (!p) return "unpriced";
@@ -68,6 +69,10 @@ export function ProvidersView({ api }) {
   const caps = new Map((capabilities.data?.providers ?? []).map((c) => [c.name, c]));
   const list = providers.data?.providers ?? [];
   return html`<${Section} title="Providers">
+    <${ConfigPanel} api=${api} onReloaded=${() => {
+    providers.reload();
+    capabilities.reload();
+  }} />
     <${ErrorBox} error=${providers.error} title="Cannot list the providers" />
     <${ErrorBox} error=${capabilities.error} title="Cannot probe the providers' capabilities" />
     ${

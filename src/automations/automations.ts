@@ -72,9 +72,9 @@ function refuse(refusal: AutomationRefusal | undefined, record: AutomationRecord
  */
 export class Automations {
   readonly #ledger: DaemonLedger & LedgerCore;
-  readonly #configured: AutomationRecord[];
-  readonly #quota: AutomationQuota;
-  readonly #minIntervalS: number;
+  #configured: AutomationRecord[];
+  #quota: AutomationQuota;
+  #minIntervalS: number;
   readonly #workspace: WorkspacePolicy;
 
   /**
@@ -89,6 +89,26 @@ export class Automations {
       new WorkspacePolicy({ forbidden: [options.ledger.home], home: options.ledger.home });
     this.#configured = configuredAutomations(options.config, new Date().toISOString());
     const { daemon } = options.config;
+    this.#quota = { perOwner: daemon.automations_per_owner, total: daemon.automations_total };
+    this.#minIntervalS = daemon.automation_min_interval_s;
+  }
+
+  /**
+   * Takes a reloaded configuration: its automations replace the file's earlier ones (the
+   * scheduler sees them at its next tick), and its quotas bind later creations. An automation
+   * whose definition is unchanged keeps its creation time; a new or changed one counts from now,
+   * so a reload never fires a slot that passed before it.
+   */
+  configure(config: Config): void {
+    const before = new Map(this.#configured.map((record) => [record.automation_id, record]));
+    const same = (a: AutomationRecord, b: AutomationRecord | undefined) =>
+      b !== undefined &&
+      JSON.stringify({ ...a, created_at: "" }) === JSON.stringify({ ...b, created_at: "" });
+    this.#configured = configuredAutomations(config, new Date().toISOString()).map((record) => {
+      const earlier = before.get(record.automation_id);
+      return same(record, earlier) ? earlier! : record;
+    });
+    const { daemon } = config;
     this.#quota = { perOwner: daemon.automations_per_owner, total: daemon.automations_total };
     this.#minIntervalS = daemon.automation_min_interval_s;
   }

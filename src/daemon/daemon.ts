@@ -127,6 +127,12 @@ export async function startDaemon(
   worker.start();
   scheduler.start();
   notifications.start();
+  // A reloaded configuration's endpoints; its hooks and automations are read where they are used.
+  const unsubscribe = services.configuration.subscribe(({ outcome }) => {
+    if (outcome === "reloaded") {
+      notifications.configure(services.config.notifications).catch(() => {});
+    }
+  });
   let stopping: Promise<void> | undefined;
   return {
     services,
@@ -138,6 +144,7 @@ export async function startDaemon(
       healthOf({ services, worker, scheduler, webhooks, notifications, startedAt, concurrency }),
     stop: () =>
       stopping ??= (async () => {
+        unsubscribe();
         await Promise.all([worker.stop(), scheduler.stop(), notifications.stop()]);
         release();
       })(),

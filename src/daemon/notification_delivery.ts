@@ -65,7 +65,7 @@ export interface DelivererState {
  */
 export class NotificationDeliverer {
   readonly #ledger: Ledger;
-  readonly #options: NotificationDelivererOptions;
+  #options: NotificationDelivererOptions;
   readonly #inFlight = new Set<string>();
   #state: DelivererState = { mode: "off", in_flight: 0, attempts: 0, delivered: 0 };
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -82,6 +82,17 @@ export class NotificationDeliverer {
     if (Object.keys(this.#options.settings.endpoints).length === 0 || this.#timer) return;
     this.#timer = setInterval(() => void this.tick(), this.#options.tickMs ?? 500);
     void this.tick();
+  }
+
+  /**
+   * Takes reloaded settings: later attempts use them; with endpoints it starts (when it had
+   * none), without any it stops. Deliveries in flight end as they began.
+   */
+  async configure(settings: DeliverySettings): Promise<void> {
+    this.#options = { ...this.#options, settings };
+    if (Object.keys(settings.endpoints).length > 0) return this.start();
+    await this.stop();
+    this.#state = { ...this.#state, mode: "off" };
   }
 
   /** Stops, and gives the lease up so another daemon leads at once. */

@@ -65,6 +65,9 @@ export class Scheduler {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = true;
   #ticking: Promise<void> = Promise.resolve();
+  readonly #modeListeners = new Set<(mode: SchedulerState["mode"]) => void>();
+  #settle: () => void = () => {};
+  readonly #settled = new Promise<void>((resolve) => this.#settle = resolve);
 
   /** A scheduler over `services`; it does nothing until {@linkcode start}. */
   constructor(services: Services, options: SchedulerOptions) {
@@ -76,8 +79,26 @@ export class Scheduler {
     this.#leaseMs = options.leaseMs ?? 10_000;
   }
 
+  /**
+   * Resolves once the election has settled: after the first tick (leader or standby), at once
+   * when scheduling is off here. What a banner prints then agrees with `state()`.
+   */
+  settled(): Promise<void> {
+    return this.#settled;
+  }
+
+  /**
+   * Calls `listener` with the new mode whenever a tick changes it (a standby daemon taking the
+   * lead, a leader losing it); returns a function that stops it.
+   */
+  onModeChange(listener: (mode: SchedulerState["mode"]) => void): () => void {
+    this.#modeListeners.add(listener);
+    return () => this.#modeListeners.delete(listener);
+  }
+
   /** Starts ticking (when enabled). */
   start(): void {
+    if (!this.#enabled) this.#settle();
     if (!this.#enabled || !this.#stopped) return;
     this.#stopped = false;
     this.#mode = "standby";
@@ -87,6 +108,7 @@ export class Scheduler {
   /** Stops ticking and gives the lease up, so another daemon leads at once. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#settle();
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     await this.#ticking;
     if (this.#mode === "leader") {
@@ -116,7 +138,10 @@ export class Scheduler {
   #schedule(delayMs: number): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
-      this.#ticking = this.#tick().finally(() => this.#schedule(this.#tickMs));
+      this.#ticking = this.#tick().finally(() => {
+        this.#settle();
+        this.#schedule(this.#tickMs);
+      });
     }, delayMs);
   }
 
@@ -126,7 +151,7 @@ export class Scheduler {
         holder: this.#holder,
         ttlMs: this.#leaseMs,
       });
-      this.#mode = lease.held ? "leader" : "standby";
+      this.#setMode(lease.held ? "leader" : "standby");
       this.#automations = await this.#services.automations.all();
       if (lease.held) {
         for (const automation of this.#automations) {
@@ -139,6 +164,14 @@ export class Scheduler {
       this.#error = error instanceof Error ? error.message.slice(0, 300) : "the tick failed";
     }
     this.#lastTickAt = new Date().toISOString();
+  }
+
+  #setMode(mode: SchedulerState["mode"]): void {
+    const before = this.#mode;
+    this.#mode = mode;
+    // The first tick settles the election: what it finds is the banner's, not a change.
+    if (mode === before || this.#lastTickAt === null) return;
+    for (const listener of this.#modeListeners) listener(mode);
   }
 
   /** Fires the automation's latest due slot, if it has not fired and is not too old. */

@@ -52,15 +52,21 @@ const HOOK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
  */
 export class WebhookReceiver {
   readonly #services: Services;
-  readonly #hooks: Record<string, WebhookConfig>;
   readonly #env: (name: string) => string | undefined;
   readonly #counts = { accepted: 0, duplicate: 0, rejected: 0, failed: 0 };
 
-  /** A receiver for the hooks of the services' configuration; secrets come from `env`. */
+  /**
+   * A receiver for the hooks of the services' configuration, as it is at each delivery (a
+   * reload adds and removes hooks); secrets come from `env`.
+   */
   constructor(services: Services, options: { env?: (name: string) => string | undefined } = {}) {
     this.#services = services;
-    this.#hooks = services.config.webhooks;
     this.#env = options.env ?? hostEnv;
+  }
+
+  /** The hooks of the configuration now. */
+  get #hooks(): Record<string, WebhookConfig> {
+    return this.#services.config.webhooks;
   }
 
   /** Deliveries so far. */

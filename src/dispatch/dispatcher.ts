@@ -139,6 +139,12 @@ export interface Dispatcher {
    * grant. `needsApproval` says the call must wait for a person first (`sandbox.full: "ask"`).
    */
   admit(options: AgentOptions, context?: DispatchContext): SandboxAdmission;
+  /**
+   * The dispatcher as configured now, which a later configuration reload does not change: a run
+   * holds it for its whole life, so that it ends with the providers and routing it started
+   * with. Absent on a dispatcher that is never reconfigured (it is its own pinned self).
+   */
+  pinned?(): Dispatcher;
 }
 
 /**

@@ -72,6 +72,7 @@ export type {
 } from "./types.ts";
 export { StopReason, type StopState } from "./stop.ts";
 export { dispatcherFromConfig, hasHarnessProvider, providerFromConfig } from "./from_config.ts";
+export { type SwappableDispatcher, swappableDispatcher } from "./swappable.ts";
 export { dispatchHistory, summarizeCalls } from "./history.ts";
 export {
   addCall,

@@ -97,8 +97,7 @@ export function fairOrder<T extends { owner: string }>(
 
 /** Admission of runs into one run manager: see the module. */
 export class RunAdmission {
-  /** The caps. */
-  readonly limits: RunAdmissionLimits;
+  #limits: RunAdmissionLimits;
   /** Runs executing in this process, by owner. */
   readonly #live = new OwnerGauge();
   readonly #liveHolds = new Map<string, GaugeRelease>();
@@ -111,7 +110,20 @@ export class RunAdmission {
 
   /** Admission with `limits` (the defaults for those not given). */
   constructor(limits: Partial<RunAdmissionLimits> = {}) {
-    this.limits = { ...DEFAULT_RUN_ADMISSION, ...limits };
+    this.#limits = { ...DEFAULT_RUN_ADMISSION, ...limits };
+  }
+
+  /** The caps. */
+  get limits(): RunAdmissionLimits {
+    return this.#limits;
+  }
+
+  /**
+   * Takes reloaded caps (the defaults for those not given): later decisions use them; runs
+   * already live or queued stay where they are (a raised cap admits queued runs as slots free).
+   */
+  configure(limits: Partial<RunAdmissionLimits>): void {
+    this.#limits = { ...DEFAULT_RUN_ADMISSION, ...limits };
   }
 
   /**

@@ -29,7 +29,7 @@ import { joinPath } from "../platform/mod.ts";
 import { DEFAULT_RUN_TIMEOUT_S, type JsonValue } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { RunContext } from "./run_context.ts";
-import { RunAdmission, type RunAdmissionSnapshot } from "./admission.ts";
+import { RunAdmission, type RunAdmissionLimits, type RunAdmissionSnapshot } from "./admission.ts";
 import { CancelPoll, followToEnd, ownerQuery, requireVisible, stopLive } from "../lifecycle/mod.ts";
 import {
   type ExecuteContext,
@@ -174,6 +174,11 @@ export class RunManager {
     const found = await this.#ledger.recoverInterrupted(this.#host.ref);
     this.#recovered.push(...found);
     return found;
+  }
+
+  /** Takes reloaded admission caps (a configuration reload): later runs are admitted by them. */
+  configureAdmission(limits: Partial<RunAdmissionLimits>): void {
+    this.#admission.configure(limits);
   }
 
   /** What the isolation tiers say about themselves, for `/api/status`. */

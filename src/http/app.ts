@@ -18,6 +18,7 @@ import { jsonBody } from "./json_body.ts";
 import { automationRoutes } from "./routes_automations.ts";
 import { boardRoutes } from "./routes_board.ts";
 import { callEventRoutes } from "./routes_call_events.ts";
+import { configRoutes } from "./routes_config.ts";
 import { dispatchRoutes } from "./routes_dispatch.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { memoryRoutes } from "./routes_memory.ts";
@@ -112,6 +113,7 @@ export function dashboardApp(services: Services, options: DashboardAppOptions): 
       pulseRoutes,
       callEventRoutes,
       notificationRoutes,
+      configRoutes,
     ]
   ) app.route("/", routes(context));
   const openapi = openapiDocument(app);

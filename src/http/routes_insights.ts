@@ -7,7 +7,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { z } from "zod";
 import { SCHEDULER_LEASE } from "../daemon/mod.ts";
-import { CapabilityReportSchema } from "../schemas/mod.ts";
+import { CapabilityReportSchema, ConfigStateSchema } from "../schemas/mod.ts";
 import {
   COST_DAYS,
   COST_HOURS,
@@ -95,7 +95,12 @@ const StatusSchema = z.object({
       description: "the providers configured on it: queued work naming one goes to such a host",
     }),
   })).meta({
-    description: "the processes sharing the ledger (on a shared ledger, of every machine)",
+    description: "the processes sharing the ledger (on a shared ledger, of every machine): " +
+      "the one answering is alive; one dead for more than 10 minutes has left the list",
+  }),
+  config: ConfigStateSchema.nullable().meta({
+    description: "the configuration in effect and the last reload's error, for the operator " +
+      "(a token bound to no owner); null for other owners",
   }),
   runs: z.object({ active: CountsSchema }),
   tasks: z.object({ active: CountsSchema }),

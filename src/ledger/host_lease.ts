@@ -11,8 +11,7 @@ export const HEARTBEAT_MS = 2_000;
  * another process can tell a live host from a dead one and recover the dead one's work.
  */
 export class HostLease {
-  /** This host as the ledger records it. */
-  readonly ref: HostRef;
+  #ref: HostRef;
   readonly #ledger: HostLedger;
   readonly #startedAt = new Date().toISOString();
   readonly #intervalMs: number;
@@ -27,12 +26,25 @@ export class HostLease {
   ) {
     this.#ledger = ledger;
     this.#intervalMs = options.heartbeatMs ?? HEARTBEAT_MS;
-    this.ref = {
+    this.#ref = {
       id: newId("host"),
       pid: platform().pid(),
       ...(options.role ? { role: options.role } : {}),
       ...(options.providers ? { providers: options.providers } : {}),
     };
+  }
+
+  /** This host as the ledger records it. */
+  get ref(): HostRef {
+    return this.#ref;
+  }
+
+  /**
+   * Names the providers this host has now (after a configuration reload); the next heartbeat
+   * tells the other hosts.
+   */
+  setProviders(providers: readonly string[]): void {
+    this.#ref = { ...this.#ref, providers: [...providers] };
   }
 
   /** When this host started (ISO 8601). */

@@ -15,6 +15,14 @@ import type { TaskEvent } from "./records.ts";
  */
 const STALE_HOST_MS = 10_000;
 
+/**
+ * A dead host whose last heartbeat is older than this leaves the ledger the next time the hosts
+ * are listed: listings (`/api/status`, `svc health`) keep the recently dead, to show what
+ * stopped, not every process that ever ran. Its record says nothing more than its absence does:
+ * a host without a record is dead.
+ */
+export const HOST_FORGET_MS = 10 * 60_000;
+
 interface HostDoc {
   pid: number;
   started_at: string;
@@ -164,6 +172,12 @@ async function listHosts(ctx: LedgerContext): Promise<HostInfo[]> {
     const id = entry.key.at(-1);
     if (typeof id !== "string" || !entry.value) continue;
     const doc = fromBytes<HostDoc>(entry.value);
+    if (Date.now() - Date.parse(doc.heartbeat_at) > HOST_FORGET_MS) {
+      // Only if no heartbeat came in between: a host that beats again is listed again.
+      await ctx.kv.atomic().check(KEYS.host(id), entry.versionstamp).delete(KEYS.host(id)).commit()
+        .catch(() => {});
+      continue;
+    }
     out.push({
       host_id: id,
       pid: doc.pid,

@@ -33,6 +33,7 @@ export type {
 export { Notifier, type NotifierOptions } from "./notifier.ts";
 export { type OpenedStore, openStore, type OpenStoreOptions } from "./store.ts";
 export { HEARTBEAT_MS, HostLease } from "./host_lease.ts";
+export { HOST_FORGET_MS } from "./hosts.ts";
 export {
   exportLedger,
   importLedger,

@@ -148,7 +148,7 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
   };
 }
 
-const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 async function runAttached(
   command: string,
@@ -385,6 +385,12 @@ export const denoPlatform: Platform = {
       Deno.removeSignalListener("SIGTERM", handler);
     };
   },
+  onReload(handler) {
+    if (Deno.build.os === "windows") return () => {};
+    Deno.addSignalListener("SIGHUP", handler);
+    return () => Deno.removeSignalListener("SIGHUP", handler);
+  },
+  watchFile: watchFileDeno,
   args: () => [...Deno.args],
   readStdin: (maxBytes) => readBounded(Deno.stdin.readable, maxBytes),
   exit: (code) => Deno.exit(code),
@@ -392,3 +398,28 @@ export const denoPlatform: Platform = {
   serve,
   missingGrant,
 };
+
+/** {@linkcode Platform.watchFile} over `Deno.watchFs` on the file's folder. */
+function watchFileDeno(path: string, onChange: () => void): () => void {
+  const slash = path.lastIndexOf("/");
+  const dir = slash > 0 ? path.slice(0, slash) : slash === 0 ? "/" : ".";
+  const name = path.slice(slash + 1);
+  let watcher: Deno.FsWatcher;
+  try {
+    watcher = Deno.watchFs(dir, { recursive: false });
+  } catch {
+    return () => {};
+  }
+  (async () => {
+    for await (const event of watcher) {
+      if (event.paths.some((changed) => changed.split("/").at(-1) === name)) onChange();
+    }
+  })().catch(() => {});
+  return () => {
+    try {
+      watcher.close();
+    } catch {
+      // Already closed.
+    }
+  };
+}

@@ -7,7 +7,14 @@ import { createHash } from "node:crypto";
 import { openKv as openDenoKv } from "@deno/kv";
 import { getRequestListener } from "@hono/node-server";
 import { spawn as spawnChild } from "node:child_process";
-import { accessSync, constants as fsConstants, readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  accessSync,
+  constants as fsConstants,
+  readdirSync,
+  readFileSync,
+  statSync,
+  watch as watchFs,
+} from "node:fs";
 import * as fs from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -119,7 +126,7 @@ function spawnNode(command: string, options: SpawnOptions): ChildProcess {
   };
 }
 
-const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 function runAttached(
   command: string,
@@ -342,6 +349,12 @@ export const nodePlatform: Platform = {
       process.off("SIGTERM", handler);
     };
   },
+  onReload(handler) {
+    if (process.platform === "win32") return () => {};
+    process.on("SIGHUP", handler);
+    return () => void process.off("SIGHUP", handler);
+  },
+  watchFile: watchFileNode,
   args: () => process.argv.slice(2),
   readStdin: (maxBytes) =>
     readBounded(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, maxBytes),
@@ -351,3 +364,19 @@ export const nodePlatform: Platform = {
   // Node has no permission grants (its --permission model is not used): nothing to name.
   missingGrant: () => undefined,
 };
+
+/** {@linkcode Platform.watchFile} over `fs.watch` on the file's folder. */
+function watchFileNode(path: string, onChange: () => void): () => void {
+  const slash = path.lastIndexOf("/");
+  const dir = slash > 0 ? path.slice(0, slash) : slash === 0 ? "/" : ".";
+  const name = path.slice(slash + 1);
+  try {
+    const watcher = watchFs(dir, { persistent: false }, (_event, file) => {
+      if (file === null || String(file) === name) onChange();
+    });
+    watcher.on("error", () => {});
+    return () => watcher.close();
+  } catch {
+    return () => {};
+  }
+}

@@ -233,6 +233,18 @@ export interface Platform {
    * returns a function that removes it. Servers close cleanly with it.
    */
   onStop(handler: () => void): () => void;
+  /**
+   * Calls `handler` on SIGHUP, the conventional "read your configuration again" signal, instead
+   * of dying; returns a function that removes it. Where the signal does not exist (Windows),
+   * nothing is registered.
+   */
+  onReload(handler: () => void): () => void;
+  /**
+   * Calls `onChange` whenever the file at `path` may have changed (written, replaced, created or
+   * removed). Its folder is watched, not the file, since editors save by replacing the file.
+   * Returns a function that stops watching; a folder that cannot be watched watches nothing.
+   */
+  watchFile(path: string, onChange: () => void): () => void;
   /** Command-line arguments after the program name. */
   args(): string[];
   /**

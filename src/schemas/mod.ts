@@ -140,3 +140,4 @@ export {
   PROGRESS_TEXT_LIMIT,
 } from "./progress.ts";
 export { MARK_READ_IDS, type MarkReadRequest, MarkReadRequestSchema } from "./notification.ts";
+export { CONFIG_ERROR_CHARS, type ConfigState, ConfigStateSchema } from "./config_state.ts";

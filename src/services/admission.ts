@@ -31,7 +31,7 @@ export interface AdmissionOptions {
 
 /** The caps every surface goes through for what is not a run or a task: event streams. */
 export class Admission {
-  readonly #config: AdmissionConfig;
+  #config: AdmissionConfig;
   readonly #runs: RunManager;
   readonly #tasks: TaskManager;
   readonly #streams = new OwnerGauge();
@@ -41,6 +41,19 @@ export class Admission {
     this.#config = options.config;
     this.#runs = options.runs;
     this.#tasks = options.tasks;
+  }
+
+  /**
+   * Takes reloaded caps: later runs, dispatches and event streams are admitted by them; what is
+   * open or running stays.
+   */
+  configure(config: AdmissionConfig): void {
+    this.#config = config;
+    this.#runs.configureAdmission(runAdmissionOf(config));
+    this.#tasks.configureAdmission({
+      ownerLiveTasks: config.owner_live_tasks,
+      retryAfterS: config.retry_after_s,
+    });
   }
 
   /**

@@ -18,10 +18,12 @@ import {
   type Caller,
   type CallRecord,
   type HostInfo,
+  type HostLease,
   type RunState,
 } from "../ledger/mod.ts";
 import type { IsolationReport } from "../isolation/mod.ts";
-import type { CapabilityReport } from "../schemas/mod.ts";
+import type { CapabilityReport, ConfigState } from "../schemas/mod.ts";
+import { isOperator } from "./config_reload.ts";
 import { VERSION } from "../version.ts";
 import type { AdmissionSnapshot } from "./admission.ts";
 import { type CostBreakdown, costBreakdown } from "./cost_breakdown.ts";
@@ -61,8 +63,10 @@ export interface ServiceStatus {
   scheduler: { mode: "leader" | "standby" | "off"; leader: string | null };
   /** Whether a live daemon claims queued work. */
   daemon: { running: boolean; count: number };
-  /** The processes sharing the ledger. */
+  /** The processes sharing the ledger: this one (answering, so alive) first. */
   hosts: HostInfo[];
+  /** The configuration in effect, for the operator; null for other owners. */
+  config: ConfigState | null;
   /** The caller's active runs by state. */
   runs: { active: StateCounts };
   /** The caller's active tasks by state. */
@@ -93,6 +97,27 @@ function countStates(items: ReadonlyArray<{ state: RunState }>): StateCounts {
   return counts;
 }
 
+/**
+ * The hosts of the ledger with the one answering marked alive and listed first: it is
+ * answering, whether or not it holds its heartbeat now (a dashboard beats only while it has
+ * work). Absent from the ledger, it is added as it is.
+ */
+function withSelf(hosts: readonly HostInfo[], self: HostLease): HostInfo[] {
+  const own = hosts.find((host) => host.host_id === self.ref.id);
+  const me: HostInfo = {
+    ...(own ?? {
+      host_id: self.ref.id,
+      pid: self.ref.pid,
+      role: self.ref.role ?? "host",
+      started_at: self.startedAt,
+      heartbeat_at: new Date().toISOString(),
+    }),
+    alive: true,
+    ...(self.ref.providers ? { providers: [...self.ref.providers] } : {}),
+  };
+  return [me, ...hosts.filter((host) => host.host_id !== self.ref.id)];
+}
+
 /** The reports of one surface over open services; each method is one answer of that surface. */
 export class Insights {
   readonly #services: Services;
@@ -116,7 +141,8 @@ export class Insights {
       services.admission.snapshot(caller),
       services.runs.isolationReport(),
     ]);
-    const daemons = hosts.filter((host) => host.alive && host.role === "daemon");
+    const listed = withSelf(hosts, services.host);
+    const daemons = listed.filter((host) => host.alive && host.role === "daemon");
     const leader = daemons.find((host) => host.host_id === lease.holder)?.host_id ?? null;
     return {
       service: "svc",
@@ -131,7 +157,8 @@ export class Insights {
       },
       scheduler: { mode: leader ? "leader" : daemons.length > 0 ? "standby" : "off", leader },
       daemon: { running: daemons.length > 0, count: daemons.length },
-      hosts,
+      hosts: listed,
+      config: isOperator(caller) ? services.configuration.state() : null,
       runs: { active: active.runs },
       tasks: { active: active.tasks },
       admission,

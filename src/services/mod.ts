@@ -55,3 +55,11 @@ export {
   type PulseSources,
 } from "./pulse.ts";
 export { type CardRun, cardRuns } from "./card_runs.ts";
+export {
+  ConfigReload,
+  type ConfigReloadOptions,
+  type ConfigReloadOutcome,
+  isOperator,
+  type ReloadTrigger,
+  RESTART_KEYS,
+} from "./config_reload.ts";

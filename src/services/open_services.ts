@@ -1,12 +1,13 @@
 import { type Board, openBoard } from "../board/mod.ts";
 import { ApprovalQueue } from "../approvals/mod.ts";
-import { type Config, loadConfig, svcHome } from "../config/mod.ts";
+import { type Config, loadConfig, type LoadedConfig, svcHome } from "../config/mod.ts";
 import {
   type Capabilities,
   createCapabilities,
   type Dispatcher,
   dispatcherFromConfig,
   hasHarnessProvider,
+  swappableDispatcher,
 } from "../dispatch/mod.ts";
 import { SessionStore, TaskManager, type TaskManagerOptions } from "../tasks/mod.ts";
 import { WorktreeManager } from "../worktrees/mod.ts";
@@ -28,6 +29,7 @@ import { Streams } from "./streams.ts";
 import { RunGraph } from "./run_graph.ts";
 import { PulseService } from "./pulse.ts";
 import { Notifications } from "./notifications.ts";
+import { ConfigReload } from "./config_reload.ts";
 
 /** How often a host looks for runs and tasks of dead hosts, in ms. */
 const RECOVER_EVERY_MS = 5_000;
@@ -44,7 +46,10 @@ export interface ServicesOptions {
   home?: string;
   /** The configuration. Default: `config.json` of the data directory, else the built-in one. */
   config?: Config;
-  /** The dispatcher. Default: built from the configuration. */
+  /**
+   * The dispatcher. Default: built from the configuration, and rebuilt by each reload. One given
+   * here is kept across reloads (which still reload automations, caps and roots).
+   */
   dispatcher?: Dispatcher;
   /** Settings of the run manager (limits, isolation backends, project folder). */
   runs?: RunSettings;
@@ -99,10 +104,12 @@ function ownCheckout(): string[] {
 export interface Services extends AsyncDisposable {
   /** The data directory. */
   readonly home: string;
-  /** The configuration the services were built from. */
+  /** The configuration in effect (a reload replaces it; a run keeps the one it started with). */
   readonly config: Config;
   /** The configuration file, or null for the built-in default. */
   readonly configPath: string | null;
+  /** Reloads the configuration (on request, on a change of the file, on SIGHUP) and reports it. */
+  readonly configuration: ConfigReload;
   /** The one ledger every service writes to. */
   readonly ledger: Ledger;
   /** This process's identity in the ledger. */
@@ -180,6 +187,100 @@ function taskSettingsOf(config: Config): Pick<
   };
 }
 
+/** A dispatcher built from `config`, reading the host's environment through the root's reader. */
+function dispatcherOf(config: Config, worktrees: WorktreeManager): Dispatcher {
+  return dispatcherFromConfig(config, {
+    worktrees,
+    // The services read no environment: the root hands them its reader and its data directory.
+    env: (name) => platform().env(name),
+    ...(hasHarnessProvider(config) ? { scratchRoot: joinPath(svcHome(), "tmp") } : {}),
+  });
+}
+
+/** What reports each configured provider's abilities, reading key variables through the root. */
+function capabilitiesOf(config: Config): Capabilities {
+  // The one place the report reads host variables: the key variables it names.
+  return createCapabilities({ config, env: (name) => platform().env(name) });
+}
+
+/**
+ * The configuration's reload: the root's reader, the watch of the file and SIGHUP, and how a
+ * validated configuration goes into effect. Everything new is built before anything is swapped.
+ */
+function configReloadOf(
+  home: string,
+  loaded: LoadedConfig,
+  parts: {
+    dispatcher: ReturnType<typeof swappableDispatcher> | undefined;
+    worktrees: WorktreeManager;
+    host: HostLease;
+    automations: Automations;
+    admission: Admission;
+    workspace: WorkspacePolicy;
+    /** What the services hand out by a getter: replaced here. */
+    live: { capabilities: Capabilities };
+  },
+): ConfigReload {
+  const p = platform();
+  const path = loaded.path;
+  return new ConfigReload({
+    initial: loaded,
+    read: () => loadConfig(home),
+    apply: (next) => {
+      const dispatcher = parts.dispatcher ? dispatcherOf(next, parts.worktrees) : undefined;
+      const capabilities = capabilitiesOf(next);
+      parts.automations.configure(next);
+      parts.admission.configure(next.admission);
+      parts.workspace.setRoots(next.workspaces);
+      parts.live.capabilities = capabilities;
+      if (dispatcher && parts.dispatcher) {
+        parts.dispatcher.swap(dispatcher);
+        parts.host.setProviders(dispatcher.providers());
+      }
+    },
+    ...(path ? { watchFile: (onChange: () => void) => p.watchFile(path, onChange) } : {}),
+    onSignal: (handler) => p.onReload(handler),
+  });
+}
+
+/**
+ * The workspace policy: the configuration's roots, and what a remote caller may never reach:
+ * the data directory (the configuration, the token, every owner's ledger), the board, and svc's
+ * own source.
+ */
+function workspaceOf(
+  config: Config,
+  at: { home: string; boardDir: string; options: ServicesOptions },
+): WorkspacePolicy {
+  const { fallbackRoots } = at.options;
+  return new WorkspacePolicy({
+    roots: config.workspaces,
+    ...(fallbackRoots ? { fallbackRoots } : {}),
+    forbidden: [at.home, at.boardDir, ...ownCheckout()],
+    home: at.home,
+  });
+}
+
+/**
+ * Takes up queued runs (a long-lived server while no daemon is alive) now, then recovers dead
+ * hosts' runs and tasks and looks again every `recoverEveryMs`; returns the function that stops.
+ */
+async function startRecovery(
+  parts: { ledger: Ledger; runs: RunManager; tasks: TaskManager; options: ServicesOptions },
+): Promise<() => void> {
+  const { ledger, runs, tasks, options } = parts;
+  const adopt = async () => {
+    if (options.adoptQueuedRuns && !(await daemonAlive(ledger))) await runs.adoptQueued();
+  };
+  await adopt();
+  const recovery = setInterval(() => {
+    runs.recover().catch(() => {});
+    tasks.recover().catch(() => {});
+    adopt().catch(() => {});
+  }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
+  return () => clearInterval(recovery);
+}
+
 /**
  * The composition root: opens the ledger of a data directory and builds every service over
  * it. Runs and tasks of hosts that died are recovered now, and every `recoverEveryMs` while
@@ -190,12 +291,11 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const loaded = options.config ? { config: options.config, path: null } : await loadConfig(home);
   const { config } = loaded;
   const worktrees = new WorktreeManager({ home });
-  const dispatcher = options.dispatcher ?? dispatcherFromConfig(config, {
-    worktrees,
-    // The services read no environment: the root hands them its reader and its data directory.
-    env: (name) => platform().env(name),
-    ...(hasHarnessProvider(config) ? { scratchRoot: joinPath(svcHome(), "tmp") } : {}),
-  });
+  const swappable = options.dispatcher ? undefined : swappableDispatcher(
+    dispatcherOf(config, worktrees),
+  );
+  const dispatcher = options.dispatcher ?? swappable!;
+  const live = { capabilities: capabilitiesOf(config) };
   const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
   const ledger = await openLedger(home, {
     ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
@@ -214,14 +314,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       ...(url ? { url } : {}),
     });
     const sessions = new SessionStore(ledger);
-    // What a remote caller may never reach: the data directory (the configuration, the token,
-    // every owner's ledger), the board, and svc's own source.
-    const workspace = new WorkspacePolicy({
-      roots: config.workspaces,
-      ...(options.fallbackRoots ? { fallbackRoots: options.fallbackRoots } : {}),
-      forbidden: [home, board.dir, ...ownCheckout()],
-      home,
-    });
+    const workspace = workspaceOf(config, { home, boardDir: board.dir, options });
     tasks = new TaskManager({
       dispatcher,
       ledger,
@@ -241,25 +334,25 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     });
     // Scratch directories of harness calls whose host died (the run manager swept its own).
     await sweepScratch(joinPath(home, "tmp"));
-    const adopt = async () => {
-      if (options.adoptQueuedRuns && !(await daemonAlive(ledger))) await runs?.adoptQueued();
-    };
-    await adopt();
-    const recovery = setInterval(() => {
-      runs?.recover().catch(() => {});
-      tasks?.recover().catch(() => {});
-      adopt().catch(() => {});
-    }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
+    const stopRecovery = await startRecovery({ ledger, runs, tasks, options });
     const events = new EventFeed({ runs, tasks, ledger });
-    const memory = new MemorySearch({ runs, tasks, cards: board, ...options.memory });
-    const reviews = new ReviewService({ runs, ledger, workspace });
-    const collaborations = new CollaborationLog(ledger);
     const admission = new Admission({ config: config.admission, runs, tasks });
     const streams = new Streams({ events, board, admission, runs, tasks });
+    const automations = new Automations({ ledger, config, workspace });
+    const configuration = configReloadOf(home, loaded, {
+      dispatcher: swappable,
+      worktrees,
+      host,
+      automations,
+      admission,
+      workspace,
+      live,
+    });
     let closing: Promise<void> | undefined;
     const close = () =>
       closing ??= (async () => {
-        clearInterval(recovery);
+        configuration.close();
+        stopRecovery();
         await runs?.close();
         await tasks?.close();
         await host.close();
@@ -268,25 +361,31 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       })();
     return {
       home,
-      config,
-      configPath: loaded.path,
+      get config() {
+        return configuration.config;
+      },
+      get configPath() {
+        return configuration.state().source;
+      },
+      configuration,
       ledger,
       host,
       dispatcher,
-      // The one place the report reads host variables: the key variables it names.
-      capabilities: createCapabilities({ config, env: (name) => platform().env(name) }),
+      get capabilities() {
+        return live.capabilities;
+      },
       sessions,
       tasks,
       runs,
       worktrees,
       events,
       board,
-      memory,
-      reviews,
-      collaborations,
+      memory: new MemorySearch({ runs, tasks, cards: board, ...options.memory }),
+      reviews: new ReviewService({ runs, ledger, workspace }),
+      collaborations: new CollaborationLog(ledger),
       a2aTasks: ledger,
       approvals: new ApprovalQueue({ ledger }),
-      automations: new Automations({ ledger, config, workspace }),
+      automations,
       admission,
       streams,
       runGraph: new RunGraph({ runs, ledger }),

@@ -124,7 +124,7 @@ function now(): string {
  * process (its worker polls the ledger), killing the agent's whole process group.
  */
 export class TaskManager {
-  readonly #options: Required<Omit<TaskManagerOptions, "host">>;
+  #options: Required<Omit<TaskManagerOptions, "host">>;
   readonly #live = new Map<string, LiveTask>();
   /** Tasks remote callers started in this process and that have not ended, by owner. */
   readonly #owners = new OwnerGauge();
@@ -135,6 +135,14 @@ export class TaskManager {
   readonly #host: HostLease;
   readonly #ownsHost: boolean;
   readonly #cancelPoll: CancelPoll;
+
+  /**
+   * Takes reloaded caps (a configuration reload): later dispatches are admitted by them; tasks
+   * already live stay.
+   */
+  configureAdmission(caps: { ownerLiveTasks: number; retryAfterS: number }): void {
+    this.#options = { ...this.#options, ...caps };
+  }
 
   /** A manager over the dispatcher and ledger of `options`; it runs nothing until asked. */
   constructor(options: TaskManagerOptions) {

@@ -54,7 +54,7 @@ const SCRATCH_REF = /^\$SVC_HOME\/tmp\/(work-[A-Za-z0-9_]{1,64})$/;
  * forbidden directory, and without roots gets a fresh scratch directory.
  */
 export class WorkspacePolicy {
-  readonly #roots: Readonly<Record<string, readonly string[]>>;
+  #roots: Readonly<Record<string, readonly string[]>>;
   readonly #fallback: readonly string[];
   readonly #forbidden: readonly string[];
   readonly #scratchRoot: string;
@@ -65,6 +65,14 @@ export class WorkspacePolicy {
     this.#fallback = options.fallbackRoots ?? [];
     this.#forbidden = options.forbidden ?? [];
     this.#scratchRoot = joinPath(options.home, "tmp");
+  }
+
+  /**
+   * Takes reloaded roots (the configuration's `workspaces`): later requests are checked against
+   * them; a run or dispatch already working stays where it is.
+   */
+  setRoots(roots: Readonly<Record<string, readonly string[]>>): void {
+    this.#roots = roots;
   }
 
   /** The roots that apply to `owner`: its own, else the fallback. */

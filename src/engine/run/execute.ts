@@ -153,7 +153,8 @@ function startGuest(
       ? { replay: run.replay.offer(REPLAY_OFFER), maxAgents: status.limits.max_agents }
       : {}),
     handlers: guestHandlers(run, {
-      dispatcher: options.dispatcher,
+      // The providers and routing as configured now: a reload while it runs changes neither.
+      dispatcher: options.dispatcher.pinned?.() ?? options.dispatcher,
       sessions: options.sessions,
       schemas: places.schemas,
       agentTypes: places.agentTypes,
