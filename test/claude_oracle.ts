@@ -21,6 +21,8 @@ export interface ObservedCall {
   phase: string | null;
   /** The call's answer, `fake response to: <prompt>` or the schema's instance. */
   answer: JsonValue | null;
+  /** How it ended, in Claude Code's words: `done` for an answered call. */
+  state: string;
 }
 
 /** What one run of a script showed. */
@@ -219,6 +221,7 @@ function claudeObservation(file: OutputFile, answered: Answered[]): Observation 
       label: entry.label ?? null,
       phase: entry.phaseTitle ?? null,
       answer: call?.answer ?? null,
+      state: entry.state ?? "unknown",
     };
   });
   return {
@@ -290,6 +293,7 @@ export async function observeSvc(script: OracleScript, svcHome: string): Promise
         label: entry.label,
         phase: phaseOf.get(entry.seq) ?? entry.phase ?? null,
         answer,
+        state: entry.outcome === "live" || entry.outcome === "replayed" ? "done" : entry.outcome,
       };
     });
     return {
