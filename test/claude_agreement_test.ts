@@ -37,6 +37,16 @@ Deno.test("a call without a label is labelled with the first 60 characters of it
   assert.deepEqual(started, journal.map((e) => e.label), "the live events name them alike");
 });
 
+Deno.test("a label taken from the prompt shows no credential the prompt holds", async () => {
+  await using t = await testManager();
+  const run = await t.manager.start({
+    script: `await agent("use sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789 to call it");`,
+  }, LOCAL);
+  assert.equal((await t.manager.wait(run.run_id, LOCAL)).state, "succeeded");
+  const [entry] = await t.manager.journal(run.run_id, LOCAL);
+  assert.equal(entry?.label, "use [redacted] to call it");
+});
+
 Deno.test("a thunk or stage that throws adds parallel[i] / pipeline[i] failed lines to the log", async () => {
   const status = await runScript(`
     await parallel([() => agent("kept"), () => { throw new Error("no reviewer"); }]);

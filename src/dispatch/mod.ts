@@ -90,3 +90,4 @@ export {
   type ProgressChannelOptions,
   type ProgressListener,
 } from "./progress.ts";
+export { redactSecrets } from "./redaction.ts";
