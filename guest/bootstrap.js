@@ -81,7 +81,7 @@ async function main() {
     return ReflectConstruct(AsyncFunction, list);
   };
   const primitives = createPrimitives(channel, init, compile);
-  const values = primitives.parameters(init.hasArgs ? init.args : undefined, false);
+  const values = primitives.parameters(init.hasArgs ? init.args : undefined);
 
   addEventListener("unhandledrejection", (event) => {
     event.preventDefault();

@@ -34,7 +34,9 @@ var RangeErrorCtor = RangeError;
 var ReflectApply = Reflect.apply;
 var ReflectConstruct = Reflect.construct;
 var StringCtor = String;
+var StringPrototypeEndsWith = uncurryThis(String.prototype.endsWith);
 var StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
+var StringPrototypeLastIndexOf = uncurryThis(String.prototype.lastIndexOf);
 var StringPrototypeSlice = uncurryThis(String.prototype.slice);
 var StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCase);
 var SymbolFor = Symbol.for;
@@ -922,17 +924,22 @@ function createPrimitives(channel, init, compile) {
     }
   }
   function agent(prompt, options) {
+    return agentIn(null, agent, prompt, options);
+  }
+  function agentIn(group, caller, prompt, options) {
     if (typeof prompt !== "string") {
       return PromiseReject(new TypeErrorCtor(`agent(): prompt must be a string, got ${describe(prompt)}`));
     }
-    if (options !== void 0 && (options === null || typeof options !== "object" || ArrayIsArray(options))) {
-      return PromiseReject(new TypeErrorCtor(`agent(): options must be an object, got ${describe(options)}`));
-    }
+    const ignored = options !== void 0 && (options === null || typeof options !== "object" || ArrayIsArray(options)) ? describe(options) : null;
     let params;
     try {
-      params = JSONStringify({
+      params = ignored === null ? JSONStringify({
         prompt,
         options: options ?? {}
+      }) : JSONStringify({
+        prompt,
+        options: {},
+        ignored
       });
     } catch (error) {
       return PromiseReject(new TypeErrorCtor(`agent(): options must be JSON values (${error.message})`));
@@ -943,8 +950,9 @@ function createPrimitives(channel, init, compile) {
       return PromiseResolve(decision.value);
     }
     const site = {};
-    ErrorCaptureStackTrace(site, agent);
-    const sent = decision.position === null ? params : StringPrototypeSlice(params, 0, -1) + ',"position":' + decision.position + (decision.replay ? ',"replay":true}' : "}");
+    ErrorCaptureStackTrace(site, caller);
+    const placed = decision.position === null ? params : StringPrototypeSlice(params, 0, -1) + ',"position":' + decision.position + (decision.replay ? ',"replay":true}' : "}");
+    const sent = group === null ? placed : StringPrototypeSlice(placed, 0, -1) + ',"group":' + JSONStringify(group) + "}";
     return PromisePrototypeThen(channel.request(AGENT, sent), (reply) => {
       if (typeof reply.spent === "number") spent = reply.spent;
       return reply.value;
@@ -1067,12 +1075,56 @@ function createPrimitives(channel, init, compile) {
     }
     const site = {};
     ErrorCaptureStackTrace(site, workflow);
+    const child = childOf(typeof nameOrRef === "string" ? nameOrRef : target.scriptPath);
     const { branch, step } = positions.step();
-    return PromisePrototypeThen(channel.request(WORKFLOW, params), (reply) => positions.within(positions.fork(branch, step, 0), compile(reply.body, reply.filename), parameters(given, true)), (error) => {
+    return PromisePrototypeThen(channel.request(WORKFLOW, params), (reply) => {
+      say(`\u25B8 running dynamic workflow ${child.name}`);
+      return PromisePrototypeThen(positions.within(positions.fork(branch, step, 0), compile(reply.body, reply.filename), childParameters(given, child)), (value) => {
+        say(`\u25B8 ${child.name} done`);
+        return value;
+      });
+    }, (error) => {
       throw withCallSite(error, site);
     });
   }
-  function parameters(args, nested) {
+  function say(message) {
+    channel.notify(LOG, JSONStringify({
+      message
+    }));
+  }
+  const started = new MapCtor();
+  function childOf(ref) {
+    let name = ref;
+    const slash = StringPrototypeLastIndexOf(name, "/");
+    if (slash !== -1) name = StringPrototypeSlice(name, slash + 1);
+    if (StringPrototypeEndsWith(name, ".js")) name = StringPrototypeSlice(name, 0, -3);
+    const count = (MapPrototypeGet(started, name) ?? 0) + 1;
+    MapPrototypeSet(started, name, count);
+    const shown = count === 1 ? name : `${name} #${count}`;
+    return {
+      __proto__: null,
+      name,
+      group: `\u25B8 ${shown}`,
+      prefix: `[${shown}] `
+    };
+  }
+  function childParameters(args, child) {
+    const childAgent = (prompt, options) => agentIn(child.group, childAgent, prompt, options);
+    const childLog = (message) => say(child.prefix + text(message));
+    const childPhase = (_title) => {
+    };
+    return [
+      childAgent,
+      parallel,
+      pipeline,
+      childPhase,
+      childLog,
+      args,
+      budget,
+      nestedWorkflow
+    ];
+  }
+  function parameters(args) {
     return [
       agent,
       parallel,
@@ -1081,7 +1133,7 @@ function createPrimitives(channel, init, compile) {
       log,
       args,
       budget,
-      nested ? nestedWorkflow : workflow
+      workflow
     ];
   }
   return ObjectFreeze({
@@ -1172,7 +1224,7 @@ async function main() {
     return ReflectConstruct(AsyncFunction, list);
   };
   const primitives = createPrimitives(channel, init, compile);
-  const values = primitives.parameters(init.hasArgs ? init.args : void 0, false);
+  const values = primitives.parameters(init.hasArgs ? init.args : void 0);
   addEventListener("unhandledrejection", (event) => {
     event.preventDefault();
     finish({ ok: false, error: describeError(event.reason) });

@@ -7,6 +7,9 @@ import {
   ErrorCtor,
   JSONParse,
   JSONStringify,
+  MapCtor,
+  MapPrototypeGet,
+  MapPrototypeSet,
   ObjectDefineProperty,
   ObjectFreeze,
   PromiseCtor,
@@ -15,7 +18,9 @@ import {
   PromiseResolve,
   RangeErrorCtor,
   StringCtor,
+  StringPrototypeEndsWith,
   StringPrototypeIndexOf,
+  StringPrototypeLastIndexOf,
   StringPrototypeSlice,
   TypeErrorCtor,
   WeakMapCtor,
@@ -106,7 +111,7 @@ export const PARAMETERS = [
 
 /**
  * Builds the primitives. `compile(body, filename)` turns a body into an async function taking
- * {@link PARAMETERS}; `parameters(args, nested)` returns their values for one body.
+ * {@link PARAMETERS}; `parameters(args)` returns their values for the script's body.
  */
 export function createPrimitives(channel, init, compile) {
   const maxItems = init.maxItems;
@@ -154,23 +159,28 @@ export function createPrimitives(channel, init, compile) {
     }
   }
 
+  // The script's agent(); a sub-workflow's calls carry its group, the phase they show in.
   function agent(prompt, options) {
+    return agentIn(null, agent, prompt, options);
+  }
+
+  // `caller` is the function the script called, where the call's stack trace starts.
+  function agentIn(group, caller, prompt, options) {
     if (typeof prompt !== "string") {
       return PromiseReject(
         new TypeErrorCtor(`agent(): prompt must be a string, got ${describe(prompt)}`),
       );
     }
-    if (
-      options !== undefined &&
-      (options === null || typeof options !== "object" || ArrayIsArray(options))
-    ) {
-      return PromiseReject(
-        new TypeErrorCtor(`agent(): options must be an object, got ${describe(options)}`),
-      );
-    }
+    // Options that are no object count as none, as in Claude Code: the host narrates why.
+    const ignored = options !== undefined &&
+        (options === null || typeof options !== "object" || ArrayIsArray(options))
+      ? describe(options)
+      : null;
     let params;
     try {
-      params = JSONStringify({ prompt, options: options ?? {} });
+      params = ignored === null
+        ? JSONStringify({ prompt, options: options ?? {} })
+        : JSONStringify({ prompt, options: {}, ignored });
     } catch (error) {
       return PromiseReject(
         new TypeErrorCtor(`agent(): options must be JSON values (${error.message})`),
@@ -183,10 +193,16 @@ export function createPrimitives(channel, init, compile) {
       return PromiseResolve(decision.value);
     }
     const site = {};
-    ErrorCaptureStackTrace(site, agent);
-    // The position and the replay verdict travel after the call, built from our own strings.
-    const sent = decision.position === null ? params : StringPrototypeSlice(params, 0, -1) +
-      ',"position":' + decision.position + (decision.replay ? ',"replay":true}' : "}");
+    ErrorCaptureStackTrace(site, caller);
+    // The position, the replay verdict and the group travel after the call, built from our
+    // own strings.
+    const placed = decision.position === null
+      ? params
+      : StringPrototypeSlice(params, 0, -1) + ',"position":' + decision.position +
+        (decision.replay ? ',"replay":true}' : "}");
+    const sent = group === null
+      ? placed
+      : StringPrototypeSlice(placed, 0, -1) + ',"group":' + JSONStringify(group) + "}";
     return PromisePrototypeThen(
       channel.request(AGENT, sent),
       (reply) => {
@@ -341,33 +357,64 @@ export function createPrimitives(channel, init, compile) {
     }
     const site = {};
     ErrorCaptureStackTrace(site, workflow);
+    const child = childOf(typeof nameOrRef === "string" ? nameOrRef : target.scriptPath);
     // The sub-workflow's calls form one branch, in place of this step of the caller's.
     const { branch, step } = positions.step();
     return PromisePrototypeThen(
       channel.request(WORKFLOW, params),
-      (reply) =>
-        positions.within(
-          positions.fork(branch, step, 0),
-          compile(reply.body, reply.filename),
-          parameters(given, true),
-        ),
+      (reply) => {
+        say(`\u25b8 running dynamic workflow ${child.name}`);
+        return PromisePrototypeThen(
+          positions.within(
+            positions.fork(branch, step, 0),
+            compile(reply.body, reply.filename),
+            childParameters(given, child),
+          ),
+          (value) => {
+            say(`\u25b8 ${child.name} done`);
+            return value;
+          },
+        );
+      },
       (error) => {
         throw withCallSite(error, site);
       },
     );
   }
 
-  function parameters(args, nested) {
-    return [
-      agent,
-      parallel,
-      pipeline,
-      phase,
-      log,
-      args,
-      budget,
-      nested ? nestedWorkflow : workflow,
-    ];
+  function say(message) {
+    channel.notify(LOG, JSONStringify({ message }));
+  }
+
+  // How many sub-workflows of each name the run started: the second is `X #2`, as in Claude
+  // Code's progress.
+  const started = new MapCtor();
+
+  /** A sub-workflow's name in narration (a path's file name), numbered from its second run. */
+  function childOf(ref) {
+    let name = ref;
+    const slash = StringPrototypeLastIndexOf(name, "/");
+    if (slash !== -1) name = StringPrototypeSlice(name, slash + 1);
+    if (StringPrototypeEndsWith(name, ".js")) name = StringPrototypeSlice(name, 0, -3);
+    const count = (MapPrototypeGet(started, name) ?? 0) + 1;
+    MapPrototypeSet(started, name, count);
+    const shown = count === 1 ? name : `${name} #${count}`;
+    return { __proto__: null, name, group: `\u25b8 ${shown}`, prefix: `[${shown}] ` };
+  }
+
+  /**
+   * A sub-workflow's primitives, as Claude Code gives them: its calls show in its own group
+   * (`▸ X`), its log lines carry `[X] `, and its phase() does not regroup the caller's calls.
+   */
+  function childParameters(args, child) {
+    const childAgent = (prompt, options) => agentIn(child.group, childAgent, prompt, options);
+    const childLog = (message) => say(child.prefix + text(message));
+    const childPhase = (_title) => {};
+    return [childAgent, parallel, pipeline, childPhase, childLog, args, budget, nestedWorkflow];
+  }
+
+  function parameters(args) {
+    return [agent, parallel, pipeline, phase, log, args, budget, workflow];
   }
 
   return ObjectFreeze({ parameters });

@@ -2,11 +2,15 @@ import assert from "node:assert/strict";
 import { createDispatcher, type Provider } from "../src/dispatch/mod.ts";
 import { LOCAL, narration, runScript, scriptedProvider, testManager } from "./helpers.ts";
 
+/** What agent() throws for a sandbox level that does not exist. */
+const SANDBOX_RW =
+  `agent(): option 'sandbox' invalid option: expected one of "read-only"|"write"|"full"`;
+
 Deno.test("a parallel() thunk that throws yields null, and the run narrates and records where and why", async () => {
   const status = await runScript(`const r = await parallel([
   () => agent("a"),
   () => { throw new RangeError("boom"); },
-  async () => { await agent("b", { label: "review", colour: "red" }); },
+  async () => { await agent("b", { label: "review", sandbox: "rw" }); },
   () => { throw "plain"; },
 ]);
 return r;`);
@@ -39,7 +43,7 @@ return r;`);
       stage: null,
       label: "review",
       name: "TypeError",
-      message: "agent(): unknown option 'colour'",
+      message: SANDBOX_RW,
       file: "script.js",
       line: 4,
       column: 23,
@@ -49,7 +53,7 @@ return r;`);
   assert.deepEqual(narration(status, "call"), [
     "parallel() item 1 threw RangeError: boom (script.js:3:17); its result is null",
     "parallel() item 3 threw a value that is not an Error: plain; its result is null",
-    "parallel() item 2 (review) threw TypeError: agent(): unknown option 'colour' (script.js:4:23); its result is null",
+    `parallel() item 2 (review) threw TypeError: ${SANDBOX_RW} (script.js:4:23); its result is null`,
   ]);
 });
 
@@ -144,7 +148,7 @@ Deno.test("a failed call's narration and journal entry carry its label and phase
   const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => [e.label, e.phase]), [
     ["lost", "Review"],
-    [null, "Fix"],
+    ["y", "Fix"],
     ["fine", "Report"],
   ]);
 });

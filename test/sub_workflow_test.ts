@@ -31,7 +31,11 @@ Deno.test("workflow(name) runs workflows/<name>.js of the project, sharing the p
   });
   const journal = await t.manager.journal(run.run_id, LOCAL);
   assert.deepEqual(journal.map((e) => e.seq), [1, 2, 3, 4], "one journal, one sequence");
-  assert.deepEqual(status.narration.map((e) => e.text), ["summarise t"]);
+  // As in Claude Code: the sub-workflow's start and end in the log, its phase() regrouping nothing.
+  assert.deepEqual(status.narration.map((e) => e.text), [
+    "▸ running dynamic workflow summarise",
+    "▸ summarise done",
+  ]);
 });
 
 Deno.test("named workflows are looked up in the project first, then in SVC_HOME", async () => {

@@ -109,3 +109,4 @@ export {
   type ProgressRecorderOptions,
   relayProgress,
 } from "./progress_recorder.ts";
+export { redactSecrets } from "./redaction.ts";

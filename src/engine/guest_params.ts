@@ -17,6 +17,9 @@ import {
   ScriptCallError,
 } from "./guest_protocol.ts";
 import { parsePosition } from "./journal.ts";
+import { lenientCall } from "./lenient_call.ts";
+import { clipText } from "../ledger/mod.ts";
+import { RECORD_LIMITS } from "./record_bounds.ts";
 
 /** What a check may need besides the params: the session's limits and where to report. */
 export interface ParamsContext {
@@ -82,25 +85,40 @@ function stringParam(params: unknown, key: string): string {
 
 /**
  * Splits an `agent` request into the script's call and the guest's placement of it, and checks
- * the call: a malformed call is a script error `agent()` throws; a malformed placement is the
- * guest's fault, reported, and the call runs live, unplaced.
+ * the call: what Claude Code would dispatch anyway is made dispatchable with a warning
+ * (lenient_call.ts); another malformed call is a script error `agent()` throws; a malformed
+ * placement is the guest's fault, reported, and the call runs live, unplaced.
  */
 export function parseAgentRequest(params: unknown, context: ParamsContext): AgentRequest {
   let raw: unknown = params;
   let position: number[] | undefined;
   let replay = false;
+  let ignored: unknown;
+  let group: string | undefined;
   if (params !== null && typeof params === "object" && !Array.isArray(params)) {
-    const { position: given, replay: asked, ...call } = params as Record<string, unknown>;
+    const { position: given, replay: asked, ignored: notObject, group: inGroup, ...call } =
+      params as Record<string, unknown>;
     raw = call;
+    ignored = notObject;
+    if (typeof inGroup === "string") group = clipText(inGroup, RECORD_LIMITS.short);
     position = given === undefined ? undefined : parsePosition(given);
     if (given !== undefined && position === undefined) {
       context.security("malformed_frame", "agent request with a malformed position");
     }
     replay = asked === true && position !== undefined;
   }
-  const parsed = parseAgentCall(raw);
+  const lenient = lenientCall(raw, ignored);
+  const parsed = parseAgentCall(lenient.params);
   if (!parsed.ok) throw new ScriptCallError("TypeError", parsed.message);
-  return { call: parsed.call, position, replay };
+  const given = lenient.given === undefined ? {} : { given: lenient.given };
+  return {
+    call: parsed.call,
+    position,
+    replay,
+    warnings: lenient.warnings,
+    ...given,
+    ...(group !== undefined ? { group } : {}),
+  };
 }
 
 /** Reads a `workflow` request's name or ref, or `{scriptPath}`; anything else the script sees. */

@@ -74,6 +74,15 @@ export interface AgentRequest {
   position: number[] | undefined;
   /** Whether the guest asks the host to replay the call (only with a position). */
   replay: boolean;
+  /** What was ignored to make the call dispatchable, one line each, for the narration. */
+  warnings: string[];
+  /**
+   * The options as the script gave them, when some were ignored: the journal hash covers
+   * these, as the guest's replay check does.
+   */
+  given?: Record<string, unknown>;
+  /** The group of a sub-workflow's call (`▸ name`): its phase when it names none. */
+  group?: string;
 }
 
 /** A `replayed` notification: the positions of calls the guest answered from the offer. */

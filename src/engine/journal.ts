@@ -11,8 +11,12 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(",")}}`;
 }
 
-/** The journal hash of a call: SHA-256 of the prompt and the canonicalised options, in hex. */
-export function callHash(prompt: string, options: AgentOptions): string {
+/**
+ * The journal hash of a call: SHA-256 of the prompt and the canonicalised options, in hex. The
+ * options are those the script gave (with unknown ones too), as the guest hashes them to
+ * decide a replay.
+ */
+export function callHash(prompt: string, options: AgentOptions | Record<string, unknown>): string {
   return sha256(canonicalJson({ prompt, options }));
 }
 

@@ -534,7 +534,7 @@ export class RunContext {
 
   /**
    * Records an item of `parallel()`/`pipeline()` that threw: narrated (each one, within the
-   * narration's caps) and kept in `script_errors` (a bounded number, of bounded size; later
+   * narration's caps, with a `parallel[i] failed: <message>` line in the script's log) and kept in `script_errors` (a bounded number, of bounded size; later
    * ones are counted in `script_errors_dropped`).
    */
   itemError(report: ItemError): void {
@@ -552,6 +552,8 @@ export class RunContext {
         : {}),
     });
     this.narrate({ kind: "call", text: `${describeItemError(record)}; its result is null` });
+    // The line Claude Code's Workflow tool adds to the script's own log for the same event.
+    this.narrate({ kind: "log", text: `${record.fn}[${record.index}] failed: ${record.message}` });
     const size = JSON.stringify(record).length;
     if (
       this.status.script_errors.length >= RECORD_LIMITS.scriptErrors ||

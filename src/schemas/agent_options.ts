@@ -113,7 +113,8 @@ type _AgentOptionsMatches = Assert<SameType<AgentOptions, z.infer<typeof AgentOp
 
 /** What `agent()` sends across the bridge. */
 export const AgentCallSchema = z.strictObject({
-  prompt: z.string().min(1, "must not be empty"),
+  // Empty is allowed: Claude Code sends it, and svc narrates a warning (engine/lenient_call.ts).
+  prompt: z.string(),
   options: AgentOptionsSchema,
 });
 

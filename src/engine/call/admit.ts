@@ -61,7 +61,7 @@ async function decide(
     throw error;
   }
   const seq = ctx.callPlaced();
-  const hash = callHash(call.prompt, options);
+  const hash = callHash(call.prompt, placed.given ?? options);
   const candidate = replay && position ? ctx.replay?.take(positionKey(position), hash) : undefined;
   return candidate ? { kind: "replay", seq, hash, candidate } : { kind: "live", seq, hash, schema };
 }

@@ -12,6 +12,7 @@ import type { RunContext } from "../run_context.ts";
 import { noWork } from "./entry.ts";
 import { stoppedText } from "./stopped.ts";
 import type { AgentCallDeps, CallApprovalDeps, Ending, LiveCall } from "./types.ts";
+import { callLabel } from "./label.ts";
 
 /** A live call cleared to dispatch: its options (agent type applied) and its dispatch context. */
 export interface Approved {
@@ -80,7 +81,7 @@ export async function awaitCallApproval(
   deps: CallApprovalDeps,
   call: { seq: number; call: AgentCall; options: AgentOptions; signal: AbortSignal },
 ): Promise<ApprovalRecord> {
-  const label = call.call.options.label ?? null;
+  const label = callLabel(call.call);
   const request: ApprovalRequest = {
     owner: ctx.status.owner,
     kind: "call",

@@ -3,6 +3,7 @@ import type { RunContext } from "../run_context.ts";
 import type { Approved } from "./approve.ts";
 import { budgetExceeded } from "./conditions.ts";
 import type { AgentCallDeps, Ending, LiveCall } from "./types.ts";
+import { callLabel } from "./label.ts";
 
 /**
  * The dispatch stage, run while the call holds its slot: the budget admits the call's
@@ -22,10 +23,11 @@ export async function dispatch(
     budgetExceeded(ctx, seq, admission.reason);
     return { ending: { outcome: "skipped", refusal: "budget", reason: admission.reason } };
   }
-  const { label, phase } = call.call.options;
+  // A sub-workflow's calls show in its group whatever phase they name, as in Claude Code.
+  const phase = call.group ?? call.call.options.phase;
   ctx.callStarted({
     seq,
-    label: label ?? null,
+    label: callLabel(call.call),
     ...(phase !== undefined ? { phase } : {}),
     ...(call.position ? { position: call.position } : {}),
   });

@@ -8,6 +8,7 @@ import type { JournalEntry } from "../../ledger/mod.ts";
 import { callHash, type ReplayCandidate } from "../journal.ts";
 import { now } from "../run_context.ts";
 import type { AdmittedCall, CallWork, Ending } from "./types.ts";
+import { callLabel } from "./label.ts";
 
 /** The work of a call no provider answered: nothing used, nothing paid, no attempt. */
 export function noWork(
@@ -30,8 +31,8 @@ export function callEntry(call: AdmittedCall, ending: Ending): JournalEntry {
     seq: decision.seq,
     ...(position ? { position } : {}),
     // A refused call takes its hash only here: a refusal that is not journaled costs none.
-    hash: decision.kind === "refused" ? callHash(prompt, options) : decision.hash,
-    label: options.label ?? null,
+    hash: decision.kind === "refused" ? callHash(prompt, call.given ?? options) : decision.hash,
+    label: callLabel(call.call),
     // A call without its own phase is in the one the script narrated last, as its feed says.
     ...(options.phase !== undefined
       ? { phase: options.phase }

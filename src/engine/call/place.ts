@@ -17,10 +17,19 @@ export async function place(
   request: AgentRequest,
   signal: AbortSignal,
 ): Promise<PlacedCall> {
-  const { call, position, replay } = request;
+  const { call, position, replay, given, group } = request;
   const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir);
   const agent = await agentType(deps, call.options.agentType);
-  return { call, position, replay, cwd, agent, signal };
+  return {
+    call,
+    position,
+    replay,
+    ...(given ? { given } : {}),
+    ...(group !== undefined ? { group } : {}),
+    cwd,
+    agent,
+    signal,
+  };
 }
 
 /** The call's agent type; an unknown or unreadable one is a script error that `agent()` throws. */

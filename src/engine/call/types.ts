@@ -30,6 +30,10 @@ export interface PlacedCall {
   position: number[] | undefined;
   /** Whether the guest asks the host to replay the call (only with a position). */
   replay: boolean;
+  /** The options as the script gave them, when some were ignored: what the hash covers. */
+  given?: Record<string, unknown>;
+  /** The sub-workflow group the call shows in when it names no phase. */
+  group?: string;
   /** The call's working directory, checked against the run's. */
   cwd: string | undefined;
   /** The call's agent type, resolved. */

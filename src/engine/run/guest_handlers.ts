@@ -40,6 +40,7 @@ export function guestHandlers(run: RunContext, context: GuestHandlerContext): Gu
   return {
     replayed: (params) => recordReplayedCalls(run, params),
     agent: (params, signal) => {
+      for (const text of params.warnings) run.narrate({ kind: "warning", text });
       const reply = handleAgentCall(
         run,
         {

@@ -1,0 +1,22 @@
+import { redactSecrets } from "../../dispatch/mod.ts";
+import type { AgentCall } from "../../schemas/mod.ts";
+
+/** Most characters of a label taken from the prompt: what Claude Code's Workflow tool shows. */
+export const PROMPT_LABEL_CHARS = 60;
+
+/** Characters of the prompt read for its label: enough for a credential to be seen whole. */
+const PROMPT_READ_CHARS = 1024;
+
+/**
+ * The label of a call: its `label` option, else the start of its prompt with every run of
+ * whitespace as one space, as Claude Code labels a call without one, so that the journal, the
+ * narration and the page name every call; null only for an empty prompt without a label. What
+ * looks like a credential in that start is redacted before it is cut, so that a token cut in
+ * half is still recognised.
+ */
+export function callLabel(call: AgentCall): string | null {
+  if (call.options.label !== undefined) return call.options.label;
+  const start = redactSecrets(call.prompt.slice(0, PROMPT_READ_CHARS).replace(/\s+/g, " "))
+    .trim().slice(0, PROMPT_LABEL_CHARS);
+  return start === "" ? null : start;
+}
