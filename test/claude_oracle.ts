@@ -255,10 +255,23 @@ function phaseGroups(events: RunEvent[]): string[] {
   return subWorkflowsLast(titles);
 }
 
-/** Claude Code lists the groups of sub-workflows (`▸ name`) after the script's own phases. */
+/**
+ * Claude Code lists the groups of sub-workflows (`▸ name`) after the script's own phases. Among
+ * them, which one's first call starts first is a matter of timing when they run in parallel
+ * (`▸ X #2` may be first): they are compared by name, then by number.
+ */
 function subWorkflowsLast(titles: string[]): string[] {
   const child = (title: string) => title.startsWith("\u25b8 ");
-  return [...titles.filter((t) => !child(t)), ...titles.filter(child)];
+  const order = (title: string): [string, number] => {
+    const match = /^(.*) #(\d+)$/.exec(title);
+    return match ? [match[1]!, Number(match[2])] : [title, 1];
+  };
+  const byGroup = (a: string, b: string) => {
+    const [nameA, numberA] = order(a);
+    const [nameB, numberB] = order(b);
+    return nameA === nameB ? numberA - numberB : nameA < nameB ? -1 : 1;
+  };
+  return [...titles.filter((t) => !child(t)), ...titles.filter(child).sort(byGroup)];
 }
 
 /** Runs the script through `svc workflow run --fake-dispatch` and observes it. */

@@ -17,7 +17,8 @@ Deno.test("svc workflow journal shows the phase a script narrated with phase()",
   const rows = journal.stdout.trimEnd().split("\n");
   assert.match(rows[0]!, /^SEQ +LABEL +PHASE +PROVIDER/);
   assert.equal(rows.length, 3, journal.stdout);
-  for (const row of rows.slice(1)) assert.match(row, /^ +\d +Gather +fake +live/);
+  // Each call is labelled with the start of its prompt (`item 0`), as in Claude Code.
+  for (const row of rows.slice(1)) assert.match(row, /^ +\d +item \d +Gather +fake +live/);
   const entries = JSON.parse((await runCli(["workflow", "journal", runId, "--json"], opts)).stdout);
   assert.deepEqual(entries.map((e: { phase?: string }) => e.phase), ["Gather", "Gather"]);
 });
