@@ -169,14 +169,14 @@ Deno.test("a script's model: 'haiku' runs on the Claude Code stand-in as --model
 // ---------------------------------------------------------------------------------------------
 // workflow() from a script file
 
-Deno.test("svc workflow run: the script's workflow({scriptPath}) starts from the script file's own folder", async () => {
+Deno.test("svc workflow run: the script's workflow({scriptPath}) starts from the project's root, as Claude Code's does", async () => {
   await using project = await tempDir("svc-project-");
   const folder = `${project.path}/.claude/workflows`;
   await Deno.mkdir(`${folder}/helpers`, { recursive: true });
   await Deno.writeTextFile(`${folder}/helpers/greet.js`, `return "hello " + args;`);
   await Deno.writeTextFile(
     `${folder}/main.js`,
-    `export const meta = { name: "main", description: "calls a helper next to it" }\nreturn await workflow({ scriptPath: "helpers/greet.js" }, "world")`,
+    `export const meta = { name: "main", description: "calls a helper next to it" }\nreturn await workflow({ scriptPath: ".claude/workflows/helpers/greet.js" }, "world")`,
   );
   const result = await runCli([
     "workflow",
