@@ -274,6 +274,35 @@ function subWorkflowsLast(titles: string[]): string[] {
   return [...titles.filter((t) => !child(t)), ...titles.filter(child).sort(byGroup)];
 }
 
+/**
+ * The observation with the groups of sub-workflows of one name numbered by their calls' labels
+ * (the group holding the first label is `▸ X`, the next `▸ X #2`): which of two parallel
+ * sub-workflows is numbered first is a matter of timing in Claude Code, not of the script.
+ */
+export function numberedByLabel(observation: Observation): Observation {
+  const base = (phase: string) => phase.replace(/ #\d+$/, "");
+  const firstLabel = new Map<string, string>();
+  for (const call of observation.calls) {
+    if (call.phase === null || !call.phase.startsWith("\u25b8 ")) continue;
+    const label = call.label ?? call.prompt ?? "";
+    const seen = firstLabel.get(call.phase);
+    if (seen === undefined || label < seen) firstLabel.set(call.phase, label);
+  }
+  const rename = new Map<string, string>();
+  const bases = new Set([...firstLabel.keys()].map(base));
+  for (const name of bases) {
+    const groups = [...firstLabel.entries()].filter(([phase]) => base(phase) === name)
+      .sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+    groups.forEach(([phase], i) => rename.set(phase, i === 0 ? name : `${name} #${i + 1}`));
+  }
+  const renamed = (phase: string | null) => phase === null ? null : rename.get(phase) ?? phase;
+  return {
+    ...observation,
+    calls: sorted(observation.calls.map((call) => ({ ...call, phase: renamed(call.phase) }))),
+    phases: subWorkflowsLast(observation.phases.map((phase) => renamed(phase)!)),
+  };
+}
+
 /** Runs the script through `svc workflow run --fake-dispatch` and observes it. */
 export async function observeSvc(script: OracleScript, svcHome: string): Promise<Observation> {
   const done = await runCli([

@@ -8,7 +8,13 @@
  * listed difference that no longer occurs fails too, so the list stays true.
  */
 import assert from "node:assert/strict";
-import { type Observation, observeClaude, observeSvc, unframe } from "./claude_oracle.ts";
+import {
+  numberedByLabel,
+  type Observation,
+  observeClaude,
+  observeSvc,
+  unframe,
+} from "./claude_oracle.ts";
 import { agentHome, realToolTest } from "./real_agents.ts";
 import { fixture, ROOT, tempDir } from "./helpers.ts";
 
@@ -223,8 +229,8 @@ realToolTest(
       };
       await using home = await agentHome();
       await using svcHome = await tempDir("svc-oracle-home-");
-      const cc = await observeClaude(script, { bin, home });
-      const svc = await observeSvc(script, svcHome.path);
+      const cc = numberedByLabel(await observeClaude(script, { bin, home }));
+      const svc = numberedByLabel(await observeSvc(script, svcHome.path));
       // A folder to keep both observations of every case in, for a person reading a failure.
       const dump = Deno.env.get("SVC_ORACLE_DUMP");
       if (dump) {

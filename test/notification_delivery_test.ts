@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { ConfigSchema } from "../src/config/mod.ts";
-import { verifyStandard } from "../src/daemon/mod.ts";
+import { NOTIFICATION_LEASE, NotificationDeliverer, verifyStandard } from "../src/daemon/mod.ts";
+import { type Ledger, openLedger } from "../src/ledger/mod.ts";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { LOCAL, tempDir } from "./helpers.ts";
@@ -302,4 +303,43 @@ Deno.test("a delivery's last error is clipped in the ledger", async () => {
   });
   const [saved] = await d.services.ledger.listNotificationDeliveries("local", note!.seq);
   assert.ok((saved!.last_error ?? "").length < 600);
+});
+
+Deno.test("a deliverer stopped by a reload while it asks for its lease ends off and holds no lease", async () => {
+  await using home = await tempDir("svc-deliverer-stop-");
+  const ledger = await openLedger(home.path);
+  try {
+    let asked!: () => void;
+    const asking = new Promise<void>((resolve) => asked = resolve);
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => answer = resolve);
+    // The real ledger, its lease answered only once the test says so.
+    const slow: Ledger = {
+      ...ledger,
+      acquireLease: async (name, options) => {
+        asked();
+        await answered;
+        return await ledger.acquireLease(name, options);
+      },
+    };
+    const settings = notifyConfig({
+      ops: { url: "http://127.0.0.1:9/hook", secret_env: "NOTIFY_SECRET" },
+    }).notifications;
+    const deliverer = new NotificationDeliverer(slow, {
+      holder: "host_a",
+      settings,
+      tickMs: 60_000,
+    });
+    deliverer.start();
+    await asking;
+    // A reload takes every endpoint away while the first tick waits for its lease.
+    await deliverer.configure({ ...settings, endpoints: {} });
+    answer();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(deliverer.state().mode, "off");
+    const lease = await ledger.readLease(NOTIFICATION_LEASE);
+    assert.equal(lease.holder, null, "the lease is free for another daemon");
+  } finally {
+    ledger.close();
+  }
 });

@@ -100,6 +100,10 @@ export class NotificationDeliverer {
     if (this.#timer === undefined) return;
     clearInterval(this.#timer);
     this.#timer = undefined;
+    await this.#release();
+  }
+
+  async #release(): Promise<void> {
     await this.#ledger.releaseLease(NOTIFICATION_LEASE, this.#options.holder).catch(() => {});
   }
 
@@ -117,6 +121,12 @@ export class NotificationDeliverer {
         holder: this.#options.holder,
         ttlMs: this.#options.leaseMs ?? 10_000,
       });
+      // Stopped while the lease was asked for (a reload took every endpoint away): the stop's
+      // release came first, so give up what this tick took, and leave the mode the stop set.
+      if (this.#timer === undefined) {
+        if (lease.held) await this.#release();
+        return;
+      }
       this.#state.mode = lease.held ? "leader" : "standby";
       if (!lease.held) return;
       const limit = this.#options.concurrency ?? 4;
