@@ -468,18 +468,15 @@ Deno.test({
     await using t = await testManager({ prestartGuest: true });
     await until("the VM started ahead", () => tier.pids().length === 1, 5_000);
     const [waiting] = tier.pids();
-    // Let it boot to its init frame; the run then pays no boot.
-    await new Promise((resolve) => setTimeout(resolve, 8_000));
-    const startedAt = Date.now();
     const run = await t.manager.start(
       { script: `return await agent("hello");`, isolation: "microvm" },
       LOCAL,
     );
     const status = await t.manager.wait(run.run_id, LOCAL);
-    const took = Date.now() - startedAt;
     assert.equal(status.state, "succeeded", JSON.stringify(status.error));
-    assert.ok(took < 3_000, `the run took ${took} ms: it booted a VM`);
-    await until("the next VM started ahead", () => !tier.pids().includes(waiting!), 5_000);
+    // The waiting VM ran the script and powered off with its end; one the run did not take would
+    // still be waiting. (What this saves, the boot, is the bench's figure, not a test's.)
+    await until("the waiting VM to end with the run", () => !tier.pids().includes(waiting!), 5_000);
     assert.equal(tier.pids().length, 1, "one VM waits for the next run");
     await t.manager.close();
     await until("the waiting VM gone at close", () => tier.pids().length === 0, 5_000);
