@@ -494,7 +494,7 @@ export interface AdmissionConfig {
   max_run_agents: number;
   /**
    * The operator's ceiling of a run's simultaneous calls: a script's `meta.concurrency` or a
-   * run's `concurrency` above it is clamped to it. Default 16 (Claude Code's largest default).
+   * run's `concurrency` above it is clamped to it. Default 64 (what a run could always ask for).
    */
   max_run_concurrency: number;
 }
