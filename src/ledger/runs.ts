@@ -425,15 +425,19 @@ async function requestRunCancel(ctx: LedgerContext, runId: string): Promise<bool
   return result.ok;
 }
 
+/**
+ * Which of `runIds` were asked to cancel: one listing of the asks outstanding, which are only
+ * those of live runs (a run's end deletes its ask), rather than one read per live run at every
+ * poll, which a host of hundreds of live runs could not keep up with.
+ */
 async function runCancelsRequested(
   ctx: LedgerContext,
   runIds: readonly string[],
 ): Promise<string[]> {
-  const out: string[] = [];
-  for (const runId of runIds) {
-    if ((await ctx.kv.get(KEYS.runCancel(runId))).value) out.push(runId);
-  }
-  return out;
+  if (runIds.length === 0) return [];
+  const asked = new Set<unknown>();
+  for await (const entry of ctx.kv.list(KEYS.runCancels)) asked.add(entry.key.at(-1));
+  return runIds.filter((runId) => asked.has(runId));
 }
 
 /** Marks a run `interrupted` with `error`, if its active marker is still the one seen. */
