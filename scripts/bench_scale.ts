@@ -8,7 +8,8 @@
  *   init and the guest's deno), and all of theirs together;
  * - the host's event-loop delay p99 (a 10 ms timer's lateness) over the burst and a hold;
  * - the time to admit the last run (its `start()` returned) and to its first `agent()` call
- *   (every guest up), against one run's start to its first call in the same host;
+ *   (every guest up), against one run's start to its first call in the same host; and the
+ *   host's CPU time per run over the burst and per second of the hold;
  * - the dashboard's read latency meanwhile: sequential authenticated reads from this process
  *   over a real port, `GET /api/workflow/{run_id}` of a finished run and `GET /api/status` in
  *   turn, against the same reads of the idle host.
@@ -58,6 +59,12 @@ export interface ScaleSample {
   /** From the burst's start to the last `start()` returning, and to the last first call. */
   admitLastMs: number;
   liveLastMs: number;
+  /**
+   * The host's CPU time (user and system) per run: over the burst, and per second of the hold
+   * (the runs waiting on their calls). Unlike wall times, a busy machine changes them little.
+   */
+  burstCpuPerRunMs: number;
+  holdCpuPerRunMsPerS: number;
   /** `GET /api/workflow/{run_id}` over the burst and the hold. */
   readP50Ms: number;
   readP99Ms: number;
@@ -129,19 +136,25 @@ async function readLoop(
   return samples;
 }
 
-/** Whether any of `pids` is still a process. */
-async function anyAlive(pids: number[]): Promise<boolean> {
-  if (pids.length === 0) return false;
-  const output = await new Deno.Command("bash", {
-    args: [
-      "-c",
-      'for p in "$@"; do [ -d /proc/$p ] && echo $p; done; true',
-      "alive",
-      ...pids.map(String),
-    ],
+/** Those of `pids` still running (a zombie is not), with their state and command line. */
+async function running(pids: number[]): Promise<string[]> {
+  if (pids.length === 0) return [];
+  const output = await new Deno.Command("ps", {
+    args: ["-o", "pid=,stat=,args=", "-p", pids.join(",")],
     stdout: "piped",
   }).output();
-  return new TextDecoder().decode(output.stdout).trim() !== "";
+  return new TextDecoder().decode(output.stdout).split("\n").map((line) => line.trim())
+    .filter((line) => line !== "" && !/^\d+\s+Z/.test(line));
+}
+
+/** Those of `pids` still running two seconds after their host exited. */
+async function outliving(pids: number[]): Promise<string[]> {
+  let left = await running(pids);
+  for (let i = 0; i < 40 && left.length > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    left = await running(pids);
+  }
+  return left;
 }
 
 function p99(values: number[]): number {
@@ -212,16 +225,19 @@ async function follow(child: Deno.ChildProcess, n: number): Promise<ScaleSample>
     if (line.phase === "listening") base = `http://127.0.0.1:${line.port}`;
     else if (line.phase === "quiet") {
       reads = readLoop(base, String(line.runId), () => current, stop.signal);
-    } else if (line.phase === "held") {
+    } else if (line.phase === "live") {
+      // At the hold's start: the host cancels its runs right after the hold.
       guests = await guestsOf(child.pid);
-      stop.abort();
-    }
+    } else if (line.phase === "held") stop.abort();
   }
   const status = await child.status;
   if (!status.success || !seen.done || !reads) {
     throw new Error(`the scale host of ${n} runs exited with status ${status.code}`);
   }
-  if (await anyAlive(guests.pids)) throw new Error(`guests of the ${n}-run host outlived it`);
+  const left = await outliving(guests.pids);
+  if (left.length > 0) {
+    throw new Error(`guests of the ${n}-run host outlived it:\n${left.join("\n")}`);
+  }
   return sampleOf(n, seen, await reads, guests.kb);
 }
 
@@ -255,6 +271,8 @@ function sampleOf(
     loopMaxMs: Math.max(...loop),
     admitLastMs: num("live", "admitLastMs"),
     liveLastMs: num("live", "liveLastMs"),
+    burstCpuPerRunMs: num("live", "burstCpuMs") / n,
+    holdCpuPerRunMsPerS: num("held", "holdCpuMs") / num("held", "holdS") / n,
     readP50Ms: median(busy("run")),
     readP99Ms: p99(busy("run")),
     statusP50Ms: median(busy("status")),

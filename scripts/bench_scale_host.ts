@@ -10,14 +10,16 @@
  * 2. `{"phase":"burst",...}`: RSS and event-loop delay of the idle host; N runs are started at
  *    once, each waiting on slow fake calls;
  * 3. `{"phase":"live",...}` once every run's first call is in flight (so every guest is up),
- *    with the time to admit the last run (its `start()` returned) and to its first call; a
- *    steady hold, then `{"phase":"held",...}` with the host's RSS;
+ *    with the time to admit the last run (its `start()` returned) and to its first call, and
+ *    the host's CPU time over the burst; a steady hold, then `{"phase":"held",...}` with the
+ *    host's RSS and its CPU time over the hold;
  * 4. `{"phase":"done",...}`: the event-loop delay of the burst and the hold, after every run
  *    is cancelled, has ended, and the services are closed.
  *
  * Usage: `bench_scale_host.ts <N> <fake latency ms> <hold ms>`.
  * @module
  */
+import process from "node:process";
 import { createDispatcher, type Dispatcher } from "../src/dispatch/mod.ts";
 import { serveDashboard } from "../src/http/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
@@ -102,6 +104,12 @@ function countingDispatcher(latencyMs: number) {
   return { dispatcher, firstCalls };
 }
 
+/** The host's CPU time so far (user and system), ms. */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 function emit(line: Record<string, unknown>): void {
   console.log(JSON.stringify(line));
 }
@@ -164,12 +172,22 @@ async function main(n: number, latencyMs: number, holdMs: number): Promise<void>
     loopMs: probe.take(),
     singleLiveMs,
   });
+  const cpuBefore = cpuMs();
   const { runIds, admitLastMs, liveLastMs } = await burst(services, firstCalls, 1, n);
-  emit({ phase: "live", rssKb: Deno.memoryUsage().rss / 1024, admitLastMs, liveLastMs });
+  const cpuLive = cpuMs();
+  emit({
+    phase: "live",
+    rssKb: Deno.memoryUsage().rss / 1024,
+    admitLastMs,
+    liveLastMs,
+    burstCpuMs: cpuLive - cpuBefore,
+  });
+  const held = performance.now();
   await new Promise((resolve) => setTimeout(resolve, holdMs));
   const rssHeldKb = Deno.memoryUsage().rss / 1024;
   const loopMs = probe.take();
-  emit({ phase: "held", rssKb: rssHeldKb });
+  const holdCpuMs = cpuMs() - cpuLive;
+  emit({ phase: "held", rssKb: rssHeldKb, holdCpuMs, holdS: (performance.now() - held) / 1000 });
   probe.stop();
   await Promise.all(runIds.map((id) => services.runs.cancel(id, LOCAL)));
   await Promise.all(runIds.map((id) => services.runs.wait(id, LOCAL)));

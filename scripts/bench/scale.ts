@@ -78,6 +78,18 @@ function reportSize(report: Report, n: number, samples: ScaleSample[]): void {
     key("single_live_ms"),
   );
   report.part(key("live_per_run_ms"), "  per run", stat((s) => s.liveLastMs / n), "ms");
+  report.part(
+    key("burst_cpu_per_run_ms"),
+    "  host CPU per run, burst",
+    stat((s) => s.burstCpuPerRunMs),
+    "ms",
+  );
+  report.part(
+    key("hold_cpu_per_run_ms_s"),
+    "  host CPU per live run, hold",
+    stat((s) => s.holdCpuPerRunMsPerS),
+    "ms/s",
+  );
   report.baseline(
     key("idle_read_p99_ms"),
     `scale ${n}: baseline: GET /api/workflow/{run_id} p99, idle host`,
