@@ -25,7 +25,7 @@ import { SCALE_TOKEN } from "./bench_scale_host.ts";
 export const SCALE_SIZES = [50, 100, 200] as const;
 
 /** The fake provider's latency: every run waits this long on each call, ms. */
-const FAKE_LATENCY_MS = 2000;
+const FAKE_LATENCY_MS = 10_000;
 
 /** How long the N runs stay live after the last one is, ms. */
 const HOLD_MS = 5000;
