@@ -99,7 +99,7 @@ Deno.test("a remote owner's runs beyond its live cap queue with their place, bey
   const report = await (await t.call("/api/status", TOKENS.alice)).json();
   assert.deepEqual(report.admission.owner_live, { used: 2, cap: 2 });
   assert.deepEqual(report.admission.owner_queued, { used: 2, cap: 2 });
-  assert.deepEqual(report.admission.host_live, { used: 3, cap: 8 });
+  assert.deepEqual(report.admission.host_live, { used: 3, cap: 32 });
   assert.deepEqual(report.admission.host_queued, { used: 2, cap: 200 });
 });
 
