@@ -11,114 +11,126 @@ import type { GroupContext, Report } from "./report.ts";
 /** Bursts per size at most, whatever `--runs` says: a 200-run burst takes about half a minute. */
 export const SCALE_MAX_REPS = 3;
 
-/** The scale group's rows for one burst size. */
-function reportSize(report: Report, n: number, samples: ScaleSample[]): void {
-  const stat = (pick: (s: ScaleSample) => number) => summarize(samples.map(pick));
-  const key = (name: string) => `scale_${n}_${name}`;
-  report.baseline(
-    key("idle_rss_mib"),
-    `scale ${n}: baseline: idle host RSS`,
-    stat((s) => s.idleRssMib),
-    "MiB",
-  );
-  report.figure(
-    key("host_rss_mib"),
-    `scale ${n}: host RSS, ${n} runs live`,
-    stat((s) => s.liveRssMib),
-    "MiB",
-    key("idle_rss_mib"),
-  );
-  report.part(
-    key("host_rss_per_run_kib"),
-    "  host RSS per run (over idle)",
-    stat((s) => s.rssPerRunKib),
-    "KiB",
-  );
-  report.figure(
-    key("guest_rss_mib"),
-    `scale ${n}: RSS of one guest (median)`,
-    stat((s) => s.guestRssMib),
+/**
+ * One row of a burst size: a baseline (`base`), a figure against the baseline keyed
+ * `against` (a bare suffix: of the same size; `scale_...`: a key of its own), or a part.
+ */
+type RowSpec = [
+  kind: "base" | "figure" | "part",
+  suffix: string,
+  name: string,
+  pick: (s: ScaleSample, n: number) => number,
+  unit: string,
+  against?: string,
+];
+
+const ROWS: RowSpec[] = [
+  ["base", "idle_rss_mib", "baseline: idle host RSS", (s) => s.idleRssMib, "MiB"],
+  ["figure", "host_rss_mib", "host RSS, N runs live", (s) => s.liveRssMib, "MiB", "idle_rss_mib"],
+  ["part", "host_rss_per_run_kib", "  host RSS per run (over idle)", (s) => s.rssPerRunKib, "KiB"],
+  [
+    "figure",
+    "guest_rss_mib",
+    "RSS of one guest (median)",
+    (s) => s.guestRssMib,
     "MiB",
     "scale_bare_rss_mib",
-  );
-  report.part(key("guests"), "  guest processes seen", stat((s) => s.guests), "");
-  report.part(key("guests_rss_mib"), "  all guests together", stat((s) => s.guestsRssMib), "MiB");
-  report.baseline(
-    key("idle_loop_p99_ms"),
-    `scale ${n}: baseline: idle host event-loop delay p99`,
-    stat((s) => s.idleLoopP99Ms),
+  ],
+  ["part", "guests", "  guest processes seen", (s) => s.guests, ""],
+  ["part", "guests_rss_mib", "  all guests together", (s) => s.guestsRssMib, "MiB"],
+  [
+    "base",
+    "idle_loop_p99_ms",
+    "baseline: idle host event-loop delay p99",
+    (s) => s.idleLoopP99Ms,
     "ms",
-  );
-  report.figure(
-    key("loop_p99_ms"),
-    `scale ${n}: event-loop delay p99, burst and hold`,
-    stat((s) => s.loopP99Ms),
+  ],
+  [
+    "figure",
+    "loop_p99_ms",
+    "event-loop delay p99, burst and hold",
+    (s) => s.loopP99Ms,
     "ms",
-    key("idle_loop_p99_ms"),
-  );
-  report.part(key("loop_max_ms"), "  event-loop delay max", stat((s) => s.loopMaxMs), "ms");
-  report.baseline(
-    key("single_live_ms"),
-    `scale ${n}: baseline: one run, start() -> first call`,
-    stat((s) => s.singleLiveMs),
+    "idle_loop_p99_ms",
+  ],
+  ["part", "loop_max_ms", "  event-loop delay max", (s) => s.loopMaxMs, "ms"],
+  [
+    "base",
+    "single_live_ms",
+    "baseline: one run, start() -> first call",
+    (s) => s.singleLiveMs,
     "ms",
-  );
-  report.figure(
-    key("admit_last_ms"),
-    `scale ${n}: burst -> last run admitted (start() returned)`,
-    stat((s) => s.admitLastMs),
+  ],
+  [
+    "figure",
+    "admit_last_ms",
+    "burst -> last run admitted (start() returned)",
+    (s) => s.admitLastMs,
     "ms",
-    key("single_live_ms"),
-  );
-  report.figure(
-    key("live_last_ms"),
-    `scale ${n}: burst -> last run's first call`,
-    stat((s) => s.liveLastMs),
+    "single_live_ms",
+  ],
+  [
+    "figure",
+    "live_last_ms",
+    "burst -> last run's first call",
+    (s) => s.liveLastMs,
     "ms",
-    key("single_live_ms"),
-  );
-  report.part(key("live_per_run_ms"), "  per run", stat((s) => s.liveLastMs / n), "ms");
-  report.part(
-    key("burst_cpu_per_run_ms"),
-    "  host CPU per run, burst",
-    stat((s) => s.burstCpuPerRunMs),
-    "ms",
-  );
-  report.part(
-    key("hold_cpu_per_run_ms_s"),
+    "single_live_ms",
+  ],
+  ["part", "live_per_run_ms", "  per run", (s, n) => s.liveLastMs / n, "ms"],
+  ["part", "burst_cpu_per_run_ms", "  host CPU per run, burst", (s) => s.burstCpuPerRunMs, "ms"],
+  [
+    "part",
+    "hold_cpu_per_run_ms_s",
     "  host CPU per live run, hold",
-    stat((s) => s.holdCpuPerRunMsPerS),
+    (s) => s.holdCpuPerRunMsPerS,
     "ms/s",
-  );
-  report.baseline(
-    key("idle_read_p99_ms"),
-    `scale ${n}: baseline: GET /api/workflow/{run_id} p99, idle host`,
-    stat((s) => s.idleReadP99Ms),
+  ],
+  [
+    "base",
+    "idle_read_p99_ms",
+    "baseline: GET /api/workflow/{run_id} p99, idle host",
+    (s) => s.idleReadP99Ms,
     "ms",
-  );
-  report.figure(
-    key("read_p99_ms"),
-    `scale ${n}: GET /api/workflow/{run_id} p99, burst and hold`,
-    stat((s) => s.readP99Ms),
+  ],
+  [
+    "figure",
+    "read_p99_ms",
+    "GET /api/workflow/{run_id} p99, burst and hold",
+    (s) => s.readP99Ms,
     "ms",
-    key("idle_read_p99_ms"),
-  );
-  report.part(key("read_p50_ms"), "  p50", stat((s) => s.readP50Ms), "ms");
-  report.baseline(
-    key("idle_status_p99_ms"),
-    `scale ${n}: baseline: GET /api/status p99, idle host`,
-    stat((s) => s.idleStatusP99Ms),
+    "idle_read_p99_ms",
+  ],
+  ["part", "read_p50_ms", "  p50", (s) => s.readP50Ms, "ms"],
+  [
+    "base",
+    "idle_status_p99_ms",
+    "baseline: GET /api/status p99, idle host",
+    (s) => s.idleStatusP99Ms,
     "ms",
-  );
-  report.figure(
-    key("status_p99_ms"),
-    `scale ${n}: GET /api/status p99, burst and hold`,
-    stat((s) => s.statusP99Ms),
+  ],
+  [
+    "figure",
+    "status_p99_ms",
+    "GET /api/status p99, burst and hold",
+    (s) => s.statusP99Ms,
     "ms",
-    key("idle_status_p99_ms"),
-  );
-  report.part(key("status_p50_ms"), "  p50", stat((s) => s.statusP50Ms), "ms");
-  report.part(key("reads"), "  reads of both", stat((s) => s.reads), "requests");
+    "idle_status_p99_ms",
+  ],
+  ["part", "status_p50_ms", "  p50", (s) => s.statusP50Ms, "ms"],
+  ["part", "reads", "  reads of both", (s) => s.reads, "requests"],
+];
+
+/** The scale group's rows for one burst size. */
+function reportSize(report: Report, n: number, samples: ScaleSample[]): void {
+  const key = (suffix: string) => suffix.startsWith("scale_") ? suffix : `scale_${n}_${suffix}`;
+  for (const [kind, suffix, name, pick, unit, against] of ROWS) {
+    const value = summarize(samples.map((sample) => pick(sample, n)));
+    const label = kind === "part" ? name : `scale ${n}: ${name.replace("N runs", `${n} runs`)}`;
+    if (kind === "base") report.baseline(key(suffix), label, value, unit);
+    else if (kind === "part") report.part(key(suffix), label, value, unit);
+    else report.figure(key(suffix), label, value, unit, key(against ?? ""));
+  }
 }
 
 /** The scale group, measured after the repetitions: each size in fresh hosts, one at a time. */
