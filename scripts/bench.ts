@@ -68,6 +68,11 @@
  *    with one already waiting (a long-lived host), and one waiting VM's resident memory.
  *    Measured `--runs` times, one VM at a time.
  *
+ * 10. The scale of one host (`bench_scale.ts`, group `scale`): 50, 100 and 200 runs started at
+ *    once in one dashboard process, each waiting on slow fake calls: the host's RSS (and per
+ *    run), each guest's RSS, the host's event-loop delay p99, the time to admit the last run
+ *    and to its first call, and `GET /api/status` latency meanwhile, against the same host idle.
+ *
  * The soak and the fuzz run fail the bench (exit 1, after the table) when they find a failure.
  *
  * Every figure is printed with its baseline and the ratio of the medians; the final JSON line
@@ -97,6 +102,7 @@ import { reportPostgres } from "./bench/postgres.ts";
 import { reportQemu } from "./bench/qemu.ts";
 import { repetition } from "./bench/repetition.ts";
 import { createReport, formatTable, type GroupContext, type Report } from "./bench/report.ts";
+import { reportScale } from "./bench/scale.ts";
 import { reportSoak } from "./bench/soak.ts";
 import { reportStart } from "./bench/start.ts";
 import { reportSteps } from "./bench/steps.ts";
@@ -113,6 +119,7 @@ const SECTIONS: ((report: Report, context: GroupContext) => void | Promise<void>
   reportMemory,
   reportFeed,
   reportHttp,
+  reportScale,
   reportPostgres,
   reportQemu,
   reportFuzz,

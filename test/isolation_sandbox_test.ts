@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   confine,
+  createUnsafeLocalBackend,
   findBubblewrap,
   type GuestCommand,
   guestExit,
@@ -299,5 +300,44 @@ Deno.test(
     assert.deepEqual(await librariesFoundBy(deno, dataDir), [...probed, marker]);
     await Deno.utime(deno, 2_000, 2_000);
     assert.deepEqual(await librariesFoundBy(deno, dataDir), probed);
+  },
+);
+
+/** The pids of `pid`'s tree (itself included), as ps(1) sees it. */
+async function treeOf(pid: number): Promise<number[]> {
+  const output = await new Deno.Command("ps", { args: ["-A", "-o", "pid=,ppid=,stat="] }).output();
+  const rows = new TextDecoder().decode(output.stdout).trim().split("\n").map((line) =>
+    line.trim().split(/\s+/)
+  ).filter((row) => !row[2]?.startsWith("Z")).map((row) => [Number(row[0]), Number(row[1])]);
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) {
+    for (const [child, parent] of rows) if (parent === tree[i]) tree.push(child!);
+  }
+  return tree.filter((p) => rows.some(([q]) => q === p));
+}
+
+Deno.test(
+  `disposing a bubblewrapped guest ends its whole tree through its process group${IGNORED}`,
+  {
+    ignore: !HARDENED,
+  },
+  async () => {
+    await using home = await tempDir("svc-sandbox-kill-");
+    const backend = createUnsafeLocalBackend();
+    const guest = await backend.spawn({ scratchRoot: home.path, heapMb: 128, seed: 1 });
+    let tree: number[] = [];
+    // bwrap, its init and the guest's deno (prlimit execs bwrap): wait for the last to appear.
+    for (let i = 0; i < 100 && tree.length < 3; i++) {
+      tree = await treeOf(guest.process.pid);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.ok(tree.length >= 3, `the guest's tree: ${tree.join(" ")}`);
+    await guest.dispose();
+    let left = tree;
+    for (let i = 0; i < 100 && left.length > 0; i++) {
+      left = (await Promise.all(tree.map(treeOf))).flat();
+      if (left.length > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.deepEqual(left, [], "every process of the guest ended");
   },
 );

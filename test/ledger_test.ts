@@ -7,6 +7,8 @@ import {
   openLedger,
   SCHEMA_VERSION,
 } from "../src/ledger/mod.ts";
+import { denoPlatform } from "../src/platform/deno.ts";
+import { type KvAtomic, type Platform, setPlatform } from "../src/platform/mod.ts";
 import { ADMIN, LOCAL, scriptedProvider, tempDir, testManager } from "./helpers.ts";
 
 /** Every value of the KV file, with its size: what the ledger really wrote. */
@@ -310,4 +312,65 @@ Deno.test("a write of more records than one KV commit may hold is split, and eve
   await t.ledger.write(status.run_id, [...ops, { kind: "status", status }]);
   const stored = await t.ledger.getRun(status.run_id);
   assert.equal(stored?.narration.filter((entry) => entry.text.startsWith("line ")).length, 2_500);
+});
+
+Deno.test("runs of one owner changing state together in one process append to its activity stream in turn: each commits at its first attempt", async () => {
+  await using home = await tempDir();
+  let refused = 0;
+  // The real store, with the commits it refuses counted (a lost race for the stream's head).
+  const counting: Platform = {
+    ...denoPlatform,
+    async openKv(path) {
+      const kv = await denoPlatform.openKv(path);
+      return {
+        get: (key) => kv.get(key),
+        list: (prefix, options) => kv.list(prefix, options),
+        close: () => kv.close(),
+        atomic() {
+          const atomic = kv.atomic();
+          const counted: KvAtomic = {
+            check: (key, stamp) => (atomic.check(key, stamp), counted),
+            set: (key, value) => (atomic.set(key, value), counted),
+            delete: (key) => (atomic.delete(key), counted),
+            commit: async () => {
+              const result = await atomic.commit();
+              if (!result.ok) refused++;
+              return result;
+            },
+          };
+          return counted;
+        },
+      };
+    },
+  };
+  const { done, input } = await (async () => {
+    await using t = await testManager({ home: home.path });
+    const done = await t.manager.wait(
+      (await t.manager.start({ script: "return 1;" }, LOCAL)).run_id,
+      LOCAL,
+    );
+    return { done, input: (await t.ledger.getRunInput(done.run_id))! };
+  })();
+  setPlatform(counting);
+  try {
+    const ledger = await openLedger(home.path);
+    try {
+      const at = new Date().toISOString();
+      const before = await ledger.activityHead(done.owner);
+      await Promise.all(Array.from({ length: 40 }, () => {
+        const runId = newId("run");
+        return ledger.createRun({ ...done, run_id: runId, state: "queued" }, {
+          input,
+          host: null,
+          event: { type: "state", run_id: runId, at, state: "queued" },
+        });
+      }));
+      assert.equal(await ledger.activityHead(done.owner), before + 40);
+    } finally {
+      await ledger.close();
+    }
+  } finally {
+    setPlatform(denoPlatform);
+  }
+  assert.equal(refused, 0, "no append lost a race to another of this process");
 });

@@ -76,6 +76,32 @@ Deno.test("the cancel poll stops the units another process cancelled, then stops
   poll.stop();
 });
 
+Deno.test("a cancel poll slower than its period never overlaps itself: looks do not pile up", async () => {
+  const live = new Map([["a", unit("running")]]);
+  let open = 0;
+  let most = 0;
+  let looks = 0;
+  const poll = new CancelPoll({
+    live,
+    asked: async () => {
+      looks++;
+      most = Math.max(most, ++open);
+      // Ten periods: a ledger slowed by hundreds of live runs.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      open--;
+      return [];
+    },
+    reason: () => new Error("cancelled elsewhere"),
+    pollMs: 5,
+  });
+  poll.start();
+  await new Promise((resolve) => setTimeout(resolve, 180));
+  poll.stop();
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.equal(most, 1);
+  assert.ok(looks >= 2, `looks: ${looks}`);
+});
+
 Deno.test("a listing's query names the caller's owner and drops options left undefined", () => {
   assert.deepEqual(ownerQuery({ owner: "ann" }, { limit: 5, before: undefined }), {
     owner: "ann",

@@ -34,7 +34,7 @@ pageTest(
     const text = (await capacity.innerText()).replace(/\s+/g, " ").trim();
     assert.match(
       text,
-      /host guests 1\/8 queue 1\/200 · yours: runs 1\/1 queued 1\/20 tasks 0\/8 streams [01]\/16$/,
+      /host guests 1\/32 queue 1\/200 · yours: runs 1\/1 queued 1\/20 tasks 0\/8 streams [01]\/16$/,
     );
     assert.equal(await page.locator(".capacity .gauge.full").count(), 1, "the full cap stands out");
     await saveScreenshot(page, "capacity");

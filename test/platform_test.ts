@@ -153,3 +153,57 @@ Deno.test("a process's descendants are found through their parents, in /proc's s
     [11, 12],
   );
 });
+
+/** Whether `pid` runs (a zombie does not), as ps(1) sees it. */
+async function running(pid: number): Promise<boolean> {
+  const output = await new Deno.Command("ps", { args: ["-o", "stat=", "-p", String(pid)] })
+    .output();
+  const state = new TextDecoder().decode(output.stdout).trim();
+  return state !== "" && !state.startsWith("Z");
+}
+
+/** Whether `pid` has stopped running within two seconds. */
+async function ends(pid: number): Promise<boolean> {
+  for (let i = 0; i < 40; i++) {
+    if (!(await running(pid))) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}
+
+/**
+ * Kills a child of `sh` that started a `sleep` in a session of its own; whether that sleep
+ * ended with it. The sleep is killed here in any case.
+ */
+async function killLeavesEscaped(options: { groupHoldsTree: boolean }): Promise<boolean> {
+  const child = platform().spawn("sh", {
+    args: ["-c", "setsid sleep 300 & echo $!; exec sleep 300"],
+    newProcessGroup: true,
+    ...options,
+  });
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const { value } = await reader.read();
+  const escaped = Number(value?.trim());
+  assert.ok(Number.isInteger(escaped) && escaped > 0, `no pid in '${value}'`);
+  assert.ok(await running(escaped));
+  try {
+    child.kill("SIGKILL");
+    await child.status;
+    return await ends(escaped);
+  } finally {
+    await reader.cancel().catch(() => {});
+    await child.stderr.cancel().catch(() => {});
+    try {
+      Deno.kill(escaped, "SIGKILL");
+    } catch {
+      // It ended with the child.
+    }
+  }
+}
+
+Deno.test("a kill reaches descendants that left the group, except for a child whose group holds its tree (a guest): no pass over every process", async () => {
+  // Found through the parent table: the sleep in a session of its own ends with the child.
+  assert.equal(await killLeavesEscaped({ groupHoldsTree: false }), true);
+  // The group alone: the table is not read, so what left the group (which a guest cannot) stays.
+  assert.equal(await killLeavesEscaped({ groupHoldsTree: true }), false);
+});

@@ -63,6 +63,7 @@ export const GROUPS = [
   "memory",
   "feed",
   "http",
+  "scale",
   "postgres",
   "qemu",
   "fuzz",

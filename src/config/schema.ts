@@ -431,15 +431,16 @@ export const DaemonConfigSchema = z.strictObject({
 /**
  * Admission control (docs/SECURITY.md, "Capacity"): how many guests this host runs at once,
  * how long its queue may grow, and what one remote caller (dashboard API, MCP, A2A) may hold.
- * Sized for a 2-core, 24 GiB machine: each guest may take 512 MiB of heap.
+ * Sized for a 2-core, 24 GiB machine from the scale bench (docs/BENCHMARKS.md, "Scale of one
+ * host"): 32 guests of up to 512 MiB of heap each.
  */
 const admissionSchema = z.strictObject({
   /** Runs executing in one host process at once (every caller); more wait in the queue. */
-  host_live_guests: z.number().int().positive().max(1024).default(8),
+  host_live_guests: z.number().int().positive().max(1024).default(32),
   /** Runs waiting in the queue, every owner's together; beyond it, 429. */
   host_queued_runs: z.number().int().nonnegative().max(100_000).default(200),
   /** Live runs of one remote owner in one host; more wait in the queue. */
-  owner_live_runs: z.number().int().positive().max(1024).default(4),
+  owner_live_runs: z.number().int().positive().max(1024).default(16),
   /** Queued runs of one remote owner; beyond it, 429. */
   owner_queued_runs: z.number().int().nonnegative().max(100_000).default(20),
   /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
@@ -457,9 +458,9 @@ const admissionSchema = z.strictObject({
     RUN_CONCURRENCY_CEILING,
   ),
 }).default({
-  host_live_guests: 8,
+  host_live_guests: 32,
   host_queued_runs: 200,
-  owner_live_runs: 4,
+  owner_live_runs: 16,
   owner_queued_runs: 20,
   owner_live_tasks: 8,
   owner_event_streams: 16,
@@ -471,11 +472,11 @@ const admissionSchema = z.strictObject({
 
 /** Admission control's settings (docs/SECURITY.md, "Capacity"). */
 export interface AdmissionConfig {
-  /** Runs executing in one host process at once (every caller's); more queue. Default 8. */
+  /** Runs executing in one host process at once (every caller's); more queue. Default 32. */
   host_live_guests: number;
   /** Runs in the queue, every owner's together; beyond it, 429. Default 200. */
   host_queued_runs: number;
-  /** Live runs of one remote owner in one host; more queue. Default 4. */
+  /** Live runs of one remote owner in one host; more queue. Default 16. */
   owner_live_runs: number;
   /** Queued runs of one remote owner; beyond it, 429. Default 20. */
   owner_queued_runs: number;

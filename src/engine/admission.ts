@@ -35,13 +35,15 @@ export interface RunAdmissionLimits {
 }
 
 /**
- * The defaults, sized for a 2-core, 24 GiB machine: 8 guests of up to 512 MiB of heap take
- * 4 GiB at most, leaving room for the harnesses they drive; one owner gets half of them.
+ * The defaults, sized for a 2-core, 24 GiB machine from the scale bench (docs/BENCHMARKS.md,
+ * "Scale of one host"): 32 guests of up to 512 MiB of heap take 16 GiB at most (about 1.3 GiB
+ * as measured while they wait on calls), leaving 8 GiB for the host, the harnesses they drive
+ * and the system; one owner gets half of them.
  */
 export const DEFAULT_RUN_ADMISSION: RunAdmissionLimits = {
-  hostLiveGuests: 8,
+  hostLiveGuests: 32,
   hostQueuedRuns: 200,
-  ownerLiveRuns: 4,
+  ownerLiveRuns: 16,
   ownerQueuedRuns: 20,
   maxRemoteTimeoutS: 6 * 3600,
   retryAfterS: 30,

@@ -207,6 +207,9 @@ async function spawnGuest(
       // value that differs between two runs of a script would break their replay.
       cwd: "/",
       newProcessGroup: true,
+      // The guest may run no process, and bwrap's init stays in bwrap's group: the group's kill
+      // ends the whole guest, with no pass over every process of the machine.
+      groupHoldsTree: true,
     });
   } catch (error) {
     await p.remove(scratch).catch(() => {});

@@ -141,6 +141,8 @@ export class LedgerContext {
   readonly heads = new KnownHeads();
   /** Wakes readers of feeds and activity streams. */
   readonly notifier: Notifier<WaitTarget>;
+  /** The last append of each owner's activity stream in this process, while one is pending. */
+  readonly #appending = new Map<string, Promise<void>>();
 
   constructor(home: string, kv: KvStore, options: LedgerContextOptions) {
     this.home = home;
@@ -188,12 +190,33 @@ export class LedgerContext {
    * `build` adds the same sets and the same checks each time. Returns false when a check of
    * `build` failed (the write lost to another).
    */
-  async commit(build: (atomic: KvAtomic) => void, activity?: ActivityAppend): Promise<boolean> {
+  commit(build: (atomic: KvAtomic) => void, activity?: ActivityAppend): Promise<boolean> {
     if (activity === undefined || activity.items.length === 0) {
       const atomic = this.kv.atomic();
       build(atomic);
-      return (await atomic.commit()).ok;
+      return atomic.commit().then((result) => result.ok);
     }
+    return this.#inTurn(activity.owner, () => this.#append(build, activity));
+  }
+
+  /**
+   * Runs `append` after this process's earlier appends to `owner`'s stream have settled. They
+   * would all check the same head: of N at once only one could commit each round, and the
+   * others would read and build again, N² attempts for N runs of one owner changing state
+   * together (a burst of starts). In turn each commits at its first attempt; only another
+   * process's append makes one retry.
+   */
+  #inTurn<T>(owner: string, append: () => Promise<T>): Promise<T> {
+    const mine = (this.#appending.get(owner) ?? Promise.resolve()).then(append, append);
+    const settled = mine.then(() => {}, () => {});
+    this.#appending.set(owner, settled);
+    settled.then(() => {
+      if (this.#appending.get(owner) === settled) this.#appending.delete(owner);
+    });
+    return mine;
+  }
+
+  async #append(build: (atomic: KvAtomic) => void, activity: ActivityAppend): Promise<boolean> {
     const { owner, items } = activity;
     const headKey = KEYS.activityHead(owner);
     for (let attempt = 1;; attempt++) {

@@ -53,6 +53,7 @@ export const KEYS = {
   events: (runId: string, seq?: number): KvKey =>
     seq === undefined ? ["events", runId] : ["events", runId, seq],
   runCancel: (runId: string): KvKey => ["run_cancel", runId],
+  runCancels: ["run_cancel"] as KvKey,
   feedTick: ["meta", "feed_tick"] as KvKey,
   host: (hostId: string): KvKey => ["hosts", hostId],
   hosts: ["hosts"] as KvKey,

@@ -357,6 +357,30 @@ async function getJournal(ctx: LedgerContext, runId: string): Promise<JournalEnt
   }));
 }
 
+/** Run documents read at once while listing an owner's runs. */
+const LIST_READ_BATCH = 16;
+
+/**
+ * The run documents of an owner's index entries, in the index's order, read
+ * {@linkcode LIST_READ_BATCH} at a time: one read after another would make a listing of many
+ * runs as slow as that many round trips, each waiting behind every live run's commits.
+ */
+async function* runDocsOf(
+  ctx: LedgerContext,
+  index: AsyncIterable<{ key: readonly unknown[] }>,
+): AsyncGenerator<{ value: Uint8Array | null }[]> {
+  let ids: string[] = [];
+  const read = () => Promise.all(ids.map((runId) => ctx.kv.get(KEYS.run(runId))));
+  for await (const entry of index) {
+    const runId = entry.key.at(-1);
+    if (typeof runId === "string") ids.push(runId);
+    if (ids.length < LIST_READ_BATCH) continue;
+    yield await read();
+    ids = [];
+  }
+  if (ids.length > 0) yield await read();
+}
+
 /**
  * Statuses of runs, newest first, older than `before` when given. With `states`, at most
  * {@linkcode RUN_SCAN_LIMIT} runs are examined.
@@ -378,10 +402,9 @@ async function listRuns(
   };
   if (options.owner !== undefined) {
     const prefix = KEYS.runsByOwner(options.owner);
-    for await (const entry of ctx.kv.list(prefix, { reverse: true, ...below(prefix, before) })) {
-      const runId = entry.key.at(-1);
-      const run = typeof runId === "string" ? await ctx.kv.get(KEYS.run(runId)) : undefined;
-      if (run?.value && take(fromBytes<RunDoc>(run.value).status)) break;
+    const index = ctx.kv.list(prefix, { reverse: true, ...below(prefix, before) });
+    for await (const runs of runDocsOf(ctx, index)) {
+      if (runs.some((run) => run.value && take(fromBytes<RunDoc>(run.value).status))) break;
     }
     return out;
   }
@@ -402,15 +425,19 @@ async function requestRunCancel(ctx: LedgerContext, runId: string): Promise<bool
   return result.ok;
 }
 
+/**
+ * Which of `runIds` were asked to cancel: one listing of the asks outstanding, which are only
+ * those of live runs (a run's end deletes its ask), rather than one read per live run at every
+ * poll, which a host of hundreds of live runs could not keep up with.
+ */
 async function runCancelsRequested(
   ctx: LedgerContext,
   runIds: readonly string[],
 ): Promise<string[]> {
-  const out: string[] = [];
-  for (const runId of runIds) {
-    if ((await ctx.kv.get(KEYS.runCancel(runId))).value) out.push(runId);
-  }
-  return out;
+  if (runIds.length === 0) return [];
+  const asked = new Set<unknown>();
+  for await (const entry of ctx.kv.list(KEYS.runCancels)) asked.add(entry.key.at(-1));
+  return runIds.filter((runId) => asked.has(runId));
 }
 
 /** Marks a run `interrupted` with `error`, if its active marker is still the one seen. */

@@ -21,6 +21,8 @@ export interface CancelPollOptions {
 export class CancelPoll {
   readonly #options: CancelPollOptions;
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** The look under way: a tick while it lasts is skipped, so that slow looks never pile up. */
+  #looking = false;
 
   /** A poll over `options.live`, stopped until {@linkcode start}. */
   constructor(options: CancelPollOptions) {
@@ -30,7 +32,11 @@ export class CancelPoll {
   /** Starts looking, unless it already does. */
   start(): void {
     if (this.#timer !== undefined) return;
-    this.#timer = setInterval(() => this.#look(), this.#options.pollMs);
+    this.#timer = setInterval(() => {
+      if (this.#looking) return;
+      this.#looking = true;
+      this.#look().finally(() => this.#looking = false);
+    }, this.#options.pollMs);
   }
 
   async #look(): Promise<void> {

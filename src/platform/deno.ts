@@ -123,7 +123,7 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
       if (group) {
         // Read before the group dies: descendants in groups of their own are found by their
         // parents, and a killed parent's children are handed to init.
-        const table = exited ? undefined : parentTable();
+        const table = exited || options.groupHoldsTree ? undefined : parentTable();
         const tree = table ? descendantsOf(child.pid, table) : [];
         killDescendants(tree, signal);
         // The group may outlive its leader (a tool's children): it is signalled even after the

@@ -104,7 +104,7 @@ function spawnNode(command: string, options: SpawnOptions): ChildProcess {
     stderr: Readable.toWeb(child.stderr) as unknown as ReadableStream<Uint8Array>,
     status,
     kill(signal = "SIGKILL") {
-      if (group && child.pid !== undefined && !exited) {
+      if (group && child.pid !== undefined && !exited && !options.groupHoldsTree) {
         // Descendants in groups of their own, read before the group dies (see process_tree.ts).
         for (const pid of descendantsOf(child.pid, procParents(NODE_PROC) ?? [])) {
           try {

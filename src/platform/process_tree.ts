@@ -51,16 +51,26 @@ export function psParents(output: string): ParentTable {
 
 /** The pids of every descendant of `root`, parents first. */
 export function descendantsOf(root: number, table: ParentTable): number[] {
+  // Linear in the table: a host of hundreds of children reads it at every kill of one.
   const children = new Map<number, number[]>();
-  for (const [pid, ppid] of table) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  for (const [pid, ppid] of table) {
+    const siblings = children.get(ppid);
+    if (siblings) siblings.push(pid);
+    else children.set(ppid, [pid]);
+  }
+  const seen = new Set<number>();
   const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift()!) ?? []) {
-      if (found.includes(child)) continue;
-      found.push(child);
-      queue.push(child);
+  for (let next = [root]; next.length > 0;) {
+    const level: number[] = [];
+    for (const pid of next) {
+      for (const child of children.get(pid) ?? []) {
+        if (seen.has(child)) continue;
+        seen.add(child);
+        found.push(child);
+        level.push(child);
+      }
     }
+    next = level;
   }
   return found;
 }

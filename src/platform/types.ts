@@ -19,6 +19,15 @@ export interface SpawnOptions {
   /** Put the child in a process group of its own, so that {@linkcode ChildProcess.kill} reaches its descendants. */
   newProcessGroup?: boolean;
   /**
+   * The child's descendants never leave its process group (it may start no process, or none
+   * that starts a session or group of its own: a guest, which may run nothing, in bubblewrap,
+   * whose init stays in the group): with `newProcessGroup`, its kill signals the group alone,
+   * without reading every process's parent to find descendants that left it. That read costs
+   * one pass over every process of the machine per kill, which made ending N guests cost N².
+   * @default false
+   */
+  groupHoldsTree?: boolean;
+  /**
    * Tie the child to this process's life: a small watcher (`lifeline.ts`) kills the child's
    * group and tree when this process dies before the child ends (SIGKILL from outside included),
    * for children that would otherwise run on for long (a micro-VM). Needs `/bin/sh`.
