@@ -25,6 +25,14 @@ export async function reportHttp(report: Report, context: GroupContext): Promise
       "req/s",
       "bare_serve_rps",
     );
+    report.figure(
+      "run_read_rps",
+      "authenticated GET /api/workflow/{run_id}, finished run",
+      summarize(http.runReadRps),
+      "req/s",
+      "bare_serve_rps",
+      ">= 0.7x",
+    );
     if (!report.figures["first_call_in_process_ms"]) {
       report.baseline(
         "first_call_in_process_ms",
