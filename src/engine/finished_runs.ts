@@ -1,0 +1,71 @@
+/**
+ * A bounded cache of ended runs' statuses as the ledger holds them. A run's record changes no
+ * more once its terminal status is committed (that commit is the run's last write, and runs are
+ * never deleted), so a status read from the ledger in a terminal state stays true for good, on
+ * every host sharing the ledger. Reads of finished runs (the page's, an SDK polling a handle)
+ * are then answered without the ledger's three reads (record, narration, security events).
+ * @module
+ */
+import { isTerminal, type RunStatus } from "../ledger/mod.ts";
+
+/** Options of {@linkcode FinishedRuns}. */
+export interface FinishedRunsOptions {
+  /**
+   * Most statuses kept; the least recently read goes first.
+   * @default 512
+   */
+  maxEntries?: number;
+  /**
+   * Most bytes kept, counted as the length of the statuses' JSON text; a larger status is not kept at all.
+   * @default 16 MiB
+   */
+  maxBytes?: number;
+}
+
+
+/** The cache of JSON texts: least recently read first (a `Map` keeps insertion order). */
+export class FinishedRuns {
+  readonly #kept = new Map<string, string>();
+  readonly #maxEntries: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
+
+  /** An empty cache bounded by `options`. */
+  constructor(options: FinishedRunsOptions = {}) {
+    this.#maxEntries = options.maxEntries ?? 512;
+    this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+  }
+
+  /** A copy of the kept status of `runId` (the caller may change it), or undefined. */
+  get(runId: string): RunStatus | undefined {
+    const kept = this.#kept.get(runId);
+    if (!kept) return undefined;
+    this.#kept.delete(runId);
+    this.#kept.set(runId, kept);
+    // The ledger's values are JSON (that is how it stores them): parsing the text is an exact
+    // copy, and cheaper than a structured clone.
+    return JSON.parse(kept) as RunStatus;
+  }
+
+  /**
+   * Keeps a copy of `status` when it was read from the ledger in a terminal state and fits the
+   * bound; anything else is ignored. Evicts the least recently read to make room.
+   */
+  offer(status: RunStatus): void {
+    if (!isTerminal(status.state) || this.#kept.has(status.run_id)) return;
+    const text = JSON.stringify(status);
+    if (text.length > this.#maxBytes / 16) return;
+    for (const [runId, kept] of this.#kept) {
+      if (this.#kept.size < this.#maxEntries && this.#bytes + text.length <= this.#maxBytes) break;
+      this.#kept.delete(runId);
+      this.#bytes -= kept.length;
+    }
+    this.#kept.set(status.run_id, text);
+    this.#bytes += text.length;
+  }
+
+  /** How many statuses are kept, and their bytes. */
+  size(): { entries: number; bytes: number } {
+    return { entries: this.#kept.size, bytes: this.#bytes };
+  }
+}
