@@ -38,6 +38,9 @@ Deno.test("a finished run read again answers what the ledger holds, and to its o
     },
   });
   assert.equal(await d.services.runs.get(runId, { owner: "bob" }), undefined);
+  assert.equal(await d.services.runs.getJson(runId, { owner: "bob" }), undefined);
+  const text = await d.services.runs.getJson(runId, { owner: "alice" });
+  assert.deepEqual(JSON.parse(text!), await d.services.runs.get(runId, { owner: "alice" }));
   // What one reader changes in its copy is not what the next one reads.
   const copy = await d.services.runs.get(runId, { owner: "alice" });
   copy!.state = "failed";

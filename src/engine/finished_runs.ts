@@ -23,9 +23,19 @@ export interface FinishedRunsOptions {
 }
 
 
+/** A status kept: its owner (who may read it), and its JSON text. */
+export interface KeptRun {
+  /** The run's owner. */
+  owner: string;
+  /** The status as JSON text: what the ledger holds, as an API answers it. */
+  text: string;
+}
+
+type Kept = KeptRun;
+
 /** The cache of JSON texts: least recently read first (a `Map` keeps insertion order). */
 export class FinishedRuns {
-  readonly #kept = new Map<string, string>();
+  readonly #kept = new Map<string, Kept>();
   readonly #maxEntries: number;
   readonly #maxBytes: number;
   #bytes = 0;
@@ -38,13 +48,19 @@ export class FinishedRuns {
 
   /** A copy of the kept status of `runId` (the caller may change it), or undefined. */
   get(runId: string): RunStatus | undefined {
+    const kept = this.text(runId);
+    // The ledger's values are JSON (that is how it stores them): parsing the text is an exact
+    // copy, and cheaper than a structured clone.
+    return kept ? JSON.parse(kept.text) as RunStatus : undefined;
+  }
+
+  /** The kept status of `runId` as JSON text, with its owner; or undefined. */
+  text(runId: string): KeptRun | undefined {
     const kept = this.#kept.get(runId);
     if (!kept) return undefined;
     this.#kept.delete(runId);
     this.#kept.set(runId, kept);
-    // The ledger's values are JSON (that is how it stores them): parsing the text is an exact
-    // copy, and cheaper than a structured clone.
-    return JSON.parse(kept) as RunStatus;
+    return kept;
   }
 
   /**
@@ -58,9 +74,9 @@ export class FinishedRuns {
     for (const [runId, kept] of this.#kept) {
       if (this.#kept.size < this.#maxEntries && this.#bytes + text.length <= this.#maxBytes) break;
       this.#kept.delete(runId);
-      this.#bytes -= kept.length;
+      this.#bytes -= kept.text.length;
     }
-    this.#kept.set(status.run_id, text);
+    this.#kept.set(status.run_id, { owner: status.owner, text });
     this.#bytes += text.length;
   }
 

@@ -495,6 +495,18 @@ export class RunManager {
     return await this.#withPosition(status);
   }
 
+  /**
+   * {@linkcode get} as JSON text, what an API answers: an ended run's is the kept text itself,
+   * with neither a copy nor a serialisation per read.
+   */
+  async getJson(runId: string, caller: Caller): Promise<string | undefined> {
+    if (!isId("run", runId)) return undefined;
+    const kept = this.#runs.has(runId) ? undefined : this.#finished.text(runId);
+    if (kept) return mayAccess(caller, kept.owner) ? kept.text : undefined;
+    const status = await this.get(runId, caller);
+    return status && JSON.stringify(status);
+  }
+
   /** The run's status as the ledger holds it; an ended run's from the cache once read. */
   async #stored(runId: string): Promise<RunStatus | undefined> {
     const kept = this.#finished.get(runId);
