@@ -22,7 +22,6 @@ export interface FinishedRunsOptions {
   maxBytes?: number;
 }
 
-
 /** A status kept: its owner (who may read it), and its JSON text. */
 export interface KeptRun {
   /** The run's owner. */
