@@ -1,6 +1,7 @@
 /**
  * The dashboard's share of `deno task bench`: requests per second of an authenticated
- * `GET /api/status` beside a bare `Deno.serve` hello-world measured in the same run (each
+ * `GET /api/status` and of an authenticated `GET /api/workflow/{run_id}` of a finished run
+ * beside a bare `Deno.serve` hello-world measured in the same run (each
  * server in its own process, the load from the benchmark's process), and the time from
  * `POST /api/workflow/run` to the run's first server-sent event and to its first journaled
  * call arriving over SSE. And the tool protocol's cost: one `svc_task_status` call over `/mcp` (the
@@ -9,6 +10,7 @@
  * @module
  */
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { isTerminal } from "../src/engine/mod.ts";
 import { BENCH_TOKEN } from "./bench_http_server.ts";
 
 /** Requests of one load round. */
@@ -28,6 +30,8 @@ export interface HttpFigures {
   bareRps: number[];
   /** Requests per second of an authenticated `GET /api/status`. */
   statusRps: number[];
+  /** Requests per second of an authenticated `GET /api/workflow/{run_id}` of a finished run. */
+  runReadRps: number[];
   /** `POST /api/workflow/run` to the first SSE event, ms. */
   firstEventMs: number[];
   /** `POST /api/workflow/run` to the first `call` event over SSE, ms. */
@@ -157,6 +161,17 @@ async function startToEvents(
   }
 }
 
+/** Waits until the run at `url` has ended: its reads are then of a run that no longer changes. */
+async function finished(url: string, headers: Record<string, string>): Promise<void> {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const response = await fetch(url, { headers });
+    const { state } = await response.json();
+    if (isTerminal(state)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`the run at ${url} did not end`);
+}
+
 /** Runs the HTTP measurements with data directories under `root`. */
 export async function measureHttp(root: string): Promise<HttpFigures> {
   const home = await Deno.makeTempDir({ dir: root, prefix: "http-" });
@@ -165,6 +180,7 @@ export async function measureHttp(root: string): Promise<HttpFigures> {
   const figures: HttpFigures = {
     bareRps: [],
     statusRps: [],
+    runReadRps: [],
     firstEventMs: [],
     firstCallMs: [],
     restStatusMs: [],
@@ -173,13 +189,6 @@ export async function measureHttp(root: string): Promise<HttpFigures> {
   };
   try {
     const auth = { authorization: `Bearer ${BENCH_TOKEN}` };
-    for (let round = 0; round <= LOAD_ROUNDS; round++) {
-      const bareRps = await load(`${bare.url}/`, {});
-      const statusRps = await load(`${dashboard.url}/api/status`, auth);
-      if (round === 0) continue;
-      figures.bareRps.push(bareRps);
-      figures.statusRps.push(statusRps);
-    }
     let runId = "";
     for (let run = 0; run <= START_RUNS; run++) {
       const { first, call, runId: started } = await startToEvents(dashboard.url);
@@ -187,6 +196,16 @@ export async function measureHttp(root: string): Promise<HttpFigures> {
       if (run === 0) continue;
       figures.firstEventMs.push(first);
       figures.firstCallMs.push(call);
+    }
+    await finished(`${dashboard.url}/api/workflow/${runId}`, auth);
+    for (let round = 0; round <= LOAD_ROUNDS; round++) {
+      const bareRps = await load(`${bare.url}/`, {});
+      const statusRps = await load(`${dashboard.url}/api/status`, auth);
+      const runReadRps = await load(`${dashboard.url}/api/workflow/${runId}`, auth);
+      if (round === 0) continue;
+      figures.bareRps.push(bareRps);
+      figures.statusRps.push(statusRps);
+      figures.runReadRps.push(runReadRps);
     }
     figures.restStatusMs = await timeReads(async () => {
       const response = await fetch(`${dashboard.url}/api/workflow/${runId}`, { headers: auth });

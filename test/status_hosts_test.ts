@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { HOST_FORGET_MS } from "../src/ledger/mod.ts";
+import { STATUS_HOSTS_TTL_MS } from "../src/services/mod.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 
 type Host = { host_id: string; alive: boolean; heartbeat_at: string };
@@ -53,6 +54,8 @@ Deno.test("/api/status lists the answering dashboard as alive, a host dead for m
     { id: "host_recent_dead", agoMs: 60_000 },
     { id: "host_long_dead", agoMs: HOST_FORGET_MS + 60_000 },
   ]);
+  // The status reads the hosts at most once in its freshness window: the next read is after it.
+  await new Promise((resolve) => setTimeout(resolve, STATUS_HOSTS_TTL_MS));
   const status = await d.json("/api/status", { token: TOKENS.alice });
   const hosts = status.body.hosts as Host[];
   assert.deepEqual(hosts.map((h) => h.host_id), [self, "host_recent_dead"]);
@@ -69,4 +72,19 @@ Deno.test("/api/status lists the answering dashboard as alive, a host dead for m
   } finally {
     kv.close();
   }
+});
+
+Deno.test("/api/status reads the hosts once per freshness window, for every owner alike", async () => {
+  await using d = await startDashboard();
+  await d.services.host.beat();
+  const ids = async (token: string) =>
+    ((await d.json("/api/status", { token })).body.hosts as Host[]).map((h) => h.host_id);
+  const self = (await ids(TOKENS.alice))[0]!;
+  const read = performance.now();
+  await writeHosts(d.home, [{ id: "host_new", agoMs: 0 }]);
+  const within = await ids(TOKENS.bob);
+  // Only while the window lasts: a slow machine may have passed it already.
+  if (performance.now() - read < STATUS_HOSTS_TTL_MS * 0.8) assert.deepEqual(within, [self]);
+  await new Promise((resolve) => setTimeout(resolve, STATUS_HOSTS_TTL_MS));
+  assert.deepEqual((await ids(TOKENS.alice)).sort(), [self, "host_new"].sort());
 });

@@ -25,6 +25,28 @@ export async function reportHttp(report: Report, context: GroupContext): Promise
       "req/s",
       "bare_serve_rps",
     );
+    report.figure(
+      "run_read_rps",
+      "authenticated GET /api/workflow/{run_id}, finished run",
+      summarize(http.runReadRps),
+      "req/s",
+      "bare_serve_rps",
+      ">= 0.7x",
+    );
+    // Each round loads the three servers one after the other: on a shared machine the ratio
+    // within a round is steadier than the ratio of the medians.
+    report.part(
+      "run_read_round_ratio",
+      "  its ratio to the bare server within a round",
+      summarize(http.runReadRps.map((rps, i) => rps / http.bareRps[i]!)),
+      "x",
+    );
+    report.part(
+      "status_round_ratio",
+      "  /api/status's ratio to the bare server within a round",
+      summarize(http.statusRps.map((rps, i) => rps / http.bareRps[i]!)),
+      "x",
+    );
     if (!report.figures["first_call_in_process_ms"]) {
       report.baseline(
         "first_call_in_process_ms",

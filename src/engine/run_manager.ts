@@ -28,6 +28,7 @@ import {
 import { joinPath } from "../platform/mod.ts";
 import { DEFAULT_RUN_TIMEOUT_S, type JsonValue } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
+import { FinishedRuns } from "./finished_runs.ts";
 import { RunContext } from "./run_context.ts";
 import { RunAdmission, type RunAdmissionLimits, type RunAdmissionSnapshot } from "./admission.ts";
 import { CancelPoll, followToEnd, ownerQuery, requireVisible, stopLive } from "../lifecycle/mod.ts";
@@ -72,6 +73,8 @@ export interface RunEventsOptions {
 export class RunManager {
   readonly #options: ResolvedRunOptions;
   readonly #runs = new Map<string, RunContext>();
+  /** Ended runs' statuses as read from the ledger: they change no more. */
+  readonly #finished = new FinishedRuns();
   /** What each live run holds of the host lease (its heartbeat). */
   readonly #holds = new Map<string, () => void>();
   readonly #host: HostLease;
@@ -491,9 +494,30 @@ export class RunManager {
   async get(runId: string, caller: Caller): Promise<RunStatus | undefined> {
     if (!isId("run", runId)) return undefined;
     const live = this.#runs.get(runId);
-    const status = live ? structuredClone(live.status) : await this.#ledger.getRun(runId);
+    const status = live ? structuredClone(live.status) : await this.#stored(runId);
     if (!status || !mayAccess(caller, status.owner)) return undefined;
     return await this.#withPosition(status);
+  }
+
+  /**
+   * {@linkcode get} as JSON text, what an API answers: an ended run's is the kept text itself,
+   * with neither a copy nor a serialisation per read.
+   */
+  async getJson(runId: string, caller: Caller): Promise<string | undefined> {
+    if (!isId("run", runId)) return undefined;
+    const kept = this.#runs.has(runId) ? undefined : this.#finished.text(runId);
+    if (kept) return mayAccess(caller, kept.owner) ? kept.text : undefined;
+    const status = await this.get(runId, caller);
+    return status && JSON.stringify(status);
+  }
+
+  /** The run's status as the ledger holds it; an ended run's from the cache once read. */
+  async #stored(runId: string): Promise<RunStatus | undefined> {
+    const kept = this.#finished.get(runId);
+    if (kept) return kept;
+    const status = await this.#ledger.getRun(runId);
+    if (status) this.#finished.offer(status);
+    return status;
   }
 
   async #visible(runId: string, caller: Caller, action: string): Promise<RunStatus> {

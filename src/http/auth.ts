@@ -7,11 +7,11 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { callerOf } from "../services/mod.ts";
-import { platform, timingSafeEqual } from "../platform/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import { type AuthSettings, LOCAL_OWNER } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
 import { errorResponse } from "./errors.ts";
+import { tokenMatcher } from "./token_match.ts";
 
 /** Options of {@linkcode dashboardAuth}. */
 export interface DashboardAuthOptions {
@@ -35,12 +35,6 @@ const CORS_HEADERS = {
   "access-control-max-age": "600",
 } as const;
 
-const encoder = new TextEncoder();
-
-function digest(text: string): Uint8Array {
-  return platform().sha256(encoder.encode(text));
-}
-
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */
 function bearerOf(header: string | undefined): string | undefined {
   if (!header) return undefined;
@@ -58,16 +52,13 @@ function unauthenticated(message: string): Response {
  * The middleware of the `/api/*` layer. It checks its options once; per request it sets the
  * `caller` the routes act as. Tokens are hashed before comparing, so neither their content
  * nor their length shows in the time an answer takes, and every configured token is
- * compared, whichever matches.
+ * compared, whichever matches ({@linkcode tokenMatcher}).
  */
 export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<DashboardEnv> {
   const { settings } = options;
   const allowed = new Set([...settings.allowedOrigins, ...(options.ownOrigins ?? [])]);
   const sameOrigin = options.sameOrigin ?? false;
-  const configured = settings.tokens.map((binding) => ({
-    digest: digest(binding.token),
-    owner: binding.owner,
-  }));
+  const matchToken = tokenMatcher(settings.tokens);
   const local = callerOf(LOCAL_OWNER, { remote: true });
 
   return async function authenticate(c, next) {
@@ -87,13 +78,7 @@ export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<
       return new Response(null, { status: 204, headers: { ...CORS_HEADERS, ...cors } });
     }
     const presented = bearerOf(c.req.header("authorization"));
-    let match: { owner?: string } | undefined;
-    if (presented !== undefined) {
-      const given = digest(presented);
-      for (const token of configured) {
-        if (timingSafeEqual(given, token.digest) && match === undefined) match = token;
-      }
-    }
+    const match = presented !== undefined ? matchToken(presented) : undefined;
     if (match === undefined && settings.required) {
       return unauthenticated(
         presented === undefined

@@ -3,6 +3,7 @@
  * the OpenAPI document, and the cursor of a page.
  * @module
  */
+import type { TypedResponse } from "hono";
 import { z } from "zod";
 import { ApiErrorSchema } from "./schemas.ts";
 
@@ -60,4 +61,16 @@ export function nextCursor<T>(
 ): string | null {
   const last = items.at(-1);
   return items.length >= limit && last !== undefined ? idOf(last) : null;
+}
+
+/**
+ * A JSON answer whose text a service already holds (an ended run's status, kept as the ledger
+ * holds it): sent as it is, typed as the route's JSON response, without a parse and a
+ * serialisation per request.
+ */
+export function jsonText<T>(text: string): Response & TypedResponse<T, 200, "json"> {
+  return new Response(text, {
+    status: 200,
+    headers: { "content-type": "application/json" },
+  }) as Response & TypedResponse<T, 200, "json">;
 }

@@ -17,7 +17,7 @@ import {
 } from "../schemas/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { feedResponse, resumeOf } from "./feed_stream.ts";
-import { errors, jsonContent, nextCursor, sseContent } from "./route_parts.ts";
+import { errors, jsonContent, jsonText, nextCursor, sseContent } from "./route_parts.ts";
 import {
   JournalEntrySchema,
   pageOf,
@@ -253,9 +253,10 @@ export function runRoutes(context: RouteContext): DashboardHono {
 
   app.openapi(statusRoute, async (c) => {
     const { run_id } = c.req.valid("param");
-    const status = await runs.get(run_id, c.get("caller"));
-    if (!status) throw noSuch("run", run_id);
-    return c.json(status, 200);
+    // The status as JSON text: an ended run's is answered as kept, without a serialisation.
+    const status = await runs.getJson(run_id, c.get("caller"));
+    if (status === undefined) throw noSuch("run", run_id);
+    return jsonText(status);
   });
 
   app.openapi(journalRoute, async (c) => {

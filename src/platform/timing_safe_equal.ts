@@ -7,6 +7,13 @@ export function timingSafeEqual(a: string, b: string): boolean;
 /** Byte arrays, such as digests, compared as {@linkcode timingSafeEqual} compares strings. */
 export function timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean;
 export function timingSafeEqual(a: string | Uint8Array, b: string | Uint8Array): boolean {
+  // Two strings are compared code unit by code unit as they are: a bearer token is compared
+  // on every request, and copies of both would cost more than the comparison.
+  if (typeof a === "string" && typeof b === "string") {
+    let diff = a.length ^ b.length;
+    for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ (b.charCodeAt(i) | 0);
+    return diff === 0;
+  }
   const left = typeof a === "string" ? codeUnits(a) : a;
   const right = typeof b === "string" ? codeUnits(b) : b;
   let diff = left.length ^ right.length;

@@ -19,6 +19,7 @@ import {
   type CallRecord,
   type HostInfo,
   type HostLease,
+  type LeaseState,
   type RunState,
 } from "../ledger/mod.ts";
 import type { IsolationReport } from "../isolation/mod.ts";
@@ -35,6 +36,13 @@ import type { Services } from "./open_services.ts";
  * make it the dearest route. The runs and tasks listings are always exact.
  */
 export const STATUS_COUNTS_TTL_MS = 500;
+/**
+ * How long {@linkcode Insights.status} reuses the ledger's hosts and the scheduler's lease, in
+ * ms. They change at other hosts' heartbeats (every 2 s), and a host is judged dead only after
+ * 10 s without one, so a view this old tells nothing less; reading them is two thirds of a
+ * status's cost. This host is always listed as it is now.
+ */
+export const STATUS_HOSTS_TTL_MS = 1000;
 /** Most owners whose counts are kept at once. */
 const STATUS_CACHE_OWNERS = 1000;
 /** How many of the newest calls a summary sums up when the caller does not say. */
@@ -123,6 +131,7 @@ export class Insights {
   readonly #services: Services;
   readonly #options: InsightsOptions;
   readonly #counted = new Map<string, { at: number; counts: Promise<ActiveCounts> }>();
+  #hosts: { at: number; view: Promise<HostsView> } | undefined;
 
   /** Reports over `services`, for a surface described by `options`. */
   constructor(services: Services, options: InsightsOptions) {
@@ -133,11 +142,10 @@ export class Insights {
   /** The overall status: version, kernel policy, scheduler, hosts, the caller's active work. */
   async status(caller: Caller): Promise<ServiceStatus> {
     const services = this.#services;
-    const [active, providers, hosts, lease, admission, isolation] = await Promise.all([
+    const [active, providers, { hosts, lease }, admission, isolation] = await Promise.all([
       this.#activeCounts(caller),
       services.dispatcher.status(),
-      services.ledger.listHosts(),
-      services.ledger.readLease(this.#options.schedulerLease),
+      this.#hostsView(),
       services.admission.snapshot(caller),
       services.runs.isolationReport(),
     ]);
@@ -238,6 +246,23 @@ export class Insights {
     return remoteCapabilityReport(await this.#services.capabilities.report());
   }
 
+  /** The ledger's hosts and the scheduler's lease, read at most once per {@linkcode STATUS_HOSTS_TTL_MS}. */
+  #hostsView(): Promise<HostsView> {
+    const now = Date.now();
+    if (this.#hosts && now - this.#hosts.at < STATUS_HOSTS_TTL_MS) return this.#hosts.view;
+    const ledger = this.#services.ledger;
+    const view = Promise.all([
+      ledger.listHosts(),
+      ledger.readLease(this.#options.schedulerLease),
+    ]).then(([hosts, lease]) => ({ hosts, lease }));
+    const kept = { at: now, view };
+    this.#hosts = kept;
+    view.catch(() => {
+      if (this.#hosts === kept) this.#hosts = undefined;
+    });
+    return view;
+  }
+
   #activeCounts(caller: Caller): Promise<ActiveCounts> {
     const key = `${caller.admin ? "admin" : "owner"}:${caller.owner}`;
     const now = Date.now();
@@ -275,3 +300,9 @@ export interface CostReport extends CostBreakdown {
 }
 
 type ActiveCounts = { runs: StateCounts; tasks: StateCounts };
+
+/** What the ledger says of the hosts: their records, and who holds the scheduler's lease. */
+type HostsView = {
+  hosts: HostInfo[];
+  lease: LeaseState;
+};

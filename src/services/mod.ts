@@ -33,6 +33,7 @@ export {
   type ServiceStatus,
   type StateCounts,
   STATUS_COUNTS_TTL_MS,
+  STATUS_HOSTS_TTL_MS,
 } from "./insights.ts";
 export { RunGraph } from "./run_graph.ts";
 export {
