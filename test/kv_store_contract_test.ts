@@ -169,6 +169,26 @@ for (const backend of BACKENDS) {
     await assert.rejects(async () => await full.commit(), /Too many mutations/);
     assert.equal((await s.b.get(["m", 0])).value, null);
   });
+
+  Deno.test(`${backend.name}: a lazy commit is checked, atomic and seen at once like any other`, async () => {
+    await using s = await backend.open();
+    const first = await s.a.atomic().check(["lazy"], null).set(["lazy"], bytes("1"))
+      .set(["other"], bytes("2")).commit({ lazy: true });
+    assert.ok(first.ok);
+    const seen = await s.b.get(["lazy"]);
+    assert.equal(text(seen.value), "1");
+    assert.equal(text((await s.b.get(["other"])).value), "2");
+    // Its versionstamp guards later commits, lazy or not, as a plain commit's does.
+    const stale = await s.b.atomic().check(["lazy"], null).set(["lazy"], bytes("x"))
+      .delete(["other"]).commit({ lazy: true });
+    assert.equal(stale.ok, false);
+    assert.equal(text((await s.a.get(["other"])).value), "2");
+    assert.ok(
+      (await s.b.atomic().check(["lazy"], seen.versionstamp).set(["lazy"], bytes("3")).commit())
+        .ok,
+    );
+    assert.equal(text((await s.a.get(["lazy"])).value), "3");
+  });
 }
 
 Deno.test("postgres: a write of a watched key wakes the other host's listeners", async () => {

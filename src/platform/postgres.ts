@@ -9,6 +9,10 @@
  *   key it checks or writes (a 64-bit hash of the key, in ascending order, so commits never
  *   deadlock), checks, then writes, in one statement. Two commits on one key run one after the other; a check of an absent key is
  *   as safe as any other. This is what makes a queue claim go to one host only.
+ * - A lazy commit ({@linkcode KvCommitOptions.lazy}: a run's feed events alone) is the same
+ *   statement with `synchronous_commit` off for its transaction: it costs no disk flush of its
+ *   own, and the run's next journal commit flushes it (the WAL is written in order), so a
+ *   sequential step costs one flush, not two.
  * - A commit that sets a watched key (the ledger's feed tick) sends `NOTIFY svc_kv`; every other
  *   host `LISTEN`s and wakes its readers at once instead of at its next poll (a host's own
  *   readers are woken by its own write, so it ignores its own notifications).
@@ -23,7 +27,7 @@ import { createHash } from "node:crypto";
 import postgres from "postgres";
 import { SvcError } from "../errors/mod.ts";
 import { decodeKey, encodeKey, prefixEnd } from "./pg_keys.ts";
-import type { KvAtomic, KvEntry, KvKey, KvStore } from "./types.ts";
+import type { KvAtomic, KvCommitOptions, KvEntry, KvKey, KvStore } from "./types.ts";
 
 /** Deno KV's limits, kept so that the ledger clips and splits the same way on both backends. */
 const MAX_VALUE_BYTES = 65_536;
@@ -95,6 +99,18 @@ $fn$;
 `,
   },
 ];
+
+/** One commit: a single statement, so one round trip (prepared once per connection). */
+const COMMIT = "SELECT svc_kv_commit($1, $2::text[], $3::bigint[], $4::text[], $5::text[], " +
+  "$6::text[], $7::bigint[], $8)::text AS stamp";
+/**
+ * A lazy commit: the same, and its transaction does not wait for its WAL flush
+ * (`synchronous_commit` is read when the transaction commits, so setting it anywhere in the
+ * statement counts). The WAL is one sequence: the next flushed commit of any session, or the
+ * WAL writer within a fraction of a second, makes it durable, and never a later commit
+ * without it.
+ */
+const LAZY_COMMIT = `${COMMIT}, set_config('synchronous_commit', 'off', true)`;
 
 /** The newest schema version this svc knows. */
 export const POSTGRES_SCHEMA_VERSION: number = MIGRATIONS.length;
@@ -394,7 +410,7 @@ class PostgresKv implements SharedKvStore {
         writes.set(keyHex(key), null);
         return atomic;
       },
-      commit: () => this.#commit(checks, writes, bytes),
+      commit: (options) => this.#commit(checks, writes, bytes, options),
     };
     return atomic;
   }
@@ -403,6 +419,7 @@ class PostgresKv implements SharedKvStore {
     checks: Map<string, string | null>,
     writes: Map<string, Uint8Array | null>,
     bytes: number,
+    options: KvCommitOptions = {},
   ): Promise<{ ok: boolean }> {
     if (checks.size > MAX_CHECKS) throw new TypeError(`Too many checks (max ${MAX_CHECKS})`);
     if (writes.size > MAX_MUTATIONS) {
@@ -426,20 +443,22 @@ class PostgresKv implements SharedKvStore {
         if (this.#watched.has(key)) notify = true;
       }
     }
+    const locked = [...locks].sort((a, b) => a < b ? -1 : a > b ? 1 : 0).map(String);
+    const args = [
+      this.#ns,
+      arrayLiteral([...checks.keys()]),
+      arrayLiteral([...checks.values()].map(versionOf)),
+      arrayLiteral(setKeys),
+      arrayLiteral(setValues),
+      arrayLiteral(deleteKeys),
+      arrayLiteral(locked),
+      notify ? this.#origin : null,
+    ];
     let rows: Array<{ stamp: string | null }>;
     try {
-      rows = await this.#sql`SELECT svc_kv_commit(
-        ${this.#ns},
-        ${arrayLiteral([...checks.keys()])}::text[],
-        ${arrayLiteral([...checks.values()].map(versionOf))}::bigint[],
-        ${arrayLiteral(setKeys)}::text[],
-        ${arrayLiteral(setValues)}::text[],
-        ${arrayLiteral(deleteKeys)}::text[],
-        ${
-        arrayLiteral([...locks].sort((a, b) => a < b ? -1 : a > b ? 1 : 0).map(String))
-      }::bigint[],
-        ${notify ? this.#origin : null}
-      )::text AS stamp`;
+      rows = await this.#sql.unsafe(options.lazy === true ? LAZY_COMMIT : COMMIT, args, {
+        prepare: true,
+      });
     } catch (error) {
       throw databaseFault(error, "write");
     }
