@@ -15,7 +15,8 @@
  *   sequential step costs one flush, not two.
  * - A commit that sets a watched key (the ledger's feed tick) sends `NOTIFY svc_kv`; every other
  *   host `LISTEN`s and wakes its readers at once instead of at its next poll (a host's own
- *   readers are woken by its own write, so it ignores its own notifications).
+ *   readers are woken by its own write, so it ignores its own notifications). A host's writes
+ *   of the few milliseconds after one notification share the next (`pg_announce.ts`).
  * - Files (a run's script, input and large values) live in `svc_files`, so that any host can
  *   resume or read a run another host started.
  * - Schema changes are versioned migrations applied in one transaction at start-up; a host
@@ -26,6 +27,7 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import postgres from "postgres";
 import { SvcError } from "../errors/mod.ts";
+import { Announcer } from "./pg_announce.ts";
 import { decodeKey, encodeKey, prefixEnd } from "./pg_keys.ts";
 import type { KvAtomic, KvCommitOptions, KvEntry, KvKey, KvStore } from "./types.ts";
 
@@ -301,11 +303,18 @@ class PostgresKv implements SharedKvStore {
   readonly #listeners = new Set<() => void>();
   /** This handle's mark on its notifications, so that it ignores its own. */
   readonly #origin = crypto.randomUUID();
+  readonly #announcer: Announcer;
   #unlisten: (() => Promise<void>) | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(sql: Sql, options: PostgresKvOptions, location: string) {
     this.#sql = sql;
+    const payload = `${options.namespace} ${this.#origin}`;
+    this.#announcer = new Announcer({
+      send: async () => {
+        await sql`SELECT pg_notify(${CHANNEL}, ${payload})`;
+      },
+    });
     this.#ns = options.namespace;
     this.#watched = new Set((options.watch ?? []).map((key) => hex(encodeKey(key))));
     this.location = location;
@@ -443,6 +452,8 @@ class PostgresKv implements SharedKvStore {
         if (this.#watched.has(key)) notify = true;
       }
     }
+    // The other hosts learn of a watched write from this commit, or soon after with others.
+    const announce = notify && this.#announcer.inline();
     const locked = [...locks].sort((a, b) => a < b ? -1 : a > b ? 1 : 0).map(String);
     const args = [
       this.#ns,
@@ -452,13 +463,19 @@ class PostgresKv implements SharedKvStore {
       arrayLiteral(setValues),
       arrayLiteral(deleteKeys),
       arrayLiteral(locked),
-      notify ? this.#origin : null,
+      announce ? this.#origin : null,
     ];
     let rows: Array<{ stamp: string | null }>;
     try {
-      rows = await this.#sql.unsafe(options.lazy === true ? LAZY_COMMIT : COMMIT, args, {
-        prepare: true,
-      });
+      const commit = this.#sql.unsafe<Array<{ stamp: string | null }>>(
+        options.lazy === true ? LAZY_COMMIT : COMMIT,
+        args,
+        {
+          prepare: true,
+        },
+      );
+      if (notify && !announce) this.#announcer.later(commit);
+      rows = await commit;
     } catch (error) {
       throw databaseFault(error, "write");
     }
@@ -507,6 +524,7 @@ class PostgresKv implements SharedKvStore {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#listeners.clear();
+      await this.#announcer.close();
       await this.#unlisten?.().catch(() => {});
       await this.#sql.end({ timeout: 2 }).catch(() => {});
     })();
