@@ -26,8 +26,10 @@ export class Announcer {
   readonly #gatherMs: number;
   /** Until when (performance.now()) writes are gathered rather than announced at once. */
   #quietUntil = -Infinity;
-  /** Commits not announced yet: the next notification goes once they have settled. */
+  /** Commits not announced yet. */
   readonly #owed = new Set<Promise<unknown>>();
+  /** Of those, the ones not committed yet: a notification must not go before them. */
+  readonly #unsettled = new Set<Promise<unknown>>();
   #timer: ReturnType<typeof setTimeout> | undefined;
   #flushing: Promise<void> | undefined;
   #closed = false;
@@ -38,21 +40,35 @@ export class Announcer {
   }
 
   /**
-   * Whether the commit about to be issued announces itself. When it does not, the caller
-   * hands it to {@linkcode later}.
+   * Whether the commit about to be issued announces itself: then it returns the earlier writes
+   * its notification announces too (every one committed), for {@linkcode announced}; else
+   * undefined, and the caller hands the commit to {@linkcode later}.
    */
-  inline(): boolean {
+  inline(): Promise<unknown>[] | undefined {
     const now = performance.now();
-    if (this.#timer !== undefined || this.#flushing !== undefined || now < this.#quietUntil) {
-      return false;
-    }
+    if (now < this.#quietUntil || this.#unsettled.size > 0) return undefined;
     this.#quietUntil = now + this.#gatherMs;
-    return true;
+    return [...this.#owed];
   }
 
-  /** A commit that did not announce itself: announced once it (and the rest owed) settled. */
+  /** A commit that announced itself went through: what it covered is announced. */
+  announced(covered: Promise<unknown>[]): void {
+    for (const commit of covered) this.#owed.delete(commit);
+    if (this.#owed.size === 0 && this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  /**
+   * A commit that did not announce itself: the next commit that does announces it, or else one
+   * notification of its own once it (and the rest owed) settled, a window later.
+   */
   later(commit: Promise<unknown>): void {
     this.#owed.add(commit);
+    this.#unsettled.add(commit);
+    const settled = () => this.#unsettled.delete(commit);
+    commit.then(settled, settled);
     if (this.#timer === undefined && this.#flushing === undefined) this.#schedule();
   }
 
@@ -69,7 +85,8 @@ export class Announcer {
 
   #schedule(): void {
     if (this.#closed) return;
-    const wait = Math.max(0, this.#quietUntil - performance.now());
+    // A window past the quiet spell's end: a busy writer's next commit announces it first.
+    const wait = Math.max(0, this.#quietUntil - performance.now()) + this.#gatherMs;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#startFlush();

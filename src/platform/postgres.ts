@@ -453,7 +453,8 @@ class PostgresKv implements SharedKvStore {
       }
     }
     // The other hosts learn of a watched write from this commit, or soon after with others.
-    const announce = notify && this.#announcer.inline();
+    const covered = notify ? this.#announcer.inline() : undefined;
+    const announce = covered !== undefined;
     const locked = [...locks].sort((a, b) => a < b ? -1 : a > b ? 1 : 0).map(String);
     const args = [
       this.#ns,
@@ -476,6 +477,7 @@ class PostgresKv implements SharedKvStore {
       );
       if (notify && !announce) this.#announcer.later(commit);
       rows = await commit;
+      if (covered && rows[0]?.stamp) this.#announcer.announced(covered);
     } catch (error) {
       throw databaseFault(error, "write");
     }
