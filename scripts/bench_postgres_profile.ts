@@ -1,7 +1,7 @@
 /**
  * What one journaled sequential step costs the Postgres server, counted rather than timed (so
- * that the counts hold on a loaded machine): WAL flushes, committed transactions and
- * notifications per step, as (chain of 41 calls - chain of 1) / 40, and the host's CPU per step.
+ * that the counts hold on a loaded machine): WAL flushes, ledger commits and notifications per
+ * step, as (chain of 41 calls - chain of 1) / 40, and the host's CPU per step.
  * The server counts a connection's WAL flushes and transactions when it ends, so each chain runs
  * on a ledger of its own, closed before its counts are read.
  * @module
@@ -21,7 +21,7 @@ const DATABASE = "bench_profile";
 export interface PostgresStepProfile {
   /** WAL flushes (fsyncs) per step. */
   walFlushes: number;
-  /** Committed transactions per step. */
+  /** Ledger commits (calls of `svc_kv_commit()`) per step. */
   commits: number;
   /** Notifications (`NOTIFY svc_kv`) other hosts receive per step. */
   notifications: number;
@@ -36,9 +36,8 @@ interface Counts {
   hostCpuMs: number;
 }
 
-async function serverCounts(server: PgServer): Promise<{ wal: number; xact: number }> {
-  // A backend reports its counts when it exits: wait until svc's have. These reads run in
-  // another database, so that they add no transaction of their own to the counts.
+async function serverCounts(server: PgServer): Promise<{ wal: number; commits: number }> {
+  // A backend reports its counts when it exits: wait until svc's have.
   for (let i = 0; i < 200; i++) {
     const left = await server.psql(
       "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'svc'",
@@ -46,12 +45,14 @@ async function serverCounts(server: PgServer): Promise<{ wal: number; xact: numb
     if (Number(left.trim()) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  const row = await server.psql(
-    "SELECT (SELECT wal_sync FROM pg_stat_wal) || ' ' || " +
-      `(SELECT xact_commit FROM pg_stat_database WHERE datname = '${DATABASE}')`,
-  );
-  const [wal, xact] = row.trim().split(" ").map(Number);
-  return { wal: wal ?? NaN, xact: xact ?? NaN };
+  const [wal, commits] = await Promise.all([
+    server.psql("SELECT wal_sync FROM pg_stat_wal"),
+    server.psql(
+      "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'svc_kv_commit'",
+      DATABASE,
+    ),
+  ]);
+  return { wal: Number(wal.trim()), commits: Number(commits.trim()) };
 }
 
 async function countChain(server: PgServer, url: string, home: string, calls: number) {
@@ -81,7 +82,7 @@ async function countChain(server: PgServer, url: string, home: string, calls: nu
   await listener.end({ timeout: 2 });
   return {
     walFlushes: after.wal - before.wal,
-    commits: after.xact - before.xact,
+    commits: after.commits - before.commits,
     notifications,
     hostCpuMs: (used.user + used.system) / 1000,
   };
@@ -93,6 +94,8 @@ export async function profilePostgresStep(
   root: string,
 ): Promise<PostgresStepProfile> {
   const url = await server.database(DATABASE);
+  // Counted for every session of the database, from its next connection on.
+  await server.psql(`ALTER DATABASE ${DATABASE} SET track_functions = 'pl'`);
   const one: Counts = await countChain(server, url, `${root}/pg_profile_1`, 1);
   const long: Counts = await countChain(server, url, `${root}/pg_profile_${LONG}`, LONG);
   const per = (key: keyof Counts) => (long[key] - one[key]) / (LONG - 1);
