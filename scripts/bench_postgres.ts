@@ -6,6 +6,8 @@
  *   (fake provider, latency 0) on a ledger in Postgres, against one bare Postgres commit of the
  *   same size (one statement writing the step's journal entry, call record and run document, as
  *   three rows of a plain table, autocommitted). Goal <= 2x.
+ * - per step, counted: WAL flushes, commits, notifications and the host's CPU
+ *   (`bench_postgres_profile.ts`).
  * - queue claims per second: 200 queued tasks (fake provider, latency 0) drained by one daemon,
  *   then by two daemons (two hosts of one process, each with its own home), from the first
  *   claim to the last task's end.
@@ -20,6 +22,7 @@ import { startDaemon } from "../src/daemon/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { startPostgres } from "../test/pg_server.ts";
 import { limited } from "./bench_limit.ts";
+import { type PostgresStepProfile, profilePostgresStep } from "./bench_postgres_profile.ts";
 
 const LOCAL = { owner: "local" };
 const CHAIN_CALLS = 200;
@@ -36,6 +39,8 @@ export interface PostgresSamples {
   claimsOne: number[];
   /** Queue claims per second with two daemons. */
   claimsTwo: number[];
+  /** What a step costs the server, counted once after the repetitions. */
+  profile?: PostgresStepProfile;
 }
 
 function chainScript(calls: number): string {
@@ -163,5 +168,6 @@ export async function measurePostgres(root: string, reps: number): Promise<Postg
     samples.claimsOne.push(await timeClaims(await server.database(`claims1_${rep}`), root, 1));
     samples.claimsTwo.push(await timeClaims(await server.database(`claims2_${rep}`), root, 2));
   }
+  kept.profile = await profilePostgresStep(server, root);
   return kept;
 }

@@ -323,6 +323,7 @@ export type {
   FileInfo,
   HttpServer,
   KvAtomic,
+  KvCommitOptions,
   KvEntry,
   KvKey,
   KvKeyPart,

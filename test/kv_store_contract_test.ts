@@ -169,6 +169,26 @@ for (const backend of BACKENDS) {
     await assert.rejects(async () => await full.commit(), /Too many mutations/);
     assert.equal((await s.b.get(["m", 0])).value, null);
   });
+
+  Deno.test(`${backend.name}: a lazy commit is checked, atomic and seen at once like any other`, async () => {
+    await using s = await backend.open();
+    const first = await s.a.atomic().check(["lazy"], null).set(["lazy"], bytes("1"))
+      .set(["other"], bytes("2")).commit({ lazy: true });
+    assert.ok(first.ok);
+    const seen = await s.b.get(["lazy"]);
+    assert.equal(text(seen.value), "1");
+    assert.equal(text((await s.b.get(["other"])).value), "2");
+    // Its versionstamp guards later commits, lazy or not, as a plain commit's does.
+    const stale = await s.b.atomic().check(["lazy"], null).set(["lazy"], bytes("x"))
+      .delete(["other"]).commit({ lazy: true });
+    assert.equal(stale.ok, false);
+    assert.equal(text((await s.a.get(["other"])).value), "2");
+    assert.ok(
+      (await s.b.atomic().check(["lazy"], seen.versionstamp).set(["lazy"], bytes("3")).commit())
+        .ok,
+    );
+    assert.equal(text((await s.a.get(["lazy"])).value), "3");
+  });
 }
 
 Deno.test("postgres: a write of a watched key wakes the other host's listeners", async () => {
@@ -190,6 +210,67 @@ Deno.test("postgres: a write of a watched key wakes the other host's listeners",
     assert.equal((await board.get(["other"])).value, null);
   } finally {
     await Promise.all([a.close(), b.close(), board.close()]);
+  }
+});
+
+Deno.test("postgres: a burst of watched writes wakes the other host once or twice, the last time after the last write", async () => {
+  const url = await (await pg()).database();
+  const a = await openPostgresKv(url, { namespace: "ledger", watch: [["tick"]] });
+  const b = await openPostgresKv(url, { namespace: "ledger", watch: [["tick"]] });
+  try {
+    const writes = 60;
+    const seen: string[] = [];
+    let wake: () => void = () => {};
+    b.onChange(() => {
+      // What a woken reader reads: the notification comes after the writes it announces.
+      b.get(["tick"]).then((entry) => {
+        seen.push(text(entry.value)!);
+        wake();
+      });
+    });
+    // Issued at once, as a run's wave of calls ending together, on the store's connections.
+    await Promise.all(
+      Array.from(
+        { length: writes },
+        (_, i) => a.atomic().set(["tick"], bytes(String(i))).commit({ lazy: i % 2 === 0 }),
+      ),
+    );
+    const last = text((await a.get(["tick"])).value)!;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`never woken after the last write`)), 5000);
+      wake = () => {
+        if (seen.includes(last)) (clearTimeout(timer), resolve());
+      };
+      wake();
+    });
+    // The first write announces itself, the rest share one notification (two when a write
+    // settled while the first notification was on its way).
+    assert.ok(seen.length <= 3, `${seen.length} wake-ups for ${writes} writes`);
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+Deno.test("postgres: a write announced later is announced when its store closes", async () => {
+  const url = await (await pg()).database();
+  const a = await openPostgresKv(url, { namespace: "ledger", watch: [["tick"]] });
+  const b = await openPostgresKv(url, { namespace: "ledger", watch: [["tick"]] });
+  try {
+    let woken = 0;
+    let heard: () => void = () => {};
+    b.onChange(() => (woken++, heard()));
+    const first = new Promise<void>((resolve) => heard = resolve);
+    await a.atomic().set(["tick"], bytes("1")).commit();
+    await first;
+    // Within the gathering window: not announced by its own commit.
+    const second = new Promise<void>((resolve) => heard = resolve);
+    await a.atomic().set(["tick"], bytes("2")).commit();
+    await a.close();
+    await second;
+    assert.equal(woken, 2);
+    assert.equal(text((await b.get(["tick"])).value), "2");
+  } finally {
+    await Promise.all([a.close(), b.close()]);
   }
 });
 

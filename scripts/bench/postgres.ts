@@ -24,6 +24,18 @@ export async function reportPostgres(report: Report, context: GroupContext): Pro
       "pg_bare_commit_ms",
       "<= 2x",
     );
+    if (pg.profile) {
+      const { walFlushes, commits, notifications, hostCpuMs } = pg.profile;
+      report.part("pg_step_wal_flushes", "  of a step: WAL flushes (fsyncs)", walFlushes, "/step");
+      report.part(
+        "pg_step_commits",
+        "  of a step: ledger commits (svc_kv_commit)",
+        commits,
+        "/step",
+      );
+      report.part("pg_step_notifications", "  of a step: notifications", notifications, "/step");
+      report.part("pg_step_host_cpu_ms", "  of a step: the host's CPU", hostCpuMs, "ms");
+    }
     report.baseline(
       "pg_claims_one_per_s",
       "baseline: queue claims per second, one daemon (Postgres)",

@@ -1,5 +1,5 @@
 import { SvcError } from "../errors/mod.ts";
-import type { KvAtomic, KvKey, KvStore } from "../platform/mod.ts";
+import type { KvAtomic, KvCommitOptions, KvKey, KvStore } from "../platform/mod.ts";
 import type { SharedKvStore } from "../platform/postgres.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { fitRecord } from "./fit.ts";
@@ -188,13 +188,18 @@ export class LedgerContext {
    * ledger) never take the same seq; when another writer appended first, the commit is built
    * again with the next seqs. Retrying is safe: a failed atomic commit applied nothing, and
    * `build` adds the same sets and the same checks each time. Returns false when a check of
-   * `build` failed (the write lost to another).
+   * `build` failed (the write lost to another). `options` go to a commit without activity (a
+   * state change is never lazy).
    */
-  commit(build: (atomic: KvAtomic) => void, activity?: ActivityAppend): Promise<boolean> {
+  commit(
+    build: (atomic: KvAtomic) => void,
+    activity?: ActivityAppend,
+    options?: KvCommitOptions,
+  ): Promise<boolean> {
     if (activity === undefined || activity.items.length === 0) {
       const atomic = this.kv.atomic();
       build(atomic);
-      return atomic.commit().then((result) => result.ok);
+      return atomic.commit(options).then((result) => result.ok);
     }
     return this.#inTurn(activity.owner, () => this.#append(build, activity));
   }

@@ -253,6 +253,9 @@ async function write(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Promis
   const last = ops.findLast((op) => op.kind === "status" || op.kind === "journal");
   const latest = last && "status" in last ? last.status : undefined;
   const terminal = latest !== undefined && TERMINAL_STATES.has(latest.state);
+  // Feed events alone (a call started, live output, counts) need not wait for a disk flush:
+  // the run's next journal or status commit flushes them with itself, in order.
+  const lazy = ops.every((op) => op.kind === "event");
   for (const [index, { mutations, status, activity }] of chunks.entries()) {
     if (mutations.length === 0 && !status) continue;
     const ends = index === chunks.length - 1 && terminal;
@@ -268,12 +271,16 @@ async function write(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Promis
       doc = toBytes(record);
     }
     // Only sets and deletes of this run's own keys: the same again if the activity append retries.
-    await ctx.commit((atomic) => {
-      for (const { key, value } of mutations) atomic.set(key, value);
-      if (doc) atomic.set(KEYS.run(runId), doc);
-      if (ends) atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
-      if (events) atomic.set(KEYS.feedTick, toBytes({}));
-    }, activity);
+    await ctx.commit(
+      (atomic) => {
+        for (const { key, value } of mutations) atomic.set(key, value);
+        if (doc) atomic.set(KEYS.run(runId), doc);
+        if (ends) atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
+        if (events) atomic.set(KEYS.feedTick, toBytes({}));
+      },
+      activity,
+      { lazy },
+    );
   }
   if (terminal && finalStatus) await writeSummary(ctx, finalStatus);
   if (events) {

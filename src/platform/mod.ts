@@ -13,6 +13,7 @@ export type {
   FileInfo,
   HttpServer,
   KvAtomic,
+  KvCommitOptions,
   KvEntry,
   KvKey,
   KvKeyPart,

@@ -9,9 +9,14 @@
  *   key it checks or writes (a 64-bit hash of the key, in ascending order, so commits never
  *   deadlock), checks, then writes, in one statement. Two commits on one key run one after the other; a check of an absent key is
  *   as safe as any other. This is what makes a queue claim go to one host only.
+ * - A lazy commit ({@linkcode KvCommitOptions.lazy}: a run's feed events alone) is the same
+ *   statement with `synchronous_commit` off for its transaction: it costs no disk flush of its
+ *   own, and the run's next journal commit flushes it (the WAL is written in order), so a
+ *   sequential step costs one flush, not two.
  * - A commit that sets a watched key (the ledger's feed tick) sends `NOTIFY svc_kv`; every other
  *   host `LISTEN`s and wakes its readers at once instead of at its next poll (a host's own
- *   readers are woken by its own write, so it ignores its own notifications).
+ *   readers are woken by its own write, so it ignores its own notifications). A host's writes
+ *   of the few milliseconds after one notification share the next (`pg_announce.ts`).
  * - Files (a run's script, input and large values) live in `svc_files`, so that any host can
  *   resume or read a run another host started.
  * - Schema changes are versioned migrations applied in one transaction at start-up; a host
@@ -22,8 +27,9 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import postgres from "postgres";
 import { SvcError } from "../errors/mod.ts";
+import { Announcer } from "./pg_announce.ts";
 import { decodeKey, encodeKey, prefixEnd } from "./pg_keys.ts";
-import type { KvAtomic, KvEntry, KvKey, KvStore } from "./types.ts";
+import type { KvAtomic, KvCommitOptions, KvEntry, KvKey, KvStore } from "./types.ts";
 
 /** Deno KV's limits, kept so that the ledger clips and splits the same way on both backends. */
 const MAX_VALUE_BYTES = 65_536;
@@ -95,6 +101,18 @@ $fn$;
 `,
   },
 ];
+
+/** One commit: a single statement, so one round trip (prepared once per connection). */
+const COMMIT = "SELECT svc_kv_commit($1, $2::text[], $3::bigint[], $4::text[], $5::text[], " +
+  "$6::text[], $7::bigint[], $8)::text AS stamp";
+/**
+ * A lazy commit: the same, and its transaction does not wait for its WAL flush
+ * (`synchronous_commit` is read when the transaction commits, so setting it anywhere in the
+ * statement counts). The WAL is one sequence: the next flushed commit of any session, or the
+ * WAL writer within a fraction of a second, makes it durable, and never a later commit
+ * without it.
+ */
+const LAZY_COMMIT = `${COMMIT}, set_config('synchronous_commit', 'off', true)`;
 
 /** The newest schema version this svc knows. */
 export const POSTGRES_SCHEMA_VERSION: number = MIGRATIONS.length;
@@ -285,11 +303,18 @@ class PostgresKv implements SharedKvStore {
   readonly #listeners = new Set<() => void>();
   /** This handle's mark on its notifications, so that it ignores its own. */
   readonly #origin = crypto.randomUUID();
+  readonly #announcer: Announcer;
   #unlisten: (() => Promise<void>) | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(sql: Sql, options: PostgresKvOptions, location: string) {
     this.#sql = sql;
+    const payload = `${options.namespace} ${this.#origin}`;
+    this.#announcer = new Announcer({
+      send: async () => {
+        await sql`SELECT pg_notify(${CHANNEL}, ${payload})`;
+      },
+    });
     this.#ns = options.namespace;
     this.#watched = new Set((options.watch ?? []).map((key) => hex(encodeKey(key))));
     this.location = location;
@@ -394,7 +419,7 @@ class PostgresKv implements SharedKvStore {
         writes.set(keyHex(key), null);
         return atomic;
       },
-      commit: () => this.#commit(checks, writes, bytes),
+      commit: (options) => this.#commit(checks, writes, bytes, options),
     };
     return atomic;
   }
@@ -403,6 +428,7 @@ class PostgresKv implements SharedKvStore {
     checks: Map<string, string | null>,
     writes: Map<string, Uint8Array | null>,
     bytes: number,
+    options: KvCommitOptions = {},
   ): Promise<{ ok: boolean }> {
     if (checks.size > MAX_CHECKS) throw new TypeError(`Too many checks (max ${MAX_CHECKS})`);
     if (writes.size > MAX_MUTATIONS) {
@@ -426,20 +452,32 @@ class PostgresKv implements SharedKvStore {
         if (this.#watched.has(key)) notify = true;
       }
     }
+    // The other hosts learn of a watched write from this commit, or soon after with others.
+    const covered = notify ? this.#announcer.inline() : undefined;
+    const announce = covered !== undefined;
+    const locked = [...locks].sort((a, b) => a < b ? -1 : a > b ? 1 : 0).map(String);
+    const args = [
+      this.#ns,
+      arrayLiteral([...checks.keys()]),
+      arrayLiteral([...checks.values()].map(versionOf)),
+      arrayLiteral(setKeys),
+      arrayLiteral(setValues),
+      arrayLiteral(deleteKeys),
+      arrayLiteral(locked),
+      announce ? this.#origin : null,
+    ];
     let rows: Array<{ stamp: string | null }>;
     try {
-      rows = await this.#sql`SELECT svc_kv_commit(
-        ${this.#ns},
-        ${arrayLiteral([...checks.keys()])}::text[],
-        ${arrayLiteral([...checks.values()].map(versionOf))}::bigint[],
-        ${arrayLiteral(setKeys)}::text[],
-        ${arrayLiteral(setValues)}::text[],
-        ${arrayLiteral(deleteKeys)}::text[],
-        ${
-        arrayLiteral([...locks].sort((a, b) => a < b ? -1 : a > b ? 1 : 0).map(String))
-      }::bigint[],
-        ${notify ? this.#origin : null}
-      )::text AS stamp`;
+      const commit = this.#sql.unsafe<Array<{ stamp: string | null }>>(
+        options.lazy === true ? LAZY_COMMIT : COMMIT,
+        args,
+        {
+          prepare: true,
+        },
+      );
+      if (notify && !announce) this.#announcer.later(commit);
+      rows = await commit;
+      if (covered && rows[0]?.stamp) this.#announcer.announced(covered);
     } catch (error) {
       throw databaseFault(error, "write");
     }
@@ -488,6 +526,7 @@ class PostgresKv implements SharedKvStore {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#listeners.clear();
+      await this.#announcer.close();
       await this.#unlisten?.().catch(() => {});
       await this.#sql.end({ timeout: 2 }).catch(() => {});
     })();

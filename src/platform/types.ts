@@ -115,7 +115,20 @@ export interface KvAtomic {
   /** Deletes `key`. */
   delete(key: KvKey): KvAtomic;
   /** Commits every write, or none: `ok` is false when a check failed. */
-  commit(): Promise<{ ok: boolean }>;
+  commit(options?: KvCommitOptions): Promise<{ ok: boolean }>;
+}
+
+/** Options of {@linkcode KvAtomic.commit}. */
+export interface KvCommitOptions {
+  /**
+   * The commit may be acknowledged before it reaches the disk; the store's next commit that is
+   * not lazy (or the store itself, within a fraction of a second) makes it durable, in order.
+   * Only for writes whose loss in a crash of the database costs nothing a resume needs (a
+   * run's feed events), so that they do not cost a disk flush each. A store that flushes
+   * nothing per commit (a local KV file) ignores it.
+   * @default false
+   */
+  lazy?: boolean;
 }
 
 /** A KV store file (Deno KV's SQLite format on both runtimes). */
