@@ -162,6 +162,14 @@ export class RunContext {
   }
 
   /**
+   * Adds an event to the run's feed with the run's next write, at the latest in the next turn
+   * of the event loop: a call that ends at once commits its start and its output with its entry.
+   */
+  #emitDeferred(event: RunEvent): void {
+    this.#commits.defer({ kind: "event", event: { seq: -1, event } }).catch(() => {});
+  }
+
+  /**
    * Numbers the events of a batch in order. Of the call counts, only the last of a batch is
    * kept: a reader wants the counts now, not every step, and a wave of a thousand calls must
    * not add thousands of events.
@@ -232,7 +240,7 @@ export class RunContext {
     this.status.calls.running++;
     this.#callsChanged();
     const { short } = RECORD_LIMITS;
-    this.#emit({
+    this.#emitDeferred({
       type: "call_started",
       run_id: this.runId,
       at: now(),
@@ -326,7 +334,7 @@ export class RunContext {
 
   /** Adds a batch of call `seq`'s live output to the run's feed (never its status). */
   progress(seq: number, items: CallProgress[]): void {
-    this.#emit({ type: "progress", run_id: this.runId, at: now(), seq, items });
+    this.#emitDeferred({ type: "progress", run_id: this.runId, at: now(), seq, items });
   }
 
   /** Records what confines the run's guest, as its backend reported when it started. */
