@@ -68,9 +68,32 @@ export function clip(text: string): string {
   return clipText(text, TEXT_LIMIT);
 }
 
-/** A copy of the status for the ledger, without the lists it keeps under their own keys. */
+/** A deep copy of JSON data: a run's small records, without structuredClone's serialization. */
+function copyJson<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(copyJson) as T;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    out[key] = copyJson((value as Record<string, unknown>)[key]);
+  }
+  return out as T;
+}
+
+/**
+ * A copy of the status for the ledger, without the lists it keeps under their own keys. The
+ * script's result is set once, at the end, and never changed: it is shared, not copied (a
+ * script's value may nest deeper than a copy should recurse).
+ */
 function recordOf(status: RunStatus): RunStatus {
-  return structuredClone({ ...status, narration: [], security_events: [] });
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(status)) {
+    out[key] = key === "narration" || key === "security_events"
+      ? []
+      : key === "result"
+      ? value
+      : copyJson(value);
+  }
+  return out as unknown as RunStatus;
 }
 
 /**
