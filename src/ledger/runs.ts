@@ -7,6 +7,12 @@ import { KEYS } from "./keys.ts";
 import { checkBefore } from "./cursor.ts";
 import { isId } from "./ids.ts";
 import {
+  type JournalDoc,
+  JournalPacker,
+  type StoredJournal,
+  unpackJournal,
+} from "./journal_pack.ts";
+import {
   type ActivityAppend,
   below,
   type LedgerContext,
@@ -57,12 +63,6 @@ interface InputDoc {
 export interface RunDoc {
   v: 1;
   status: RunStatus;
-  result?: Stored;
-}
-
-interface JournalDoc {
-  v: 1;
-  entry: JournalEntry;
   result?: Stored;
 }
 
@@ -208,7 +208,31 @@ async function chunkOps(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Pro
     out.head = Math.max(out.head, seq);
     out.written.set(seq, bytes);
   };
+  // Replayed entries pack together; their call records and the events between them follow
+  // the pack, as they follow a single entry.
+  const packer = new JournalPacker();
+  let packStatus: RunStatus | undefined;
+  let held: (() => void)[] = [];
+  const closePack = () => {
+    const pack = packer.close();
+    if (pack) add({ key: KEYS.journal(runId, pack.seq), value: pack.value }, packStatus);
+    for (const later of held) later();
+    held = [];
+  };
   for (const op of ops) {
+    if (op.kind === "journal" && op.entry.outcome === "replayed") {
+      const [journal, call] = await journalMutations(ctx, runId, op);
+      if (!packer.fits(op.entry.seq, journal.value.length)) closePack();
+      packer.add(op.entry.seq, journal.value);
+      packStatus = op.status;
+      held.push(() => add(call));
+      continue;
+    }
+    if (op.kind === "event" && packer.open) {
+      held.push(() => addEvent(op.event.seq, fitRecord(op.event.event).bytes));
+      continue;
+    }
+    closePack();
     switch (op.kind) {
       case "narration":
         add({ key: KEYS.narration(runId, op.seq), value: fitRecord(op.entry).bytes });
@@ -239,6 +263,7 @@ async function chunkOps(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Pro
         break;
     }
   }
+  closePack();
   out.chunks.push(chunk);
   return out;
 }
@@ -349,7 +374,7 @@ async function getRunInput(ctx: LedgerContext, runId: string): Promise<RunInput 
 
 /** The run's journal in call order, results included. */
 async function getJournal(ctx: LedgerContext, runId: string): Promise<JournalEntry[]> {
-  const docs = await ctx.list<JournalDoc>(KEYS.journal(runId));
+  const docs = unpackJournal(await ctx.list<StoredJournal>(KEYS.journal(runId)));
   return await Promise.all(docs.map(async (doc) => {
     const entry: JournalEntry = doc.entry;
     if (doc.result) entry.result = await ctx.load(runId, doc.result);
