@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { VALUE_LIMIT } from "../src/ledger/fit.ts";
 import { JournalPacker, type StoredJournal, unpackJournal } from "../src/ledger/journal_pack.ts";
-import { fromBytes, toBytes } from "../src/ledger/json_bytes.ts";
+import { fromBytes, objectBytes, toBytes } from "../src/ledger/json_bytes.ts";
 
 function doc(seq: number, text = "x") {
   return { v: 1 as const, entry: { seq, label: text }, result: { value: text } };
@@ -50,4 +50,18 @@ Deno.test("no pack exceeds the ledger's value limit", () => {
   assert.ok(values.size > 1);
   for (const value of values.values()) assert.ok(value.length <= VALUE_LIMIT, `${value.length}`);
   assert.deepEqual(read(values), seqs.map((seq) => doc(seq, text)));
+});
+
+Deno.test("a document built from encoded members is byte for byte what toBytes gives", () => {
+  const entry = { seq: 1, label: 'é "quoted" \u2028', usage: { input_tokens: 1 } };
+  const stored = { value: { nested: [1, "two", null] } };
+  assert.deepEqual(
+    objectBytes({ v: toBytes(1), entry: toBytes(entry), result: toBytes(stored) }),
+    toBytes({ v: 1, entry, result: stored }),
+  );
+  assert.deepEqual(
+    objectBytes({ v: toBytes(1), entry: toBytes(entry), result: undefined }),
+    toBytes({ v: 1, entry }),
+  );
+  assert.deepEqual(objectBytes({}), toBytes({}));
 });

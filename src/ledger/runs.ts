@@ -2,16 +2,11 @@ import { SvcError } from "../errors/mod.ts";
 import { joinPath, type KvKey, platform } from "../platform/mod.ts";
 import { jsonByteLength, type JsonValue, MAX_ARGS_BYTES } from "../schemas/mod.ts";
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
-import { fromBytes, toBytes } from "./json_bytes.ts";
+import { fromBytes, objectBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
 import { checkBefore } from "./cursor.ts";
 import { isId } from "./ids.ts";
-import {
-  type JournalDoc,
-  JournalPacker,
-  type StoredJournal,
-  unpackJournal,
-} from "./journal_pack.ts";
+import { JournalPacker, type StoredJournal, unpackJournal } from "./journal_pack.ts";
 import {
   type ActivityAppend,
   below,
@@ -46,6 +41,8 @@ export const RUN_SCAN_LIMIT = 10_000;
  */
 const BATCH_MUTATIONS = 900;
 const BATCH_BYTES = 512 * 1024;
+/** `1`, the version of a run's and a journal entry's document. */
+const ONE = toBytes(1);
 
 /**
  * `input.json` of a run directory: what the run was started with besides its script (kept in
@@ -152,12 +149,11 @@ async function journalMutations(
   const { result, ...rest } = op.entry;
   // The entry is fitted first; its result goes inline only in the room left beside it.
   const entry = fitRecord(rest, VALUE_LIMIT - REF_ROOM);
-  const doc: JournalDoc = { v: 1, entry: entry.value };
-  if (result !== undefined) {
-    doc.result = await ctx.store(runId, result, {
-      room: VALUE_LIMIT - REF_ROOM - entry.bytes.length,
-    });
-  }
+  const stored = result === undefined ? undefined : await ctx.store(runId, result, {
+    room: VALUE_LIMIT - REF_ROOM - entry.bytes.length,
+  });
+  // A JournalDoc, the entry encoded once.
+  const doc = objectBytes({ v: ONE, entry: entry.bytes, result: stored && toBytes(stored) });
   const call: CallRecord = {
     at: op.entry.ended_at,
     source: "run",
@@ -172,7 +168,7 @@ async function journalMutations(
     cost_usd: op.entry.cost_usd,
   };
   return [
-    { key: KEYS.journal(runId, op.entry.seq), value: toBytes(doc) },
+    { key: KEYS.journal(runId, op.entry.seq), value: doc },
     { key: KEYS.call(call.at, runId, call.seq), value: fitRecord(call).bytes },
   ];
 }
@@ -284,13 +280,13 @@ async function write(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Promis
     let doc: Uint8Array | undefined;
     if (status) {
       const fitted = fitRecord(bareStatus(status), VALUE_LIMIT - REF_ROOM);
-      const record: RunDoc = { v: 1, status: fitted.value };
-      if (ends && latest.result !== undefined) {
-        record.result = await ctx.store(runId, latest.result, {
+      const result = ends && latest.result !== undefined
+        ? await ctx.store(runId, latest.result, {
           room: VALUE_LIMIT - REF_ROOM - fitted.bytes.length,
-        });
-      }
-      doc = toBytes(record);
+        })
+        : undefined;
+      // A RunDoc, the status encoded once.
+      doc = objectBytes({ v: ONE, status: fitted.bytes, result: result && toBytes(result) });
     }
     // Only sets and deletes of this run's own keys: the same again if the activity append retries.
     await ctx.commit((atomic) => {
