@@ -500,7 +500,9 @@ export class RunContext {
    * without refusing it: the value is the source run's, which its own limits bounded.
    */
   countResult(value: JsonValue): void {
-    const bytes = encoder.encode(JSON.stringify(value)).length;
+    // Measured as `admitResult` measures: a short value's length decides where it goes.
+    const json = JSON.stringify(value);
+    const bytes = json.length <= INLINE_LIMIT / 4 ? json.length : encoder.encode(json).length;
     this.#recorded[bytes <= INLINE_LIMIT ? "journal" : "blobs"] += bytes;
   }
 

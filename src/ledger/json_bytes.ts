@@ -19,7 +19,7 @@ export function objectBytes(members: Record<string, Uint8Array | undefined>): Ui
   let size = 1;
   for (const [key, value] of Object.entries(members)) {
     if (value === undefined) continue;
-    const head = encoder.encode(`${parts.length === 0 ? "{" : ","}${JSON.stringify(key)}:`);
+    const head = memberHead(key, parts.length === 0);
     parts.push(head, value);
     size += head.length + value.length;
   }
@@ -33,6 +33,18 @@ export function objectBytes(members: Record<string, Uint8Array | undefined>): Ui
   out[offset] = 125; // "}"
   return out;
 }
+
+/** `{"key":` or `,"key":` as bytes, encoded once per key: a document's keys are few. */
+function memberHead(key: string, first: boolean): Uint8Array {
+  const text = `${first ? "{" : ","}${JSON.stringify(key)}:`;
+  let head = HEADS.get(text);
+  if (head === undefined) {
+    head = encoder.encode(text);
+    if (HEADS.size < 64) HEADS.set(text, head);
+  }
+  return head;
+}
+const HEADS = new Map<string, Uint8Array>();
 
 /** Reads a value written by {@linkcode toBytes}. */
 export function fromBytes<T = JsonValue>(bytes: Uint8Array): T {
