@@ -94,3 +94,50 @@ Deno.test("a batch whose commit fails rejects every write in it, and later batch
   await group.idle();
   assert.equal(calls, 2);
 });
+
+Deno.test("a deferred write starts no commit: it rides with the next write, in order", async () => {
+  const { batches, finish, commit } = controlledCommits();
+  const group = new GroupCommit(commit);
+  const started = group.defer("started");
+  // Microtasks pass without a commit: the deferred write waits for a write that commits.
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+  assert.deepEqual(batches, []);
+  const entry = group.add("entry");
+  await Promise.resolve();
+  await Promise.resolve();
+  assert.deepEqual(batches, [["started", "entry"]], "one commit holds both, the deferred first");
+  finish[0]!();
+  await Promise.all([started, entry]);
+  await group.idle();
+  assert.equal(batches.length, 1);
+});
+
+Deno.test("a deferred write alone commits in the next turn of the event loop", async () => {
+  const { batches, finish, commit } = controlledCommits();
+  const group = new GroupCommit(commit);
+  const started = group.defer("started");
+  let idle = false;
+  const waiting = group.idle().then(() => (idle = true));
+  await tick();
+  await tick();
+  assert.deepEqual(batches, [["started"]]);
+  assert.equal(idle, false, "idle waits for the deferred write too");
+  finish[0]!();
+  await started;
+  await waiting;
+  assert.equal(idle, true);
+});
+
+Deno.test("a deferred write during a commit joins the next batch like any other", async () => {
+  const { batches, finish, commit } = controlledCommits();
+  const group = new GroupCommit(commit);
+  const first = group.add("a");
+  await tick();
+  const later = [group.defer("b"), group.add("c")];
+  finish[0]!();
+  await first;
+  await tick();
+  assert.deepEqual(batches, [["a"], ["b", "c"]]);
+  finish[1]!();
+  await Promise.all(later);
+});

@@ -195,3 +195,53 @@ Deno.test("resume refuses an unknown run, another owner's run and a run still ru
   await t.manager.cancel(running.run_id, { owner: "alice" });
   await t.manager.wait(running.run_id, { owner: "alice" });
 });
+
+const CHAIN = `
+  const out = [];
+  for (let i = 0; i < args.n; i++) out.push(await agent("step " + i, { label: "s" + i }));
+  return out;
+`;
+
+Deno.test("a resume packs its replayed entries into few ledger values, and its journal reads back exactly, resumed again too", async () => {
+  await using t = await testManager();
+  const n = 60;
+  const first = await t.manager.start({ script: CHAIN, args: { n } }, LOCAL);
+  const original = await t.manager.wait(first.run_id, LOCAL);
+  const source = await t.manager.journal(first.run_id, LOCAL);
+  const second = await t.manager.start(
+    { script: CHAIN, args: { n }, resume_from: first.run_id },
+    LOCAL,
+  );
+  const resumed = await t.manager.wait(second.run_id, LOCAL);
+  assert.deepEqual(resumed.result, original.result);
+  assert.equal(resumed.journal.replayed, n);
+  const journal = await t.manager.journal(second.run_id, LOCAL);
+  assert.deepEqual(journal.map((e) => e.seq), source.map((e) => e.seq), "every call, in order");
+  assert.deepEqual(journal.map((e) => e.result), source.map((e) => e.result));
+  assert.deepEqual(journal.map((e) => e.position), source.map((e) => e.position));
+  assert.deepEqual(journal.map((e) => e.hash), source.map((e) => e.hash));
+  assert.ok(journal.every((e) => e.outcome === "replayed" && e.replayed_from === first.run_id));
+  // One value per replayed call made most of a resume's write; packed, a handful hold them all.
+  const kv = await Deno.openKv(`${t.home}/svc.kv`);
+  try {
+    const keys = await Array.fromAsync(kv.list({ prefix: ["journal", second.run_id] }));
+    assert.ok(keys.length >= 1 && keys.length < n / 4, `${keys.length} values for ${n} entries`);
+    const live = await Array.fromAsync(kv.list({ prefix: ["journal", first.run_id] }));
+    assert.equal(live.length, n, "a live entry is a value of its own");
+  } finally {
+    kv.close();
+  }
+  // A resume of the resume reads the packed journal as its offer.
+  const third = await t.manager.start(
+    { script: CHAIN, args: { n }, resume_from: second.run_id },
+    LOCAL,
+  );
+  const again = await t.manager.wait(third.run_id, LOCAL);
+  assert.deepEqual(again.result, original.result);
+  assert.equal(again.journal.replayed, n);
+  const last = await t.manager.journal(third.run_id, LOCAL);
+  assert.ok(
+    last.every((e) => e.replayed_from === first.run_id),
+    "values trace to the run that made them",
+  );
+});

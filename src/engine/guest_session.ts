@@ -72,8 +72,11 @@ export interface GuestSessionOptions {
   cpuSeconds?: number;
   frameLimit?: number;
   maxItems?: number;
-  /** Calls the guest may replay, by position, with the values it may answer them with. */
-  replay?: OfferedCall[];
+  /**
+   * Calls the guest may replay, by position, with the values it may answer them with; awaited
+   * once the guest is spawned, so that reading them overlaps its boot.
+   */
+  replay?: OfferedCall[] | Promise<OfferedCall[]>;
   /** `agent()` calls the run may make: past it, the guest replays nothing itself. */
   maxAgents?: number;
   /**
@@ -283,6 +286,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   });
 
   try {
+    const replay = await options.replay ?? [];
     await send({
       jsonrpc: "2.0",
       method: "init",
@@ -296,7 +300,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
         budget: options.budget,
         frameLimit,
         maxItems,
-        replay: options.replay ?? [],
+        replay,
         maxAgents: options.maxAgents ?? Number.MAX_SAFE_INTEGER,
       } satisfies GuestInit,
     });

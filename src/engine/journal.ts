@@ -130,23 +130,41 @@ export interface OfferLimits {
  */
 export class ReplaySource {
   readonly runId: string;
-  readonly #candidates: Map<string, ReplayCandidate>;
+  #candidates = new Map<string, ReplayCandidate>();
   readonly #taken = new Set<string>();
+  /** Settles once the candidates are read; rejects when they could not be. */
+  readonly #loaded: Promise<void>;
 
-  constructor(runId: string, candidates: readonly ReplayCandidate[]) {
+  /**
+   * `candidates` may still be being read from the ledger: a resume reads its source's journal
+   * while its guest boots, and the guest gets the offer (and so asks for nothing) only once
+   * they are here.
+   */
+  constructor(
+    runId: string,
+    candidates: readonly ReplayCandidate[] | Promise<readonly ReplayCandidate[]>,
+  ) {
     this.runId = runId;
-    this.#candidates = new Map(
-      candidates.map((candidate) => [positionKey(entryPosition(candidate.entry)), candidate]),
-    );
+    this.#loaded = Promise.resolve(candidates).then((list) => {
+      this.#candidates = new Map(
+        list.map((candidate) => [positionKey(entryPosition(candidate.entry)), candidate]),
+      );
+    });
+    // Awaited by `offer`; a run stopped before its guest started never asks.
+    this.#loaded.catch(() => {});
   }
 
-  /** How many calls there are to replay. */
+  /** How many calls there are to replay (0 until they are read). */
   get size(): number {
     return this.#candidates.size;
   }
 
-  /** The init frame's list: every candidate, with its value while the limits allow. */
-  offer(limits: OfferLimits): OfferedCall[] {
+  /**
+   * The init frame's list, once the candidates are read: every candidate, with its value while
+   * the limits allow.
+   */
+  async offer(limits: OfferLimits): Promise<OfferedCall[]> {
+    await this.#loaded;
     const out: OfferedCall[] = [];
     let total = 0;
     for (const [key, { entry }] of this.#candidates) {

@@ -68,9 +68,32 @@ export function clip(text: string): string {
   return clipText(text, TEXT_LIMIT);
 }
 
-/** A copy of the status for the ledger, without the lists it keeps under their own keys. */
+/** A deep copy of JSON data: a run's small records, without structuredClone's serialization. */
+function copyJson<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(copyJson) as T;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    out[key] = copyJson((value as Record<string, unknown>)[key]);
+  }
+  return out as T;
+}
+
+/**
+ * A copy of the status for the ledger, without the lists it keeps under their own keys. The
+ * script's result is set once, at the end, and never changed: it is shared, not copied (a
+ * script's value may nest deeper than a copy should recurse).
+ */
 function recordOf(status: RunStatus): RunStatus {
-  return structuredClone({ ...status, narration: [], security_events: [] });
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(status)) {
+    out[key] = key === "narration" || key === "security_events"
+      ? []
+      : key === "result"
+      ? value
+      : copyJson(value);
+  }
+  return out as unknown as RunStatus;
 }
 
 /**
@@ -162,6 +185,14 @@ export class RunContext {
   }
 
   /**
+   * Adds an event to the run's feed with the run's next write, at the latest in the next turn
+   * of the event loop: a call that ends at once commits its start and its output with its entry.
+   */
+  #emitDeferred(event: RunEvent): void {
+    this.#commits.defer({ kind: "event", event: { seq: -1, event } }).catch(() => {});
+  }
+
+  /**
    * Numbers the events of a batch in order. Of the call counts, only the last of a batch is
    * kept: a reader wants the counts now, not every step, and a wave of a thousand calls must
    * not add thousands of events.
@@ -232,7 +263,7 @@ export class RunContext {
     this.status.calls.running++;
     this.#callsChanged();
     const { short } = RECORD_LIMITS;
-    this.#emit({
+    this.#emitDeferred({
       type: "call_started",
       run_id: this.runId,
       at: now(),
@@ -326,7 +357,7 @@ export class RunContext {
 
   /** Adds a batch of call `seq`'s live output to the run's feed (never its status). */
   progress(seq: number, items: CallProgress[]): void {
-    this.#emit({ type: "progress", run_id: this.runId, at: now(), seq, items });
+    this.#emitDeferred({ type: "progress", run_id: this.runId, at: now(), seq, items });
   }
 
   /** Records what confines the run's guest, as its backend reported when it started. */
@@ -469,7 +500,9 @@ export class RunContext {
    * without refusing it: the value is the source run's, which its own limits bounded.
    */
   countResult(value: JsonValue): void {
-    const bytes = encoder.encode(JSON.stringify(value)).length;
+    // Measured as `admitResult` measures: a short value's length decides where it goes.
+    const json = JSON.stringify(value);
+    const bytes = json.length <= INLINE_LIMIT / 4 ? json.length : encoder.encode(json).length;
     this.#recorded[bytes <= INLINE_LIMIT ? "journal" : "blobs"] += bytes;
   }
 

@@ -11,7 +11,7 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["active", run_id]` | `{host_id}`: runs queued or running, for recovery after a crash |
  * | `["narration", run_id, seq]` | one narration entry |
  * | `["security", run_id, seq]` | one security event |
- * | `["journal", run_id, seq]` | one journal entry |
+ * | `["journal", run_id, seq]` | one journal entry, or a pack of consecutive replayed entries from `seq` on (`journal_pack.ts`) |
  * | `["events", run_id, seq]` | the run's event feed, from seq 0, in order |
  * | `["run_cancel", run_id]` | `{at}`: a cancel asked for, by any process, for the run's host to see |
  * | `["meta", "feed_tick"]` | rewritten by every write that adds events: what other processes poll |

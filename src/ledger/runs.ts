@@ -2,10 +2,11 @@ import { SvcError } from "../errors/mod.ts";
 import { joinPath, type KvKey, platform } from "../platform/mod.ts";
 import { jsonByteLength, type JsonValue, MAX_ARGS_BYTES } from "../schemas/mod.ts";
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
-import { fromBytes, toBytes } from "./json_bytes.ts";
+import { fromBytes, objectBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
 import { checkBefore } from "./cursor.ts";
 import { isId } from "./ids.ts";
+import { JournalPacker, type StoredJournal, unpackJournal } from "./journal_pack.ts";
 import {
   type ActivityAppend,
   below,
@@ -40,6 +41,8 @@ export const RUN_SCAN_LIMIT = 10_000;
  */
 const BATCH_MUTATIONS = 900;
 const BATCH_BYTES = 512 * 1024;
+/** `1`, the version of a run's and a journal entry's document. */
+const ONE = toBytes(1);
 
 /**
  * `input.json` of a run directory: what the run was started with besides its script (kept in
@@ -57,12 +60,6 @@ interface InputDoc {
 export interface RunDoc {
   v: 1;
   status: RunStatus;
-  result?: Stored;
-}
-
-interface JournalDoc {
-  v: 1;
-  entry: JournalEntry;
   result?: Stored;
 }
 
@@ -152,12 +149,11 @@ async function journalMutations(
   const { result, ...rest } = op.entry;
   // The entry is fitted first; its result goes inline only in the room left beside it.
   const entry = fitRecord(rest, VALUE_LIMIT - REF_ROOM);
-  const doc: JournalDoc = { v: 1, entry: entry.value };
-  if (result !== undefined) {
-    doc.result = await ctx.store(runId, result, {
-      room: VALUE_LIMIT - REF_ROOM - entry.bytes.length,
-    });
-  }
+  const stored = result === undefined ? undefined : await ctx.store(runId, result, {
+    room: VALUE_LIMIT - REF_ROOM - entry.bytes.length,
+  });
+  // A JournalDoc, the entry encoded once.
+  const doc = objectBytes({ v: ONE, entry: entry.bytes, result: stored && toBytes(stored) });
   const call: CallRecord = {
     at: op.entry.ended_at,
     source: "run",
@@ -172,7 +168,7 @@ async function journalMutations(
     cost_usd: op.entry.cost_usd,
   };
   return [
-    { key: KEYS.journal(runId, op.entry.seq), value: toBytes(doc) },
+    { key: KEYS.journal(runId, op.entry.seq), value: doc },
     { key: KEYS.call(call.at, runId, call.seq), value: fitRecord(call).bytes },
   ];
 }
@@ -208,7 +204,31 @@ async function chunkOps(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Pro
     out.head = Math.max(out.head, seq);
     out.written.set(seq, bytes);
   };
+  // Replayed entries pack together; their call records and the events between them follow
+  // the pack, as they follow a single entry.
+  const packer = new JournalPacker();
+  let packStatus: RunStatus | undefined;
+  let held: (() => void)[] = [];
+  const closePack = () => {
+    const pack = packer.close();
+    if (pack) add({ key: KEYS.journal(runId, pack.seq), value: pack.value }, packStatus);
+    for (const later of held) later();
+    held = [];
+  };
   for (const op of ops) {
+    if (op.kind === "journal" && op.entry.outcome === "replayed") {
+      const [journal, call] = await journalMutations(ctx, runId, op);
+      if (!packer.fits(op.entry.seq, journal.value.length)) closePack();
+      packer.add(op.entry.seq, journal.value);
+      packStatus = op.status;
+      held.push(() => add(call));
+      continue;
+    }
+    if (op.kind === "event" && packer.open) {
+      held.push(() => addEvent(op.event.seq, fitRecord(op.event.event).bytes));
+      continue;
+    }
+    closePack();
     switch (op.kind) {
       case "narration":
         add({ key: KEYS.narration(runId, op.seq), value: fitRecord(op.entry).bytes });
@@ -239,6 +259,7 @@ async function chunkOps(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Pro
         break;
     }
   }
+  closePack();
   out.chunks.push(chunk);
   return out;
 }
@@ -262,13 +283,13 @@ async function write(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Promis
     let doc: Uint8Array | undefined;
     if (status) {
       const fitted = fitRecord(bareStatus(status), VALUE_LIMIT - REF_ROOM);
-      const record: RunDoc = { v: 1, status: fitted.value };
-      if (ends && latest.result !== undefined) {
-        record.result = await ctx.store(runId, latest.result, {
+      const result = ends && latest.result !== undefined
+        ? await ctx.store(runId, latest.result, {
           room: VALUE_LIMIT - REF_ROOM - fitted.bytes.length,
-        });
-      }
-      doc = toBytes(record);
+        })
+        : undefined;
+      // A RunDoc, the status encoded once.
+      doc = objectBytes({ v: ONE, status: fitted.bytes, result: result && toBytes(result) });
     }
     // Only sets and deletes of this run's own keys: the same again if the activity append retries.
     await ctx.commit(
@@ -356,7 +377,7 @@ async function getRunInput(ctx: LedgerContext, runId: string): Promise<RunInput 
 
 /** The run's journal in call order, results included. */
 async function getJournal(ctx: LedgerContext, runId: string): Promise<JournalEntry[]> {
-  const docs = await ctx.list<JournalDoc>(KEYS.journal(runId));
+  const docs = unpackJournal(await ctx.list<StoredJournal>(KEYS.journal(runId)));
   return await Promise.all(docs.map(async (doc) => {
     const entry: JournalEntry = doc.entry;
     if (doc.result) entry.result = await ctx.load(runId, doc.result);

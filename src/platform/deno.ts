@@ -25,8 +25,10 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
  * Deno's Node layer (some 20 ms) in every process, the launcher's included, which hashes nothing.
  */
 function nodeCrypto(): typeof import("node:crypto") {
-  return process.getBuiltinModule("node:crypto");
+  // Looked up once: every `agent()` call hashes, and the lookup costs more than the hash.
+  return loadedCrypto ??= process.getBuiltinModule("node:crypto");
 }
+let loadedCrypto: typeof import("node:crypto") | undefined;
 
 // Nothing here may touch `Deno` while the module loads: the npm package imports it under Node.
 const encoder = new TextEncoder();

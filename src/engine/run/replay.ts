@@ -113,7 +113,8 @@ export function queuedRequest(status: RunStatus, input: RunInput): RebuiltReques
 
 /**
  * What a run resuming from `runId` may replay: the source's journal over its own chain. The
- * source must exist for `caller` and have ended.
+ * source must exist for `caller` and have ended, which is checked now; its journal is read in
+ * the background, while the run is recorded and its guest boots (the offer waits for it).
  */
 export async function replaySource(
   runId: string,
@@ -125,7 +126,7 @@ export async function replaySource(
     throw new SvcError("not_found", `Cannot resume from run '${runId}': no such run`);
   }
   refuseUnended(source);
-  return new ReplaySource(runId, await replayChain(reader.ledger, source, 0));
+  return new ReplaySource(runId, replayChain(reader.ledger, source, 0));
 }
 
 /**
