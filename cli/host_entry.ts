@@ -8,11 +8,13 @@ function fileOf(relative: string): string {
 }
 
 /**
- * The host module that runs `argv`: the lean program for `workflow run`, `workflow resume` and
- * `workflow work` (`cli/workflow_main.ts`: no server, dashboard, MCP or board command is
- * loaded), else the whole command line (`cli/main.ts`). Both parse those commands alike.
+ * The host module that runs `argv`: for `workflow run`, `workflow resume` and `workflow work`,
+ * the lean program (`cli/workflow_main.ts`: no server, dashboard, MCP or board command) as
+ * `deno task build:host` bundles it (`cli/host_bundle/`: one module to load instead of some
+ * 300, the start of every run); else the whole command line (`cli/main.ts`). Both parse those
+ * commands alike.
  */
 export function hostEntry(argv: readonly string[]): string {
   const lean = argv[0] === "workflow" && ["run", "resume", "work"].includes(argv[1] ?? "");
-  return fileOf(lean ? "./workflow_main.ts" : "./main.ts");
+  return fileOf(lean ? "./host_bundle/workflow_main.js" : "./main.ts");
 }
