@@ -9,6 +9,11 @@
  * - Code splitting keeps what a run loads only on some paths (a dynamic `import()`: the
  *   Postgres client, structured output's validator, ...) in chunks of their own, loaded when
  *   such a path first runs; the main module holds what every run needs.
+ * - esbuild's CommonJS `require` of Node built-ins (commander's, yaml's) comes from
+ *   `createRequire` of `node:module`, imported by the chunk every other one imports: that import
+ *   alone starts Deno's Node layer (some 15 ms). The build makes it at the first `require`
+ *   instead ({@linkcode lazyRequire}), so a run that loads no CommonJS package needing a Node
+ *   built-in never starts the Node layer.
  * - The bundle sits two folders below the repository, as `src/<folder>/` does, so that the
  *   paths its modules compute from `import.meta.url` (`guest/`, `bundled/`) are the same.
  * - The bundle changes no code, only how it is packaged: esbuild keeps ES module evaluation
@@ -29,6 +34,32 @@ const HEADER = [
   "// test/host_bundle_test.ts fails when this file is older than its sources.",
   "",
 ].join("\n");
+
+/** The `require` Deno's bundler writes into the chunk of esbuild's helpers. */
+const EAGER_REQUIRE = [
+  `import { createRequire as __deno_internal_createRequire } from "node:module";`,
+  `var __require = __deno_internal_createRequire(import.meta.url);`,
+].join("\n");
+
+/** The same `require`, made at its first call. */
+const LAZY_REQUIRE = [
+  `var __deno_internal_require;`,
+  `var __require = (id) => (__deno_internal_require ??= globalThis.process.getBuiltinModule(`,
+  `  "node:module",`,
+  `).createRequire(import.meta.url))(id);`,
+].join("\n");
+
+/**
+ * `text` with Deno's eager `require` replaced by {@linkcode LAZY_REQUIRE}. Throws when it has an
+ * import of `node:module` in another form: the bundler changed, and the build must be looked at.
+ */
+export function lazyRequire(name: string, text: string): string {
+  const replaced = text.replace(EAGER_REQUIRE, LAZY_REQUIRE);
+  if (/^import\s[^;]*"node:module"/m.test(replaced)) {
+    throw new Error(`Cannot bundle the host: ${name} imports node:module in an unknown form`);
+  }
+  return replaced;
+}
 
 /** Runs `deno bundle` of the lean program into `out`. */
 async function bundleInto(out: string): Promise<void> {
@@ -71,7 +102,7 @@ export async function buildHostBundleFiles(): Promise<Map<string, string>> {
     }
     const files = new Map<string, string>();
     for (const name of names.sort()) {
-      files.set(name, HEADER + await Deno.readTextFile(`${out}/${name}`));
+      files.set(name, HEADER + lazyRequire(name, await Deno.readTextFile(`${out}/${name}`)));
     }
     return files;
   } finally {

@@ -2,7 +2,8 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   SvcError
-} from "./chunk-OONI5ZOB.js";
+} from "./chunk-WUOOGSIF.js";
+import "./chunk-4VNS5WPM.js";
 
 // src/platform/postgres.ts
 import { Buffer as Buffer2 } from "node:buffer";
