@@ -3,9 +3,7 @@
  * the npm package starts too, without the launcher).
  * @module
  */
-function fileOf(relative: string): string {
-  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
-}
+import { checkoutPath } from "./checkout.ts";
 
 /**
  * The host module that runs `argv`: for `workflow run`, `workflow resume` and `workflow work`,
@@ -16,5 +14,5 @@ function fileOf(relative: string): string {
  */
 export function hostEntry(argv: readonly string[]): string {
   const lean = argv[0] === "workflow" && ["run", "resume", "work"].includes(argv[1] ?? "");
-  return fileOf(lean ? "./host_bundle/workflow_main.js" : "./main.ts");
+  return checkoutPath(lean ? "cli/host_bundle/workflow_main.js" : "cli/main.ts");
 }

@@ -10,6 +10,7 @@ import { printLine } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags, listenGrant } from "./permissions.ts";
 import { nodeModulesFlags } from "./node_modules_mode.ts";
 import { hostEntry } from "./host_entry.ts";
+import { checkoutPath } from "./checkout.ts";
 
 const SIGNAL_NUMBERS: Record<string, number> = {
   SIGHUP: 1,
@@ -20,10 +21,6 @@ const SIGNAL_NUMBERS: Record<string, number> = {
   SIGPIPE: 13,
   SIGTERM: 15,
 };
-
-function fileOf(relative: string): string {
-  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
-}
 
 /** The directory `deno task` was started in (`INIT_CWD`), when it is one. */
 async function userDir(): Promise<{ cwd: string } | undefined> {
@@ -52,7 +49,7 @@ export async function launch(argv: readonly string[]): Promise<number> {
     printLine(`svc: ${error.message}`);
     return 2;
   }
-  const resolution = await nodeModulesFlags(fileOf(".."));
+  const resolution = await nodeModulesFlags(checkoutPath(""));
   const status = await p.run(deno, {
     args: [
       "run",
@@ -62,7 +59,7 @@ export async function launch(argv: readonly string[]): Promise<number> {
       ...flags,
       ...resolution,
       "--config",
-      fileOf("../deno.json"),
+      checkoutPath("deno.json"),
       hostEntry(argv),
       ...argv,
     ],

@@ -6,13 +6,10 @@
  */
 import { platform } from "../src/platform/mod.ts";
 import { hostEntry } from "./host_entry.ts";
+import { checkoutPath } from "./checkout.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
 import { nodeModulesFlags } from "./node_modules_mode.ts";
 import { UsageError } from "./workflow_input.ts";
-
-function fileOf(relative: string): string {
-  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
-}
 
 /** The queued work a worker claims: a dispatch task or a workflow run. */
 export type WorkKind = "task" | "run";
@@ -44,9 +41,9 @@ export async function workerCommand(
     args: [
       "run",
       ...hostPermissionFlags(await configuredGrants()),
-      ...(await nodeModulesFlags(fileOf(".."))),
+      ...(await nodeModulesFlags(checkoutPath(""))),
       "--config",
-      fileOf("../deno.json"),
+      checkoutPath("deno.json"),
       hostEntry(argv),
       ...argv,
     ],

@@ -9,6 +9,7 @@ import {
   buildHostBundleFiles,
   HOST_BUNDLE,
   HOST_BUNDLE_DIR,
+  LAUNCHER_BUNDLE,
   readHostBundleFiles,
 } from "../scripts/bundle_host.ts";
 import { ROOT, runCommand, tempDir } from "./helpers.ts";
@@ -44,8 +45,13 @@ Deno.test("the host's bundle is exactly what its sources bundle to today", async
   }
 });
 
-Deno.test("the launcher's lean host is the bundle, which loads only Node built-ins and its own chunks", async () => {
+Deno.test("deno task svc runs the bundled launcher, whose lean host is the bundle too: they load only Node built-ins and their own chunks", async () => {
   assert.equal(hostEntry(["workflow", "run", "x.js"]), `${ROOT}/${HOST_BUNDLE}`);
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`));
+  const task = String(config.tasks.svc).split(" ");
+  // No configuration: Deno reads no lockfile and checks no node_modules install to start it.
+  assert.ok(task.includes("--no-config"), task.join(" "));
+  assert.equal(task.at(-1), LAUNCHER_BUNDLE);
   const files = await readHostBundleFiles();
   assert.ok(files.has("workflow_main.js"));
   // The check sees the imports: the main module's chunks at least.
