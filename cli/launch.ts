@@ -8,9 +8,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags, listenGrant } from "./permissions.ts";
-import { nodeModulesFlags } from "./node_modules_mode.ts";
-import { hostEntry } from "./host_entry.ts";
-import { checkoutPath } from "./checkout.ts";
+import { hostModuleArgs } from "./host_entry.ts";
 
 const SIGNAL_NUMBERS: Record<string, number> = {
   SIGHUP: 1,
@@ -49,7 +47,6 @@ export async function launch(argv: readonly string[]): Promise<number> {
     printLine(`svc: ${error.message}`);
     return 2;
   }
-  const resolution = await nodeModulesFlags(checkoutPath(""));
   const status = await p.run(deno, {
     args: [
       "run",
@@ -57,10 +54,7 @@ export async function launch(argv: readonly string[]): Promise<number> {
       // terminal; its errors still print.
       "--quiet",
       ...flags,
-      ...resolution,
-      "--config",
-      checkoutPath("deno.json"),
-      hostEntry(argv),
+      ...(await hostModuleArgs(argv)),
       ...argv,
     ],
     // `deno task` runs in the checkout; the user's paths are relative to where they typed.

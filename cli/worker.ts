@@ -5,10 +5,8 @@
  * @module
  */
 import { platform } from "../src/platform/mod.ts";
-import { hostEntry } from "./host_entry.ts";
-import { checkoutPath } from "./checkout.ts";
+import { hostModuleArgs } from "./host_entry.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
-import { nodeModulesFlags } from "./node_modules_mode.ts";
 import { UsageError } from "./workflow_input.ts";
 
 /** The queued work a worker claims: a dispatch task or a workflow run. */
@@ -41,10 +39,7 @@ export async function workerCommand(
     args: [
       "run",
       ...hostPermissionFlags(await configuredGrants()),
-      ...(await nodeModulesFlags(checkoutPath(""))),
-      "--config",
-      checkoutPath("deno.json"),
-      hostEntry(argv),
+      ...(await hostModuleArgs(argv)),
       ...argv,
     ],
   };

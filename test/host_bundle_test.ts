@@ -4,7 +4,7 @@
  * those sources bundle to now, and load nothing but Node built-ins and its own chunks.
  */
 import assert from "node:assert/strict";
-import { hostEntry } from "../cli/host_entry.ts";
+import { HOST_UNSTABLE_FLAGS, hostEntry, hostModuleArgs } from "../cli/host_entry.ts";
 import {
   buildHostBundleFiles,
   HOST_BUNDLE,
@@ -62,6 +62,20 @@ Deno.test("deno task svc runs the bundled launcher, whose lean host is the bundl
       assert.ok(own || specifier.startsWith("node:"), `${name} imports ${specifier}`);
     }
   }
+});
+
+Deno.test("the bundled host runs without the configuration, with the unstable features deno.json lists", async () => {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)) as { unstable: string[] };
+  assert.deepEqual(HOST_UNSTABLE_FLAGS, config.unstable.map((name) => `--unstable-${name}`));
+  const argv = ["workflow", "run", "x.js"];
+  assert.deepEqual(await hostModuleArgs(argv), [
+    "--no-config",
+    ...HOST_UNSTABLE_FLAGS,
+    `${ROOT}/${HOST_BUNDLE}`,
+  ]);
+  // The whole command line still resolves its npm packages through deno.json.
+  const whole = await hostModuleArgs(["dashboard"]);
+  assert.deepEqual(whole.slice(-3), ["--config", `${ROOT}/deno.json`, `${ROOT}/cli/main.ts`]);
 });
 
 Deno.test("deno task svc runs a one-call workflow through the bundle", async () => {

@@ -228,6 +228,13 @@ function hostPermissionFlags(grants) {
   return flags;
 }
 
+// cli/checkout.ts
+function checkoutPath(relative) {
+  const here = new URL(import.meta.url);
+  const up = /\/cli\/host_bundle\/[^/]+$/.test(here.pathname) ? "../../" : "../";
+  return decodeURIComponent(new URL(up + relative, here).pathname).replace(/(.)\/$/, "$1");
+}
+
 // cli/node_modules_mode.ts
 var SETUP_MARK = [
   "node_modules",
@@ -250,21 +257,33 @@ async function nodeModulesFlags(root) {
   ] : [];
 }
 
-// cli/checkout.ts
-function checkoutPath(relative) {
-  const here = new URL(import.meta.url);
-  const up = /\/cli\/host_bundle\/[^/]+$/.test(here.pathname) ? "../../" : "../";
-  return decodeURIComponent(new URL(up + relative, here).pathname).replace(/(.)\/$/, "$1");
-}
-
 // cli/host_entry.ts
-function hostEntry(argv) {
-  const lean = argv[0] === "workflow" && [
+var HOST_UNSTABLE_FLAGS = [
+  "--unstable-kv",
+  "--unstable-no-legacy-abort"
+];
+function isLean(argv) {
+  return argv[0] === "workflow" && [
     "run",
     "resume",
     "work"
   ].includes(argv[1] ?? "");
-  return checkoutPath(lean ? "cli/host_bundle/workflow_main.js" : "cli/main.ts");
+}
+function hostEntry(argv) {
+  return checkoutPath(isLean(argv) ? "cli/host_bundle/workflow_main.js" : "cli/main.ts");
+}
+async function hostModuleArgs(argv) {
+  if (isLean(argv)) return [
+    "--no-config",
+    ...HOST_UNSTABLE_FLAGS,
+    hostEntry(argv)
+  ];
+  return [
+    ...await nodeModulesFlags(checkoutPath("")),
+    "--config",
+    checkoutPath("deno.json"),
+    hostEntry(argv)
+  ];
 }
 
 // cli/launch.ts
@@ -308,7 +327,6 @@ async function launch(argv) {
     printLine(`svc: ${error.message}`);
     return 2;
   }
-  const resolution = await nodeModulesFlags(checkoutPath(""));
   const status = await p.run(deno, {
     args: [
       "run",
@@ -316,10 +334,7 @@ async function launch(argv) {
       // terminal; its errors still print.
       "--quiet",
       ...flags,
-      ...resolution,
-      "--config",
-      checkoutPath("deno.json"),
-      hostEntry(argv),
+      ...await hostModuleArgs(argv),
       ...argv
     ],
     // `deno task` runs in the checkout; the user's paths are relative to where they typed.
