@@ -5,7 +5,6 @@
  * whichever command met it (docs/CLI.md, "Exit statuses").
  * @module
  */
-import { CommanderError } from "commander";
 import { EXIT_STATUS, exitStatusOf, SvcError } from "../src/errors/mod.ts";
 import type { RunState, TaskState } from "../src/services/mod.ts";
 import { UsageError } from "./workflow_input.ts";
@@ -33,13 +32,24 @@ export function exitStatusOfState(state: RunState | TaskState): number {
 const NOT_ERRORS = new Set(["commander.helpDisplayed", "commander.help", "commander.version"]);
 
 /**
+ * Commander's `CommanderError` (and its subclasses), known by its `commander.` code rather than
+ * by `instanceof`: importing commander here would load it, and Deno's Node layer with it, in
+ * the lean program of every run (`cli/quick_workflow_args.ts`).
+ */
+function commanderCode(error: unknown): string | undefined {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "string" && code.startsWith("commander.") ? code : undefined;
+}
+
+/**
  * The exit status of a command that threw `error`: an `SvcError` by its code, a usage error of
  * the command line (commander's, or svc's own `UsageError`) as `invalid_argument`, anything
  * else as `internal`.
  */
 export function exitStatusOfError(error: unknown): number {
-  if (error instanceof CommanderError) {
-    return NOT_ERRORS.has(error.code) ? EXIT.ok : exitStatusOf("invalid_argument");
+  const commander = commanderCode(error);
+  if (commander !== undefined) {
+    return NOT_ERRORS.has(commander) ? EXIT.ok : exitStatusOf("invalid_argument");
   }
   if (error instanceof UsageError) return exitStatusOf("invalid_argument");
   if (error instanceof SvcError) return exitStatusOf(error.code);

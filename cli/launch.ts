@@ -8,8 +8,7 @@ import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { printLine } from "./terminal.ts";
 import { configuredGrants, hostPermissionFlags, listenGrant } from "./permissions.ts";
-import { nodeModulesFlags } from "./node_modules_mode.ts";
-import { hostEntry } from "./host_entry.ts";
+import { hostModuleArgs } from "./host_entry.ts";
 
 const SIGNAL_NUMBERS: Record<string, number> = {
   SIGHUP: 1,
@@ -20,10 +19,6 @@ const SIGNAL_NUMBERS: Record<string, number> = {
   SIGPIPE: 13,
   SIGTERM: 15,
 };
-
-function fileOf(relative: string): string {
-  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
-}
 
 /** The directory `deno task` was started in (`INIT_CWD`), when it is one. */
 async function userDir(): Promise<{ cwd: string } | undefined> {
@@ -52,7 +47,6 @@ export async function launch(argv: readonly string[]): Promise<number> {
     printLine(`svc: ${error.message}`);
     return 2;
   }
-  const resolution = await nodeModulesFlags(fileOf(".."));
   const status = await p.run(deno, {
     args: [
       "run",
@@ -60,10 +54,7 @@ export async function launch(argv: readonly string[]): Promise<number> {
       // terminal; its errors still print.
       "--quiet",
       ...flags,
-      ...resolution,
-      "--config",
-      fileOf("../deno.json"),
-      hostEntry(argv),
+      ...(await hostModuleArgs(argv)),
       ...argv,
     ],
     // `deno task` runs in the checkout; the user's paths are relative to where they typed.

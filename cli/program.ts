@@ -6,12 +6,10 @@
  * @module
  */
 import { Command, CommanderError } from "commander";
-import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { VERSION } from "../src/version.ts";
-import { printLine } from "./terminal.ts";
 import { EXIT, exitStatusOfError } from "./exit_status.ts";
-import { UsageError } from "./workflow_input.ts";
+import { commandFailure } from "./command_failure.ts";
 
 /** Runs a command's action and records its exit status as the invocation's. */
 export type Wrap = (action: () => Promise<number>) => Promise<void>;
@@ -70,25 +68,12 @@ export async function runProgram(argv: string[], add: AddCommands): Promise<numb
  * of its error code (`cli/exit_status.ts`).
  */
 async function parse(program: Command, argv: string[], run: Invocation): Promise<number> {
-  const p = platform();
   try {
     await program.parseAsync(argv, { from: "user" });
     return run.exitCode;
   } catch (error) {
     // Commander has printed its own message (or the help, or the version).
     if (error instanceof CommanderError) return exitStatusOfError(error);
-    if (error instanceof UsageError || error instanceof SvcError) {
-      printLine(`svc: ${error.message}`);
-      return exitStatusOfError(error);
-    }
-    // The runtime refused an operation: the host was started without a grant it needs.
-    const grant = p.missingGrant(error);
-    if (grant !== undefined) {
-      printLine(`svc: Cannot continue: svc needs ${grant} (see docs/PERMISSIONS.md)`);
-      // As a run whose guest could not start for the same reason (guest_failed).
-      return EXIT.failed;
-    }
-    p.writeStderr("svc: internal error (this is a bug in svc; please report it)\n");
-    return exitStatusOfError(error);
+    return commandFailure(error);
   }
 }

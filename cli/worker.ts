@@ -5,14 +5,9 @@
  * @module
  */
 import { platform } from "../src/platform/mod.ts";
-import { hostEntry } from "./host_entry.ts";
+import { hostModuleArgs } from "./host_entry.ts";
 import { configuredGrants, hostPermissionFlags } from "./permissions.ts";
-import { nodeModulesFlags } from "./node_modules_mode.ts";
 import { UsageError } from "./workflow_input.ts";
-
-function fileOf(relative: string): string {
-  return decodeURIComponent(new URL(relative, import.meta.url).pathname);
-}
 
 /** The queued work a worker claims: a dispatch task or a workflow run. */
 export type WorkKind = "task" | "run";
@@ -44,10 +39,7 @@ export async function workerCommand(
     args: [
       "run",
       ...hostPermissionFlags(await configuredGrants()),
-      ...(await nodeModulesFlags(fileOf(".."))),
-      "--config",
-      fileOf("../deno.json"),
-      hostEntry(argv),
+      ...(await hostModuleArgs(argv)),
       ...argv,
     ],
   };

@@ -64,8 +64,8 @@ function registry(f: { project: string; home: string }): AgentTypeRegistry {
   return new AgentTypeRegistry(agentFolders({ projectDir: f.project, userHome: f.home }));
 }
 
-Deno.test("an agent file gives its system prompt, model and tools; without writing tools it is read-only", () => {
-  assert.deepEqual(parseAgentFile(REVIEWER, "reviewer.md"), {
+Deno.test("an agent file gives its system prompt, model and tools; without writing tools it is read-only", async () => {
+  assert.deepEqual(await parseAgentFile(REVIEWER, "reviewer.md"), {
     name: "reviewer",
     description: "Reviews code for bugs",
     system: "You are a meticulous code reviewer.\nReport bugs only.",
@@ -84,26 +84,30 @@ Deno.test("an agent file gives its system prompt, model and tools; without writi
     ["tools: Read, Write\ndisallowedTools: Write", true],
   ];
   for (const [front, readOnly] of cases) {
-    assert.equal(parseAgentFile(`---\n${front}\n---\nBody`, "a.md").readOnly, readOnly, front);
+    assert.equal(
+      (await parseAgentFile(`---\n${front}\n---\nBody`, "a.md")).readOnly,
+      readOnly,
+      front,
+    );
   }
-  const inherit = parseAgentFile("---\nname: a\nmodel: inherit\n---\n", "a.md");
+  const inherit = await parseAgentFile("---\nname: a\nmodel: inherit\n---\n", "a.md");
   assert.equal(inherit.model, undefined, "inherit: the call's model");
   assert.equal(inherit.system, undefined, "an empty body is no system prompt");
 });
 
-Deno.test("an agent file without front matter, with broken YAML, or with an alias bomb is refused naming the file", () => {
+Deno.test("an agent file without front matter, with broken YAML, or with an alias bomb is refused naming the file", async () => {
   const refused = (text: string, pattern: RegExp) =>
-    assert.throws(
+    assert.rejects(
       () => parseAgentFile(text, "/p/.claude/agents/a.md"),
       (error: unknown) =>
         error instanceof SvcError && error.code === "invalid_argument" &&
         error.message.startsWith("agent(): cannot read the agent type /p/.claude/agents/a.md: ") &&
         pattern.test(error.message),
     );
-  refused("You are a reviewer.", /no YAML front matter/);
-  refused("---\nname: [unclosed\n---\nbody", /not valid YAML/);
-  refused("---\nname: a\nname: b\n---\n", /not valid YAML/);
-  refused("---\ntools: 3\n---\n", /front matter tools: /);
+  await refused("You are a reviewer.", /no YAML front matter/);
+  await refused("---\nname: [unclosed\n---\nbody", /not valid YAML/);
+  await refused("---\nname: a\nname: b\n---\n", /not valid YAML/);
+  await refused("---\ntools: 3\n---\n", /front matter tools: /);
   const bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"];
   for (let i = 1; i < 12; i++) {
     bomb.push(
@@ -112,7 +116,7 @@ Deno.test("an agent file without front matter, with broken YAML, or with an alia
       }, *${String.fromCharCode(96 + i)}]`,
     );
   }
-  refused(`---\n${bomb.join("\n")}\n---\n`, /not valid YAML/);
+  await refused(`---\n${bomb.join("\n")}\n---\n`, /not valid YAML/);
 });
 
 Deno.test("agent types come from the project's .claude/agents, then the home's, then the built-ins", async () => {

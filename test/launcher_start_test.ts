@@ -117,14 +117,16 @@ Deno.test("the Deno platform loads Node's crypto only to hash, and hashes as bef
   );
 });
 
-Deno.test("the launcher runs workflow run and resume in the lean program, which loads no server, dashboard, MCP or board command", async () => {
-  const lean = `${ROOT}/cli/workflow_main.ts`;
-  assert.equal(hostEntry(["workflow", "run", "x.js", "--fake-dispatch"]), lean);
-  assert.equal(hostEntry(["workflow", "resume", "run_1"]), lean);
+Deno.test("the launcher runs workflow run and resume in the lean program's bundle, which loads no server, dashboard, MCP or board command", async () => {
+  const bundle = `${ROOT}/cli/host_bundle/workflow_main.js`;
+  assert.equal(hostEntry(["workflow", "run", "x.js", "--fake-dispatch"]), bundle);
+  assert.equal(hostEntry(["workflow", "resume", "run_1"]), bundle);
+  assert.equal(hostEntry(["workflow", "work", "run_1"]), bundle);
   for (const argv of [["workflow", "list"], ["workflow"], ["dashboard"], ["run"], []]) {
     assert.equal(hostEntry(argv), `${ROOT}/cli/main.ts`);
   }
-  const graph = await staticGraph(lean);
+  // The bundle is exactly the lean program's sources (test/host_bundle_test.ts).
+  const graph = await staticGraph(`${ROOT}/cli/workflow_main.ts`);
   const unneeded = graph.filter((specifier) =>
     /\/cli\/(dashboard|daemon|mcp|a2a_server|board_commands|dispatch_commands|run_commands|workflow_legacy)\.ts$/
       .test(specifier) ||
@@ -134,7 +136,7 @@ Deno.test("the launcher runs workflow run and resume in the lean program, which 
   assert.ok(graph.some((specifier) => specifier.endsWith("/cli/workflow_run.ts")));
 });
 
-Deno.test("the lean program parses workflow run and resume exactly as the whole command line does", async () => {
+Deno.test("the lean program and its bundle parse workflow run and resume exactly as the whole command line does", async () => {
   await using home = await tempDir();
   const cases = [
     ["workflow", "run", "--help"],
@@ -146,14 +148,15 @@ Deno.test("the lean program parses workflow run and resume exactly as the whole 
     ["workflow", "resume", "run_missing", "--json"],
   ];
   for (const argv of cases) {
-    const [whole, lean] = await Promise.all(
-      [`${ROOT}/cli/main.ts`, `${ROOT}/cli/workflow_main.ts`].map((entry) =>
+    const [whole, lean, bundle] = await Promise.all(
+      [`${ROOT}/cli/main.ts`, `${ROOT}/cli/workflow_main.ts`, hostEntry(argv)].map((entry) =>
         runCommand(Deno.execPath(), ["run", "-A", entry, ...argv], {
           env: { SVC_HOME: home.path, NO_COLOR: "1" },
         })
       ),
     );
     assert.deepEqual(lean, whole, argv.join(" "));
+    assert.deepEqual(bundle, whole, `the bundle: ${argv.join(" ")}`);
     // Each case says something: help, or why it cannot run.
     assert.ok(/svc workflow|error|Cannot/.test(whole!.stdout + whole!.stderr), argv.join(" "));
   }

@@ -66,7 +66,7 @@ function outcome(output: string, cost: number | null): DispatchOutcome {
 }
 
 Deno.test("the structured step sums every attempt, keeps the valid value, and knows an unknown cost", async () => {
-  const schema = new SchemaRegistry([]).compile(VERDICT);
+  const schema = await new SchemaRegistry([]).compile(VERDICT);
   const answers = [outcome("nope", 1), outcome('{"ok": true}', null)];
   const asked: unknown[] = [];
   const step = await structuredStep(schema, {
@@ -90,7 +90,7 @@ Deno.test("the structured step sums every attempt, keeps the valid value, and kn
 });
 
 Deno.test("the structured step returns its failures with what the attempts spent; without a schema it asks once", async () => {
-  const schema = new SchemaRegistry([]).compile(VERDICT);
+  const schema = await new SchemaRegistry([]).compile(VERDICT);
   const invalid = await structuredStep(schema, {
     attempts: 2,
     options: {},

@@ -47,7 +47,7 @@ export async function peakMemory(
   script: string,
 ): Promise<{ hostKb: number; guestKb: number }> {
   const host = new Deno.Command(Deno.execPath(), {
-    args: cliArgs(script),
+    args: await cliArgs(script),
     cwd: repoRoot(),
     env: { SVC_HOME: home, SVC_FAKE_LATENCY_MS: "0", DENO_NO_UPDATE_CHECK: "1" },
     stdin: "null",

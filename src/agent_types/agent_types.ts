@@ -7,7 +7,6 @@
  * looked up in.
  * @module
  */
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
@@ -112,11 +111,12 @@ function toolName(tool: string): string {
 }
 
 /**
- * Reads an agent file: front matter between `---` lines, then the body. Throws an SvcError
- * naming the file when it has no front matter or the front matter is not a YAML mapping of the
- * known field types.
+ * Reads an agent file: front matter between `---` lines, then the body. Rejects with an
+ * SvcError naming the file when it has no front matter or the front matter is not a YAML
+ * mapping of the known field types. The YAML parser is loaded at the first agent file: a run
+ * that names no agent type never loads it (it starts Deno's Node layer).
  */
-export function parseAgentFile(text: string, source: string): AgentDefinition {
+export async function parseAgentFile(text: string, source: string): Promise<AgentDefinition> {
   const match = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text);
   const fail = (reason: string): never => {
     throw new SvcError(
@@ -125,6 +125,7 @@ export function parseAgentFile(text: string, source: string): AgentDefinition {
     );
   };
   if (!match) return fail("it has no YAML front matter between '---' lines");
+  const { parse: parseYaml } = await import("yaml");
   let raw: unknown;
   try {
     raw = parseYaml(match[1]!, { maxAliasCount: 10, uniqueKeys: true, prettyErrors: false });
@@ -264,7 +265,7 @@ export class AgentTypeRegistry {
         `agent(): the agent type ${shown} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`,
       );
     }
-    return parseAgentFile(text, shown);
+    return await parseAgentFile(text, shown);
   }
 
   /** Claude Code knows an agent by the `name` of its front matter: a file named otherwise. */

@@ -19,10 +19,12 @@ import type {
   SpawnOptions,
 } from "./types.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
+import { sha256Js, SMALL_HASH_BYTES } from "./sha256.ts";
 
 /**
- * Node's crypto module, loaded at the first hash: a static `node:crypto` import would start
- * Deno's Node layer (some 20 ms) in every process, the launcher's included, which hashes nothing.
+ * Node's crypto module, loaded at the first large hash: a static `node:crypto` import would
+ * start Deno's Node layer (some 20 ms) in every process, the launcher's included, which hashes
+ * nothing; small inputs (a run's) are hashed in JavaScript ({@linkcode sha256Js}).
  */
 function nodeCrypto(): typeof import("node:crypto") {
   // Looked up once: every `agent()` call hashes, and the lookup costs more than the hash.
@@ -396,7 +398,10 @@ export const denoPlatform: Platform = {
   args: () => [...Deno.args],
   readStdin: (maxBytes) => readBounded(Deno.stdin.readable, maxBytes),
   exit: (code) => Deno.exit(code),
-  sha256: (data) => new Uint8Array(nodeCrypto().createHash("sha256").update(data).digest()),
+  sha256: (data) =>
+    data.length <= SMALL_HASH_BYTES
+      ? sha256Js(data)
+      : new Uint8Array(nodeCrypto().createHash("sha256").update(data).digest()),
   serve,
   missingGrant,
 };

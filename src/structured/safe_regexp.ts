@@ -7,17 +7,8 @@
  */
 import { RE2JS } from "re2js";
 import { SchemaError } from "./schema_error.ts";
+import { PATTERN_LIMITS } from "./pattern_limits.ts";
 import { charge } from "./validation_meter.ts";
-
-/** Limits on a schema's patterns. */
-export const PATTERN_LIMITS = {
-  /** Characters of one pattern. */
-  maxLength: 512,
-  /** re2 instructions of one compiled pattern (`x{1000}` is a thousand of them). */
-  maxProgram: 10_000,
-  /** re2 instructions of all patterns of one schema together. */
-  maxSchemaProgram: 50_000,
-} as const;
 
 /** What ajv needs of a regular expression. */
 export interface SafeRegExp {

@@ -1,11 +1,10 @@
-import { Ajv, type ValidateFunction } from "ajv";
+import type { Ajv, ValidateFunction } from "ajv";
 import { joinPath, platform } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
-import { compilingSchema, PATTERN_LIMITS, safeRegExp } from "./safe_regexp.ts";
+import { PATTERN_LIMITS } from "./pattern_limits.ts";
 import { SchemaError } from "./schema_error.ts";
-import { METER_KEYWORD, prepareSchema, SCHEMA_LIMITS } from "./schema_limits.ts";
-import { allUnique } from "./unique_items.ts";
-import { charge, directSize, metered, WorkLimitExceeded } from "./validation_meter.ts";
+import { prepareSchema, SCHEMA_LIMITS } from "./schema_limits.ts";
+import { metered, WorkLimitExceeded } from "./validation_meter.ts";
 
 export { PATTERN_LIMITS, SCHEMA_LIMITS, SchemaError };
 
@@ -36,48 +35,6 @@ export const VALIDATION_LIMITS = {
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-/**
- * The validator every registry uses. Nothing a script's schema holds runs unbounded on the
- * host: patterns go to re2js, references are never inlined (a `$ref` used a thousand times is
- * compiled once), `uniqueItems` is linear, and every schema node charges the work meter.
- */
-function createAjv(): Ajv {
-  const regExp = Object.assign(
-    (pattern: string, flags: string) => safeRegExp(pattern, flags),
-    { code: "safeRegExp" },
-  );
-  const ajv = new Ajv({
-    strict: false,
-    // With allErrors: false ajv nests every next check inside the previous one: compiling
-    // costs quadratic time in a node's subschemas, and a thousand overflow V8's parser.
-    allErrors: true,
-    inlineRefs: false,
-    // Unknown formats would be logged with the script's text; they are ignored either way.
-    logger: false,
-    code: { regExp },
-  });
-  ajv.addKeyword({
-    keyword: METER_KEYWORD,
-    schemaType: "number",
-    errors: false,
-    // First in the group every schema runs, so that a node is paid for before it does anything.
-    before: "$comment",
-    validate(weight: number, data: unknown) {
-      charge(weight + directSize(data));
-      return true;
-    },
-  });
-  ajv.removeKeyword("uniqueItems");
-  ajv.addKeyword({
-    keyword: "uniqueItems",
-    type: "array",
-    schemaType: "boolean",
-    error: { message: "must NOT have duplicate items" },
-    validate: (unique: boolean, data: JsonValue[]) => !unique || allUnique(data),
-  });
-  return ajv;
-}
-
 function clipError(text: string): string {
   const max = VALIDATION_LIMITS.maxErrorChars;
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -103,7 +60,8 @@ export function schemaRegistryFor(places: { projectDir: string; home: string }):
  */
 export class SchemaRegistry {
   readonly #folders: SchemaFolder[];
-  readonly #ajv = createAjv();
+  /** Made at the first schema compiled: a run without one never loads ajv or re2js. */
+  #ajv: Ajv | undefined;
   readonly #cache = new Map<string, CompiledSchema>();
 
   constructor(folders: SchemaFolder[]) {
@@ -111,10 +69,10 @@ export class SchemaRegistry {
   }
 
   /**
-   * Compiles an inline schema. Throws SchemaError when it is over the limits
+   * Compiles an inline schema. Rejects with SchemaError when it is over the limits
    * ({@linkcode SCHEMA_LIMITS}, the pattern limits) or ajv cannot compile it.
    */
-  compile(schema: Record<string, unknown> | boolean): CompiledSchema {
+  async compile(schema: Record<string, unknown> | boolean): Promise<CompiledSchema> {
     const prepared = prepareSchema(schema);
     const cached = this.#cache.get(prepared.text);
     if (cached) {
@@ -123,9 +81,11 @@ export class SchemaRegistry {
       this.#cache.set(prepared.text, cached);
       return cached;
     }
+    const { createAjv, compileMetered } = await import("./ajv_instance.ts");
+    const ajv = this.#ajv ??= createAjv();
     let validate: ValidateFunction;
     try {
-      validate = compilingSchema(() => this.#ajv.compile(prepared.metered));
+      validate = compileMetered(ajv, prepared.metered);
     } catch (error) {
       if (error instanceof SchemaError) throw error;
       throw new SchemaError(
@@ -133,9 +93,6 @@ export class SchemaRegistry {
           clipError(error instanceof Error ? error.message : "invalid schema")
         }`,
       );
-    } finally {
-      // The validator keeps what it needs; ajv's own cache would grow with every schema.
-      this.#ajv.removeSchema(prepared.metered);
     }
     const compiled: CompiledSchema = {
       schema,
@@ -191,7 +148,7 @@ export class SchemaRegistry {
           `agent(): schema '${id}' (in ${folder.shown}) is not a JSON Schema object`,
         );
       }
-      return this.compile(schema as Record<string, unknown> | boolean);
+      return await this.compile(schema as Record<string, unknown> | boolean);
     }
     throw new SchemaError(
       `agent(): no registered schema '${id}' (looked in ${

@@ -46,7 +46,7 @@ export async function prepareTaskCall(
   const registry = schemaRegistryFor({ projectDir: workdir, home: host.home });
   let schema: CompiledSchema | undefined;
   try {
-    if (options.schema !== undefined) schema = registry.compile(options.schema);
+    if (options.schema !== undefined) schema = await registry.compile(options.schema);
     else if (options.schema_id !== undefined) schema = await registry.resolve(options.schema_id);
   } catch (error) {
     if (error instanceof SchemaError) {

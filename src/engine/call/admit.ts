@@ -52,7 +52,7 @@ async function decide(
   }
   let schema: CompiledSchema | undefined;
   try {
-    if (options.schema !== undefined) schema = deps.schemas.compile(options.schema);
+    if (options.schema !== undefined) schema = await deps.schemas.compile(options.schema);
     else if (options.schema_id !== undefined) {
       schema = await deps.schemas.resolve(options.schema_id);
     }
