@@ -12,15 +12,15 @@ import {
   ledgerUrl,
   microvmBackendName,
   svcHome
-} from "./chunk-EWTO2BYD.js";
+} from "./chunk-DJECTEUU.js";
 import {
   printLine
-} from "./chunk-GMFVOIDT.js";
+} from "./chunk-YR2WUBJN.js";
 import {
   LIFELINE_SHELL,
   joinPath,
   platform
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";
@@ -108,7 +108,7 @@ async function configuration(home) {
       webhooks: {}
     };
   }
-  const { loadConfig } = await import("./mod-LRKGHEMQ.js");
+  const { loadConfig } = await import("./mod-ZNZ6IALR.js");
   return (await loadConfig(home)).config;
 }
 function grantsOf(home, config) {

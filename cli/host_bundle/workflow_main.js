@@ -3,20 +3,20 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-BWR7YBWW.js";
+} from "./chunk-3IICRBLH.js";
 import {
   workflowRun,
   workflowWork
-} from "./chunk-DGZZV5S7.js";
-import "./chunk-7P437HWM.js";
-import "./chunk-EWTO2BYD.js";
+} from "./chunk-LJCFKCYF.js";
+import "./chunk-VS5ECGTP.js";
+import "./chunk-DJECTEUU.js";
 import "./chunk-G7MHXGU2.js";
-import "./chunk-Y3TKUVME.js";
-import "./chunk-GMFVOIDT.js";
+import "./chunk-PSNRHOJX.js";
+import "./chunk-YR2WUBJN.js";
 import "./chunk-KPBTULV6.js";
 import {
   platform
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 
@@ -156,8 +156,8 @@ async function main(argv) {
   const quick = quickWorkflowArgs(argv);
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
-    import("./program-B64FRUEK.js"),
-    import("./workflow_commands-35MVKAWY.js")
+    import("./program-SRZNHY57.js"),
+    import("./workflow_commands-YE26YXJR.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

@@ -5,13 +5,13 @@ import {
   EXIT,
   UsageError,
   exitStatusOfError
-} from "./chunk-Y3TKUVME.js";
+} from "./chunk-PSNRHOJX.js";
 import {
   printLine
-} from "./chunk-GMFVOIDT.js";
+} from "./chunk-YR2WUBJN.js";
 import {
   platform
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

@@ -224,20 +224,28 @@ function psParents(output) {
 }
 function descendantsOf(root, table) {
   const children = /* @__PURE__ */ new Map();
-  for (const [pid, ppid] of table) children.set(ppid, [
-    ...children.get(ppid) ?? [],
-    pid
-  ]);
+  for (const [pid, ppid] of table) {
+    const siblings = children.get(ppid);
+    if (siblings) siblings.push(pid);
+    else children.set(ppid, [
+      pid
+    ]);
+  }
+  const seen = /* @__PURE__ */ new Set();
   const found = [];
-  const queue = [
+  for (let next = [
     root
-  ];
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift()) ?? []) {
-      if (found.includes(child)) continue;
-      found.push(child);
-      queue.push(child);
+  ]; next.length > 0; ) {
+    const level = [];
+    for (const pid of next) {
+      for (const child of children.get(pid) ?? []) {
+        if (seen.has(child)) continue;
+        seen.add(child);
+        found.push(child);
+        level.push(child);
+      }
     }
+    next = level;
   }
   return found;
 }
@@ -381,8 +389,9 @@ function sha256Js(data) {
 
 // src/platform/deno.ts
 function nodeCrypto() {
-  return process.getBuiltinModule("node:crypto");
+  return loadedCrypto ??= process.getBuiltinModule("node:crypto");
 }
+var loadedCrypto;
 var encoder = new TextEncoder();
 function killWithCommand(targets, signal) {
   const kill = which("kill");
@@ -477,7 +486,7 @@ function spawnDeno(command, options) {
     status,
     kill(signal = "SIGKILL") {
       if (group) {
-        const table = exited ? void 0 : parentTable();
+        const table = exited || options.groupHoldsTree ? void 0 : parentTable();
         const tree = table ? descendantsOf(child.pid, table) : [];
         killDescendants(tree, signal);
         try {
@@ -782,6 +791,11 @@ function watchFileDeno(path, onChange) {
 
 // src/platform/timing_safe_equal.ts
 function timingSafeEqual(a, b) {
+  if (typeof a === "string" && typeof b === "string") {
+    let diff2 = a.length ^ b.length;
+    for (let i = 0; i < a.length; i++) diff2 |= a.charCodeAt(i) ^ (b.charCodeAt(i) | 0);
+    return diff2 === 0;
+  }
   const left = typeof a === "string" ? codeUnits(a) : a;
   const right = typeof b === "string" ? codeUnits(b) : b;
   let diff = left.length ^ right.length;

@@ -4,7 +4,7 @@
 import {
   joinPath,
   platform
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-BWR7YBWW.js";
+} from "./chunk-3IICRBLH.js";
 import {
   Command,
   CommanderError
@@ -12,12 +12,12 @@ import {
   EXIT,
   VERSION,
   exitStatusOfError
-} from "./chunk-Y3TKUVME.js";
-import "./chunk-GMFVOIDT.js";
+} from "./chunk-PSNRHOJX.js";
+import "./chunk-YR2WUBJN.js";
 import "./chunk-KPBTULV6.js";
 import {
   platform
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 

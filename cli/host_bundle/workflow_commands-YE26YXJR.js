@@ -5,17 +5,17 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-DGZZV5S7.js";
-import "./chunk-7P437HWM.js";
-import "./chunk-EWTO2BYD.js";
+} from "./chunk-LJCFKCYF.js";
+import "./chunk-VS5ECGTP.js";
+import "./chunk-DJECTEUU.js";
 import "./chunk-G7MHXGU2.js";
 import {
   Option
 } from "./chunk-XWPP7URQ.js";
-import "./chunk-Y3TKUVME.js";
-import "./chunk-GMFVOIDT.js";
+import "./chunk-PSNRHOJX.js";
+import "./chunk-YR2WUBJN.js";
 import "./chunk-KPBTULV6.js";
-import "./chunk-FVN24Q24.js";
+import "./chunk-MWUXQIOZ.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 

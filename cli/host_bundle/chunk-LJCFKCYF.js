@@ -4,7 +4,7 @@
 import {
   defaultConfig,
   loadConfig
-} from "./chunk-7P437HWM.js";
+} from "./chunk-VS5ECGTP.js";
 import {
   GUEST_ENV_VARS,
   HARNESS_BASE_ENV,
@@ -17,7 +17,7 @@ import {
   shown,
   snapshotEnv,
   svcHome
-} from "./chunk-EWTO2BYD.js";
+} from "./chunk-DJECTEUU.js";
 import {
   SchemaError,
   WorkLimitExceeded,
@@ -31,12 +31,12 @@ import {
   parseArgsOption,
   readScriptSource,
   workdirOption
-} from "./chunk-Y3TKUVME.js";
+} from "./chunk-PSNRHOJX.js";
 import {
   printJson,
   printLine,
   visible
-} from "./chunk-GMFVOIDT.js";
+} from "./chunk-YR2WUBJN.js";
 import {
   AgentOptionsSchema,
   AutomationRequestSchema,
@@ -75,7 +75,7 @@ import {
   platform,
   readBounded,
   timingSafeEqual
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import {
   SvcError,
   toSvcError
@@ -87,6 +87,35 @@ var decoder = new TextDecoder();
 function toBytes(value) {
   return encoder.encode(JSON.stringify(value));
 }
+function objectBytes(members) {
+  const parts = [];
+  let size = 1;
+  for (const [key, value] of Object.entries(members)) {
+    if (value === void 0) continue;
+    const head = memberHead(key, parts.length === 0);
+    parts.push(head, value);
+    size += head.length + value.length;
+  }
+  const out = new Uint8Array(parts.length === 0 ? 2 : size);
+  let offset2 = 0;
+  for (const part of parts) {
+    out.set(part, offset2);
+    offset2 += part.length;
+  }
+  if (parts.length === 0) out[offset2++] = 123;
+  out[offset2] = 125;
+  return out;
+}
+function memberHead(key, first) {
+  const text3 = `${first ? "{" : ","}${JSON.stringify(key)}:`;
+  let head = HEADS.get(text3);
+  if (head === void 0) {
+    head = encoder.encode(text3);
+    if (HEADS.size < 64) HEADS.set(text3, head);
+  }
+  return head;
+}
+var HEADS = /* @__PURE__ */ new Map();
 function fromBytes(bytes) {
   return JSON.parse(decoder.decode(bytes));
 }
@@ -124,10 +153,10 @@ function localFiles(home) {
   };
 }
 function sharedFiles(store) {
-  const encoder5 = new TextEncoder();
+  const encoder6 = new TextEncoder();
   const decoder2 = new TextDecoder();
   return {
-    write: (path, text3) => store.writeFile(path, encoder5.encode(text3)),
+    write: (path, text3) => store.writeFile(path, encoder6.encode(text3)),
     async read(path) {
       const bytes = await store.readFile(path);
       return bytes === void 0 ? void 0 : decoder2.decode(bytes);
@@ -198,6 +227,9 @@ var KEYS = {
   runCancel: (runId) => [
     "run_cancel",
     runId
+  ],
+  runCancels: [
+    "run_cancel"
   ],
   feedTick: [
     "meta",
@@ -983,6 +1015,8 @@ var LedgerContext = class {
   heads = new KnownHeads();
   /** Wakes readers of feeds and activity streams. */
   notifier;
+  /** The last append of each owner's activity stream in this process, while one is pending. */
+  #appending = /* @__PURE__ */ new Map();
   constructor(home, kv, options) {
     this.home = home;
     this.kv = kv;
@@ -1026,14 +1060,36 @@ var LedgerContext = class {
    * ledger) never take the same seq; when another writer appended first, the commit is built
    * again with the next seqs. Retrying is safe: a failed atomic commit applied nothing, and
    * `build` adds the same sets and the same checks each time. Returns false when a check of
-   * `build` failed (the write lost to another).
+   * `build` failed (the write lost to another). `options` go to a commit without activity (a
+   * state change is never lazy).
    */
-  async commit(build2, activity) {
+  commit(build2, activity, options) {
     if (activity === void 0 || activity.items.length === 0) {
       const atomic = this.kv.atomic();
       build2(atomic);
-      return (await atomic.commit()).ok;
+      return atomic.commit(options).then((result2) => result2.ok);
     }
+    return this.#inTurn(activity.owner, () => this.#append(build2, activity));
+  }
+  /**
+   * Runs `append` after this process's earlier appends to `owner`'s stream have settled. They
+   * would all check the same head: of N at once only one could commit each round, and the
+   * others would read and build again, N² attempts for N runs of one owner changing state
+   * together (a burst of starts). In turn each commits at its first attempt; only another
+   * process's append makes one retry.
+   */
+  #inTurn(owner, append) {
+    const mine = (this.#appending.get(owner) ?? Promise.resolve()).then(append, append);
+    const settled4 = mine.then(() => {
+    }, () => {
+    });
+    this.#appending.set(owner, settled4);
+    settled4.then(() => {
+      if (this.#appending.get(owner) === settled4) this.#appending.delete(owner);
+    });
+    return mine;
+  }
+  async #append(build2, activity) {
     const { owner, items } = activity;
     const headKey = KEYS.activityHead(owner);
     for (let attempt = 1; ; attempt++) {
@@ -1228,6 +1284,66 @@ function parseCallCursor(before) {
   throw new SvcError("invalid_request", `Cannot list calls: 'before' ${JSON.stringify(shownId(before))} is not a call cursor (<at>~<run or task id>~<seq>)`);
 }
 
+// src/ledger/journal_pack.ts
+var encoder2 = new TextEncoder();
+var HEAD = encoder2.encode('{"v":1,"pack":[');
+var TAIL = encoder2.encode("]}");
+var PACK_LIMIT = VALUE_LIMIT;
+function unpackJournal(values) {
+  return values.flatMap((value) => "pack" in value ? value.pack : [
+    value
+  ]);
+}
+var JournalPacker = class {
+  #first = -1;
+  #next = -1;
+  #docs = [];
+  #bytes = HEAD.length + TAIL.length;
+  /** Whether a pack is open. */
+  get open() {
+    return this.#docs.length > 0;
+  }
+  /** Whether the document of entry `seq` (`bytes` long) can join the open pack. */
+  fits(seq, bytes) {
+    return !this.open || seq === this.#next && this.#bytes + 1 + bytes <= PACK_LIMIT;
+  }
+  /** Adds entry `seq`'s document; {@linkcode fits} must have said yes. */
+  add(seq, doc) {
+    if (!this.open) this.#first = seq;
+    this.#next = seq + 1;
+    this.#docs.push(doc);
+    this.#bytes += doc.length + 1;
+  }
+  /**
+   * Ends the open pack: its first seq and the value to store (a lone document as it is), or
+   * undefined when none is open.
+   */
+  close() {
+    const docs = this.#docs;
+    if (docs.length === 0) return void 0;
+    const seq = this.#first;
+    this.#docs = [];
+    this.#bytes = HEAD.length + TAIL.length;
+    if (docs.length === 1) return {
+      seq,
+      value: docs[0]
+    };
+    const value = new Uint8Array(HEAD.length + TAIL.length + docs.reduce((sum, doc) => sum + doc.length + 1, -1));
+    value.set(HEAD, 0);
+    let offset2 = HEAD.length;
+    for (const [index, doc] of docs.entries()) {
+      if (index > 0) value[offset2++] = 44;
+      value.set(doc, offset2);
+      offset2 += doc.length;
+    }
+    value.set(TAIL, offset2);
+    return {
+      seq,
+      value
+    };
+  }
+};
+
 // src/ledger/records.ts
 var TERMINAL_STATES = /* @__PURE__ */ new Set([
   "succeeded",
@@ -1248,6 +1364,7 @@ function endsStream(event) {
 var RUN_SCAN_LIMIT = 1e4;
 var BATCH_MUTATIONS = 900;
 var BATCH_BYTES = 512 * 1024;
+var ONE = toBytes(1);
 function bareStatus(status) {
   const { result: _result, ...rest } = status;
   return {
@@ -1309,15 +1426,14 @@ async function createRun(ctx, status, options) {
 async function journalMutations(ctx, runId, op) {
   const { result: result2, ...rest } = op.entry;
   const entry = fitRecord(rest, VALUE_LIMIT - REF_ROOM);
-  const doc = {
-    v: 1,
-    entry: entry.value
-  };
-  if (result2 !== void 0) {
-    doc.result = await ctx.store(runId, result2, {
-      room: VALUE_LIMIT - REF_ROOM - entry.bytes.length
-    });
-  }
+  const stored = result2 === void 0 ? void 0 : await ctx.store(runId, result2, {
+    room: VALUE_LIMIT - REF_ROOM - entry.bytes.length
+  });
+  const doc = objectBytes({
+    v: ONE,
+    entry: entry.bytes,
+    result: stored && toBytes(stored)
+  });
   const call = {
     at: op.entry.ended_at,
     source: "run",
@@ -1334,7 +1450,7 @@ async function journalMutations(ctx, runId, op) {
   return [
     {
       key: KEYS.journal(runId, op.entry.seq),
-      value: toBytes(doc)
+      value: doc
     },
     {
       key: KEYS.call(call.at, runId, call.seq),
@@ -1376,7 +1492,32 @@ async function chunkOps(ctx, runId, ops) {
     out.head = Math.max(out.head, seq);
     out.written.set(seq, bytes);
   };
+  const packer = new JournalPacker();
+  let packStatus;
+  let held = [];
+  const closePack = () => {
+    const pack = packer.close();
+    if (pack) add({
+      key: KEYS.journal(runId, pack.seq),
+      value: pack.value
+    }, packStatus);
+    for (const later of held) later();
+    held = [];
+  };
   for (const op of ops) {
+    if (op.kind === "journal" && op.entry.outcome === "replayed") {
+      const [journal, call] = await journalMutations(ctx, runId, op);
+      if (!packer.fits(op.entry.seq, journal.value.length)) closePack();
+      packer.add(op.entry.seq, journal.value);
+      packStatus = op.status;
+      held.push(() => add(call));
+      continue;
+    }
+    if (op.kind === "event" && packer.open) {
+      held.push(() => addEvent(op.event.seq, fitRecord(op.event.event).bytes));
+      continue;
+    }
+    closePack();
     switch (op.kind) {
       case "narration":
         add({
@@ -1415,6 +1556,7 @@ async function chunkOps(ctx, runId, ops) {
         break;
     }
   }
+  closePack();
   out.chunks.push(chunk);
   return out;
 }
@@ -1423,29 +1565,30 @@ async function write(ctx, runId, ops) {
   const last2 = ops.findLast((op) => op.kind === "status" || op.kind === "journal");
   const latest = last2 && "status" in last2 ? last2.status : void 0;
   const terminal = latest !== void 0 && TERMINAL_STATES.has(latest.state);
+  const lazy = ops.every((op) => op.kind === "event");
   for (const [index, { mutations, status, activity }] of chunks.entries()) {
     if (mutations.length === 0 && !status) continue;
     const ends = index === chunks.length - 1 && terminal;
     let doc;
     if (status) {
       const fitted = fitRecord(bareStatus(status), VALUE_LIMIT - REF_ROOM);
-      const record2 = {
-        v: 1,
-        status: fitted.value
-      };
-      if (ends && latest.result !== void 0) {
-        record2.result = await ctx.store(runId, latest.result, {
-          room: VALUE_LIMIT - REF_ROOM - fitted.bytes.length
-        });
-      }
-      doc = toBytes(record2);
+      const result2 = ends && latest.result !== void 0 ? await ctx.store(runId, latest.result, {
+        room: VALUE_LIMIT - REF_ROOM - fitted.bytes.length
+      }) : void 0;
+      doc = objectBytes({
+        v: ONE,
+        status: fitted.bytes,
+        result: result2 && toBytes(result2)
+      });
     }
     await ctx.commit((atomic) => {
       for (const { key, value } of mutations) atomic.set(key, value);
       if (doc) atomic.set(KEYS.run(runId), doc);
       if (ends) atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
       if (events) atomic.set(KEYS.feedTick, toBytes({}));
-    }, activity);
+    }, activity, {
+      lazy
+    });
   }
   if (terminal && finalStatus) await writeSummary(ctx, finalStatus);
   if (events) {
@@ -1512,12 +1655,25 @@ async function getRunInput(ctx, runId) {
   };
 }
 async function getJournal(ctx, runId) {
-  const docs = await ctx.list(KEYS.journal(runId));
+  const docs = unpackJournal(await ctx.list(KEYS.journal(runId)));
   return await Promise.all(docs.map(async (doc) => {
     const entry = doc.entry;
     if (doc.result) entry.result = await ctx.load(runId, doc.result);
     return entry;
   }));
+}
+var LIST_READ_BATCH = 16;
+async function* runDocsOf(ctx, index) {
+  let ids = [];
+  const read2 = () => Promise.all(ids.map((runId) => ctx.kv.get(KEYS.run(runId))));
+  for await (const entry of index) {
+    const runId = entry.key.at(-1);
+    if (typeof runId === "string") ids.push(runId);
+    if (ids.length < LIST_READ_BATCH) continue;
+    yield await read2();
+    ids = [];
+  }
+  if (ids.length > 0) yield await read2();
 }
 async function listRuns(ctx, options = {}) {
   const limit2 = options.limit ?? 100;
@@ -1531,13 +1687,12 @@ async function listRuns(ctx, options = {}) {
   };
   if (options.owner !== void 0) {
     const prefix2 = KEYS.runsByOwner(options.owner);
-    for await (const entry of ctx.kv.list(prefix2, {
+    const index = ctx.kv.list(prefix2, {
       reverse: true,
       ...below(prefix2, before)
-    })) {
-      const runId = entry.key.at(-1);
-      const run = typeof runId === "string" ? await ctx.kv.get(KEYS.run(runId)) : void 0;
-      if (run?.value && take(fromBytes(run.value).status)) break;
+    });
+    for await (const runs of runDocsOf(ctx, index)) {
+      if (runs.some((run) => run.value && take(fromBytes(run.value).status))) break;
     }
     return out;
   }
@@ -1559,11 +1714,10 @@ async function requestRunCancel(ctx, runId) {
   return result2.ok;
 }
 async function runCancelsRequested(ctx, runIds) {
-  const out = [];
-  for (const runId of runIds) {
-    if ((await ctx.kv.get(KEYS.runCancel(runId))).value) out.push(runId);
-  }
-  return out;
+  if (runIds.length === 0) return [];
+  const asked2 = /* @__PURE__ */ new Set();
+  for await (const entry of ctx.kv.list(KEYS.runCancels)) asked2.add(entry.key.at(-1));
+  return runIds.filter((runId) => asked2.has(runId));
 }
 async function markInterrupted(ctx, runId, activeStamp, error) {
   const runEntry = await ctx.kv.get(KEYS.run(runId));
@@ -2885,7 +3039,7 @@ async function openStore(options) {
   if (!options.url) return {
     kv: await p.openKv(joinPath(options.dir, options.file))
   };
-  const { openPostgresKv } = await import("./postgres-3NO3AOMK.js");
+  const { openPostgresKv } = await import("./postgres-ILROSDDL.js");
   const shared = await openPostgresKv(options.url, {
     namespace: options.namespace,
     watch: options.watch,
@@ -14815,7 +14969,7 @@ function stateOf(answer, keyMissing, keyEnv) {
 // src/dispatch/progress_recorder.ts
 var PROGRESS_INTERVAL_MS = 250;
 var DEFAULT_PROGRESS_BYTES = 64 * 1024;
-var encoder2 = new TextEncoder();
+var encoder3 = new TextEncoder();
 function str(raw, key) {
   return typeof raw[key] === "string" ? raw[key] : void 0;
 }
@@ -14860,7 +15014,7 @@ var ProgressRecorder = class {
   #accept(item) {
     if (this.#closed || this.#truncated) return;
     if (item.kind === "text" && item.text === "") return;
-    const bytes = encoder2.encode(JSON.stringify(item)).length;
+    const bytes = encoder3.encode(JSON.stringify(item)).length;
     if (bytes > this.#left) {
       this.#truncated = true;
       this.#pending.push({
@@ -15575,7 +15729,10 @@ async function spawnGuest(request, host) {
       // The same working directory for every guest: Deno.cwd() needs no permission, and a
       // value that differs between two runs of a script would break their replay.
       cwd: "/",
-      newProcessGroup: true
+      newProcessGroup: true,
+      // The guest may run no process, and bwrap's init stays in bwrap's group: the group's kill
+      // ends the whole guest, with no pass over every process of the machine.
+      groupHoldsTree: true
     });
   } catch (error) {
     await p.remove(scratch).catch(() => {
@@ -16105,7 +16262,7 @@ function vmStoppedLine(status) {
 function withVmExit(child, token2) {
   const pattern = new RegExp(`^${token2} ([0-9]{1,3})\r?$`);
   const decoder2 = new TextDecoder();
-  const encoder5 = new TextEncoder();
+  const encoder6 = new TextEncoder();
   let code;
   let partial = new Uint8Array(0);
   let drained;
@@ -16134,7 +16291,7 @@ function withVmExit(child, token2) {
 ` : "";
       const line = partial.length > 0 ? `${decoder2.decode(partial)}
 ${stopped}` : stopped;
-      if (line !== "") controller.enqueue(encoder5.encode(line));
+      if (line !== "") controller.enqueue(encoder6.encode(line));
       drained();
     }
   }, void 0, {
@@ -16585,11 +16742,65 @@ function defaultIsolationBackends(options = {}) {
   };
 }
 
+// src/engine/finished_runs.ts
+var FinishedRuns = class {
+  #kept = /* @__PURE__ */ new Map();
+  #maxEntries;
+  #maxBytes;
+  #bytes = 0;
+  /** An empty cache bounded by `options`. */
+  constructor(options = {}) {
+    this.#maxEntries = options.maxEntries ?? 512;
+    this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+  }
+  /** A copy of the kept status of `runId` (the caller may change it), or undefined. */
+  get(runId) {
+    const kept = this.text(runId);
+    return kept ? JSON.parse(kept.text) : void 0;
+  }
+  /** The kept status of `runId` as JSON text, with its owner; or undefined. */
+  text(runId) {
+    const kept = this.#kept.get(runId);
+    if (!kept) return void 0;
+    this.#kept.delete(runId);
+    this.#kept.set(runId, kept);
+    return kept;
+  }
+  /**
+   * Keeps a copy of `status` when it was read from the ledger in a terminal state and fits the
+   * bound; anything else is ignored. Evicts the least recently read to make room.
+   */
+  offer(status) {
+    if (!isTerminal(status.state) || this.#kept.has(status.run_id)) return;
+    const text3 = JSON.stringify(status);
+    if (text3.length > this.#maxBytes / 16) return;
+    for (const [runId, kept] of this.#kept) {
+      if (this.#kept.size < this.#maxEntries && this.#bytes + text3.length <= this.#maxBytes) break;
+      this.#kept.delete(runId);
+      this.#bytes -= kept.text.length;
+    }
+    this.#kept.set(status.run_id, {
+      owner: status.owner,
+      text: text3
+    });
+    this.#bytes += text3.length;
+  }
+  /** How many statuses are kept, and their bytes. */
+  size() {
+    return {
+      entries: this.#kept.size,
+      bytes: this.#bytes
+    };
+  }
+};
+
 // src/engine/group_commit.ts
 var GroupCommit = class {
   #commit;
   #queued = [];
   #running;
+  /** Starts a drain still waiting for the next turn (one of deferred writes only), now. */
+  #kick;
   /**
    * `commit` writes one batch, in the order the items were added. When it throws, every write
    * of that batch is rejected with its error: none of them may be acknowledged. Batches never
@@ -16603,20 +16814,46 @@ var GroupCommit = class {
    * batch failed.
    */
   add(item) {
-    const written = new Promise((done, fail2) => this.#queued.push({
-      item,
-      done,
-      fail: fail2
-    }));
-    this.#running ??= this.#drain();
+    const written = this.#queue(item);
+    if (this.#kick) this.#kick();
+    else this.#running ??= this.#drain(false);
+    return written;
+  }
+  /**
+   * Queues `item` behind the writes before it without starting a commit: it commits with the
+   * next {@linkcode add}, at the latest in the next turn of the event loop. Resolves and rejects
+   * as `add` does.
+   */
+  defer(item) {
+    const written = this.#queue(item);
+    this.#running ??= this.#drain(true);
     return written;
   }
   /** Resolves (never rejects) once every item queued so far has been committed or has failed. */
   idle() {
     return this.#running ?? Promise.resolve();
   }
-  async #drain() {
-    await Promise.resolve();
+  #queue(item) {
+    return new Promise((done, fail2) => this.#queued.push({
+      item,
+      done,
+      fail: fail2
+    }));
+  }
+  /** Waits for the next turn of the event loop, or less when an `add` kicks it. */
+  #nextTurn() {
+    return new Promise((resolve) => {
+      const go = () => {
+        clearTimeout(timer);
+        this.#kick = void 0;
+        resolve();
+      };
+      const timer = setTimeout(go, 0);
+      this.#kick = go;
+    });
+  }
+  async #drain(deferred) {
+    await (deferred ? this.#nextTurn() : Promise.resolve());
     while (this.#queued.length > 0) {
       const batch = this.#queued.splice(0);
       try {
@@ -23885,19 +24122,28 @@ function scriptRunError(failure3) {
 var TEXT_LIMIT2 = 8 * 1024;
 var COUNTS_INTERVAL_MS = 100;
 var COUNTS_SETTLE_MS = 20;
-var encoder3 = new TextEncoder();
+var encoder4 = new TextEncoder();
 function now2() {
   return (/* @__PURE__ */ new Date()).toISOString();
 }
 function clip2(text3) {
   return clipText(text3, TEXT_LIMIT2);
 }
+function copyJson(value) {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(copyJson);
+  const out = {};
+  for (const key of Object.keys(value)) {
+    out[key] = copyJson(value[key]);
+  }
+  return out;
+}
 function recordOf(status) {
-  return structuredClone({
-    ...status,
-    narration: [],
-    security_events: []
-  });
+  const out = {};
+  for (const [key, value] of Object.entries(status)) {
+    out[key] = key === "narration" || key === "security_events" ? [] : key === "result" ? value : copyJson(value);
+  }
+  return out;
 }
 var RunContext = class {
   status;
@@ -23988,6 +24234,20 @@ var RunContext = class {
     });
   }
   /**
+   * Adds an event to the run's feed with the run's next write, at the latest in the next turn
+   * of the event loop: a call that ends at once commits its start and its output with its entry.
+   */
+  #emitDeferred(event) {
+    this.#commits.defer({
+      kind: "event",
+      event: {
+        seq: -1,
+        event
+      }
+    }).catch(() => {
+    });
+  }
+  /**
    * Numbers the events of a batch in order. Of the call counts, only the last of a batch is
    * kept: a reader wants the counts now, not every step, and a wave of a thousand calls must
    * not add thousands of events.
@@ -24048,7 +24308,7 @@ var RunContext = class {
     this.status.calls.running++;
     this.#callsChanged();
     const { short } = RECORD_LIMITS;
-    this.#emit({
+    this.#emitDeferred({
       type: "call_started",
       run_id: this.runId,
       at: now2(),
@@ -24140,7 +24400,7 @@ var RunContext = class {
   }
   /** Adds a batch of call `seq`'s live output to the run's feed (never its status). */
   progress(seq, items) {
-    this.#emit({
+    this.#emitDeferred({
       type: "progress",
       run_id: this.runId,
       at: now2(),
@@ -24174,7 +24434,7 @@ var RunContext = class {
       text: clip2(entry.text)
     };
     if (full.kind === "phase") this.#phase = clipText(full.text, RECORD_LIMITS.short);
-    const bytes = encoder3.encode(full.text).length;
+    const bytes = encoder4.encode(full.text).length;
     if (this.status.narration.length < this.#options.maxNarration && this.#narrationBytes + bytes <= this.#options.maxNarrationBytes) {
       this.#narrationBytes += bytes;
       this.status.narration.push(full);
@@ -24298,7 +24558,7 @@ var RunContext = class {
    */
   admitResult(value) {
     const json = JSON.stringify(value);
-    const bytes = json.length <= INLINE_LIMIT / 4 ? json.length : encoder3.encode(json).length;
+    const bytes = json.length <= INLINE_LIMIT / 4 ? json.length : encoder4.encode(json).length;
     const inline = bytes <= INLINE_LIMIT;
     const axis = inline ? "journal" : "blobs";
     const max = inline ? this.#options.maxJournalBytes : this.#options.maxBlobBytes;
@@ -24313,7 +24573,8 @@ var RunContext = class {
    * without refusing it: the value is the source run's, which its own limits bounded.
    */
   countResult(value) {
-    const bytes = encoder3.encode(JSON.stringify(value)).length;
+    const json = JSON.stringify(value);
+    const bytes = json.length <= INLINE_LIMIT / 4 ? json.length : encoder4.encode(json).length;
     this.#recorded[bytes <= INLINE_LIMIT ? "journal" : "blobs"] += bytes;
   }
   /** Bytes recorded so far and the limits, for a condition's data. */
@@ -24440,9 +24701,9 @@ function mib(bytes) {
 
 // src/engine/admission.ts
 var DEFAULT_RUN_ADMISSION = {
-  hostLiveGuests: 8,
+  hostLiveGuests: 32,
   hostQueuedRuns: 200,
-  ownerLiveRuns: 4,
+  ownerLiveRuns: 16,
   ownerQueuedRuns: 20,
   maxRemoteTimeoutS: 6 * 3600,
   retryAfterS: 30,
@@ -24685,6 +24946,8 @@ var RunAdmission = class {
 var CancelPoll = class {
   #options;
   #timer;
+  /** The look under way: a tick while it lasts is skipped, so that slow looks never pile up. */
+  #looking = false;
   /** A poll over `options.live`, stopped until {@linkcode start}. */
   constructor(options) {
     this.#options = options;
@@ -24692,7 +24955,11 @@ var CancelPoll = class {
   /** Starts looking, unless it already does. */
   start() {
     if (this.#timer !== void 0) return;
-    this.#timer = setInterval(() => this.#look(), this.#options.pollMs);
+    this.#timer = setInterval(() => {
+      if (this.#looking) return;
+      this.#looking = true;
+      this.#look().finally(() => this.#looking = false);
+    }, this.#options.pollMs);
   }
   async #look() {
     const { live, asked: asked2, reason } = this.#options;
@@ -25213,21 +25480,36 @@ function mergeReplay(runId, entries, older) {
 }
 var ReplaySource = class {
   runId;
-  #candidates;
+  #candidates = /* @__PURE__ */ new Map();
   #taken = /* @__PURE__ */ new Set();
+  /** Settles once the candidates are read; rejects when they could not be. */
+  #loaded;
+  /**
+   * `candidates` may still be being read from the ledger: a resume reads its source's journal
+   * while its guest boots, and the guest gets the offer (and so asks for nothing) only once
+   * they are here.
+   */
   constructor(runId, candidates2) {
     this.runId = runId;
-    this.#candidates = new Map(candidates2.map((candidate) => [
-      positionKey(entryPosition(candidate.entry)),
-      candidate
-    ]));
+    this.#loaded = Promise.resolve(candidates2).then((list) => {
+      this.#candidates = new Map(list.map((candidate) => [
+        positionKey(entryPosition(candidate.entry)),
+        candidate
+      ]));
+    });
+    this.#loaded.catch(() => {
+    });
   }
-  /** How many calls there are to replay. */
+  /** How many calls there are to replay (0 until they are read). */
   get size() {
     return this.#candidates.size;
   }
-  /** The init frame's list: every candidate, with its value while the limits allow. */
-  offer(limits) {
+  /**
+   * The init frame's list, once the candidates are read: every candidate, with its value while
+   * the limits allow.
+   */
+  async offer(limits) {
+    await this.#loaded;
     const out = [];
     let total = 0;
     for (const [key, { entry }] of this.#candidates) {
@@ -25601,8 +25883,8 @@ async function runGuest(options) {
   handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
-  const encoder5 = new TextEncoder();
-  const send2 = (message) => writer.write(encoder5.encode(`${JSON.stringify(message)}
+  const encoder6 = new TextEncoder();
+  const send2 = (message) => writer.write(encoder6.encode(`${JSON.stringify(message)}
 `)).catch(() => {
   });
   const stderrTail = [];
@@ -25655,6 +25937,7 @@ async function runGuest(options) {
     settle(crashOutcome(status, stderrTail, heapMb));
   });
   try {
+    const replay = await options.replay ?? [];
     await send2({
       jsonrpc: "2.0",
       method: "init",
@@ -25668,7 +25951,7 @@ async function runGuest(options) {
         budget: options.budget,
         frameLimit,
         maxItems,
-        replay: options.replay ?? [],
+        replay,
         maxAgents: options.maxAgents ?? Number.MAX_SAFE_INTEGER
       }
     });
@@ -28272,7 +28555,7 @@ async function replaySource(runId, caller, reader) {
     throw new SvcError("not_found", `Cannot resume from run '${runId}': no such run`);
   }
   refuseUnended(source);
-  return new ReplaySource(runId, await replayChain(reader.ledger, source, 0));
+  return new ReplaySource(runId, replayChain(reader.ledger, source, 0));
 }
 async function replayChain(ledger, status, depth) {
   const entries = await ledger.getJournal(status.run_id);
@@ -28615,6 +28898,8 @@ function startedBy(via, status) {
 var RunManager = class _RunManager {
   #options;
   #runs = /* @__PURE__ */ new Map();
+  /** Ended runs' statuses as read from the ledger: they change no more. */
+  #finished = new FinishedRuns();
   /** What each live run holds of the host lease (its heartbeat). */
   #holds = /* @__PURE__ */ new Map();
   #host;
@@ -28772,9 +29057,10 @@ var RunManager = class _RunManager {
     try {
       placement = await this.#admission.serial(async () => {
         const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        await this.#record(prepared, placed === "run" ? this.#host.ref : null);
+        if (placed === "queue") await this.#record(prepared, null);
         return placed;
       });
+      if (placement === "run") await this.#record(prepared, this.#host.ref);
     } catch (error) {
       this.#admission.release(runId);
       release();
@@ -28995,9 +29281,28 @@ var RunManager = class _RunManager {
   async get(runId, caller) {
     if (!isId("run", runId)) return void 0;
     const live = this.#runs.get(runId);
-    const status = live ? structuredClone(live.status) : await this.#ledger.getRun(runId);
+    const status = live ? structuredClone(live.status) : await this.#stored(runId);
     if (!status || !mayAccess(caller, status.owner)) return void 0;
     return await this.#withPosition(status);
+  }
+  /**
+   * {@linkcode get} as JSON text, what an API answers: an ended run's is the kept text itself,
+   * with neither a copy nor a serialisation per read.
+   */
+  async getJson(runId, caller) {
+    if (!isId("run", runId)) return void 0;
+    const kept = this.#runs.has(runId) ? void 0 : this.#finished.text(runId);
+    if (kept) return mayAccess(caller, kept.owner) ? kept.text : void 0;
+    const status = await this.get(runId, caller);
+    return status && JSON.stringify(status);
+  }
+  /** The run's status as the ledger holds it; an ended run's from the cache once read. */
+  async #stored(runId) {
+    const kept = this.#finished.get(runId);
+    if (kept) return kept;
+    const status = await this.#ledger.getRun(runId);
+    if (status) this.#finished.offer(status);
+    return status;
   }
   async #visible(runId, caller, action) {
     return requireVisible(await this.get(runId, caller), {
@@ -29184,9 +29489,9 @@ function transition(action, state, issueId) {
 var LOG_LIMIT = 100;
 var CARD_BYTES = 63 * 1024;
 var FIELDS_BYTES = 36 * 1024;
-var encoder4 = new TextEncoder();
+var encoder5 = new TextEncoder();
 function byteLength(value) {
-  return encoder4.encode(JSON.stringify(value)).length;
+  return encoder5.encode(JSON.stringify(value)).length;
 }
 var RUN_LINKS = 50;
 function linkRun(current2, link) {

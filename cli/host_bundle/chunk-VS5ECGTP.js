@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   configFile
-} from "./chunk-EWTO2BYD.js";
+} from "./chunk-DJECTEUU.js";
 import {
   AutomationConfigSchema,
   CONCURRENCY_LIMIT,
@@ -15,7 +15,7 @@ import {
 } from "./chunk-KPBTULV6.js";
 import {
   platform
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";
@@ -233,11 +233,11 @@ var DaemonConfigSchema = external_exports.strictObject({
 });
 var admissionSchema = external_exports.strictObject({
   /** Runs executing in one host process at once (every caller); more wait in the queue. */
-  host_live_guests: external_exports.number().int().positive().max(1024).default(8),
+  host_live_guests: external_exports.number().int().positive().max(1024).default(32),
   /** Runs waiting in the queue, every owner's together; beyond it, 429. */
   host_queued_runs: external_exports.number().int().nonnegative().max(1e5).default(200),
   /** Live runs of one remote owner in one host; more wait in the queue. */
-  owner_live_runs: external_exports.number().int().positive().max(1024).default(4),
+  owner_live_runs: external_exports.number().int().positive().max(1024).default(16),
   /** Queued runs of one remote owner; beyond it, 429. */
   owner_queued_runs: external_exports.number().int().nonnegative().max(1e5).default(20),
   /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
@@ -253,9 +253,9 @@ var admissionSchema = external_exports.strictObject({
   /** The most simultaneous calls a script's meta or a run's options may raise a run to. */
   max_run_concurrency: external_exports.number().int().positive().max(CONCURRENCY_LIMIT).default(RUN_CONCURRENCY_CEILING)
 }).default({
-  host_live_guests: 8,
+  host_live_guests: 32,
   host_queued_runs: 200,
-  owner_live_runs: 4,
+  owner_live_runs: 16,
   owner_queued_runs: 20,
   owner_live_tasks: 8,
   owner_event_streams: 16,

@@ -531,7 +531,7 @@ import net from "node:net";
 import tls from "node:tls";
 import crypto2 from "node:crypto";
 import Stream from "node:stream";
-import { performance } from "node:perf_hooks";
+import { performance as performance2 } from "node:perf_hooks";
 
 // node_modules/.deno/postgres@3.4.9/node_modules/postgres/src/result.js
 var Result = class extends Array {
@@ -905,7 +905,7 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
     hostIndex = (hostIndex + 1) % port.length;
   }
   function reconnect() {
-    setTimeout(connect, closedTime ? Math.max(0, closedTime + delay - performance.now()) : 0);
+    setTimeout(connect, closedTime ? Math.max(0, closedTime + delay - performance2.now()) : 0);
   }
   function connected() {
     try {
@@ -987,7 +987,7 @@ function Connection(options, queues = {}, { onopen = noop, onend = noop, onclose
     socket = null;
     if (initial) return reconnect();
     !hadError && (query || sent.length) && error(Errors.connection("CONNECTION_CLOSED", options, socket));
-    closedTime = performance.now();
+    closedTime = performance2.now();
     hadError && options.shared.retries++;
     delay = (typeof backoff2 === "function" ? backoff2(options.shared.retries) : backoff2) * 1e3;
     onclose(connection2, Errors.connection("CONNECTION_CLOSED", options, socket));
@@ -2122,6 +2122,93 @@ function osUsername() {
   }
 }
 
+// src/platform/pg_announce.ts
+var Announcer = class {
+  #send;
+  #gatherMs;
+  /** Until when (performance.now()) writes are gathered rather than announced at once. */
+  #quietUntil = -Infinity;
+  /** Commits not announced yet. */
+  #owed = /* @__PURE__ */ new Set();
+  /** Of those, the ones not committed yet: a notification must not go before them. */
+  #unsettled = /* @__PURE__ */ new Set();
+  #timer;
+  #flushing;
+  #closed = false;
+  constructor(options) {
+    this.#send = options.send;
+    this.#gatherMs = options.gatherMs ?? 5;
+  }
+  /**
+   * Whether the commit about to be issued announces itself: then it returns the earlier writes
+   * its notification announces too (every one committed), for {@linkcode announced}; else
+   * undefined, and the caller hands the commit to {@linkcode later}.
+   */
+  inline() {
+    const now = performance.now();
+    if (now < this.#quietUntil || this.#unsettled.size > 0) return void 0;
+    this.#quietUntil = now + this.#gatherMs;
+    return [
+      ...this.#owed
+    ];
+  }
+  /** A commit that announced itself went through: what it covered is announced. */
+  announced(covered) {
+    for (const commit of covered) this.#owed.delete(commit);
+    if (this.#owed.size === 0 && this.#timer !== void 0) {
+      clearTimeout(this.#timer);
+      this.#timer = void 0;
+    }
+  }
+  /**
+   * A commit that did not announce itself: the next commit that does announces it, or else one
+   * notification of its own once it (and the rest owed) settled, a window later.
+   */
+  later(commit) {
+    this.#owed.add(commit);
+    this.#unsettled.add(commit);
+    const settled = () => this.#unsettled.delete(commit);
+    commit.then(settled, settled);
+    if (this.#timer === void 0 && this.#flushing === void 0) this.#schedule();
+  }
+  /** Announces what is owed now (the store is closing); resolves once it is sent. */
+  async close() {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = void 0;
+    while (this.#flushing !== void 0 || this.#owed.size > 0) {
+      if (this.#flushing === void 0) this.#startFlush();
+      await this.#flushing;
+    }
+  }
+  #schedule() {
+    if (this.#closed) return;
+    const wait = Math.max(0, this.#quietUntil - performance.now()) + this.#gatherMs;
+    this.#timer = setTimeout(() => {
+      this.#timer = void 0;
+      this.#startFlush();
+    }, wait);
+  }
+  #startFlush() {
+    this.#flushing = this.#drain().finally(() => {
+      this.#flushing = void 0;
+      this.#quietUntil = performance.now() + this.#gatherMs;
+      if (this.#owed.size > 0) this.#schedule();
+    });
+  }
+  async #drain() {
+    while (this.#owed.size > 0) {
+      const batch = [
+        ...this.#owed
+      ];
+      this.#owed.clear();
+      await Promise.allSettled(batch);
+      await this.#send().catch(() => {
+      });
+    }
+  }
+};
+
 // src/platform/pg_keys.ts
 var STRING = 2;
 var NUMBER = 33;
@@ -2273,6 +2360,8 @@ $fn$;
 `
   }
 ];
+var COMMIT = "SELECT svc_kv_commit($1, $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8)::text AS stamp";
+var LAZY_COMMIT = `${COMMIT}, set_config('synchronous_commit', 'off', true)`;
 var POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
 function faultOf(error) {
   if (!(error instanceof Error)) return void 0;
@@ -2387,10 +2476,17 @@ var PostgresKv = class {
   #listeners = /* @__PURE__ */ new Set();
   /** This handle's mark on its notifications, so that it ignores its own. */
   #origin = crypto.randomUUID();
+  #announcer;
   #unlisten;
   #closing;
   constructor(sql, options, location) {
     this.#sql = sql;
+    const payload = `${options.namespace} ${this.#origin}`;
+    this.#announcer = new Announcer({
+      send: async () => {
+        await sql`SELECT pg_notify(${CHANNEL}, ${payload})`;
+      }
+    });
     this.#ns = options.namespace;
     this.#watched = new Set((options.watch ?? []).map((key) => hex(encodeKey(key))));
     this.location = location;
@@ -2490,11 +2586,11 @@ var PostgresKv = class {
         writes.set(keyHex(key), null);
         return atomic;
       },
-      commit: () => this.#commit(checks, writes, bytes)
+      commit: (options) => this.#commit(checks, writes, bytes, options)
     };
     return atomic;
   }
-  async #commit(checks, writes, bytes) {
+  async #commit(checks, writes, bytes, options = {}) {
     if (checks.size > MAX_CHECKS) throw new TypeError(`Too many checks (max ${MAX_CHECKS})`);
     if (writes.size > MAX_MUTATIONS) {
       throw new TypeError(`Too many mutations (max ${MAX_MUTATIONS})`);
@@ -2517,24 +2613,33 @@ var PostgresKv = class {
         if (this.#watched.has(key)) notify = true;
       }
     }
+    const covered = notify ? this.#announcer.inline() : void 0;
+    const announce = covered !== void 0;
+    const locked = [
+      ...locks
+    ].sort((a, b2) => a < b2 ? -1 : a > b2 ? 1 : 0).map(String);
+    const args = [
+      this.#ns,
+      arrayLiteral([
+        ...checks.keys()
+      ]),
+      arrayLiteral([
+        ...checks.values()
+      ].map(versionOf)),
+      arrayLiteral(setKeys),
+      arrayLiteral(setValues),
+      arrayLiteral(deleteKeys),
+      arrayLiteral(locked),
+      announce ? this.#origin : null
+    ];
     let rows;
     try {
-      rows = await this.#sql`SELECT svc_kv_commit(
-        ${this.#ns},
-        ${arrayLiteral([
-        ...checks.keys()
-      ])}::text[],
-        ${arrayLiteral([
-        ...checks.values()
-      ].map(versionOf))}::bigint[],
-        ${arrayLiteral(setKeys)}::text[],
-        ${arrayLiteral(setValues)}::text[],
-        ${arrayLiteral(deleteKeys)}::text[],
-        ${arrayLiteral([
-        ...locks
-      ].sort((a, b2) => a < b2 ? -1 : a > b2 ? 1 : 0).map(String))}::bigint[],
-        ${notify ? this.#origin : null}
-      )::text AS stamp`;
+      const commit = this.#sql.unsafe(options.lazy === true ? LAZY_COMMIT : COMMIT, args, {
+        prepare: true
+      });
+      if (notify && !announce) this.#announcer.later(commit);
+      rows = await commit;
+      if (covered && rows[0]?.stamp) this.#announcer.announced(covered);
     } catch (error) {
       throw databaseFault(error, "write");
     }
@@ -2580,6 +2685,7 @@ var PostgresKv = class {
   close() {
     this.#closing ??= (async () => {
       this.#listeners.clear();
+      await this.#announcer.close();
       await this.#unlisten?.().catch(() => {
       });
       await this.#sql.end({

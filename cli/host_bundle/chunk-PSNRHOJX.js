@@ -7,7 +7,7 @@ import {
 import {
   joinPath,
   platform
-} from "./chunk-FVN24Q24.js";
+} from "./chunk-MWUXQIOZ.js";
 import {
   EXIT_STATUS,
   SvcError,

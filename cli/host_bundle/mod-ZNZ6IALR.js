@@ -8,13 +8,13 @@ import {
   WEBHOOK_BODY_LIMIT,
   defaultConfig,
   loadConfig
-} from "./chunk-7P437HWM.js";
+} from "./chunk-VS5ECGTP.js";
 import {
   configFile,
   svcHome
-} from "./chunk-EWTO2BYD.js";
+} from "./chunk-DJECTEUU.js";
 import "./chunk-KPBTULV6.js";
-import "./chunk-FVN24Q24.js";
+import "./chunk-MWUXQIOZ.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 export {
