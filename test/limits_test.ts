@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { defaultConfig } from "../src/config/mod.ts";
-import { createDispatcher, type Provider, SpentFailure } from "../src/dispatch/mod.ts";
+import {
+  createDispatcher,
+  type DispatchResult,
+  type Provider,
+  SpentFailure,
+} from "../src/dispatch/mod.ts";
 import { LOCAL, narration, runScript, scriptedProvider, testManager } from "./helpers.ts";
 
 // A 40-character prompt costs 10 input tokens; the fake's answer adds 15 output tokens: 25 a call.
@@ -414,8 +419,50 @@ Deno.test("a failed call whose use is unknown counts its estimate against the bu
   );
 });
 
+/**
+ * A provider whose calls wait until `peak` of them are in flight at once (or 5 s pass), then
+ * answer: the highest number in flight is the run's cap however slowly the machine starts
+ * them, and a cap below `peak` shows as a lower `maxActive`.
+ */
+function peakProvider(): Provider & { maxActive: number; peak: number; reached: boolean } {
+  let active = 0;
+  let release: () => void = () => {};
+  let gate = new Promise<void>((resolve) => release = resolve);
+  const provider = {
+    name: "slow",
+    kind: "api" as const,
+    maxActive: 0,
+    peak: 0,
+    reached: false,
+    async dispatch(): Promise<DispatchResult> {
+      active++;
+      provider.maxActive = Math.max(provider.maxActive, active);
+      if (active >= provider.peak && !provider.reached) {
+        provider.reached = true;
+        release();
+        gate = new Promise<void>((resolve) => release = resolve);
+      }
+      if (!provider.reached) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([gate, new Promise((resolve) => timer = setTimeout(resolve, 5_000))]);
+        clearTimeout(timer);
+      }
+      active--;
+      return {
+        output: "ok",
+        usage: { input_tokens: 10, output_tokens: 10 },
+        cost_usd: 0,
+        provider: "slow",
+        model: "slow-model",
+      };
+    },
+  };
+  return provider;
+}
+
 Deno.test("a run's max_agents and concurrency bound that run, and the manager's defaults the others", async () => {
-  const provider = scriptedProvider("slow", () => ({ output: "ok", delayMs: 20 }));
+  const provider = peakProvider();
+  provider.peak = 2;
   await using t = await testManager({ dispatcher: createDispatcher({ providers: [provider] }) });
   const script =
     `const r = await parallel(Array.from({ length: 12 }, (_, i) => () => agent("c" + i, { provider: "slow" })));
@@ -429,7 +476,7 @@ Deno.test("a run's max_agents and concurrency bound that run, and the manager's 
   assert.deepEqual(bounded.limits, { max_agents: 5, concurrency: 2 });
   assert.equal(bounded.calls.skipped, 7);
   assert.match(bounded.conditions[0]!.message, /limit of 5 agent\(\) calls; call #6/);
-  provider.maxActive = 0;
+  Object.assign(provider, { maxActive: 0, peak: 8, reached: false });
   const defaults = await t.manager.wait((await t.manager.start({ script }, LOCAL)).run_id, LOCAL);
   assert.equal(defaults.result, 12);
   assert.equal(provider.maxActive, 8);
