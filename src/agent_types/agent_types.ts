@@ -125,10 +125,10 @@ export async function parseAgentFile(text: string, source: string): Promise<Agen
     );
   };
   if (!match) return fail("it has no YAML front matter between '---' lines");
-  const { parse: parseYaml } = await import("yaml");
+  const { parseFrontMatter } = await import("./yaml_front_matter.ts");
   let raw: unknown;
   try {
-    raw = parseYaml(match[1]!, { maxAliasCount: 10, uniqueKeys: true, prettyErrors: false });
+    raw = parseFrontMatter(match[1]!);
   } catch (error) {
     const reason = error instanceof Error ? error.message.split("\n")[0]!.slice(0, 200) : "";
     return fail(`its front matter is not valid YAML (${reason})`);

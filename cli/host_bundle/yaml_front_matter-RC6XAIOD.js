@@ -3,7 +3,8 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   __commonJS,
-  __require
+  __require,
+  __toESM
 } from "./chunk-4VNS5WPM.js";
 
 // node_modules/.deno/yaml@2.9.1/node_modules/yaml/dist/nodes/identity.js
@@ -7138,7 +7139,7 @@ var require_public_api = __commonJS({
       }
       return doc;
     }
-    function parse(src, reviver, options) {
+    function parse2(src, reviver, options) {
       let _reviver = void 0;
       if (typeof reviver === "function") {
         _reviver = reviver;
@@ -7179,7 +7180,7 @@ var require_public_api = __commonJS({
       if (identity.isDocument(value) && !_replacer) return value.toString(options);
       return new Document.Document(value, _replacer, options).toString(options);
     }
-    exports.parse = parse;
+    exports.parse = parse2;
     exports.parseAllDocuments = parseAllDocuments;
     exports.parseDocument = parseDocument;
     exports.stringify = stringify;
@@ -7189,6 +7190,7 @@ var require_public_api = __commonJS({
 // node_modules/.deno/yaml@2.9.1/node_modules/yaml/dist/index.js
 var require_dist = __commonJS({
   "node_modules/.deno/yaml@2.9.1/node_modules/yaml/dist/index.js"(exports) {
+    "use strict";
     var composer = require_composer();
     var Document = require_Document();
     var Schema = require_Schema();
@@ -7236,4 +7238,16 @@ var require_dist = __commonJS({
     exports.visitAsync = visit.visitAsync;
   }
 });
-export default require_dist();
+
+// src/agent_types/yaml_front_matter.ts
+var import_yaml = __toESM(require_dist());
+function parseFrontMatter(text) {
+  return (0, import_yaml.parse)(text, {
+    maxAliasCount: 10,
+    uniqueKeys: true,
+    prettyErrors: false
+  });
+}
+export {
+  parseFrontMatter
+};

@@ -25122,14 +25122,10 @@ async function parseAgentFile(text3, source) {
     throw new SvcError("invalid_argument", `agent(): cannot read the agent type ${source}: ${reason}`);
   };
   if (!match) return fail2("it has no YAML front matter between '---' lines");
-  const { parse: parseYaml } = await import("./dist-TW426WPE.js");
+  const { parseFrontMatter } = await import("./yaml_front_matter-RC6XAIOD.js");
   let raw;
   try {
-    raw = parseYaml(match[1], {
-      maxAliasCount: 10,
-      uniqueKeys: true,
-      prettyErrors: false
-    });
+    raw = parseFrontMatter(match[1]);
   } catch (error) {
     const reason = error instanceof Error ? error.message.split("\n")[0].slice(0, 200) : "";
     return fail2(`its front matter is not valid YAML (${reason})`);

@@ -5,7 +5,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-LJCFKCYF.js";
+} from "./chunk-K4PJKETB.js";
 import "./chunk-VS5ECGTP.js";
 import "./chunk-DJECTEUU.js";
 import "./chunk-G7MHXGU2.js";
