@@ -13,8 +13,6 @@ import { openServices } from "../src/services/mod.ts";
 import { startDashboard, TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { connectHttp, errorText } from "./mcp_helpers.ts";
 import { eventually } from "./daemon_helpers.ts";
-import { denoPlatform } from "../src/platform/deno.ts";
-import { setPlatform } from "../src/platform/mod.ts";
 import { LOCAL, tempDir, testManager } from "./helpers.ts";
 
 /** A run that never ends by itself: its one call waits a minute on the fake provider. */
@@ -266,44 +264,4 @@ Deno.test("over /mcp a run beyond a remote owner's caps is a tool error carrying
     errorText(second),
     /^Cannot start the run: owner 'alice' has 1 live runs and 0 queued, the most allowed .*\(code: rate_limited\)$/,
   );
-});
-
-Deno.test("runs started at once under the live cap are recorded side by side, not one after another in the admission's turn", async () => {
-  await using home = await tempDir();
-  await using t = await testManager({ home: home.path, fakeLatencyMs: 0 });
-  let writing = 0;
-  let most = 0;
-  // The real files, each script's write held a little so that records that may overlap do.
-  setPlatform({
-    ...denoPlatform,
-    async writeTextFile(path, text, options) {
-      if (!path.endsWith("/.script.js.tmp")) {
-        return await denoPlatform.writeTextFile(path, text, options);
-      }
-      most = Math.max(most, ++writing);
-      try {
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        return await denoPlatform.writeTextFile(path, text, options);
-      } finally {
-        writing--;
-      }
-    },
-  });
-  let started;
-  try {
-    started = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => t.manager.start({ script: `return ${i};` }, LOCAL)),
-    );
-  } finally {
-    setPlatform(denoPlatform);
-  }
-  const ends = await Promise.all(started.map((run) => t.manager.wait(run.run_id, LOCAL)));
-  assert.deepEqual(
-    ends.map((end) => [end.state, end.result]),
-    [0, 1, 2, 3, 4, 5].map((i) => [
-      "succeeded",
-      i,
-    ]),
-  );
-  assert.ok(most > 1, `records written at once: ${most}`);
 });

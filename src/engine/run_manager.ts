@@ -241,16 +241,12 @@ export class RunManager {
     let placement;
     try {
       // Admission control: at the live caps the run is recorded queued, and this process starts
-      // it when a slot frees; at the queue's caps it is refused (rate_limited). A queued run is
-      // recorded in its turn, since the next decision reads the queue it joins; a run that
-      // starts now took its live slot in its turn and joins no queue, so its record (files and
-      // a commit) waits for no other run's: a burst of N starts is not N records in a row.
+      // it when a slot frees; at the queue's caps it is refused (rate_limited).
       placement = await this.#admission.serial(async () => {
         const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        if (placed === "queue") await this.#record(prepared, null);
+        await this.#record(prepared, placed === "run" ? this.#host.ref : null);
         return placed;
       });
-      if (placement === "run") await this.#record(prepared, this.#host.ref);
     } catch (error) {
       this.#admission.release(runId);
       release();

@@ -29053,10 +29053,9 @@ var RunManager = class _RunManager {
     try {
       placement = await this.#admission.serial(async () => {
         const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        if (placed === "queue") await this.#record(prepared, null);
+        await this.#record(prepared, placed === "run" ? this.#host.ref : null);
         return placed;
       });
-      if (placement === "run") await this.#record(prepared, this.#host.ref);
     } catch (error) {
       this.#admission.release(runId);
       release();

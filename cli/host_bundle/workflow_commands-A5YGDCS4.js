@@ -5,7 +5,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-K4PJKETB.js";
+} from "./chunk-PBM7F324.js";
 import "./chunk-VS5ECGTP.js";
 import "./chunk-DJECTEUU.js";
 import "./chunk-G7MHXGU2.js";
