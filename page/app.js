@@ -49,6 +49,12 @@ function useRoute() {
       document.querySelector("main")?.focus({ preventScroll: true });
     };
     addEventListener("hashchange", update);
+    // The address may have changed between the first render and this effect, when no one
+    // was listening yet (a link followed while the page was signing in).
+    setRoute((shown) => {
+      const now = currentRoute();
+      return now.join("/") === shown.join("/") ? shown : now;
+    });
     return () => removeEventListener("hashchange", update);
   }, []);
   return route;

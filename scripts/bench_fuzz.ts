@@ -39,6 +39,8 @@ export async function measureFuzz(
   const output = await new Deno.Command(Deno.execPath(), {
     args: [
       "test",
+      // As the `test` task: the checkout leaves node_modules to each command (deno.json).
+      "--node-modules-dir=auto",
       "--allow-read",
       "--allow-write",
       "--allow-run",

@@ -43,6 +43,8 @@ export function compileArgs(output: string): string[] {
     "compile",
     "--no-prompt",
     ...COMPILED_PERMISSION_FLAGS,
+    // The checkout leaves node_modules to each command (deno.json); compiling installs its own.
+    "--node-modules-dir=auto",
     "--config",
     `${ROOT}/deno.json`,
     "--include",

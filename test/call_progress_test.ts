@@ -125,3 +125,10 @@ Deno.test("progress: a budget of 0 records nothing", async () => {
   await t.manager.wait(run.run_id, LOCAL);
   assert.deepEqual(progressOf(await feedOf(t.manager, run.run_id)), []);
 });
+
+Deno.test("progress: a fake call with no latency records none, its answer being its journal entry", async () => {
+  await using t = await testManager({ fakeLatencyMs: 0 });
+  const run = await t.manager.start({ script: `return await agent("x")` }, LOCAL);
+  assert.equal((await t.manager.wait(run.run_id, LOCAL)).state, "succeeded");
+  assert.deepEqual(progressOf(await feedOf(t.manager, run.run_id)), []);
+});

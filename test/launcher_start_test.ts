@@ -84,26 +84,35 @@ Deno.test("with a configuration file the launcher validates it and grants what i
   }
 });
 
-Deno.test("the host resolves npm packages manually only when node_modules was set up after deno.json and deno.lock changed", async () => {
+Deno.test("the host resolves npm packages manually only when node_modules was set up after its inputs changed, with every package", async () => {
   await using root = await tempDir();
   const mark = `${root.path}/node_modules/.deno/.setup-cache.bin`;
-  await Deno.writeTextFile(`${root.path}/deno.json`, "{}");
-  await Deno.writeTextFile(`${root.path}/deno.lock`, "{}");
+  const inputs = ["deno.json", "deno.lock"].map((name) => `${root.path}/${name}`);
+  await Deno.writeTextFile(
+    inputs[0]!,
+    JSON.stringify({ imports: { zod: "npm:zod@^4.1.0", "@x/old": "npm:@x/pkg@0.3.14" } }),
+  );
+  await Deno.writeTextFile(inputs[1]!, "{}");
+  const AUTO = ["--node-modules-dir=auto"];
   // Never set up: Deno must install what is missing.
-  assert.deepEqual(await nodeModulesFlags(root.path), []);
+  assert.deepEqual(await nodeModulesFlags(root.path), AUTO);
   await Deno.mkdir(`${root.path}/node_modules/.deno`, { recursive: true });
+  await Deno.mkdir(`${root.path}/node_modules/zod`);
+  await Deno.mkdir(`${root.path}/node_modules/@x/pkg`, { recursive: true });
   await Deno.writeTextFile(mark, "");
   const at = (path: string, seconds: number) => Deno.utime(path, seconds, seconds);
-  await at(`${root.path}/deno.json`, 1_000);
-  await at(`${root.path}/deno.lock`, 1_000);
+  for (const input of inputs) await at(input, 1_000);
   await at(mark, 2_000);
   assert.deepEqual(await nodeModulesFlags(root.path), ["--node-modules-dir=manual"]);
-  // A dependency added since: the install may be missing it.
-  await at(`${root.path}/deno.lock`, 3_000);
-  assert.deepEqual(await nodeModulesFlags(root.path), []);
-  await at(`${root.path}/deno.lock`, 1_000);
-  await at(`${root.path}/deno.json`, 3_000);
-  assert.deepEqual(await nodeModulesFlags(root.path), []);
+  // An input changed since: the install may be missing what it names now.
+  for (const input of inputs) {
+    await at(input, 3_000);
+    assert.deepEqual(await nodeModulesFlags(root.path), AUTO, input);
+    await at(input, 1_000);
+  }
+  // Set up by a `deno run` that needed only some of the packages.
+  await Deno.remove(`${root.path}/node_modules/@x/pkg`);
+  assert.deepEqual(await nodeModulesFlags(root.path), AUTO);
 });
 
 Deno.test("the Deno platform loads Node's crypto only to hash, and hashes as before", async () => {

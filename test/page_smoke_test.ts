@@ -151,3 +151,26 @@ processTest(
     await assert.rejects(Deno.stat(browser.configDir), Deno.errors.NotFound);
   },
 );
+
+pageTest(
+  "an address changed while the page is still starting is the view it shows",
+  async () => {
+    await using dashboard = await startDashboard({ port: true });
+    await using browser = await launchBrowser();
+    const page = await browser.newPage();
+    // The moment the shell's navigation is drawn, and before the page listens for address
+    // changes, the address moves to the costs view, as a quick click on a link would.
+    await page.addInitScript(`{
+      const watch = new MutationObserver(() => {
+        if (document.querySelector("nav[aria-label=views]") === null) return;
+        watch.disconnect();
+        location.hash = "#/costs";
+      });
+      watch.observe(document, { childList: true, subtree: true });
+    }`);
+    await page.goto(`${dashboard.url}/#token=${TOKENS.alice}`);
+    await page.locator("nav a[aria-current=page]", { hasText: "Costs" }).waitFor();
+    assert.equal(await page.evaluate("location.hash"), "#/costs");
+    browser.assertNoErrors();
+  },
+);

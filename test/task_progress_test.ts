@@ -131,7 +131,8 @@ Deno.test("svc dispatch --wait --output all prints the call's live output; --out
   await using home = await tempDir();
   const shown = await runCli(
     ["dispatch", "hello there", "--wait", "--fake-dispatch", "--output", "all"],
-    { home: home.path },
+    // The fake streams its answer over its latency; with none it has nothing to show live.
+    { home: home.path, env: { SVC_FAKE_LATENCY_MS: "20" } },
   );
   assert.equal(shown.code, 0, shown.stderr);
   assert.match(shown.stderr, /^ {2}#1 │ fake response to: hello there$/m);
@@ -149,7 +150,11 @@ Deno.test("svc workflow run --output all prints its calls' live output under the
   await using home = await tempDir();
   const shown = await runCli(
     ["workflow", "run", "-", "--fake-dispatch", "--output", "all"],
-    { home: home.path, input: `return await agent("say hi", { label: "greet" })` },
+    {
+      home: home.path,
+      env: { SVC_FAKE_LATENCY_MS: "20" },
+      input: `return await agent("say hi", { label: "greet" })`,
+    },
   );
   assert.equal(shown.code, 0, shown.stderr);
   assert.match(shown.stderr, /^ {2}#1 │ fake response to: say hi$/m);

@@ -13,12 +13,9 @@ const FAKE_PIECES = 4;
  */
 async function streamOver(request: DispatchRequest, text: string, ms: number): Promise<void> {
   const progress = progressChannel(request.onProgress);
-  // Without latency the answer comes in one piece after one turn, as a call with no progress
-  // listener does: streaming must not change when a call ends relative to the others.
-  const pieces = ms > 0 ? FAKE_PIECES : 1;
-  const size = Math.ceil(text.length / pieces);
-  for (let piece = 0; piece < pieces; piece++) {
-    await abortableSleep(ms / pieces, request.signal);
+  const size = Math.ceil(text.length / FAKE_PIECES);
+  for (let piece = 0; piece < FAKE_PIECES; piece++) {
+    await abortableSleep(ms / FAKE_PIECES, request.signal);
     progress.text(text.slice(piece * size, (piece + 1) * size));
   }
   progress.flush();
@@ -62,8 +59,11 @@ export function createFakeProvider(options: FakeProviderOptions = {}): Provider 
         ? schemaInstance(schema)
         : `fake response to: ${request.prompt}`;
       const text = typeof output === "string" ? output : JSON.stringify(output);
-      if (request.onProgress) await streamOver(request, text, latencyMs + extra);
-      else await abortableSleep(latencyMs + extra, request.signal);
+      // With no latency there is nothing to watch: the answer is the journal entry's value,
+      // and recording it again as live output would cost every quick step more writes.
+      const wait = latencyMs + extra;
+      if (request.onProgress && wait > 0) await streamOver(request, text, wait);
+      else await abortableSleep(wait, request.signal);
       request.signal.throwIfAborted();
       return {
         output,

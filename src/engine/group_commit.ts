@@ -3,11 +3,6 @@
  * that the writes of one synchronous burst share it); writes that arrive while a commit is in
  * flight gather into the next one. Each writer waits only for the commit that holds its write,
  * never for a timer and never for a later batch.
- *
- * A deferred write (a feed event no one waits for, such as a call's start) starts no commit of
- * its own: it rides with the next write that does, or commits in the next turn of the event
- * loop when none came. A call that ends in the turn it started in then costs one commit, not
- * two in a row, and its start still reaches the feed at once when the call takes longer.
  * @module
  */
 
@@ -22,8 +17,6 @@ export class GroupCommit<T> {
   readonly #commit: (items: T[]) => Promise<void>;
   #queued: Queued<T>[] = [];
   #running: Promise<void> | undefined;
-  /** Starts a drain still waiting for the next turn (one of deferred writes only), now. */
-  #kick: (() => void) | undefined;
 
   /**
    * `commit` writes one batch, in the order the items were added. When it throws, every write
@@ -39,20 +32,8 @@ export class GroupCommit<T> {
    * batch failed.
    */
   add(item: T): Promise<void> {
-    const written = this.#queue(item);
-    if (this.#kick) this.#kick();
-    else this.#running ??= this.#drain(false);
-    return written;
-  }
-
-  /**
-   * Queues `item` behind the writes before it without starting a commit: it commits with the
-   * next {@linkcode add}, at the latest in the next turn of the event loop. Resolves and rejects
-   * as `add` does.
-   */
-  defer(item: T): Promise<void> {
-    const written = this.#queue(item);
-    this.#running ??= this.#drain(true);
+    const written = new Promise<void>((done, fail) => this.#queued.push({ item, done, fail }));
+    this.#running ??= this.#drain();
     return written;
   }
 
@@ -61,26 +42,9 @@ export class GroupCommit<T> {
     return this.#running ?? Promise.resolve();
   }
 
-  #queue(item: T): Promise<void> {
-    return new Promise<void>((done, fail) => this.#queued.push({ item, done, fail }));
-  }
-
-  /** Waits for the next turn of the event loop, or less when an `add` kicks it. */
-  #nextTurn(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const go = () => {
-        clearTimeout(timer);
-        this.#kick = undefined;
-        resolve();
-      };
-      const timer = setTimeout(go, 0);
-      this.#kick = go;
-    });
-  }
-
-  async #drain(deferred: boolean): Promise<void> {
+  async #drain(): Promise<void> {
     // One microtask: what the same synchronous burst queues joins the first batch.
-    await (deferred ? this.#nextTurn() : Promise.resolve());
+    await Promise.resolve();
     while (this.#queued.length > 0) {
       const batch = this.#queued.splice(0);
       try {

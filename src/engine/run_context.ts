@@ -52,6 +52,11 @@ export interface RunContextOptions {
 }
 
 const TEXT_LIMIT = 8 * 1024;
+/**
+ * How long an event nobody waits for (a call's start) may wait for the next write to join, in
+ * ms: a call that ends sooner shares its journal entry's commit, so a step costs one commit.
+ */
+export const HELD_EVENT_MS = 20;
 /** The least time between two call-count events of a run's feed, in ms. */
 export const COUNTS_INTERVAL_MS = 100;
 /** How long the counts wait after a change before they enter the feed, in ms. */
@@ -131,6 +136,9 @@ export class RunContext {
   /** Calls pass this chain one at a time, in arrival order. */
   #order: Promise<unknown> = Promise.resolve();
   readonly #commits: GroupCommit<LedgerOp>;
+  /** Events held for the next write (see {@linkcode HELD_EVENT_MS}), in order. */
+  #held: LedgerOp[] = [];
+  #heldTimer: ReturnType<typeof setTimeout> | undefined;
   #writeError: unknown;
   #committed: RunStatus | undefined;
 
@@ -176,20 +184,13 @@ export class RunContext {
 
   /** Settles when every write queued so far is committed. */
   get writes(): Promise<void> {
+    this.#flushHeld();
     return this.#commits.idle();
   }
 
   /** Adds an event to the run's feed (numbered when it is written). */
   #emit(event: RunEvent): void {
     this.persist({ kind: "event", event: { seq: -1, event } });
-  }
-
-  /**
-   * Adds an event to the run's feed with the run's next write, at the latest in the next turn
-   * of the event loop: a call that ends at once commits its start and its output with its entry.
-   */
-  #emitDeferred(event: RunEvent): void {
-    this.#commits.defer({ kind: "event", event: { seq: -1, event } }).catch(() => {});
   }
 
   /**
@@ -255,7 +256,9 @@ export class RunContext {
   /**
    * A call went to its provider: counted, and put into the run's feed (`call_started`) with
    * its label, its phase (its own, else the one narrated last) and its logical position, texts
-   * clipped like the journal's, so that a reader sees what runs now.
+   * clipped like the journal's, so that a reader sees what runs now. The event waits up to
+   * {@linkcode HELD_EVENT_MS} for the next write, so that a quick call's start and its journal
+   * entry share one commit.
    */
   callStarted(
     call: { seq: number; label: string | null; phase?: string; position?: number[] },
@@ -263,7 +266,7 @@ export class RunContext {
     this.status.calls.running++;
     this.#callsChanged();
     const { short } = RECORD_LIMITS;
-    this.#emitDeferred({
+    this.#emitHeld({
       type: "call_started",
       run_id: this.runId,
       at: now(),
@@ -328,10 +331,24 @@ export class RunContext {
    * commit holding this write is done (or has failed, which `writeError` reports).
    */
   persist(op: LedgerOp): Promise<void> {
+    this.#flushHeld();
     const written = this.#commits.add(op);
     // Most writes are not awaited; their failure is the run's (`writeError`), not unhandled.
     written.catch(() => {});
     return written;
+  }
+
+  /** Adds an event nobody waits for: it joins the next write, or is written on its own soon. */
+  #emitHeld(event: RunEvent): void {
+    this.#held.push({ kind: "event", event: { seq: -1, event } });
+    this.#heldTimer ??= setTimeout(() => this.#flushHeld(), HELD_EVENT_MS);
+  }
+
+  #flushHeld(): void {
+    if (this.#heldTimer === undefined) return;
+    clearTimeout(this.#heldTimer);
+    this.#heldTimer = undefined;
+    for (const op of this.#held.splice(0)) this.#commits.add(op).catch(() => {});
   }
 
   /**
@@ -357,7 +374,7 @@ export class RunContext {
 
   /** Adds a batch of call `seq`'s live output to the run's feed (never its status). */
   progress(seq: number, items: CallProgress[]): void {
-    this.#emitDeferred({ type: "progress", run_id: this.runId, at: now(), seq, items });
+    this.#emitHeld({ type: "progress", run_id: this.runId, at: now(), seq, items });
   }
 
   /** Records what confines the run's guest, as its backend reported when it started. */
