@@ -236,6 +236,8 @@ function checkoutPath(relative) {
 }
 
 // cli/node_modules_mode.ts
+var MANUAL = "--node-modules-dir=manual";
+var AUTO = "--node-modules-dir=auto";
 var SETUP_MARK = [
   "node_modules",
   ".deno",
@@ -246,15 +248,38 @@ async function modifiedAt(path) {
   return info?.mtimeMs ?? void 0;
 }
 async function nodeModulesFlags(root) {
-  const [setUp, config, lock] = await Promise.all([
-    modifiedAt(joinPath(root, ...SETUP_MARK)),
-    modifiedAt(joinPath(root, "deno.json")),
-    modifiedAt(joinPath(root, "deno.lock"))
-  ]);
-  if (setUp === void 0 || config === void 0 || lock === void 0) return [];
-  return setUp >= config && setUp >= lock ? [
-    "--node-modules-dir=manual"
-  ] : [];
+  const [setUp, ...inputs] = await Promise.all([
+    SETUP_MARK,
+    [
+      "deno.json"
+    ],
+    [
+      "deno.lock"
+    ]
+  ].map((parts) => modifiedAt(joinPath(root, ...parts))));
+  const current = setUp !== void 0 && inputs.every((at) => at !== void 0 && setUp >= at);
+  return current && await holdsEveryPackage(root) ? [
+    MANUAL
+  ] : [
+    AUTO
+  ];
+}
+async function holdsEveryPackage(root) {
+  const p = platform();
+  let imports;
+  try {
+    imports = JSON.parse(await p.readTextFile(joinPath(root, "deno.json"))).imports ?? {};
+  } catch {
+    return false;
+  }
+  const names = Object.values(imports).flatMap((specifier) => {
+    const match = /^npm:(@?[^@/]+(?:\/[^@/]+)?)@/.exec(String(specifier));
+    return match ? [
+      match[1]
+    ] : [];
+  });
+  const present = await Promise.all(names.map((name) => p.stat(joinPath(root, "node_modules", name)).then(() => true, () => false)));
+  return present.every(Boolean);
 }
 
 // cli/host_entry.ts

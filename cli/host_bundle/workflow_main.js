@@ -7,7 +7,7 @@ import {
 import {
   workflowRun,
   workflowWork
-} from "./chunk-PBM7F324.js";
+} from "./chunk-2UI55YYO.js";
 import "./chunk-VS5ECGTP.js";
 import "./chunk-DJECTEUU.js";
 import "./chunk-G7MHXGU2.js";
@@ -157,7 +157,7 @@ async function main(argv) {
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
     import("./program-SRZNHY57.js"),
-    import("./workflow_commands-A5YGDCS4.js")
+    import("./workflow_commands-XDT43F2R.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

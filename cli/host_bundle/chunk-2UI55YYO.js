@@ -11810,10 +11810,9 @@ function copied(value, budget) {
 var FAKE_PIECES = 4;
 async function streamOver(request, text3, ms) {
   const progress2 = progressChannel(request.onProgress);
-  const pieces = ms > 0 ? FAKE_PIECES : 1;
-  const size = Math.ceil(text3.length / pieces);
-  for (let piece = 0; piece < pieces; piece++) {
-    await abortableSleep(ms / pieces, request.signal);
+  const size = Math.ceil(text3.length / FAKE_PIECES);
+  for (let piece = 0; piece < FAKE_PIECES; piece++) {
+    await abortableSleep(ms / FAKE_PIECES, request.signal);
     progress2.text(text3.slice(piece * size, (piece + 1) * size));
   }
   progress2.flush();
@@ -11839,8 +11838,9 @@ function createFakeProvider(options = {}) {
       const schema = request.options.schema;
       const output = schema !== void 0 ? schemaInstance(schema) : `fake response to: ${request.prompt}`;
       const text3 = typeof output === "string" ? output : JSON.stringify(output);
-      if (request.onProgress) await streamOver(request, text3, latencyMs + extra);
-      else await abortableSleep(latencyMs + extra, request.signal);
+      const wait2 = latencyMs + extra;
+      if (request.onProgress && wait2 > 0) await streamOver(request, text3, wait2);
+      else await abortableSleep(wait2, request.signal);
       request.signal.throwIfAborted();
       return {
         output,
@@ -16799,8 +16799,6 @@ var GroupCommit = class {
   #commit;
   #queued = [];
   #running;
-  /** Starts a drain still waiting for the next turn (one of deferred writes only), now. */
-  #kick;
   /**
    * `commit` writes one batch, in the order the items were added. When it throws, every write
    * of that batch is rejected with its error: none of them may be acknowledged. Batches never
@@ -16814,46 +16812,20 @@ var GroupCommit = class {
    * batch failed.
    */
   add(item) {
-    const written = this.#queue(item);
-    if (this.#kick) this.#kick();
-    else this.#running ??= this.#drain(false);
-    return written;
-  }
-  /**
-   * Queues `item` behind the writes before it without starting a commit: it commits with the
-   * next {@linkcode add}, at the latest in the next turn of the event loop. Resolves and rejects
-   * as `add` does.
-   */
-  defer(item) {
-    const written = this.#queue(item);
-    this.#running ??= this.#drain(true);
+    const written = new Promise((done, fail2) => this.#queued.push({
+      item,
+      done,
+      fail: fail2
+    }));
+    this.#running ??= this.#drain();
     return written;
   }
   /** Resolves (never rejects) once every item queued so far has been committed or has failed. */
   idle() {
     return this.#running ?? Promise.resolve();
   }
-  #queue(item) {
-    return new Promise((done, fail2) => this.#queued.push({
-      item,
-      done,
-      fail: fail2
-    }));
-  }
-  /** Waits for the next turn of the event loop, or less when an `add` kicks it. */
-  #nextTurn() {
-    return new Promise((resolve) => {
-      const go = () => {
-        clearTimeout(timer);
-        this.#kick = void 0;
-        resolve();
-      };
-      const timer = setTimeout(go, 0);
-      this.#kick = go;
-    });
-  }
-  async #drain(deferred) {
-    await (deferred ? this.#nextTurn() : Promise.resolve());
+  async #drain() {
+    await Promise.resolve();
     while (this.#queued.length > 0) {
       const batch = this.#queued.splice(0);
       try {
@@ -24120,6 +24092,7 @@ function scriptRunError(failure3) {
 
 // src/engine/run_context.ts
 var TEXT_LIMIT2 = 8 * 1024;
+var HELD_EVENT_MS = 20;
 var COUNTS_INTERVAL_MS = 100;
 var COUNTS_SETTLE_MS = 20;
 var encoder4 = new TextEncoder();
@@ -24184,6 +24157,9 @@ var RunContext = class {
   /** Calls pass this chain one at a time, in arrival order. */
   #order = Promise.resolve();
   #commits;
+  /** Events held for the next write (see {@linkcode HELD_EVENT_MS}), in order. */
+  #held = [];
+  #heldTimer;
   #writeError;
   #committed;
   constructor(status, request, options) {
@@ -24221,6 +24197,7 @@ var RunContext = class {
   }
   /** Settles when every write queued so far is committed. */
   get writes() {
+    this.#flushHeld();
     return this.#commits.idle();
   }
   /** Adds an event to the run's feed (numbered when it is written). */
@@ -24231,20 +24208,6 @@ var RunContext = class {
         seq: -1,
         event
       }
-    });
-  }
-  /**
-   * Adds an event to the run's feed with the run's next write, at the latest in the next turn
-   * of the event loop: a call that ends at once commits its start and its output with its entry.
-   */
-  #emitDeferred(event) {
-    this.#commits.defer({
-      kind: "event",
-      event: {
-        seq: -1,
-        event
-      }
-    }).catch(() => {
     });
   }
   /**
@@ -24302,13 +24265,15 @@ var RunContext = class {
   /**
    * A call went to its provider: counted, and put into the run's feed (`call_started`) with
    * its label, its phase (its own, else the one narrated last) and its logical position, texts
-   * clipped like the journal's, so that a reader sees what runs now.
+   * clipped like the journal's, so that a reader sees what runs now. The event waits up to
+   * {@linkcode HELD_EVENT_MS} for the next write, so that a quick call's start and its journal
+   * entry share one commit.
    */
   callStarted(call) {
     this.status.calls.running++;
     this.#callsChanged();
     const { short } = RECORD_LIMITS;
-    this.#emitDeferred({
+    this.#emitHeld({
       type: "call_started",
       run_id: this.runId,
       at: now2(),
@@ -24370,10 +24335,29 @@ var RunContext = class {
    * commit holding this write is done (or has failed, which `writeError` reports).
    */
   persist(op) {
+    this.#flushHeld();
     const written = this.#commits.add(op);
     written.catch(() => {
     });
     return written;
+  }
+  /** Adds an event nobody waits for: it joins the next write, or is written on its own soon. */
+  #emitHeld(event) {
+    this.#held.push({
+      kind: "event",
+      event: {
+        seq: -1,
+        event
+      }
+    });
+    this.#heldTimer ??= setTimeout(() => this.#flushHeld(), HELD_EVENT_MS);
+  }
+  #flushHeld() {
+    if (this.#heldTimer === void 0) return;
+    clearTimeout(this.#heldTimer);
+    this.#heldTimer = void 0;
+    for (const op of this.#held.splice(0)) this.#commits.add(op).catch(() => {
+    });
   }
   /**
    * Stops the run once the ledger refused a write (disk full, file locked): it cannot go on
@@ -24400,7 +24384,7 @@ var RunContext = class {
   }
   /** Adds a batch of call `seq`'s live output to the run's feed (never its status). */
   progress(seq, items) {
-    this.#emitDeferred({
+    this.#emitHeld({
       type: "progress",
       run_id: this.runId,
       at: now2(),

@@ -5,7 +5,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-PBM7F324.js";
+} from "./chunk-2UI55YYO.js";
 import "./chunk-VS5ECGTP.js";
 import "./chunk-DJECTEUU.js";
 import "./chunk-G7MHXGU2.js";
