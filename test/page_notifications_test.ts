@@ -55,6 +55,10 @@ pageTest(
     const badge = page.locator(".notify-link .count");
     await badge.waitFor();
     assert.equal(await badge.innerText(), "1");
+    // The pulse names the last failure, its run and its age apart.
+    const failure = page.locator(".pulse-failure");
+    await failure.waitFor();
+    assert.match(await failure.innerText(), new RegExp(`${first} \\d+[smhd] ago`));
     await page.locator(".notify-link").click();
     const item = page.locator(`.notification.unread a[href="#/runs/${first}"]`);
     await item.waitFor();

@@ -38,7 +38,7 @@ function LastFailure({ failure }) {
   if (!failure) return null;
   const href = failure.kind === "run" ? `#/runs/${seg(failure.id)}` : `#/tasks/${seg(failure.id)}`;
   return html`<a href=${href} class="stat pulse-failure" title=${failure.message}>
-    <span class="badge state-failed">${failure.state}</span> ${failure.name ?? failure.id}
+    <span class="badge state-failed">${failure.state}</span> ${failure.name ?? failure.id}${" "}
     <span class="muted">${age(failure.at)} ago</span></a>`;
 }
 
