@@ -626,8 +626,7 @@ var HEX = "0123456789abcdef";
 var w = new Int32ArrayCtor(64);
 var h = new Int32ArrayCtor(8);
 var scratch = new Uint8ArrayCtor(1024);
-function sha256Hex(text) {
-  const data = encodeUtf8(text);
+function digestInto(data) {
   const length = TypedArrayPrototypeGetLength(data);
   const blocks = (length + 8 >>> 6) + 1;
   if (blocks * 64 > TypedArrayPrototypeGetLength(scratch)) {
@@ -694,6 +693,9 @@ function sha256Hex(text) {
     h[6] += g;
     h[7] += k;
   }
+}
+function sha256Hex(text) {
+  digestInto(encodeUtf8(text));
   let out = "";
   for (let i = 0; i < 8; i++) {
     const word = h[i];

@@ -77,15 +77,14 @@ const K = new Int32ArrayCtor([
   0xc67178f2,
 ]);
 const HEX = "0123456789abcdef";
-// Reused by every hash: the guest is single-threaded and sha256Hex never yields.
+// Reused by every hash: the guest is single-threaded and a hash never yields.
 const w = new Int32ArrayCtor(64);
 const h = new Int32ArrayCtor(8);
 /** Padded input up to this size reuses one buffer (a call's prompt and options are small). */
 let scratch = new Uint8ArrayCtor(1024);
 
-/** Lowercase hex SHA-256 of the UTF-8 bytes of `text`, as the host's `sha256()` gives it. */
-export function sha256Hex(text) {
-  const data = encodeUtf8(text);
+/** Leaves the SHA-256 state of `data` in `h`: the one core both exports below share. */
+function digestInto(data) {
   const length = TypedArrayPrototypeGetLength(data);
   const blocks = ((length + 8) >>> 6) + 1;
   if (blocks * 64 > TypedArrayPrototypeGetLength(scratch)) {
@@ -153,6 +152,34 @@ export function sha256Hex(text) {
     h[6] += g;
     h[7] += k;
   }
+}
+
+/**
+ * The SHA-256 digest (32 bytes) of `data`. The host hashes a run's small inputs with it too, so
+ * that a one-call run does not load Node's crypto layer; both sides then agree by construction.
+ * @param {Uint8Array} data
+ * @returns {Uint8Array}
+ */
+export function sha256Bytes(data) {
+  digestInto(data);
+  const out = new Uint8ArrayCtor(32);
+  for (let i = 0; i < 8; i++) {
+    const word = h[i];
+    out[i * 4] = word >>> 24;
+    out[i * 4 + 1] = word >>> 16;
+    out[i * 4 + 2] = word >>> 8;
+    out[i * 4 + 3] = word;
+  }
+  return out;
+}
+
+/**
+ * Lowercase hex SHA-256 of the UTF-8 bytes of `text`, as the host's `sha256()` gives it.
+ * @param {string} text
+ * @returns {string}
+ */
+export function sha256Hex(text) {
+  digestInto(encodeUtf8(text));
   let out = "";
   for (let i = 0; i < 8; i++) {
     const word = h[i];

@@ -4,7 +4,6 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-// @ts-types="./guest_sha256.d.ts"
 import { sha256Hex } from "../guest/sha256.js";
 
 function hostHex(text: string): string {

@@ -1,12 +1,13 @@
 /**
- * The Deno platform hashes small inputs (a run's call hashes, an owner's name) in JavaScript so
- * that a run does not load Node's crypto layer, and larger ones with Node's: both must give
- * exactly Node's digest, or a resumed call would no longer match its journal.
+ * The Deno platform hashes small inputs (a run's call hashes, an owner's name) with the guest's
+ * JavaScript SHA-256 so that a run does not load Node's crypto layer, and larger ones with Node's:
+ * both must give exactly Node's digest, or a resumed call would no longer match its journal.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { platform } from "../src/platform/mod.ts";
-import { sha256Js, SMALL_HASH_BYTES } from "../src/platform/sha256.ts";
+import { sha256Bytes, sha256Hex } from "../guest/sha256.js";
+import { SMALL_HASH_BYTES } from "../src/platform/deno.ts";
 
 function nodeHex(data: Uint8Array): string {
   return createHash("sha256").update(data).digest("hex");
@@ -24,12 +25,20 @@ Deno.test("the JavaScript SHA-256 equals Node's for every padding case", () => {
   inputs.push(new TextEncoder().encode("é€😀 " + JSON.stringify({ prompt: "step 7" })));
   inputs.push(new Uint8Array(SMALL_HASH_BYTES).fill(0xa5));
   for (const data of inputs) {
-    assert.equal(hex(sha256Js(data)), nodeHex(data), `length ${data.length}`);
+    assert.equal(hex(sha256Bytes(data)), nodeHex(data), `length ${data.length}`);
   }
   assert.equal(
-    hex(sha256Js(new TextEncoder().encode("abc"))),
+    hex(sha256Bytes(new TextEncoder().encode("abc"))),
     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
   );
+});
+
+Deno.test("the guest's hex SHA-256 of a text and the host's digest of its bytes agree, after hashes of any size", () => {
+  for (const text of ["", "abc", "é€😀 ".repeat(40), "x".repeat(5000), "step 7"]) {
+    const bytes = new TextEncoder().encode(text);
+    assert.equal(sha256Hex(text), nodeHex(bytes));
+    assert.equal(hex(sha256Bytes(bytes)), nodeHex(bytes));
+  }
 });
 
 Deno.test("the platform's SHA-256 is Node's on both sides of the small-input limit", () => {

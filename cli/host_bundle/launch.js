@@ -12,15 +12,15 @@ import {
   ledgerUrl,
   microvmBackendName,
   svcHome
-} from "./chunk-DJECTEUU.js";
+} from "./chunk-NHLHPMDA.js";
 import {
   printLine
-} from "./chunk-YR2WUBJN.js";
+} from "./chunk-36ASGRUG.js";
 import {
   LIFELINE_SHELL,
   joinPath,
   platform
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";
@@ -108,7 +108,7 @@ async function configuration(home) {
       webhooks: {}
     };
   }
-  const { loadConfig } = await import("./mod-ZNZ6IALR.js");
+  const { loadConfig } = await import("./mod-RKFUWD4H.js");
   return (await loadConfig(home)).config;
 }
 function grantsOf(home, config) {

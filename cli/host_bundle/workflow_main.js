@@ -3,20 +3,20 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-3IICRBLH.js";
+} from "./chunk-Q3SBHGQB.js";
 import {
   workflowRun,
   workflowWork
-} from "./chunk-2UI55YYO.js";
-import "./chunk-VS5ECGTP.js";
-import "./chunk-DJECTEUU.js";
+} from "./chunk-ETAJTAF4.js";
+import "./chunk-ZY3YOABX.js";
+import "./chunk-NHLHPMDA.js";
 import "./chunk-G7MHXGU2.js";
-import "./chunk-PSNRHOJX.js";
-import "./chunk-YR2WUBJN.js";
+import "./chunk-IZPX2BVX.js";
+import "./chunk-36ASGRUG.js";
 import "./chunk-KPBTULV6.js";
 import {
   platform
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 
@@ -156,8 +156,8 @@ async function main(argv) {
   const quick = quickWorkflowArgs(argv);
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
-    import("./program-SRZNHY57.js"),
-    import("./workflow_commands-XDT43F2R.js")
+    import("./program-DLG2JOWD.js"),
+    import("./workflow_commands-FAT7NG7J.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

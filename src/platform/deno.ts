@@ -19,12 +19,18 @@ import type {
   SpawnOptions,
 } from "./types.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
-import { sha256Js, SMALL_HASH_BYTES } from "./sha256.ts";
+import { sha256Bytes } from "../../guest/sha256.js";
+
+/**
+ * Inputs up to this size (a call's prompt and options, an owner's name) are hashed in
+ * JavaScript with the guest's own SHA-256, a few hundred microseconds at most.
+ */
+export const SMALL_HASH_BYTES = 64 * 1024;
 
 /**
  * Node's crypto module, loaded at the first large hash: a static `node:crypto` import would
  * start Deno's Node layer (some 20 ms) in every process, the launcher's included, which hashes
- * nothing; small inputs (a run's) are hashed in JavaScript ({@linkcode sha256Js}).
+ * nothing; small inputs (a run's) are hashed in JavaScript ({@linkcode SMALL_HASH_BYTES}).
  */
 function nodeCrypto(): typeof import("node:crypto") {
   // Looked up once: every `agent()` call hashes, and the lookup costs more than the hash.
@@ -400,7 +406,7 @@ export const denoPlatform: Platform = {
   exit: (code) => Deno.exit(code),
   sha256: (data) =>
     data.length <= SMALL_HASH_BYTES
-      ? sha256Js(data)
+      ? sha256Bytes(data)
       : new Uint8Array(nodeCrypto().createHash("sha256").update(data).digest()),
   serve,
   missingGrant,

@@ -254,9 +254,62 @@ function descendantsOf(root, table) {
 var PRIVATE_DIR_MODE = 448;
 var PRIVATE_FILE_MODE = 384;
 
-// src/platform/sha256.ts
-var SMALL_HASH_BYTES = 64 * 1024;
-var K = new Int32Array([
+// guest/primordials.js
+var { bind, call } = Function.prototype;
+var uncurryThis = bind.bind(call);
+var TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+var ArrayIsArray = Array.isArray;
+var ArrayPrototypePush = uncurryThis(Array.prototype.push);
+var ArrayPrototypeSort = uncurryThis(Array.prototype.sort);
+var ErrorCaptureStackTrace = Error.captureStackTrace;
+var MapPrototypeDelete = uncurryThis(Map.prototype.delete);
+var MapPrototypeGet = uncurryThis(Map.prototype.get);
+var MapPrototypeSet = uncurryThis(Map.prototype.set);
+var MapPrototypeHas = uncurryThis(Map.prototype.has);
+var NumberIsSafeInteger = Number.isSafeInteger;
+var ObjectFreeze = Object.freeze;
+var ObjectHasOwn = Object.hasOwn;
+var PromisePrototypeThen = uncurryThis(Promise.prototype.then);
+var PromiseReject = Promise.reject.bind(Promise);
+var PromiseResolve = Promise.resolve.bind(Promise);
+var StringPrototypeEndsWith = uncurryThis(String.prototype.endsWith);
+var StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
+var StringPrototypeLastIndexOf = uncurryThis(String.prototype.lastIndexOf);
+var StringPrototypeSlice = uncurryThis(String.prototype.slice);
+var StringPrototypeToUpperCase = uncurryThis(String.prototype.toUpperCase);
+var SymbolFor = Symbol.for;
+var setTimeoutFn = globalThis.setTimeout;
+var Uint8ArrayCtor = Uint8Array;
+var Int32ArrayCtor = Int32Array;
+var WeakMapPrototypeGet = uncurryThis(WeakMap.prototype.get);
+var WeakMapPrototypeSet = uncurryThis(WeakMap.prototype.set);
+var TypedArrayPrototypeGetBuffer = uncurryThis(Object.getOwnPropertyDescriptor(TypedArrayPrototype, "buffer").get);
+var TypedArrayPrototypeFill = uncurryThis(TypedArrayPrototype.fill);
+var TypedArrayPrototypeSet = uncurryThis(TypedArrayPrototype.set);
+var TypedArrayPrototypeSubarray = uncurryThis(TypedArrayPrototype.subarray);
+var TypedArrayPrototypeGetLength = uncurryThis(Object.getOwnPropertyDescriptor(TypedArrayPrototype, "length").get);
+var encoder = new TextEncoder();
+var decoder = new TextDecoder();
+var encode = uncurryThis(TextEncoder.prototype.encode);
+var decode = uncurryThis(TextDecoder.prototype.decode);
+var STREAM = ObjectFreeze({
+  __proto__: null,
+  stream: true
+});
+var wholeDecoder = new TextDecoder();
+var core = Deno[Deno.internal].core;
+var AsyncVariableCtor = core.AsyncVariable;
+var AsyncVariablePrototypeEnter = uncurryThis(core.AsyncVariable.prototype.enter);
+var AsyncVariablePrototypeGet = uncurryThis(core.AsyncVariable.prototype.get);
+var setAsyncContext = core.setAsyncContext;
+var stdinRead = Deno.stdin.read.bind(Deno.stdin);
+var stdoutWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
+var stderrWriteSync = Deno.stderr.writeSync.bind(Deno.stderr);
+var exitProcess = Deno.exit.bind(Deno);
+var addEventListener = globalThis.addEventListener.bind(globalThis);
+
+// guest/sha256.js
+var K = new Int32ArrayCtor([
   1116352408,
   1899447441,
   3049323471,
@@ -322,77 +375,97 @@ var K = new Int32Array([
   3204031479,
   3329325298
 ]);
-function padded(data) {
-  const length = data.length;
-  const end = ((length + 8 >>> 6) + 1) * 64;
-  const out = new Uint8Array(end);
-  out.set(data);
-  out[length] = 128;
-  const view = new DataView(out.buffer);
-  view.setUint32(end - 8, Math.floor(length / 536870912));
-  view.setUint32(end - 4, length << 3 >>> 0);
+var w = new Int32ArrayCtor(64);
+var h = new Int32ArrayCtor(8);
+var scratch = new Uint8ArrayCtor(1024);
+function digestInto(data) {
+  const length = TypedArrayPrototypeGetLength(data);
+  const blocks = (length + 8 >>> 6) + 1;
+  if (blocks * 64 > TypedArrayPrototypeGetLength(scratch)) {
+    scratch = new Uint8ArrayCtor(blocks * 64);
+  }
+  const padded = scratch;
+  TypedArrayPrototypeFill(padded, 0, length, blocks * 64);
+  TypedArrayPrototypeSet(padded, data, 0);
+  padded[length] = 128;
+  const bits = length * 8;
+  const end = blocks * 64;
+  const high = bits / 4294967296 >>> 0;
+  padded[end - 8] = high >>> 24;
+  padded[end - 7] = high >>> 16;
+  padded[end - 6] = high >>> 8;
+  padded[end - 5] = high;
+  padded[end - 4] = bits >>> 24;
+  padded[end - 3] = bits >>> 16;
+  padded[end - 2] = bits >>> 8;
+  padded[end - 1] = bits;
+  h[0] = 1779033703;
+  h[1] = 3144134277;
+  h[2] = 1013904242;
+  h[3] = 2773480762;
+  h[4] = 1359893119;
+  h[5] = 2600822924;
+  h[6] = 528734635;
+  h[7] = 1541459225;
+  for (let block = 0; block < end; block += 64) {
+    for (let t = 0; t < 16; t++) {
+      const j = block + t * 4;
+      w[t] = padded[j] << 24 | padded[j + 1] << 16 | padded[j + 2] << 8 | padded[j + 3];
+    }
+    for (let t = 16; t < 64; t++) {
+      const a2 = w[t - 15];
+      const b2 = w[t - 2];
+      const s0 = (a2 >>> 7 | a2 << 25) ^ (a2 >>> 18 | a2 << 14) ^ a2 >>> 3;
+      const s1 = (b2 >>> 17 | b2 << 15) ^ (b2 >>> 19 | b2 << 13) ^ b2 >>> 10;
+      w[t] = w[t - 16] + s0 + w[t - 7] + s1 | 0;
+    }
+    let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+    for (let t = 0; t < 64; t++) {
+      const s1 = (e >>> 6 | e << 26) ^ (e >>> 11 | e << 21) ^ (e >>> 25 | e << 7);
+      const ch = e & f ^ ~e & g;
+      const t1 = k + s1 + ch + K[t] + w[t] | 0;
+      const s0 = (a >>> 2 | a << 30) ^ (a >>> 13 | a << 19) ^ (a >>> 22 | a << 10);
+      const maj = a & b ^ a & c ^ b & c;
+      const t2 = s0 + maj | 0;
+      k = g;
+      g = f;
+      f = e;
+      e = d + t1 | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2 | 0;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += k;
+  }
+}
+function sha256Bytes(data) {
+  digestInto(data);
+  const out = new Uint8ArrayCtor(32);
+  for (let i = 0; i < 8; i++) {
+    const word = h[i];
+    out[i * 4] = word >>> 24;
+    out[i * 4 + 1] = word >>> 16;
+    out[i * 4 + 2] = word >>> 8;
+    out[i * 4 + 3] = word;
+  }
   return out;
-}
-function compress(h, w, bytes, offset) {
-  for (let t = 0; t < 16; t++) w[t] = bytes.getInt32(offset + t * 4);
-  for (let t = 16; t < 64; t++) {
-    const a2 = w[t - 15];
-    const b2 = w[t - 2];
-    const s0 = (a2 >>> 7 | a2 << 25) ^ (a2 >>> 18 | a2 << 14) ^ a2 >>> 3;
-    const s1 = (b2 >>> 17 | b2 << 15) ^ (b2 >>> 19 | b2 << 13) ^ b2 >>> 10;
-    w[t] = w[t - 16] + s0 + w[t - 7] + s1 | 0;
-  }
-  let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-  for (let t = 0; t < 64; t++) {
-    const s1 = (e >>> 6 | e << 26) ^ (e >>> 11 | e << 21) ^ (e >>> 25 | e << 7);
-    const t1 = k + s1 + (e & f ^ ~e & g) + K[t] + w[t] | 0;
-    const s0 = (a >>> 2 | a << 30) ^ (a >>> 13 | a << 19) ^ (a >>> 22 | a << 10);
-    const t2 = s0 + (a & b ^ a & c ^ b & c) | 0;
-    k = g;
-    g = f;
-    f = e;
-    e = d + t1 | 0;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2 | 0;
-  }
-  h[0] = h[0] + a | 0;
-  h[1] = h[1] + b | 0;
-  h[2] = h[2] + c | 0;
-  h[3] = h[3] + d | 0;
-  h[4] = h[4] + e | 0;
-  h[5] = h[5] + f | 0;
-  h[6] = h[6] + g | 0;
-  h[7] = h[7] + k | 0;
-}
-function sha256Js(data) {
-  const blocks = padded(data);
-  const view = new DataView(blocks.buffer);
-  const h = new Int32Array([
-    1779033703,
-    3144134277,
-    1013904242,
-    2773480762,
-    1359893119,
-    2600822924,
-    528734635,
-    1541459225
-  ]);
-  const w = new Int32Array(64);
-  for (let offset = 0; offset < blocks.length; offset += 64) compress(h, w, view, offset);
-  const digest = new Uint8Array(32);
-  const out = new DataView(digest.buffer);
-  for (let i = 0; i < 8; i++) out.setInt32(i * 4, h[i]);
-  return digest;
 }
 
 // src/platform/deno.ts
+var SMALL_HASH_BYTES = 64 * 1024;
 function nodeCrypto() {
   return loadedCrypto ??= process.getBuiltinModule("node:crypto");
 }
 var loadedCrypto;
-var encoder = new TextEncoder();
+var encoder2 = new TextEncoder();
 function killWithCommand(targets, signal) {
   const kill = which("kill");
   if (!kill) return false;
@@ -565,7 +638,7 @@ function holdLifeline(pid) {
   const writer = watcher.stdin.getWriter();
   return {
     async release() {
-      await writer.write(encoder.encode(LIFELINE_RELEASE)).catch(() => {
+      await writer.write(encoder2.encode(LIFELINE_RELEASE)).catch(() => {
       });
       await writer.close().catch(() => {
       });
@@ -725,12 +798,12 @@ var denoPlatform = {
     }
   },
   writeStderr(text) {
-    const bytes = encoder.encode(text);
+    const bytes = encoder2.encode(text);
     let written = 0;
     while (written < bytes.length) written += Deno.stderr.writeSync(bytes.subarray(written));
   },
   async writeStdout(text) {
-    const bytes = encoder.encode(text);
+    const bytes = encoder2.encode(text);
     let written = 0;
     while (written < bytes.length) written += await Deno.stdout.write(bytes.subarray(written));
   },
@@ -758,7 +831,7 @@ var denoPlatform = {
   ],
   readStdin: (maxBytes) => readBounded(Deno.stdin.readable, maxBytes),
   exit: (code) => Deno.exit(code),
-  sha256: (data) => data.length <= SMALL_HASH_BYTES ? sha256Js(data) : new Uint8Array(nodeCrypto().createHash("sha256").update(data).digest()),
+  sha256: (data) => data.length <= SMALL_HASH_BYTES ? sha256Bytes(data) : new Uint8Array(nodeCrypto().createHash("sha256").update(data).digest()),
   serve,
   missingGrant
 };

@@ -5,13 +5,13 @@ import {
   EXIT,
   UsageError,
   exitStatusOfError
-} from "./chunk-PSNRHOJX.js";
+} from "./chunk-IZPX2BVX.js";
 import {
   printLine
-} from "./chunk-YR2WUBJN.js";
+} from "./chunk-36ASGRUG.js";
 import {
   platform
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

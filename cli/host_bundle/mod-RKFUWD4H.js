@@ -8,13 +8,13 @@ import {
   WEBHOOK_BODY_LIMIT,
   defaultConfig,
   loadConfig
-} from "./chunk-VS5ECGTP.js";
+} from "./chunk-ZY3YOABX.js";
 import {
   configFile,
   svcHome
-} from "./chunk-DJECTEUU.js";
+} from "./chunk-NHLHPMDA.js";
 import "./chunk-KPBTULV6.js";
-import "./chunk-MWUXQIOZ.js";
+import "./chunk-AYN642R2.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 export {

@@ -7,7 +7,7 @@ import {
 import {
   joinPath,
   platform
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import {
   EXIT_STATUS,
   SvcError,

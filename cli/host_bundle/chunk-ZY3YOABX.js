@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   configFile
-} from "./chunk-DJECTEUU.js";
+} from "./chunk-NHLHPMDA.js";
 import {
   AutomationConfigSchema,
   CONCURRENCY_LIMIT,
@@ -15,7 +15,7 @@ import {
 } from "./chunk-KPBTULV6.js";
 import {
   platform
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

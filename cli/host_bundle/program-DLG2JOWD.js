@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-3IICRBLH.js";
+} from "./chunk-Q3SBHGQB.js";
 import {
   Command,
   CommanderError
@@ -12,12 +12,12 @@ import {
   EXIT,
   VERSION,
   exitStatusOfError
-} from "./chunk-PSNRHOJX.js";
-import "./chunk-YR2WUBJN.js";
+} from "./chunk-IZPX2BVX.js";
+import "./chunk-36ASGRUG.js";
 import "./chunk-KPBTULV6.js";
 import {
   platform
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 

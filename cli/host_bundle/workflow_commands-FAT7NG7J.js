@@ -5,17 +5,17 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-2UI55YYO.js";
-import "./chunk-VS5ECGTP.js";
-import "./chunk-DJECTEUU.js";
+} from "./chunk-ETAJTAF4.js";
+import "./chunk-ZY3YOABX.js";
+import "./chunk-NHLHPMDA.js";
 import "./chunk-G7MHXGU2.js";
 import {
   Option
 } from "./chunk-XWPP7URQ.js";
-import "./chunk-PSNRHOJX.js";
-import "./chunk-YR2WUBJN.js";
+import "./chunk-IZPX2BVX.js";
+import "./chunk-36ASGRUG.js";
 import "./chunk-KPBTULV6.js";
-import "./chunk-MWUXQIOZ.js";
+import "./chunk-AYN642R2.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 

@@ -4,7 +4,7 @@
 import {
   joinPath,
   platform
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

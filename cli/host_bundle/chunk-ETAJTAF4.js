@@ -4,7 +4,7 @@
 import {
   defaultConfig,
   loadConfig
-} from "./chunk-VS5ECGTP.js";
+} from "./chunk-ZY3YOABX.js";
 import {
   GUEST_ENV_VARS,
   HARNESS_BASE_ENV,
@@ -17,7 +17,7 @@ import {
   shown,
   snapshotEnv,
   svcHome
-} from "./chunk-DJECTEUU.js";
+} from "./chunk-NHLHPMDA.js";
 import {
   SchemaError,
   WorkLimitExceeded,
@@ -31,12 +31,12 @@ import {
   parseArgsOption,
   readScriptSource,
   workdirOption
-} from "./chunk-PSNRHOJX.js";
+} from "./chunk-IZPX2BVX.js";
 import {
   printJson,
   printLine,
   visible
-} from "./chunk-YR2WUBJN.js";
+} from "./chunk-36ASGRUG.js";
 import {
   AgentOptionsSchema,
   AutomationRequestSchema,
@@ -75,7 +75,7 @@ import {
   platform,
   readBounded,
   timingSafeEqual
-} from "./chunk-MWUXQIOZ.js";
+} from "./chunk-AYN642R2.js";
 import {
   SvcError,
   toSvcError
