@@ -241,19 +241,31 @@ export class RunManager {
     let placement;
     try {
       // Admission control: at the live caps the run is recorded queued, and this process starts
-      // it when a slot frees; at the queue's caps it is refused (rate_limited).
+      // it when a slot frees; at the queue's caps it is refused (rate_limited). A queued run is
+      // recorded in the admission's turn, since the next decision reads the queue it joins, and
+      // becomes startable only once recorded (RunAdmission.recorded: a slot handed to it before
+      // would find nothing to claim and lose it). A run that starts now took its live slot in
+      // its turn and joins no queue, so its record (files and a commit) waits for no other
+      // run's: a burst of N starts is not N records in a row.
       placement = await this.#admission.serial(async () => {
         const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        await this.#record(prepared, placed === "run" ? this.#host.ref : null);
+        if (placed === "queue") {
+          await this.#record(prepared, null);
+          this.#admission.recorded(runId);
+        }
         return placed;
       });
+      if (placement === "run") await this.#record(prepared, this.#host.ref);
     } catch (error) {
       this.#admission.release(runId);
       release();
+      this.#pump();
       throw error;
     }
     if (placement === "run") return this.#launch(prepared, release);
     release();
+    // A slot may have freed while the record was written: it goes to the queue's next run now.
+    this.#pump();
     return await this.#withPosition(structuredClone(prepared.status));
   }
 
