@@ -9,7 +9,7 @@ import { createDispatcher } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { dashboardApp } from "../src/http/mod.ts";
 import type { Caller } from "../src/ledger/mod.ts";
-import { openServices } from "../src/services/mod.ts";
+import { openServices, STATUS_COUNTS_TTL_MS } from "../src/services/mod.ts";
 import { startDashboard, TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { connectHttp, errorText } from "./mcp_helpers.ts";
 import { eventually } from "./daemon_helpers.ts";
@@ -133,6 +133,27 @@ Deno.test("at the host's live cap a run queues, and starts and finishes when a s
   ]);
   const started = ends.map((s) => s.started_at!);
   assert.deepEqual([...started].sort(), started, "started in the fair order: a1, b1, a2");
+});
+
+Deno.test("/api/status counts the caller's queued and running runs from the queue and the active runs, and never another owner's", async () => {
+  await using t = await dashboard(withCaps({ host_live_guests: 1 }));
+  const start = async (token: string) => {
+    const answer = await t.call("/api/workflow/run", token, { script: NEVER_ENDING });
+    assert.equal(answer.status, 202);
+    return String((await answer.json()).run_id);
+  };
+  const running = await start(TOKENS.alice);
+  await start(TOKENS.alice);
+  await start(TOKENS.bob);
+  const active = async (token: string) => (await (await t.call("/api/status", token)).json()).runs;
+  assert.deepEqual(await active(TOKENS.alice), { active: { running: 1, queued: 1 } });
+  assert.deepEqual(await active(TOKENS.bob), { active: { queued: 1 } });
+  // A run of Alice's that ended is counted no more; her queued run has taken its slot.
+  await t.services.runs.cancel(running, { owner: "alice" });
+  await t.services.runs.wait(running, { owner: "alice" });
+  await new Promise((resolve) => setTimeout(resolve, STATUS_COUNTS_TTL_MS));
+  assert.deepEqual(await active(TOKENS.alice), { active: { running: 1 } });
+  assert.deepEqual(await active(TOKENS.bob), { active: { queued: 1 } });
 });
 
 /**

@@ -8,6 +8,7 @@ import {
   prestartedBackend,
 } from "../isolation/mod.ts";
 import {
+  type ActiveRunCounts,
   type Caller,
   type FeedItem,
   followEvents,
@@ -16,6 +17,7 @@ import {
   isId,
   type JournalEntry,
   mayAccess,
+  ownerScope,
   type QueueItem,
   type RunEvent,
   type RunState,
@@ -311,6 +313,15 @@ export class RunManager {
    */
   async checkAdmission(caller: Caller): Promise<void> {
     await this.#admission.serial(() => this.#admission.check(caller, () => this.#queuedRuns()));
+  }
+
+  /**
+   * How many of the caller's runs (everyone's for an administrator) are queued and running,
+   * every host's: counted from the queue and the active runs' index, never from the runs'
+   * documents, so that a status read costs little however many runs are live.
+   */
+  activeCounts(caller: Caller): Promise<ActiveRunCounts> {
+    return this.#ledger.countActiveRuns(ownerScope(caller));
   }
 
   /** How full the caps are, host-wide and for the caller's owner. */

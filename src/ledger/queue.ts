@@ -1,6 +1,7 @@
 import { fromBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
 import type { LedgerContext } from "./context.ts";
+import { countActiveRuns } from "./active_runs.ts";
 import type { HostRef, QueueItem, QueueLedger } from "./interface.ts";
 
 /** Queued runs and tasks no worker has claimed yet, oldest first. */
@@ -46,5 +47,6 @@ export function queueLedger(ctx: LedgerContext): QueueLedger {
   return {
     listQueue: (options) => listQueue(ctx, options),
     claimRun: (runId, host) => claimRun(ctx, runId, host),
+    countActiveRuns: (owner) => countActiveRuns(ctx, owner),
   };
 }
