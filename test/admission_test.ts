@@ -156,6 +156,30 @@ Deno.test("/api/status counts the caller's queued and running runs from the queu
   assert.deepEqual(await active(TOKENS.bob), { active: { queued: 1 } });
 });
 
+Deno.test("an active run whose ledger entry predates owners in active entries is still counted for its owner alone", async () => {
+  await using t = await testManager({ fakeLatencyMs: 60_000 });
+  const alice: Caller = { owner: "alice", remote: true };
+  const run = await t.manager.start({ script: NEVER_ENDING }, alice);
+  const counts = async (caller: Caller) => await t.manager.activeCounts(caller);
+  assert.deepEqual(await counts(alice), { queued: 0, running: 1 });
+  // The entry as an earlier version wrote it: the host, no owner.
+  const kv = await Deno.openKv(`${t.home}/svc.kv`);
+  try {
+    const key = ["active", run.run_id];
+    const entry = await kv.get<Uint8Array>(key);
+    const { host_id, pid } = JSON.parse(new TextDecoder().decode(entry.value!));
+    await kv.set(key, new TextEncoder().encode(JSON.stringify({ host_id, pid })));
+  } finally {
+    kv.close();
+  }
+  assert.deepEqual(await counts(alice), { queued: 0, running: 1 });
+  assert.deepEqual(await counts({ owner: "bob", remote: true }), { queued: 0, running: 0 });
+  assert.deepEqual(await counts({ owner: "root", admin: true }), { queued: 0, running: 1 });
+  await t.manager.cancel(run.run_id, alice);
+  await t.manager.wait(run.run_id, alice);
+  assert.deepEqual(await counts(alice), { queued: 0, running: 0 });
+});
+
 /**
  * The race that hung concurrent hostile runs when a started run's record left the admission's
  * turn: a queued run waited in admission from its decision on, but its record (script and input
