@@ -20,6 +20,7 @@ import type {
 } from "./types.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
 import { sha256Js, SMALL_HASH_BYTES } from "./sha256.ts";
+import { groupStart } from "./group_start.ts";
 
 /**
  * Node's crypto module, loaded at the first large hash: a static `node:crypto` import would
@@ -99,17 +100,20 @@ function killDescendants(tree: readonly number[], signal: "SIGKILL" | "SIGTERM")
 }
 
 function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
-  const child = new Deno.Command(command, {
-    args: [...options.args],
+  const group = options.newProcessGroup ?? false;
+  const start = group
+    ? groupStart(command, options.args, which)
+    : { command, args: [...options.args], detached: false };
+  const child = new Deno.Command(start.command, {
+    args: start.args,
     env: options.env,
     clearEnv: options.clearEnv ?? false,
     cwd: options.cwd,
-    detached: options.newProcessGroup ?? false,
+    detached: start.detached,
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const group = options.newProcessGroup ?? false;
   const lifeline = options.lifeline ? holdLifeline(child.pid) : undefined;
   let exited = false;
   const status: Promise<ExitStatus> = child.status.then(async (s) => {
@@ -136,10 +140,15 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
           Deno.kill(-child.pid, signal);
           return;
         } catch (error) {
-          if (error instanceof Deno.errors.NotFound) return;
-          // Deno.kill needs an unscoped --allow-run; under the launcher's narrow grants the
-          // system's kill(1), granted by path, reaches the group instead.
-          if (killWithCommand([`-${child.pid}`], signal)) return;
+          // No such group: it has ended, or the child has not made it yet (setsid(1) had no turn
+          // to run); then the child is the whole tree, and is signalled below.
+          if (error instanceof Deno.errors.NotFound) {
+            if (exited) return;
+          } else if (killWithCommand([`-${child.pid}`], signal)) {
+            // Deno.kill needs an unscoped --allow-run; under the launcher's narrow grants the
+            // system's kill(1), granted by path, reaches the group instead.
+            return;
+          }
         }
       }
       if (exited) return;
