@@ -397,7 +397,9 @@ export interface QueueLedger {
 
 /** Runs waiting in the queue, and runs a host has taken (running, or about to). */
 export interface ActiveRunCounts {
+  /** Runs waiting in the queue for a host to claim them. */
   queued: number;
+  /** Runs a host has recorded or claimed, until they end. */
   running: number;
 }
 
