@@ -174,6 +174,8 @@ export function grantsOf(
     prlimit,
     p.which("git"),
     p.which("kill"),
+    // setsid(1) starts guests and harnesses in sessions of their own without a full fork.
+    p.which("setsid"),
     p.which("bwrap"),
     p.which("ldd"),
     p.which("sandbox-exec"),

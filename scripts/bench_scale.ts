@@ -65,6 +65,16 @@ export interface ScaleSample {
    */
   burstCpuPerRunMs: number;
   holdCpuPerRunMsPerS: number;
+  /**
+   * Ledger (and board) store operations per run over the burst: reads (`get` and `list` calls),
+   * commits, and commits whose checks failed; and reads and commits per run per second of the
+   * hold. The dashboard reads taken meanwhile are counted in them (a few per 40 ms).
+   */
+  burstReadsPerRun: number;
+  burstCommitsPerRun: number;
+  burstConflictsPerRun: number;
+  holdReadsPerRunPerS: number;
+  holdCommitsPerRunPerS: number;
   /** `GET /api/workflow/{run_id}` over the burst and the hold. */
   readP50Ms: number;
   readP99Ms: number;
@@ -81,10 +91,22 @@ interface Phase {
   [key: string]: unknown;
 }
 
+/**
+ * The host's command. With `SVC_SCALE_CPU_PROF` naming a directory, each host writes a V8 CPU
+ * profile of its whole life there (`--cpu-prof`), for "where the time goes" at a size.
+ */
 function hostCommand(home: string, n: number): Deno.Command {
+  const profileDir = Deno.env.get("SVC_SCALE_CPU_PROF");
   return new Deno.Command(Deno.execPath(), {
     args: [
       "run",
+      ...(profileDir
+        ? [
+          "--cpu-prof",
+          `--cpu-prof-dir=${profileDir}`,
+          `--cpu-prof-name=scale_${n}_${Date.now()}.cpuprofile`,
+        ]
+        : []),
       "--allow-read",
       "--allow-write",
       "--allow-run",
@@ -222,6 +244,12 @@ async function follow(child: Deno.ChildProcess, n: number): Promise<ScaleSample>
   for await (const line of phases(child.stdout)) {
     seen[line.phase] = line;
     current = line.phase;
+    // Profiling: the store's operations by key, for "where the time goes".
+    if (Deno.env.get("SVC_SCALE_CPU_PROF") && (line.burstOps || line.holdOps)) {
+      console.error(
+        `bench: scale ${n} ${line.phase}: ${JSON.stringify(line.burstOps ?? line.holdOps)}`,
+      );
+    }
     if (line.phase === "listening") base = `http://127.0.0.1:${line.port}`;
     else if (line.phase === "quiet") {
       reads = readLoop(base, String(line.runId), () => current, stop.signal);
@@ -273,11 +301,34 @@ function sampleOf(
     liveLastMs: num("live", "liveLastMs"),
     burstCpuPerRunMs: num("live", "burstCpuMs") / n,
     holdCpuPerRunMsPerS: num("held", "holdCpuMs") / num("held", "holdS") / n,
+    ...opsOf(n, seen),
     readP50Ms: median(busy("run")),
     readP99Ms: p99(busy("run")),
     statusP50Ms: median(busy("status")),
     statusP99Ms: p99(busy("status")),
     reads: busy("run").length + busy("status").length,
+  };
+}
+
+/** A phase's counts of store operations, as the host emits them. */
+interface OpCounts {
+  gets: number;
+  lists: number;
+  commits: number;
+  conflicts: number;
+}
+
+/** The store operations per run of the burst and per run per second of the hold. */
+function opsOf(n: number, seen: Record<string, Phase>) {
+  const burst = seen.live?.burstOps as OpCounts;
+  const hold = seen.held?.holdOps as OpCounts;
+  const holdS = Number(seen.held?.holdS);
+  return {
+    burstReadsPerRun: (burst.gets + burst.lists) / n,
+    burstCommitsPerRun: burst.commits / n,
+    burstConflictsPerRun: burst.conflicts / n,
+    holdReadsPerRunPerS: (hold.gets + hold.lists) / holdS / n,
+    holdCommitsPerRunPerS: hold.commits / holdS / n,
   };
 }
 

@@ -24,6 +24,7 @@ import { createDispatcher, type Dispatcher } from "../src/dispatch/mod.ts";
 import { serveDashboard } from "../src/http/mod.ts";
 import { openServices, type Services } from "../src/services/mod.ts";
 import { limited } from "./bench_limit.ts";
+import { LedgerOps } from "./bench_scale_ledger_ops.ts";
 
 /** The token the benchmark reads the dashboard with. */
 export const SCALE_TOKEN = "scale-token-0123456789abcdef";
@@ -142,6 +143,8 @@ async function burst(
 }
 
 async function main(n: number, latencyMs: number, holdMs: number): Promise<void> {
+  const ops = new LedgerOps();
+  ops.install();
   const { dispatcher, firstCalls } = countingDispatcher(latencyMs);
   const services = await openServices({ home: Deno.env.get("SVC_HOME")!, dispatcher });
   const server = await serveDashboard(services, {
@@ -172,6 +175,7 @@ async function main(n: number, latencyMs: number, holdMs: number): Promise<void>
     loopMs: probe.take(),
     singleLiveMs,
   });
+  ops.take();
   const cpuBefore = cpuMs();
   const { runIds, admitLastMs, liveLastMs } = await burst(services, firstCalls, 1, n);
   const cpuLive = cpuMs();
@@ -181,13 +185,20 @@ async function main(n: number, latencyMs: number, holdMs: number): Promise<void>
     admitLastMs,
     liveLastMs,
     burstCpuMs: cpuLive - cpuBefore,
+    burstOps: ops.take(),
   });
   const held = performance.now();
   await new Promise((resolve) => setTimeout(resolve, holdMs));
   const rssHeldKb = Deno.memoryUsage().rss / 1024;
   const loopMs = probe.take();
   const holdCpuMs = cpuMs() - cpuLive;
-  emit({ phase: "held", rssKb: rssHeldKb, holdCpuMs, holdS: (performance.now() - held) / 1000 });
+  emit({
+    phase: "held",
+    rssKb: rssHeldKb,
+    holdCpuMs,
+    holdS: (performance.now() - held) / 1000,
+    holdOps: ops.take(),
+  });
   probe.stop();
   await Promise.all(runIds.map((id) => services.runs.cancel(id, LOCAL)));
   await Promise.all(runIds.map((id) => services.runs.wait(id, LOCAL)));

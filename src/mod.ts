@@ -143,6 +143,7 @@ export type {
   A2aTaskListOptions,
   A2aTaskPage,
   A2aTaskRecord,
+  ActiveRunCounts,
   ActivityItem,
   ApprovalDecided,
   ApprovalDecision,

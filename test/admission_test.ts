@@ -9,10 +9,12 @@ import { createDispatcher } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { dashboardApp } from "../src/http/mod.ts";
 import type { Caller } from "../src/ledger/mod.ts";
-import { openServices } from "../src/services/mod.ts";
+import { openServices, STATUS_COUNTS_TTL_MS } from "../src/services/mod.ts";
 import { startDashboard, TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { connectHttp, errorText } from "./mcp_helpers.ts";
 import { eventually } from "./daemon_helpers.ts";
+import { denoPlatform } from "../src/platform/deno.ts";
+import { setPlatform } from "../src/platform/mod.ts";
 import { LOCAL, tempDir, testManager } from "./helpers.ts";
 
 /** A run that never ends by itself: its one call waits a minute on the fake provider. */
@@ -131,6 +133,104 @@ Deno.test("at the host's live cap a run queues, and starts and finishes when a s
   ]);
   const started = ends.map((s) => s.started_at!);
   assert.deepEqual([...started].sort(), started, "started in the fair order: a1, b1, a2");
+});
+
+Deno.test("/api/status counts the caller's queued and running runs from the queue and the active runs, and never another owner's", async () => {
+  await using t = await dashboard(withCaps({ host_live_guests: 1 }));
+  const start = async (token: string) => {
+    const answer = await t.call("/api/workflow/run", token, { script: NEVER_ENDING });
+    assert.equal(answer.status, 202);
+    return String((await answer.json()).run_id);
+  };
+  const running = await start(TOKENS.alice);
+  await start(TOKENS.alice);
+  await start(TOKENS.bob);
+  const active = async (token: string) => (await (await t.call("/api/status", token)).json()).runs;
+  assert.deepEqual(await active(TOKENS.alice), { active: { running: 1, queued: 1 } });
+  assert.deepEqual(await active(TOKENS.bob), { active: { queued: 1 } });
+  // A run of Alice's that ended is counted no more; her queued run has taken its slot.
+  await t.services.runs.cancel(running, { owner: "alice" });
+  await t.services.runs.wait(running, { owner: "alice" });
+  await new Promise((resolve) => setTimeout(resolve, STATUS_COUNTS_TTL_MS));
+  assert.deepEqual(await active(TOKENS.alice), { active: { running: 1 } });
+  assert.deepEqual(await active(TOKENS.bob), { active: { queued: 1 } });
+});
+
+Deno.test("an active run whose ledger entry predates owners in active entries is still counted for its owner alone", async () => {
+  await using t = await testManager({ fakeLatencyMs: 60_000 });
+  const alice: Caller = { owner: "alice", remote: true };
+  const run = await t.manager.start({ script: NEVER_ENDING }, alice);
+  const counts = async (caller: Caller) => await t.manager.activeCounts(caller);
+  assert.deepEqual(await counts(alice), { queued: 0, running: 1 });
+  // The entry as an earlier version wrote it: the host, no owner.
+  const kv = await Deno.openKv(`${t.home}/svc.kv`);
+  try {
+    const key = ["active", run.run_id];
+    const entry = await kv.get<Uint8Array>(key);
+    const { host_id, pid } = JSON.parse(new TextDecoder().decode(entry.value!));
+    await kv.set(key, new TextEncoder().encode(JSON.stringify({ host_id, pid })));
+  } finally {
+    kv.close();
+  }
+  assert.deepEqual(await counts(alice), { queued: 0, running: 1 });
+  assert.deepEqual(await counts({ owner: "bob", remote: true }), { queued: 0, running: 0 });
+  assert.deepEqual(await counts({ owner: "root", admin: true }), { queued: 0, running: 1 });
+  await t.manager.cancel(run.run_id, alice);
+  await t.manager.wait(run.run_id, alice);
+  assert.deepEqual(await counts(alice), { queued: 0, running: 0 });
+});
+
+/**
+ * The race that hung concurrent hostile runs when a started run's record left the admission's
+ * turn: a queued run waited in admission from its decision on, but its record (script and input
+ * files, then a commit) came later; a slot freed in between was handed to it, the ledger had no
+ * queued run to claim, and the failed claim forgot it. Recorded a moment later, it sat in the
+ * queue with no one waiting to start it, its caller's wait never ended. Recording other runs
+ * beside it only widened that window. Here the queued run's script write is held until the
+ * slot has freed and been handed on, so the window is hit every time.
+ */
+Deno.test("a slot that frees while a queued run is still being recorded is not lost on it: the run starts once recorded", async () => {
+  await using t = await testManager({
+    fakeLatencyMs: 60_000,
+    admission: { hostLiveGuests: 1 },
+  });
+  const blocker = await t.manager.start({ script: NEVER_ENDING }, LOCAL);
+  let reached!: () => void;
+  const atGate = new Promise<void>((resolve) => reached = resolve);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => open = resolve);
+  setPlatform({
+    ...denoPlatform,
+    async writeTextFile(path, text, options) {
+      if (text.includes("queued-behind")) {
+        reached();
+        await gate;
+      }
+      return await denoPlatform.writeTextFile(path, text, options);
+    },
+  });
+  try {
+    const queuing = t.manager.start({ script: "return 'queued-behind';" }, LOCAL);
+    await atGate;
+    await t.manager.cancel(blocker.run_id, LOCAL);
+    assert.equal((await t.manager.wait(blocker.run_id, LOCAL)).state, "cancelled");
+    // The freed slot has been handed on (or kept free) before the record goes on.
+    await eventually(
+      async () => (await t.manager.admission(LOCAL)).host_live.used === 0 || undefined,
+      {
+        what: "the blocker's slot to free",
+      },
+    );
+    open();
+    const queued = await queuing;
+    assert.equal(queued.state, "queued");
+    const end = await t.manager.wait(queued.run_id, LOCAL, { signal: AbortSignal.timeout(20_000) })
+      .catch((error) => assert.fail(`the queued run never ended: ${error}`));
+    assert.deepEqual([end.state, end.result], ["succeeded", "queued-behind"]);
+  } finally {
+    open();
+    setPlatform(denoPlatform);
+  }
 });
 
 /**
@@ -264,4 +364,44 @@ Deno.test("over /mcp a run beyond a remote owner's caps is a tool error carrying
     errorText(second),
     /^Cannot start the run: owner 'alice' has 1 live runs and 0 queued, the most allowed .*\(code: rate_limited\)$/,
   );
+});
+
+Deno.test("runs started at once under the live cap are recorded side by side, not one after another in the admission's turn", async () => {
+  await using home = await tempDir();
+  await using t = await testManager({ home: home.path, fakeLatencyMs: 0 });
+  let writing = 0;
+  let most = 0;
+  // The real files, each script's write held a little so that records that may overlap do.
+  setPlatform({
+    ...denoPlatform,
+    async writeTextFile(path, text, options) {
+      if (!path.endsWith("/.script.js.tmp")) {
+        return await denoPlatform.writeTextFile(path, text, options);
+      }
+      most = Math.max(most, ++writing);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return await denoPlatform.writeTextFile(path, text, options);
+      } finally {
+        writing--;
+      }
+    },
+  });
+  let started;
+  try {
+    started = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => t.manager.start({ script: `return ${i};` }, LOCAL)),
+    );
+  } finally {
+    setPlatform(denoPlatform);
+  }
+  const ends = await Promise.all(started.map((run) => t.manager.wait(run.run_id, LOCAL)));
+  assert.deepEqual(
+    ends.map((end) => [end.state, end.result]),
+    [0, 1, 2, 3, 4, 5].map((i) => [
+      "succeeded",
+      i,
+    ]),
+  );
+  assert.ok(most > 1, `records written at once: ${most}`);
 });

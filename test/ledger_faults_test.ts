@@ -34,6 +34,13 @@ async function call(
 /**
  * A real `svc dashboard` whose SVC_HOME is an 8 MiB tmpfs in a mount namespace of its own (made
  * by bubblewrap: no root needed), with "fill" and "free" commands on its standard input.
+ *
+ * The guests' scratch directories (`$SVC_HOME/tmp`) are on a tmpfs of their own: the host
+ * removes a guest's scratch (about 20 KiB: its import map and bootstrap) when the guest has
+ * ended, at a moment of its own, so on the small disk the run interrupted by the fill would free
+ * that much after it, and a small commit (a board card: one to three WAL pages) would then find
+ * room and be answered 200, as it should when it is durable. Only what the ledger and the board
+ * write is on the disk that is filled, so a write made after the fill meets a full disk.
  */
 async function smallDiskHost(home: string, options: { latencyMs: number }): Promise<HostProcess> {
   const bwrap = Deno.env.get("SVC_TEST_BWRAP") ?? "bwrap";
@@ -57,6 +64,8 @@ async function smallDiskHost(home: string, options: { latencyMs: number }): Prom
       String(8 * 1024 * 1024),
       "--tmpfs",
       home,
+      "--tmpfs",
+      `${home}/tmp`,
       "--die-with-parent",
       "sh",
       fixture("faults/small_disk.sh"),
@@ -146,6 +155,10 @@ Deno.test("a full disk under the ledger interrupts the run with a clear error, r
     assert.equal((await call(host, "/api/status")).status, 200);
 
     await disk(host, "free");
+    // The refused card was not made, half or whole: the board holds no card yet.
+    const board = await call(host, "/api/board");
+    assert.equal(board.status, 200, JSON.stringify(board.body));
+    assert.deepEqual(board.body.cards, []);
     // The ledger records the end as soon as it takes writes, from the record it committed: its
     // counters match its journal.
     let recorded: Record<string, unknown> = {};
@@ -175,6 +188,7 @@ Deno.test("a full disk under the ledger interrupts the run with a clear error, r
       title: "written once space is back",
     });
     assert.equal(written.status, 200, JSON.stringify(written.body));
+    assert.equal((written.body.card as { issue_id: string }).issue_id, "1");
   } finally {
     assert.equal(await host.stop(), 0, host.lines.join("\n"));
   }

@@ -161,6 +161,7 @@ Deno.test("deno task svc starts the host with exactly the narrow grants of its c
       await which("prlimit"),
       await which("git"),
       await which("kill"),
+      await which("setsid"),
       // The guests' OS sandbox, where installed: bubblewrap and the ldd it lists libraries
       // with (Linux), sandbox-exec (macOS).
       await which("bwrap"),

@@ -1,6 +1,7 @@
 /** The platform seam: the only module that reaches the runtime, and what it offers. */
 import assert from "node:assert/strict";
 import { denoPlatform } from "../src/platform/deno.ts";
+import { groupStart } from "../src/platform/group_start.ts";
 import { type Platform, platform, setPlatform } from "../src/platform/mod.ts";
 import { ROOT, runScript, sourceModules } from "./helpers.ts";
 
@@ -206,4 +207,65 @@ Deno.test("a kill reaches descendants that left the group, except for a child wh
   assert.equal(await killLeavesEscaped({ groupHoldsTree: false }), true);
   // The group alone: the table is not read, so what left the group (which a guest cannot) stays.
   assert.equal(await killLeavesEscaped({ groupHoldsTree: true }), false);
+});
+
+Deno.test("a child in a group of its own leads its group and its session, started through setsid(1) where it may run it; a kill at once, or of the group later, ends its tree", async () => {
+  const which = (name: string) => platform().which(name);
+  const started = groupStart("/bin/sh", ["-c", "true"], which);
+  if (Deno.build.os === "linux" && which("setsid")) {
+    // The spawn is the plain one (no full fork of the host): setsid(1) makes the session.
+    assert.deepEqual(started, {
+      command: which("setsid"),
+      args: ["--", "/bin/sh", "-c", "true"],
+      detached: false,
+    });
+  }
+  // A program that is not there still fails the spawn itself.
+  assert.equal(groupStart("/nonexistent/program", [], which).detached, true);
+  assert.throws(() =>
+    platform().spawn("/nonexistent/program", { args: [], newProcessGroup: true })
+  );
+
+  const child = platform().spawn("/bin/sh", {
+    args: ["-c", "sleep 300 & echo $!; wait"],
+    newProcessGroup: true,
+    groupHoldsTree: true,
+  });
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const grandchild = Number((await reader.read()).value?.trim());
+  const ids = async (pid: number) => {
+    const output = await new Deno.Command("ps", { args: ["-o", "pgid=,sid=", "-p", String(pid)] })
+      .output();
+    return new TextDecoder().decode(output.stdout).trim().split(/\s+/);
+  };
+  assert.deepEqual(await ids(child.pid), [String(child.pid), String(child.pid)]);
+  assert.deepEqual(await ids(grandchild), [String(child.pid), String(child.pid)]);
+  child.kill("SIGKILL");
+  assert.equal((await child.status).signal, "SIGKILL");
+  assert.ok(await ends(grandchild), "the group's kill ends the grandchild");
+  await reader.cancel().catch(() => {});
+  await child.stderr.cancel().catch(() => {});
+
+  // Killed before setsid(1) may have made the group: the child alone is the tree, and ends.
+  for (let i = 0; i < 20; i++) {
+    const early = platform().spawn("/bin/sh", {
+      args: ["-c", "exec sleep 300"],
+      newProcessGroup: true,
+      groupHoldsTree: true,
+    });
+    early.kill("SIGKILL");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"still running">((resolve) => {
+      timer = setTimeout(() => resolve("still running"), 5000);
+    });
+    const ended = await Promise.race([early.status, late]);
+    clearTimeout(timer);
+    if (ended === "still running") {
+      Deno.kill(early.pid, "SIGKILL");
+      assert.fail("a child killed right after its spawn kept running");
+    }
+    assert.equal(ended.signal, "SIGKILL");
+    await early.stdout.cancel();
+    await early.stderr.cancel();
+  }
 });

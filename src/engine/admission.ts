@@ -105,6 +105,13 @@ export class RunAdmission {
   readonly #liveHolds = new Map<string, GaugeRelease>();
   /** Runs this process queued for want of a slot: it starts them as slots free (oldest first). */
   readonly #waiting = new Map<string, string>();
+  /**
+   * Runs placed in the queue whose record is not written yet. They hold their owner's turn like
+   * waiting runs, but no freed slot goes to them: the ledger has no queued run to claim yet, and
+   * a claim that finds none takes the run for another worker's and forgets it, leaving it queued
+   * with no one to start it (`recorded` makes them startable).
+   */
+  readonly #recording = new Map<string, string>();
   /** The owner whose queued run this process started last: the next turn is another's. */
   #lastServed: string | undefined;
   /** Decisions one at a time: a decision reads the queue and records a run before the next. */
@@ -173,8 +180,19 @@ export class RunAdmission {
   ): Promise<Placement> {
     const placement = await this.#decide(caller, queued);
     if (placement === "run") this.#takeLive(runId, caller.owner);
-    else this.#waiting.set(runId, caller.owner);
+    else this.#recording.set(runId, caller.owner);
     return placement;
+  }
+
+  /**
+   * Tells that the run `runId` placed in the queue is recorded there: from now on a freed slot
+   * may go to it (the caller then starts what {@linkcode startable} gives).
+   */
+  recorded(runId: string): void {
+    const owner = this.#recording.get(runId);
+    if (owner === undefined) return;
+    this.#recording.delete(runId);
+    this.#waiting.set(runId, owner);
   }
 
   /**
@@ -199,7 +217,7 @@ export class RunAdmission {
     const remote = caller.remote === true;
     const underLive = this.#live.total < this.limits.hostLiveGuests &&
       (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns);
-    if (underLive && ![...this.#waiting.values()].includes(owner)) return "run";
+    if (underLive && !this.#queuesFor(owner)) return "run";
     const queued = await queue();
     const mine = queued.filter((item) => item.owner === owner).length;
     if (queued.length >= this.limits.hostQueuedRuns) {
@@ -254,6 +272,15 @@ export class RunAdmission {
     this.#liveHolds.get(runId)?.();
     this.#liveHolds.delete(runId);
     this.#waiting.delete(runId);
+    this.#recording.delete(runId);
+  }
+
+  /** Whether `owner` has runs this process queued (recorded or not): its next run queues too. */
+  #queuesFor(owner: string): boolean {
+    for (const waiting of [this.#waiting, this.#recording]) {
+      for (const queued of waiting.values()) if (queued === owner) return true;
+    }
+    return false;
   }
 
   /** The owner of a run this process queued and waits to start; undefined for any other. */
@@ -266,7 +293,9 @@ export class RunAdmission {
    * when it already waits for it or runs it.
    */
   adopt(runId: string, owner: string): boolean {
-    if (this.#waiting.has(runId) || this.#liveHolds.has(runId)) return false;
+    if (this.#waiting.has(runId) || this.#recording.has(runId) || this.#liveHolds.has(runId)) {
+      return false;
+    }
     this.#waiting.set(runId, owner);
     return true;
   }

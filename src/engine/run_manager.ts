@@ -8,6 +8,7 @@ import {
   prestartedBackend,
 } from "../isolation/mod.ts";
 import {
+  type ActiveRunCounts,
   type Caller,
   type FeedItem,
   followEvents,
@@ -16,6 +17,7 @@ import {
   isId,
   type JournalEntry,
   mayAccess,
+  ownerScope,
   type QueueItem,
   type RunEvent,
   type RunState,
@@ -241,19 +243,31 @@ export class RunManager {
     let placement;
     try {
       // Admission control: at the live caps the run is recorded queued, and this process starts
-      // it when a slot frees; at the queue's caps it is refused (rate_limited).
+      // it when a slot frees; at the queue's caps it is refused (rate_limited). A queued run is
+      // recorded in the admission's turn, since the next decision reads the queue it joins, and
+      // becomes startable only once recorded (RunAdmission.recorded: a slot handed to it before
+      // would find nothing to claim and lose it). A run that starts now took its live slot in
+      // its turn and joins no queue, so its record (files and a commit) waits for no other
+      // run's: a burst of N starts is not N records in a row.
       placement = await this.#admission.serial(async () => {
         const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        await this.#record(prepared, placed === "run" ? this.#host.ref : null);
+        if (placed === "queue") {
+          await this.#record(prepared, null);
+          this.#admission.recorded(runId);
+        }
         return placed;
       });
+      if (placement === "run") await this.#record(prepared, this.#host.ref);
     } catch (error) {
       this.#admission.release(runId);
       release();
+      this.#pump();
       throw error;
     }
     if (placement === "run") return this.#launch(prepared, release);
     release();
+    // A slot may have freed while the record was written: it goes to the queue's next run now.
+    this.#pump();
     return await this.#withPosition(structuredClone(prepared.status));
   }
 
@@ -299,6 +313,15 @@ export class RunManager {
    */
   async checkAdmission(caller: Caller): Promise<void> {
     await this.#admission.serial(() => this.#admission.check(caller, () => this.#queuedRuns()));
+  }
+
+  /**
+   * How many of the caller's runs (everyone's for an administrator) are queued and running,
+   * every host's: counted from the queue and the active runs' index, never from the runs'
+   * documents, so that a status read costs little however many runs are live.
+   */
+  activeCounts(caller: Caller): Promise<ActiveRunCounts> {
+    return this.#ledger.countActiveRuns(ownerScope(caller));
   }
 
   /** How full the caps are, host-wide and for the caller's owner. */

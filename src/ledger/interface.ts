@@ -388,6 +388,19 @@ export interface QueueLedger {
    * so that two workers never both get it. False when it is not (or no longer) queued.
    */
   claimRun(runId: string, host: HostRef): Promise<boolean>;
+  /**
+   * How many runs of `owner` (everyone's without it) wait in the queue and how many a host has
+   * taken (from its record or its claim to its end), read without the runs' documents.
+   */
+  countActiveRuns(owner?: string): Promise<ActiveRunCounts>;
+}
+
+/** Runs waiting in the queue, and runs a host has taken (running, or about to). */
+export interface ActiveRunCounts {
+  /** Runs waiting in the queue for a host to claim them. */
+  queued: number;
+  /** Runs a host has recorded or claimed, until they end. */
+  running: number;
 }
 
 /** The daemon's records: automations, their fired slots, and webhook deliveries. */

@@ -8,7 +8,7 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["meta", "schema"]` | `{version}` |
  * | `["runs", run_id]` | the run document (status without narration, security events, inline result) |
  * | `["runs_by_owner", owner, run_id]` | `{}`: index for listing |
- * | `["active", run_id]` | `{host_id}`: runs queued or running, for recovery after a crash |
+ * | `["active", run_id]` | `{host_id, pid, owner}`: runs a host has taken (running, or about to), for recovery after a crash and the status's counts |
  * | `["narration", run_id, seq]` | one narration entry |
  * | `["security", run_id, seq]` | one security event |
  * | `["journal", run_id, seq]` | one journal entry, or a pack of consecutive replayed entries from `seq` on (`journal_pack.ts`) |

@@ -7,6 +7,7 @@
 export { INLINE_LIMIT, openLedger, type OpenLedgerOptions, RUN_SCAN_LIMIT } from "./ledger.ts";
 export type {
   A2aTaskLedger,
+  ActiveRunCounts,
   ApprovalLedger,
   CallLedger,
   CollaborationLedger,

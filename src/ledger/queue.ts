@@ -1,6 +1,7 @@
 import { fromBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
 import type { LedgerContext } from "./context.ts";
+import { countActiveRuns } from "./active_runs.ts";
 import type { HostRef, QueueItem, QueueLedger } from "./interface.ts";
 
 /** Queued runs and tasks no worker has claimed yet, oldest first. */
@@ -33,11 +34,13 @@ async function listQueue(
 async function claimRun(ctx: LedgerContext, runId: string, host: HostRef): Promise<boolean> {
   const queued = await ctx.kv.get(KEYS.queue("run", runId));
   if (!queued.value) return false;
+  // The active entry names the owner, so that counting an owner's active runs reads no more.
+  const queuedOwner = fromBytes<{ owner: string }>(queued.value).owner;
   return (await ctx.kv.atomic()
     .check(KEYS.queue("run", runId), queued.versionstamp)
     .check(KEYS.active(runId), null)
     .delete(KEYS.queue("run", runId))
-    .set(KEYS.active(runId), toBytes({ host_id: host.id, pid: host.pid }))
+    .set(KEYS.active(runId), toBytes({ host_id: host.id, pid: host.pid, owner: queuedOwner }))
     .commit()).ok;
 }
 
@@ -46,5 +49,6 @@ export function queueLedger(ctx: LedgerContext): QueueLedger {
   return {
     listQueue: (options) => listQueue(ctx, options),
     claimRun: (runId, host) => claimRun(ctx, runId, host),
+    countActiveRuns: (owner) => countActiveRuns(ctx, owner),
   };
 }

@@ -103,7 +103,7 @@ async function createRun(
       .set(
         host ? KEYS.active(status.run_id) : KEYS.queue("run", status.run_id),
         host
-          ? toBytes({ host_id: host.id, pid: host.pid })
+          ? toBytes({ host_id: host.id, pid: host.pid, owner: status.owner })
           : toBytes({ owner: status.owner, at: status.created_at }),
       )
       .set(KEYS.events(status.run_id, 0), event)

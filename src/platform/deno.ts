@@ -20,6 +20,7 @@ import type {
 } from "./types.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./types.ts";
 import { sha256Bytes } from "../../guest/sha256.js";
+import { groupStart } from "./group_start.ts";
 
 /**
  * Inputs up to this size (a call's prompt and options, an owner's name) are hashed in
@@ -105,17 +106,20 @@ function killDescendants(tree: readonly number[], signal: "SIGKILL" | "SIGTERM")
 }
 
 function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
-  const child = new Deno.Command(command, {
-    args: [...options.args],
+  const group = options.newProcessGroup ?? false;
+  const start = group
+    ? groupStart(command, options.args, which)
+    : { command, args: [...options.args], detached: false };
+  const child = new Deno.Command(start.command, {
+    args: start.args,
     env: options.env,
     clearEnv: options.clearEnv ?? false,
     cwd: options.cwd,
-    detached: options.newProcessGroup ?? false,
+    detached: start.detached,
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const group = options.newProcessGroup ?? false;
   const lifeline = options.lifeline ? holdLifeline(child.pid) : undefined;
   let exited = false;
   const status: Promise<ExitStatus> = child.status.then(async (s) => {
@@ -142,10 +146,15 @@ function spawnDeno(command: string, options: SpawnOptions): ChildProcess {
           Deno.kill(-child.pid, signal);
           return;
         } catch (error) {
-          if (error instanceof Deno.errors.NotFound) return;
-          // Deno.kill needs an unscoped --allow-run; under the launcher's narrow grants the
-          // system's kill(1), granted by path, reaches the group instead.
-          if (killWithCommand([`-${child.pid}`], signal)) return;
+          // No such group: it has ended, or the child has not made it yet (setsid(1) had no turn
+          // to run); then the child is the whole tree, and is signalled below.
+          if (error instanceof Deno.errors.NotFound) {
+            if (exited) return;
+          } else if (killWithCommand([`-${child.pid}`], signal)) {
+            // Deno.kill needs an unscoped --allow-run; under the launcher's narrow grants the
+            // system's kill(1), granted by path, reaches the group instead.
+            return;
+          }
         }
       }
       if (exited) return;

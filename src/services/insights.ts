@@ -105,6 +105,14 @@ function countStates(items: ReadonlyArray<{ state: RunState }>): StateCounts {
   return counts;
 }
 
+/** Counts by state with the states that have none left out, as {@linkcode countStates} gives. */
+function presentCounts(counts: { queued: number; running: number }): StateCounts {
+  const out: StateCounts = {};
+  if (counts.queued > 0) out.queued = counts.queued;
+  if (counts.running > 0) out.running = counts.running;
+  return out;
+}
+
 /**
  * The hosts of the ledger with the one answering marked alive and listed first: it is
  * answering, whether or not it holds its heartbeat now (a dashboard beats only while it has
@@ -269,10 +277,10 @@ export class Insights {
     const cached = this.#counted.get(key);
     if (cached && now - cached.at < STATUS_COUNTS_TTL_MS) return cached.counts;
     const counts = Promise.all([
-      this.#services.runs.list(caller, { states: ["queued", "running"], limit: 500 }),
+      this.#services.runs.activeCounts(caller),
       this.#services.tasks.list(caller, { limit: 500 }),
     ]).then(([runs, tasks]) => ({
-      runs: countStates(runs),
+      runs: presentCounts(runs),
       tasks: countStates(tasks.filter((t) => t.state === "queued" || t.state === "running")),
     }));
     if (this.#counted.size >= STATUS_CACHE_OWNERS) this.#counted.clear();
