@@ -15,7 +15,7 @@ import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { type A2aTaskLedger, HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import { GUEST_ENV_VARS, ledgerUrl, MICROVM_ENV_VARS, snapshotEnv } from "../host_env/mod.ts";
-import { defaultIsolationBackends } from "../isolation/mod.ts";
+import { defaultIsolationBackends, type IsolationBackend } from "../isolation/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { EventFeed } from "./event_feed.ts";
 import { CollaborationLog } from "../collaborations/mod.ts";
@@ -81,6 +81,12 @@ export interface ServicesOptions {
    * in fresh scratch directories.
    */
   fallbackRoots?: readonly string[];
+  /**
+   * The `unsafe-local` tier's backend holding a guest started before the services opened
+   * (`startEarlyGuest` of the engine: `svc workflow run` boots its run's guest while it opens
+   * them). Default: the tier's own backend. Ignored when `runs` chooses the tiers.
+   */
+  earlyGuest?: IsolationBackend;
 }
 
 /** The board directory: the option, else `SVC_DASHBOARD_BOARD_DIR`, else `<home>/board`. */
@@ -164,12 +170,13 @@ export interface Services extends AsyncDisposable {
  */
 function runSettingsOf(
   config: Config,
-  options: { home: string; chosen: RunSettings | undefined },
+  options: { home: string; chosen: RunSettings | undefined; early: IsolationBackend | undefined },
 ): RunSettings {
   const env = snapshotEnv([...GUEST_ENV_VARS, ...MICROVM_ENV_VARS]);
+  const isolation = defaultIsolationBackends({ env, home: options.home });
   return {
     admission: runAdmissionOf(config.admission),
-    isolation: defaultIsolationBackends({ env, home: options.home }),
+    isolation: options.early ? { ...isolation, "unsafe-local": options.early } : isolation,
     maxProgressBytes: config.progress.call_bytes,
     ...options.chosen,
   };
@@ -325,7 +332,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
     });
     const recoveredTasks = await tasks.recover();
     runs = await RunManager.create({
-      ...runSettingsOf(config, { home, chosen: options.runs }),
+      ...runSettingsOf(config, { home, chosen: options.runs, early: options.earlyGuest }),
       dispatcher,
       ledger,
       sessions,
