@@ -7,7 +7,7 @@
  *
  * What this module imports up front is only what reads the arguments and starts a run's guest
  * (no schema, no engine, no ledger): a plain `workflow run` spawns its guest first
- * ({@linkcode startEarlyGuest}), then loads the rest of the host (`import()`), so that the
+ * ({@linkcode startEarlyGuest}) while it loads the rest of the host (`import()`), so that the
  * guest boots while the host loads, reads its configuration and opens its ledger.
  * @module
  */
@@ -33,14 +33,22 @@ async function earlyGuestOf(flags: WorkflowRunFlags): Promise<PrestartedBackend 
   return await startEarlyGuest({ home: svcHome(), timeout });
 }
 
+/** The modules that run a quick command, loaded after the lean program's own. */
+function loadRunModules() {
+  return Promise.all([import("./workflow_run.ts"), import("./command_failure.ts")]);
+}
+
 /** Runs a command read by `quickWorkflowArgs` as commander would run it; the exit status. */
 async function runQuick(command: QuickCommand): Promise<number> {
-  const earlyGuest = command.command === "run" ? await earlyGuestOf(command.flags) : undefined;
+  // The guest's spawn (a few file-system calls) and the loading of the rest of the host overlap.
+  const [guest, loaded] = await Promise.allSettled([
+    command.command === "run" ? earlyGuestOf(command.flags) : undefined,
+    loadRunModules(),
+  ]);
+  const earlyGuest = guest.status === "fulfilled" ? guest.value : undefined;
   try {
-    const [{ workflowRun, workflowWork }, { commandFailure }] = await Promise.all([
-      import("./workflow_run.ts"),
-      import("./command_failure.ts"),
-    ]);
+    if (loaded.status === "rejected") throw loaded.reason;
+    const [{ workflowRun, workflowWork }, { commandFailure }] = loaded.value;
     try {
       return command.command === "run"
         ? await workflowRun(command.script, command.flags, earlyGuest ? { earlyGuest } : {})
