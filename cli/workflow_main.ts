@@ -24,13 +24,13 @@ import type { WorkflowRunFlags } from "./workflow_run.ts";
  * The guest a plain `workflow run` starts ahead, for the settings its run asks for by default:
  * none for another isolation tier, or a timeout the run will refuse (it reports that itself).
  */
-async function earlyGuestOf(flags: WorkflowRunFlags): Promise<PrestartedBackend | undefined> {
+function earlyGuestOf(flags: WorkflowRunFlags): PrestartedBackend | undefined {
   if ((flags.isolation ?? "unsafe-local") !== "unsafe-local") return undefined;
   const timeout = Number(flags.timeout);
   if (!/^\d+$/.test(flags.timeout ?? "") || !Number.isSafeInteger(timeout) || timeout < 1) {
     return undefined;
   }
-  return await startEarlyGuest({ home: svcHome(), timeout });
+  return startEarlyGuest({ home: svcHome(), timeout }).backend;
 }
 
 /** The modules that run a quick command, loaded after the lean program's own. */
@@ -40,15 +40,10 @@ function loadRunModules() {
 
 /** Runs a command read by `quickWorkflowArgs` as commander would run it; the exit status. */
 async function runQuick(command: QuickCommand): Promise<number> {
-  // The guest's spawn (a few file-system calls) and the loading of the rest of the host overlap.
-  const [guest, loaded] = await Promise.allSettled([
-    command.command === "run" ? earlyGuestOf(command.flags) : undefined,
-    loadRunModules(),
-  ]);
-  const earlyGuest = guest.status === "fulfilled" ? guest.value : undefined;
+  // The guest's spawn goes on while the rest of the host loads, and the guest boots meanwhile.
+  const earlyGuest = command.command === "run" ? earlyGuestOf(command.flags) : undefined;
   try {
-    if (loaded.status === "rejected") throw loaded.reason;
-    const [{ workflowRun, workflowWork }, { commandFailure }] = loaded.value;
+    const [{ workflowRun, workflowWork }, { commandFailure }] = await loadRunModules();
     try {
       return command.command === "run"
         ? await workflowRun(command.script, command.flags, earlyGuest ? { earlyGuest } : {})

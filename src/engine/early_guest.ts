@@ -39,20 +39,29 @@ export interface EarlyGuestOptions {
   backend?: IsolationBackend;
 }
 
+/** A guest started early: the backend to give the services, and when its process exists. */
+export interface EarlyGuest {
+  /** The `unsafe-local` backend holding the guest; disposing it ends the guest if untaken. */
+  readonly backend: PrestartedBackend;
+  /** Settles once the guest's process is spawned (or failed to start). */
+  readonly spawned: Promise<void>;
+}
+
 /**
- * Starts an `unsafe-local` guest for a run of `options.timeout` seconds and returns the
- * backend that holds it, once its process is spawned. Give the backend to the services
- * (`earlyGuest` of `openServices`) as the tier's backend: the run whose settings match takes
- * the guest; any other spawns its own, as without it. The caller disposes of the backend when
- * the command ends, which ends the guest if no run took it.
+ * Starts an `unsafe-local` guest for a run of `options.timeout` seconds and returns at once the
+ * backend that holds it: its spawn (a few file-system calls, then the process) goes on while the
+ * caller loads and opens the rest. Give the backend to the services (`earlyGuest` of
+ * `openServices`) as the tier's backend: the run whose settings match takes the guest (waiting
+ * for its spawn if needed); any other spawns its own, as without it. The caller disposes of the
+ * backend when the command ends, which ends the guest if no run took it.
  */
-export async function startEarlyGuest(options: EarlyGuestOptions): Promise<PrestartedBackend> {
+export function startEarlyGuest(options: EarlyGuestOptions): EarlyGuest {
   const env = options.env ?? snapshotEnv(GUEST_ENV_VARS);
   const backend = prestartedBackend(options.backend ?? createUnsafeLocalBackend({ env }));
-  await backend.prime({
+  const spawned = backend.prime({
     scratchRoot: joinPath(options.home, "tmp"),
     heapMb: options.heapMb ?? DEFAULT_GUEST_HEAP_MB,
     ...guestClock(options.timeout),
   });
-  return backend;
+  return { backend, spawned };
 }
