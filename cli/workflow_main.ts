@@ -7,7 +7,7 @@
  *
  * What this module imports up front is only what reads the arguments and starts a run's guest
  * (no schema, no engine, no ledger): a plain `workflow run` spawns its guest first
- * ({@linkcode startEarlyGuest}) while it loads the rest of the host (`import()`), so that the
+ * ({@linkcode startEarlyGuest}), then loads the rest of the host (`import()`), so that the
  * guest boots while the host loads, reads its configuration and opens its ledger.
  * @module
  */
@@ -24,13 +24,17 @@ import type { WorkflowRunFlags } from "./workflow_run.ts";
  * The guest a plain `workflow run` starts ahead, for the settings its run asks for by default:
  * none for another isolation tier, or a timeout the run will refuse (it reports that itself).
  */
-function earlyGuestOf(flags: WorkflowRunFlags): PrestartedBackend | undefined {
+async function earlyGuestOf(flags: WorkflowRunFlags): Promise<PrestartedBackend | undefined> {
   if ((flags.isolation ?? "unsafe-local") !== "unsafe-local") return undefined;
   const timeout = Number(flags.timeout);
   if (!/^\d+$/.test(flags.timeout ?? "") || !Number.isSafeInteger(timeout) || timeout < 1) {
     return undefined;
   }
-  return startEarlyGuest({ home: svcHome(), timeout }).backend;
+  const { backend, spawned } = startEarlyGuest({ home: svcHome(), timeout });
+  // Its few file-system calls go before the rest of the host loads: once the modules load and
+  // evaluate (some 50 ms of one turn), they would wait behind them.
+  await spawned;
+  return backend;
 }
 
 /** The modules that run a quick command, loaded after the lean program's own. */
@@ -40,8 +44,8 @@ function loadRunModules() {
 
 /** Runs a command read by `quickWorkflowArgs` as commander would run it; the exit status. */
 async function runQuick(command: QuickCommand): Promise<number> {
-  // The guest's spawn goes on while the rest of the host loads, and the guest boots meanwhile.
-  const earlyGuest = command.command === "run" ? earlyGuestOf(command.flags) : undefined;
+  // The guest boots while the rest of the host loads and opens.
+  const earlyGuest = command.command === "run" ? await earlyGuestOf(command.flags) : undefined;
   try {
     const [{ workflowRun, workflowWork }, { commandFailure }] = await loadRunModules();
     try {
