@@ -289,6 +289,31 @@ async function startRecovery(
 }
 
 /**
+ * Opens the ledger and the board together (two stores, neither waiting for the other); when
+ * either fails, the other is closed and the failure thrown, the ledger's first.
+ */
+async function openStores(
+  home: string,
+  options: ServicesOptions,
+  url: string | undefined,
+): Promise<{ ledger: Ledger; board: Board }> {
+  const settings = {
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    ...(url ? { url } : {}),
+  };
+  const [ledger, board] = await Promise.allSettled([
+    openLedger(home, settings),
+    openBoard(boardDirOf(home, options.boardDir), settings),
+  ]);
+  if (ledger.status === "fulfilled" && board.status === "fulfilled") {
+    return { ledger: ledger.value, board: board.value };
+  }
+  if (ledger.status === "fulfilled") await ledger.value.close();
+  if (board.status === "fulfilled") await board.value.close();
+  throw ledger.status === "rejected" ? ledger.reason : (board as PromiseRejectedResult).reason;
+}
+
+/**
  * The composition root: opens the ledger of a data directory and builds every service over
  * it. Runs and tasks of hosts that died are recovered now, and every `recoverEveryMs` while
  * the services stay open.
@@ -304,22 +329,16 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const dispatcher = options.dispatcher ?? swappable!;
   const live = { capabilities: capabilitiesOf(config) };
   const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
-  const ledger = await openLedger(home, {
-    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
-    ...(url ? { url } : {}),
-  });
+  const stores = await openStores(home, options, url);
+  const { ledger } = stores;
   const host = new HostLease(ledger, {
     ...(options.role ? { role: options.role } : {}),
     providers: dispatcher.providers(),
   });
   let runs: RunManager | undefined;
   let tasks: TaskManager | undefined;
-  let board: Board | undefined;
+  const { board } = stores;
   try {
-    board = await openBoard(boardDirOf(home, options.boardDir), {
-      ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
-      ...(url ? { url } : {}),
-    });
     const sessions = new SessionStore(ledger);
     const workspace = workspaceOf(config, { home, boardDir: board.dir, options });
     tasks = new TaskManager({
@@ -363,7 +382,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
         await runs?.close();
         await tasks?.close();
         await host.close();
-        await board?.close();
+        await board.close();
         await ledger.close();
       })();
     return {
@@ -405,7 +424,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   } catch (error) {
     await runs?.close().catch(() => {});
     await tasks?.close().catch(() => {});
-    await board?.close();
+    await board.close();
     await ledger.close();
     throw error;
   }
