@@ -18,3 +18,14 @@ Deno.test({
     await assert.rejects(openServices({ home: `${home.path}/home`, boardDir }));
   },
 });
+
+Deno.test("opening the services removes the scratch directories of dead hosts' guests and harness calls", async () => {
+  await using dir = await tempDir();
+  const tmp = `${dir.path}/home/tmp`;
+  // A pid above the kernel's largest: no process has it.
+  for (const name of ["call-4194400.1-x", "guest-4194400.1-y"]) {
+    await Deno.mkdir(`${tmp}/${name}`, { recursive: true });
+  }
+  await using _services = await openServices({ home: `${dir.path}/home` });
+  assert.deepEqual([...Deno.readDirSync(tmp)].map((entry) => entry.name), []);
+});

@@ -16,7 +16,6 @@ import { type A2aTaskLedger, HostLease, type Ledger, openLedger } from "../ledge
 import { joinPath, platform } from "../platform/mod.ts";
 import { GUEST_ENV_VARS, ledgerUrl, MICROVM_ENV_VARS, snapshotEnv } from "../host_env/mod.ts";
 import { defaultIsolationBackends, type IsolationBackend } from "../isolation/mod.ts";
-import { sweepScratch } from "../scratch/mod.ts";
 import { EventFeed } from "./event_feed.ts";
 import { CollaborationLog } from "../collaborations/mod.ts";
 import { type CardSource, MemorySearch } from "../memory/mod.ts";
@@ -350,6 +349,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       ...taskSettingsOf(config),
     });
     const recoveredTasks = await tasks.recover();
+    // Its sweep of `<home>/tmp` removes the scratch directories of dead hosts' harness calls too.
     runs = await RunManager.create({
       ...runSettingsOf(config, { home, chosen: options.runs, early: options.earlyGuest }),
       dispatcher,
@@ -358,8 +358,6 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       host,
       workspace,
     });
-    // Scratch directories of harness calls whose host died (the run manager swept its own).
-    await sweepScratch(joinPath(home, "tmp"));
     const stopRecovery = await startRecovery({ ledger, runs, tasks, options });
     const events = new EventFeed({ runs, tasks, ledger });
     const admission = new Admission({ config: config.admission, runs, tasks });
