@@ -3,7 +3,7 @@ import { findWorkflow, type RunStatus } from "../src/engine/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { platform } from "../src/platform/mod.ts";
 import { CONCURRENCY_LIMIT, MAX_AGENTS_LIMIT } from "../src/schemas/mod.ts";
-import { type Host, openHost } from "./host.ts";
+import { type Host, type HostOptions, openHost } from "./host.ts";
 import { EXIT, exitStatusOfState } from "./exit_status.ts";
 import { narrateRun, printerFor, reportEnd } from "./run_report.ts";
 import { type OutputLevel, parseOutputLevel } from "./progress_lines.ts";
@@ -77,7 +77,11 @@ function parseLimit(flag: string, raw: string | undefined, max: number): number 
  * `svc workflow run <script>`: runs the script to its end, narrates on standard error and
  * prints the product (or with --json the status object) on standard output.
  */
-export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): Promise<number> {
+export async function workflowRun(
+  scriptRef: string,
+  flags: WorkflowRunFlags,
+  start: Pick<FollowOptions, "earlyGuest"> = {},
+): Promise<number> {
   const workdir = await workdirOption(flags.workdir);
   const source = await readScriptSource(await scriptPathOf(scriptRef, workdir));
   const args = await parseArgsOption(flags.args);
@@ -94,7 +98,13 @@ export async function workflowRun(scriptRef: string, flags: WorkflowRunFlags): P
   if (args.asString) {
     printLine("svc: --args is not JSON: the script gets it as a string");
   }
-  return await runAndFollow(request, { json: flags.json, flags, ref: source.ref, output });
+  return await runAndFollow(request, {
+    json: flags.json,
+    flags,
+    ref: source.ref,
+    output,
+    ...(start.earlyGuest ? { earlyGuest: start.earlyGuest } : {}),
+  });
 }
 
 /**
@@ -126,6 +136,8 @@ interface FollowOptions {
   ref?: string;
   /** Calls' live output in the narration. @default "none" */
   output?: OutputLevel;
+  /** The guest started for the run before the services opened (`startEarlyGuest`). */
+  earlyGuest?: HostOptions["earlyGuest"];
 }
 
 /**
@@ -137,7 +149,9 @@ export async function runAndFollow(
   request: Record<string, unknown>,
   options: FollowOptions = {},
 ): Promise<number> {
-  await using host = await openHost();
+  await using host = await openHost(
+    options.earlyGuest ? { earlyGuest: options.earlyGuest } : {},
+  );
   await reportInterrupted(host);
   return await follow(host, () => host.runs.start(request, host.caller, { via: "cli" }), options);
 }

@@ -291,7 +291,11 @@ Deno.test(
       );
     };
     await plant();
+    const planted = await Deno.readTextFile(cacheFile);
     assert.deepEqual(await librariesFoundBy(deno, dataDir), [...probed, marker]);
+    // A process that read the verdict leaves it as it was: no write on a guest's start, and a
+    // verdict that cannot be tied to a boot still lasts an hour from its probe.
+    assert.equal(await Deno.readTextFile(cacheFile), planted);
     // A library changed since: probed again.
     await Deno.utime(marker, 1_000, 1_000);
     assert.deepEqual(await librariesFoundBy(deno, dataDir), probed);

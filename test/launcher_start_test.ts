@@ -17,7 +17,7 @@ interface InfoModule {
 }
 
 /** The modules `entry` loads before it runs (static imports, no type-only or dynamic one). */
-async function staticGraph(entry: string): Promise<string[]> {
+async function staticGraph(entry: string, withDynamic = false): Promise<string[]> {
   const { stdout } = await runCommand(Deno.execPath(), ["info", "--json", entry]);
   const info = JSON.parse(stdout) as { roots: string[]; modules: InfoModule[] };
   const modules = new Map(info.modules.map((m) => [m.specifier, m]));
@@ -28,7 +28,7 @@ async function staticGraph(entry: string): Promise<string[]> {
     if (seen.has(specifier)) continue;
     seen.add(specifier);
     for (const dep of modules.get(specifier)?.dependencies ?? []) {
-      if (!dep.isDynamic && dep.code) stack.push(dep.code.specifier);
+      if ((withDynamic || !dep.isDynamic) && dep.code) stack.push(dep.code.specifier);
     }
   }
   return [...seen];
@@ -135,7 +135,7 @@ Deno.test("the launcher runs workflow run and resume in the lean program's bundl
     assert.equal(hostEntry(argv), `${ROOT}/cli/main.ts`);
   }
   // The bundle is exactly the lean program's sources (test/host_bundle_test.ts).
-  const graph = await staticGraph(`${ROOT}/cli/workflow_main.ts`);
+  const graph = await staticGraph(`${ROOT}/cli/workflow_main.ts`, true);
   const unneeded = graph.filter((specifier) =>
     /\/cli\/(dashboard|daemon|mcp|a2a_server|board_commands|dispatch_commands|run_commands|workflow_legacy)\.ts$/
       .test(specifier) ||
@@ -143,6 +143,17 @@ Deno.test("the launcher runs workflow run and resume in the lean program's bundl
   );
   assert.deepEqual(unneeded, []);
   assert.ok(graph.some((specifier) => specifier.endsWith("/cli/workflow_run.ts")));
+});
+
+Deno.test("the lean program loads only what starts a run's guest before the guest is spawned: no schema, ledger, configuration or npm package", async () => {
+  const graph = await staticGraph(`${ROOT}/cli/workflow_main.ts`);
+  const heavy = graph.filter((specifier) =>
+    specifier.startsWith("npm:") ||
+    /\/src\/(config|dispatch|ledger|schemas|services|tasks)\//.test(specifier) ||
+    /\/cli\/workflow_run\.ts$/.test(specifier)
+  );
+  assert.deepEqual(heavy, []);
+  assert.ok(graph.some((specifier) => specifier.endsWith("/src/engine/early_guest.ts")));
 });
 
 Deno.test("the lean program and its bundle parse workflow run and resume exactly as the whole command line does", async () => {

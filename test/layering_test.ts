@@ -60,6 +60,8 @@ function folderOf(file: string): string {
 const SECOND_ENTRIES: Readonly<Record<string, string>> = {
   "src/platform/postgres.ts": "the Postgres driver, loaded only for a ledger at a postgres:// URL",
   "src/platform/node.ts": "the Node platform, installed by the npm package's entry point",
+  "src/engine/early_guest.ts":
+    "a run's guest started by `svc workflow run` before the engine and its schemas load",
 };
 
 /**

@@ -256,6 +256,8 @@ export async function findBubblewrap(
   if (!probe) {
     probe = (async () => {
       const cached = file && identity ? await cachedVerdict(file, identity, bwrap) : undefined;
+      // The file holds this verdict already: nothing to write for it.
+      if (cached && file) cacheFiles.add(file);
       if (cached) return cached;
       const found = await probeBubblewrap(bwrap, deno);
       if (found.ok && file && identity) await cacheVerdict(file, identity, found.sandbox);

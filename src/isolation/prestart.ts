@@ -2,8 +2,12 @@ import type { GuestHandle, GuestSpawnRequest, IsolationBackend } from "./types.t
 
 /** A backend that keeps one guest started ahead of need; closing it disposes of that guest. */
 export interface PrestartedBackend extends IsolationBackend, AsyncDisposable {
-  /** Starts the idle guest for requests like `request`, unless one is ready. */
-  prime(request: GuestSpawnRequest): void;
+  /**
+   * Starts the idle guest for requests like `request`, unless one is ready. The promise settles
+   * once its process is spawned (or failed to start, which the run that takes it finds out):
+   * the caller may wait for it, or not.
+   */
+  prime(request: GuestSpawnRequest): Promise<void>;
 }
 
 /** The spawn settings a ready guest was started with: a request must match all of them. */
@@ -89,14 +93,15 @@ export function prestartedBackend(
       if (refill) this.prime(request);
       return handle;
     },
-    prime(request: GuestSpawnRequest): void {
+    prime(request: GuestSpawnRequest): Promise<void> {
       // A backend that says a guest ahead does not pay off (a resident VM) is left as it is.
-      if (backend.prestarts?.() === false) return;
+      if (backend.prestarts?.() === false) return Promise.resolve();
       if (!ready || ready.key !== keyOf(request)) {
         const previous = ready;
         start(request);
         previous?.handle.then((handle) => handle.dispose(), () => {});
       }
+      return ready ? ready.handle.then(() => {}, () => {}) : Promise.resolve();
     },
     async [Symbol.asyncDispose](): Promise<void> {
       closed = true;

@@ -15,8 +15,7 @@ import { RunManager, type RunManagerOptions } from "../engine/mod.ts";
 import { type A2aTaskLedger, HostLease, type Ledger, openLedger } from "../ledger/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import { GUEST_ENV_VARS, ledgerUrl, MICROVM_ENV_VARS, snapshotEnv } from "../host_env/mod.ts";
-import { defaultIsolationBackends } from "../isolation/mod.ts";
-import { sweepScratch } from "../scratch/mod.ts";
+import { defaultIsolationBackends, type IsolationBackend } from "../isolation/mod.ts";
 import { EventFeed } from "./event_feed.ts";
 import { CollaborationLog } from "../collaborations/mod.ts";
 import { type CardSource, MemorySearch } from "../memory/mod.ts";
@@ -81,6 +80,12 @@ export interface ServicesOptions {
    * in fresh scratch directories.
    */
   fallbackRoots?: readonly string[];
+  /**
+   * The `unsafe-local` tier's backend holding a guest started before the services opened
+   * (`startEarlyGuest` of the engine: `svc workflow run` boots its run's guest while it opens
+   * them). Default: the tier's own backend. Ignored when `runs` chooses the tiers.
+   */
+  earlyGuest?: IsolationBackend;
 }
 
 /** The board directory: the option, else `SVC_DASHBOARD_BOARD_DIR`, else `<home>/board`. */
@@ -164,12 +169,13 @@ export interface Services extends AsyncDisposable {
  */
 function runSettingsOf(
   config: Config,
-  options: { home: string; chosen: RunSettings | undefined },
+  options: { home: string; chosen: RunSettings | undefined; early: IsolationBackend | undefined },
 ): RunSettings {
   const env = snapshotEnv([...GUEST_ENV_VARS, ...MICROVM_ENV_VARS]);
+  const isolation = defaultIsolationBackends({ env, home: options.home });
   return {
     admission: runAdmissionOf(config.admission),
-    isolation: defaultIsolationBackends({ env, home: options.home }),
+    isolation: options.early ? { ...isolation, "unsafe-local": options.early } : isolation,
     maxProgressBytes: config.progress.call_bytes,
     ...options.chosen,
   };
@@ -282,6 +288,31 @@ async function startRecovery(
 }
 
 /**
+ * Opens the ledger and the board together (two stores, neither waiting for the other); when
+ * either fails, the other is closed and the failure thrown, the ledger's first.
+ */
+async function openStores(
+  home: string,
+  options: ServicesOptions,
+  url: string | undefined,
+): Promise<{ ledger: Ledger; board: Board }> {
+  const settings = {
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    ...(url ? { url } : {}),
+  };
+  const [ledger, board] = await Promise.allSettled([
+    openLedger(home, settings),
+    openBoard(boardDirOf(home, options.boardDir), settings),
+  ]);
+  if (ledger.status === "fulfilled" && board.status === "fulfilled") {
+    return { ledger: ledger.value, board: board.value };
+  }
+  if (ledger.status === "fulfilled") await ledger.value.close();
+  if (board.status === "fulfilled") await board.value.close();
+  throw ledger.status === "rejected" ? ledger.reason : (board as PromiseRejectedResult).reason;
+}
+
+/**
  * The composition root: opens the ledger of a data directory and builds every service over
  * it. Runs and tasks of hosts that died are recovered now, and every `recoverEveryMs` while
  * the services stay open.
@@ -297,22 +328,16 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   const dispatcher = options.dispatcher ?? swappable!;
   const live = { capabilities: capabilitiesOf(config) };
   const url = options.ledgerUrl === undefined ? ledgerUrl() : options.ledgerUrl ?? undefined;
-  const ledger = await openLedger(home, {
-    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
-    ...(url ? { url } : {}),
-  });
+  const stores = await openStores(home, options, url);
+  const { ledger } = stores;
   const host = new HostLease(ledger, {
     ...(options.role ? { role: options.role } : {}),
     providers: dispatcher.providers(),
   });
   let runs: RunManager | undefined;
   let tasks: TaskManager | undefined;
-  let board: Board | undefined;
+  const { board } = stores;
   try {
-    board = await openBoard(boardDirOf(home, options.boardDir), {
-      ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
-      ...(url ? { url } : {}),
-    });
     const sessions = new SessionStore(ledger);
     const workspace = workspaceOf(config, { home, boardDir: board.dir, options });
     tasks = new TaskManager({
@@ -324,16 +349,15 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
       ...taskSettingsOf(config),
     });
     const recoveredTasks = await tasks.recover();
+    // Its sweep of `<home>/tmp` removes the scratch directories of dead hosts' harness calls too.
     runs = await RunManager.create({
-      ...runSettingsOf(config, { home, chosen: options.runs }),
+      ...runSettingsOf(config, { home, chosen: options.runs, early: options.earlyGuest }),
       dispatcher,
       ledger,
       sessions,
       host,
       workspace,
     });
-    // Scratch directories of harness calls whose host died (the run manager swept its own).
-    await sweepScratch(joinPath(home, "tmp"));
     const stopRecovery = await startRecovery({ ledger, runs, tasks, options });
     const events = new EventFeed({ runs, tasks, ledger });
     const admission = new Admission({ config: config.admission, runs, tasks });
@@ -356,7 +380,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
         await runs?.close();
         await tasks?.close();
         await host.close();
-        await board?.close();
+        await board.close();
         await ledger.close();
       })();
     return {
@@ -398,7 +422,7 @@ export async function openServices(options: ServicesOptions = {}): Promise<Servi
   } catch (error) {
     await runs?.close().catch(() => {});
     await tasks?.close().catch(() => {});
-    await board?.close();
+    await board.close();
     await ledger.close();
     throw error;
   }

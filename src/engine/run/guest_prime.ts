@@ -4,6 +4,8 @@ import type { PrestartedBackend } from "../../isolation/mod.ts";
 export const GUEST_SEED = 1;
 /** CPU seconds a guest gets past its run's timeout, so that the host's own timeout wins. */
 export const GUEST_CPU_GRACE_S = 5;
+/** A guest's V8 heap cap in MiB unless the run manager is given another. */
+export const DEFAULT_GUEST_HEAP_MB = 512;
 
 /**
  * The seed and CPU cap of a guest for a run of `timeout` seconds: one function for the primed

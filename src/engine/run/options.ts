@@ -15,6 +15,7 @@ import { withDefaults } from "../../options/mod.ts";
 import { platform } from "../../platform/mod.ts";
 import { WorkspacePolicy } from "../../workspace/mod.ts";
 import type { RunAdmissionLimits } from "../admission.ts";
+import { DEFAULT_GUEST_HEAP_MB } from "./guest_prime.ts";
 
 /**
  * The ledger domains a run manager uses: runs and their feeds, the queue, hosts and their
@@ -132,7 +133,7 @@ export function resolveRunOptions(options: RunManagerOptions): ResolvedRunOption
       concurrency: 8,
       maxAgents: 200,
       maxRefusedCalls: 1000,
-      heapMb: 512,
+      heapMb: DEFAULT_GUEST_HEAP_MB,
       frameLimit: 4 * 1024 * 1024,
       maxNarration: 5000,
       maxNarrationBytes: 2 * 1024 * 1024,
