@@ -12,15 +12,15 @@ import {
   ledgerUrl,
   microvmBackendName,
   svcHome
-} from "./chunk-NHLHPMDA.js";
+} from "./chunk-FEJN3AJX.js";
 import {
   printLine
-} from "./chunk-36ASGRUG.js";
+} from "./chunk-QJ6AKW35.js";
 import {
   LIFELINE_SHELL,
   joinPath,
   platform
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";
@@ -108,7 +108,7 @@ async function configuration(home) {
       webhooks: {}
     };
   }
-  const { loadConfig } = await import("./mod-RKFUWD4H.js");
+  const { loadConfig } = await import("./mod-JQ4NXV2E.js");
   return (await loadConfig(home)).config;
 }
 function grantsOf(home, config) {
@@ -121,6 +121,8 @@ function grantsOf(home, config) {
     prlimit,
     p.which("git"),
     p.which("kill"),
+    // setsid(1) starts guests and harnesses in sessions of their own without a full fork.
+    p.which("setsid"),
     p.which("bwrap"),
     p.which("ldd"),
     p.which("sandbox-exec"),

@@ -2,23 +2,39 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
-  commandFailure
-} from "./chunk-Q3SBHGQB.js";
+  DEFAULT_GUEST_HEAP_MB,
+  createUnsafeLocalBackend,
+  guestClock,
+  prestartedBackend
+} from "./chunk-M2L7LQUD.js";
 import {
-  workflowRun,
-  workflowWork
-} from "./chunk-ETAJTAF4.js";
-import "./chunk-ZY3YOABX.js";
-import "./chunk-NHLHPMDA.js";
-import "./chunk-G7MHXGU2.js";
-import "./chunk-IZPX2BVX.js";
-import "./chunk-36ASGRUG.js";
-import "./chunk-KPBTULV6.js";
+  GUEST_ENV_VARS,
+  snapshotEnv,
+  svcHome
+} from "./chunk-FEJN3AJX.js";
 import {
+  joinPath,
   platform
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
+
+// src/engine/early_guest.ts
+function startEarlyGuest(options) {
+  const env = options.env ?? snapshotEnv(GUEST_ENV_VARS);
+  const backend = prestartedBackend(options.backend ?? createUnsafeLocalBackend({
+    env
+  }));
+  const spawned = backend.prime({
+    scratchRoot: joinPath(options.home, "tmp"),
+    heapMb: options.heapMb ?? DEFAULT_GUEST_HEAP_MB,
+    ...guestClock(options.timeout)
+  });
+  return {
+    backend,
+    spawned
+  };
+}
 
 // cli/quick_workflow_args.ts
 var SANDBOX_LEVELS = [
@@ -145,19 +161,46 @@ function quickWorkflowArgs(argv) {
 }
 
 // cli/workflow_main.ts
+async function earlyGuestOf(flags) {
+  if ((flags.isolation ?? "unsafe-local") !== "unsafe-local") return void 0;
+  const timeout = Number(flags.timeout);
+  if (!/^\d+$/.test(flags.timeout ?? "") || !Number.isSafeInteger(timeout) || timeout < 1) {
+    return void 0;
+  }
+  const { backend, spawned } = startEarlyGuest({
+    home: svcHome(),
+    timeout
+  });
+  await spawned;
+  return backend;
+}
+function loadRunModules() {
+  return Promise.all([
+    import("./workflow_run-S774EP3N.js"),
+    import("./command_failure-N7WRFSFV.js")
+  ]);
+}
 async function runQuick(command) {
+  const earlyGuest = command.command === "run" ? await earlyGuestOf(command.flags) : void 0;
   try {
-    return command.command === "run" ? await workflowRun(command.script, command.flags) : await workflowWork(command.runId);
-  } catch (error) {
-    return commandFailure(error);
+    const [{ workflowRun, workflowWork }, { commandFailure }] = await loadRunModules();
+    try {
+      return command.command === "run" ? await workflowRun(command.script, command.flags, earlyGuest ? {
+        earlyGuest
+      } : {}) : await workflowWork(command.runId);
+    } catch (error) {
+      return commandFailure(error);
+    }
+  } finally {
+    await earlyGuest?.[Symbol.asyncDispose]();
   }
 }
 async function main(argv) {
   const quick = quickWorkflowArgs(argv);
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
-    import("./program-DLG2JOWD.js"),
-    import("./workflow_commands-FAT7NG7J.js")
+    import("./program-3FNOY7SU.js"),
+    import("./workflow_commands-E4NQPTVZ.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

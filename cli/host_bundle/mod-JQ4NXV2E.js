@@ -8,13 +8,13 @@ import {
   WEBHOOK_BODY_LIMIT,
   defaultConfig,
   loadConfig
-} from "./chunk-ZY3YOABX.js";
+} from "./chunk-L3NM4VCW.js";
 import {
   configFile,
   svcHome
-} from "./chunk-NHLHPMDA.js";
-import "./chunk-KPBTULV6.js";
-import "./chunk-AYN642R2.js";
+} from "./chunk-FEJN3AJX.js";
+import "./chunk-VVTWFLTM.js";
+import "./chunk-OFWIEOWA.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 export {

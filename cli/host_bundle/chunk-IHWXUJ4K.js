@@ -2,9 +2,18 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
+  DEFAULT_GUEST_HEAP_MB,
+  defaultIsolationBackends,
+  guestClock,
+  makeScratchDir,
+  prestartedBackend,
+  primeGuest,
+  sweepScratch
+} from "./chunk-M2L7LQUD.js";
+import {
   defaultConfig,
   loadConfig
-} from "./chunk-ZY3YOABX.js";
+} from "./chunk-L3NM4VCW.js";
 import {
   GUEST_ENV_VARS,
   HARNESS_BASE_ENV,
@@ -12,12 +21,9 @@ import {
   MICROVM_ENV_VARS,
   hostEnv,
   ledgerUrl,
-  microvmBackendName,
-  microvmUnavailable,
-  shown,
   snapshotEnv,
   svcHome
-} from "./chunk-NHLHPMDA.js";
+} from "./chunk-FEJN3AJX.js";
 import {
   SchemaError,
   WorkLimitExceeded,
@@ -31,12 +37,12 @@ import {
   parseArgsOption,
   readScriptSource,
   workdirOption
-} from "./chunk-IZPX2BVX.js";
+} from "./chunk-7P443PDA.js";
 import {
   printJson,
   printLine,
   visible
-} from "./chunk-36ASGRUG.js";
+} from "./chunk-QJ6AKW35.js";
 import {
   AgentOptionsSchema,
   AutomationRequestSchema,
@@ -67,15 +73,12 @@ import {
   parseAgentCall,
   refuseBoardDir,
   sandboxAbove
-} from "./chunk-KPBTULV6.js";
+} from "./chunk-VVTWFLTM.js";
 import {
-  LIFELINE_SHELL,
-  dirName,
   joinPath,
   platform,
-  readBounded,
   timingSafeEqual
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import {
   SvcError,
   toSvcError
@@ -107,11 +110,11 @@ function objectBytes(members) {
   return out;
 }
 function memberHead(key, first) {
-  const text3 = `${first ? "{" : ","}${JSON.stringify(key)}:`;
-  let head = HEADS.get(text3);
+  const text2 = `${first ? "{" : ","}${JSON.stringify(key)}:`;
+  let head = HEADS.get(text2);
   if (head === void 0) {
-    head = encoder.encode(text3);
-    if (HEADS.size < 64) HEADS.set(text3, head);
+    head = encoder.encode(text2);
+    if (HEADS.size < 64) HEADS.set(text2, head);
   }
   return head;
 }
@@ -122,9 +125,9 @@ function fromBytes(bytes) {
 var HEX = Array.from({
   length: 256
 }, (_, b) => b.toString(16).padStart(2, "0"));
-function sha256(text3) {
+function sha256(text2) {
   let hex = "";
-  for (const byte of platform().sha256(encoder.encode(text3))) hex += HEX[byte];
+  for (const byte of platform().sha256(encoder.encode(text2))) hex += HEX[byte];
   return hex;
 }
 
@@ -132,13 +135,13 @@ function sha256(text3) {
 function localFiles(home) {
   const at3 = (path) => joinPath(home, ...path.split("/"));
   return {
-    async write(path, text3) {
+    async write(path, text2) {
       const p = platform();
       const target = at3(path);
       const dir = target.slice(0, target.lastIndexOf("/"));
       await p.mkdir(dir);
       const temp = `${dir}/.${target.slice(dir.length + 1)}.tmp`;
-      await p.writeTextFile(temp, text3);
+      await p.writeTextFile(temp, text2);
       await p.rename(temp, target);
     },
     async read(path) {
@@ -156,7 +159,7 @@ function sharedFiles(store) {
   const encoder6 = new TextEncoder();
   const decoder2 = new TextDecoder();
   return {
-    write: (path, text3) => store.writeFile(path, encoder6.encode(text3)),
+    write: (path, text2) => store.writeFile(path, encoder6.encode(text2)),
     async read(path) {
       const bytes = await store.readFile(path);
       return bytes === void 0 ? void 0 : decoder2.decode(bytes);
@@ -406,12 +409,12 @@ function fitRecord(value, limit2 = VALUE_LIMIT) {
     bytes
   };
 }
-function clipText(text3, max) {
-  if (text3.length <= max) return text3;
+function clipText(text2, max) {
+  if (text2.length <= max) return text2;
   let end = max;
-  const last2 = text3.charCodeAt(end - 1);
+  const last2 = text2.charCodeAt(end - 1);
   if (last2 >= 55296 && last2 <= 56319) end--;
-  return `${text3.slice(0, end)}\u2026 [${text3.length - end} more characters]`;
+  return `${text2.slice(0, end)}\u2026 [${text2.length - end} more characters]`;
 }
 function stringCap(value, excess) {
   const lengths = [];
@@ -1080,12 +1083,12 @@ var LedgerContext = class {
    */
   #inTurn(owner, append) {
     const mine = (this.#appending.get(owner) ?? Promise.resolve()).then(append, append);
-    const settled4 = mine.then(() => {
+    const settled3 = mine.then(() => {
     }, () => {
     });
-    this.#appending.set(owner, settled4);
-    settled4.then(() => {
-      if (this.#appending.get(owner) === settled4) this.#appending.delete(owner);
+    this.#appending.set(owner, settled3);
+    settled3.then(() => {
+      if (this.#appending.get(owner) === settled3) this.#appending.delete(owner);
     });
     return mine;
   }
@@ -1145,11 +1148,11 @@ var LedgerContext = class {
   async load(id, stored, dirOf = runFiles) {
     if ("value" in stored) return stored.value;
     const path = `${dirOf(id)}/${stored.ref}`;
-    const text3 = await this.files.read(path);
-    if (text3 === void 0) {
+    const text2 = await this.files.read(path);
+    if (text2 === void 0) {
       throw new SvcError("internal", `Cannot read a stored value of ${id}: ${this.files.where(path)} is missing`);
     }
-    return JSON.parse(text3);
+    return JSON.parse(text2);
   }
   /** The values under `prefix`, in key order. */
   async list(prefix) {
@@ -1394,7 +1397,8 @@ async function createRun(ctx, status, options) {
   const event = fitRecord(options.event).bytes;
   const ok = await ctx.commit((atomic) => atomic.check(KEYS.run(status.run_id), null).set(KEYS.run(status.run_id), doc).set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({})).set(host ? KEYS.active(status.run_id) : KEYS.queue("run", status.run_id), host ? toBytes({
     host_id: host.id,
-    pid: host.pid
+    pid: host.pid,
+    owner: status.owner
   }) : toBytes({
     owner: status.owner,
     at: status.created_at
@@ -1644,11 +1648,11 @@ async function getRunInput(ctx, runId) {
   if (script === void 0) {
     throw new SvcError("internal", `Cannot read the input of run ${runId}: ${ctx.files.where(`${dir}/script.js`)} is missing`);
   }
-  const text3 = await read2("input.json");
-  if (text3 === void 0) return {
+  const text2 = await read2("input.json");
+  if (text2 === void 0) return {
     script
   };
-  const { v: _v, ...rest } = JSON.parse(text3);
+  const { v: _v, ...rest } = JSON.parse(text2);
   return {
     script,
     ...rest
@@ -2418,13 +2422,13 @@ async function liveHost(ctx, hostId) {
     record: true
   };
 }
-async function recoverInterrupted(ctx, self2) {
+async function recoverInterrupted(ctx, self) {
   const recovered = [];
   for await (const entry of ctx.kv.list(KEYS.active())) {
     const runId = entry.key.at(-1);
     if (typeof runId !== "string" || !entry.value) continue;
     const owner = fromBytes(entry.value);
-    if (owner.host_id === self2.id) continue;
+    if (owner.host_id === self.id) continue;
     const host = await liveHost(ctx, owner.host_id);
     if (host.alive) continue;
     const ok = await markInterrupted(ctx, runId, entry.versionstamp, {
@@ -2442,13 +2446,13 @@ async function interruptRun(ctx, runId, error) {
   if (!active.value) return false;
   return await markInterrupted(ctx, runId, active.versionstamp, error);
 }
-async function recoverInterruptedTasks(ctx, self2) {
+async function recoverInterruptedTasks(ctx, self) {
   const recovered = [];
   for await (const entry of ctx.kv.list(KEYS.activeTasks())) {
     const taskId = entry.key.at(-1);
     if (typeof taskId !== "string" || !entry.value) continue;
     const { host_id } = fromBytes(entry.value);
-    if (host_id === self2.id || (await liveHost(ctx, host_id)).alive) continue;
+    if (host_id === self.id || (await liveHost(ctx, host_id)).alive) continue;
     const taskEntry = await ctx.kv.get(KEYS.task(taskId));
     if (!taskEntry.value) continue;
     const task = await taskOf(ctx, taskEntry.value);
@@ -2509,13 +2513,46 @@ function hostLedger(ctx) {
     removeHost: async (host) => {
       await ctx.kv.atomic().delete(KEYS.host(host.id)).commit();
     },
-    recoverInterrupted: (self2) => recoverInterrupted(ctx, self2),
+    recoverInterrupted: (self) => recoverInterrupted(ctx, self),
     interruptRun: (runId, error) => interruptRun(ctx, runId, error),
-    recoverInterruptedTasks: (self2) => recoverInterruptedTasks(ctx, self2),
+    recoverInterruptedTasks: (self) => recoverInterruptedTasks(ctx, self),
     listHosts: () => listHosts(ctx),
     acquireLease: (name, options) => acquireLease(ctx.kv, name, options),
     readLease: (name) => readLease(ctx.kv, name),
     releaseLease: (name, holder) => releaseLease(ctx.kv, name, holder)
+  };
+}
+
+// src/ledger/active_runs.ts
+var INDEX_READ_BATCH = 64;
+async function countActiveRuns(ctx, owner) {
+  let queued = 0;
+  for await (const entry of ctx.kv.list(KEYS.queue("run"))) {
+    if (!entry.value) continue;
+    if (owner === void 0 || fromBytes(entry.value).owner === owner) {
+      queued++;
+    }
+  }
+  let running2 = 0;
+  const unnamed = [];
+  for await (const entry of ctx.kv.list(KEYS.active())) {
+    const runId = entry.key.at(-1);
+    if (typeof runId !== "string" || !entry.value) continue;
+    const named = fromBytes(entry.value).owner;
+    if (owner === void 0 || named === owner) running2++;
+    else if (named === void 0) unnamed.push(runId);
+  }
+  if (owner === void 0) return {
+    queued,
+    running: running2
+  };
+  for (let i = 0; i < unnamed.length; i += INDEX_READ_BATCH) {
+    const found = await Promise.all(unnamed.slice(i, i + INDEX_READ_BATCH).map((runId) => ctx.kv.get(KEYS.runsByOwner(owner, runId))));
+    running2 += found.filter((entry) => entry.value !== null).length;
+  }
+  return {
+    queued,
+    running: running2
   };
 }
 
@@ -2552,15 +2589,18 @@ async function listQueue(ctx, options = {}) {
 async function claimRun(ctx, runId, host) {
   const queued = await ctx.kv.get(KEYS.queue("run", runId));
   if (!queued.value) return false;
+  const queuedOwner = fromBytes(queued.value).owner;
   return (await ctx.kv.atomic().check(KEYS.queue("run", runId), queued.versionstamp).check(KEYS.active(runId), null).delete(KEYS.queue("run", runId)).set(KEYS.active(runId), toBytes({
     host_id: host.id,
-    pid: host.pid
+    pid: host.pid,
+    owner: queuedOwner
   })).commit()).ok;
 }
 function queueLedger(ctx) {
   return {
     listQueue: (options) => listQueue(ctx, options),
-    claimRun: (runId, host) => claimRun(ctx, runId, host)
+    claimRun: (runId, host) => claimRun(ctx, runId, host),
+    countActiveRuns: (owner) => countActiveRuns(ctx, owner)
   };
 }
 
@@ -2697,8 +2737,8 @@ var APPROVAL_LIMITS = {
   /** The reason of a decision. */
   reason: 1e3
 };
-function approvalText(text3, max) {
-  return clipText(text3.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, " "), max);
+function approvalText(text2, max) {
+  return clipText(text2.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, " "), max);
 }
 function bounded(record2) {
   const { short, reason, preview: preview2 } = APPROVAL_LIMITS;
@@ -3499,8 +3539,8 @@ var SEPARATORS = ` 	\r
 function isSecretName(name) {
   return name.split(SEGMENT_BREAK).some((segment) => SECRET_SEGMENT.test(segment.toUpperCase()));
 }
-function escapeRegExp(text3) {
-  return text3.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+function escapeRegExp(text2) {
+  return text2.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 }
 function base64(bytes) {
   let binary = "";
@@ -3530,12 +3570,12 @@ function base64Variants(bytes) {
     const padded = new Uint8Array(pad + bytes.length);
     padded.set(bytes, pad);
     const full = Math.floor(padded.length / 3) * 4;
-    const text3 = base64(padded).slice(skip, full);
-    if (text3.length >= MIN_VARIANT_LENGTH) out.push(text3);
+    const text2 = base64(padded).slice(skip, full);
+    if (text2.length >= MIN_VARIANT_LENGTH) out.push(text2);
   }
-  return out.flatMap((text3) => [
-    text3,
-    text3.replaceAll("+", "-").replaceAll("/", "_")
+  return out.flatMap((text2) => [
+    text2,
+    text2.replaceAll("+", "-").replaceAll("/", "_")
   ]);
 }
 function spacedPattern(secret) {
@@ -3569,11 +3609,11 @@ function secretPattern(secrets) {
   ].sort((a, b) => b.length - a.length);
   return new RegExp(sorted.join("|"), "gi");
 }
-function redactNamedValues(text3) {
+function redactNamedValues(text2) {
   let out = "";
   let copied2 = 0;
   NAME_AND_SEPARATOR.lastIndex = 0;
-  for (let match = NAME_AND_SEPARATOR.exec(text3); match; match = NAME_AND_SEPARATOR.exec(text3)) {
+  for (let match = NAME_AND_SEPARATOR.exec(text2); match; match = NAME_AND_SEPARATOR.exec(text2)) {
     const name = match[1];
     const separator = match[2];
     const valueStart = match.index + match[0].length;
@@ -3581,32 +3621,32 @@ function redactNamedValues(text3) {
       NAME_AND_SEPARATOR.lastIndex = match.index + name.length;
       continue;
     }
-    const quote = text3[valueStart];
+    const quote = text2[valueStart];
     let end = valueStart;
     if (quote === '"' || quote === "'") {
       const inner = QUOTED_VALUE[quote];
       inner.lastIndex = valueStart + 1;
-      const found = inner.exec(text3);
+      const found = inner.exec(text2);
       end = valueStart + 1 + (found?.[0].length ?? 0);
       if (end > valueStart + 1) {
-        out += text3.slice(copied2, valueStart + 1) + REDACTED;
+        out += text2.slice(copied2, valueStart + 1) + REDACTED;
         copied2 = end;
       }
     } else {
       BARE_VALUE.lastIndex = valueStart;
-      const found = BARE_VALUE.exec(text3);
+      const found = BARE_VALUE.exec(text2);
       end = valueStart + (found?.[0].length ?? 0);
       if (found && !SCHEME.test(found[0]) && !found[0].startsWith(REDACTED)) {
-        out += text3.slice(copied2, valueStart) + REDACTED;
+        out += text2.slice(copied2, valueStart) + REDACTED;
         copied2 = end;
       }
     }
     NAME_AND_SEPARATOR.lastIndex = Math.max(end, match.index + name.length + separator.length);
   }
-  return out + text3.slice(copied2);
+  return out + text2.slice(copied2);
 }
-function redactSecrets(text3, options = {}) {
-  let out = text3;
+function redactSecrets(text2, options = {}) {
+  let out = text2;
   const known = secretPattern(options.secrets ?? []);
   if (known) out = out.replace(known, REDACTED);
   for (const pattern of TOKEN_SHAPES) out = out.replace(pattern, REDACTED);
@@ -3659,15 +3699,15 @@ async function* readSse(body) {
         if (line.startsWith(":")) continue;
         const colon = line.indexOf(":");
         const field2 = colon === -1 ? line : line.slice(0, colon);
-        let text3 = colon === -1 ? "" : line.slice(colon + 1);
-        if (text3.startsWith(" ")) text3 = text3.slice(1);
-        if (field2 === "event") event = text3;
+        let text2 = colon === -1 ? "" : line.slice(colon + 1);
+        if (text2.startsWith(" ")) text2 = text2.slice(1);
+        if (field2 === "event") event = text2;
         else if (field2 === "data") {
-          dataChars += text3.length;
+          dataChars += text2.length;
           if (dataChars > MAX_EVENT_CHARS) {
             throw new SseFramingError("an event of the stream exceeds 8 MiB");
           }
-          data2.push(text3);
+          data2.push(text2);
         }
       }
       buffer = buffer.slice(start2);
@@ -3750,8 +3790,8 @@ function apiKey(provider, keyEnv) {
   }
   return value;
 }
-function redact(text3, key) {
-  let safe = redactSecrets(text3, {
+function redact(text2, key) {
+  let safe = redactSecrets(text2, {
     secrets: key ? [
       key
     ] : []
@@ -3907,12 +3947,12 @@ function worthRetrying(response) {
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 async function failure(response, post, now4) {
-  const { text: text3 } = await boundedText(response, MAX_ERROR_BYTES).catch(() => ({
+  const { text: text2 } = await boundedText(response, MAX_ERROR_BYTES).catch(() => ({
     text: ""
   }));
   let body;
   try {
-    body = JSON.parse(text3);
+    body = JSON.parse(text2);
   } catch {
     body = void 0;
   }
@@ -3979,11 +4019,11 @@ async function postWithRetries(post, policy, read2) {
     await policy.sleep(wait2, post.signal);
   }
 }
-function parseJson(post, text3, what) {
+function parseJson(post, text2, what) {
   try {
-    return JSON.parse(text3);
+    return JSON.parse(text2);
   } catch {
-    throw new SvcError("provider_failed", `Cannot dispatch to ${post.provider}: ${what} is not JSON (${redact(text3, post.key)})`);
+    throw new SvcError("provider_failed", `Cannot dispatch to ${post.provider}: ${what} is not JSON (${redact(text2, post.key)})`);
   }
 }
 function unexpectedShape(provider, what, error) {
@@ -4024,11 +4064,11 @@ function postJson(post, policy, read2) {
       }
       return await read2.stream(rest, response.body.pipeThrough(progress(touch)));
     }
-    const { text: text3, over } = await boundedText(response, MAX_ANSWER_BYTES);
+    const { text: text2, over } = await boundedText(response, MAX_ANSWER_BYTES);
     if (over) {
       throw new SvcError("provider_failed", `Cannot dispatch to ${rest.provider}: the answer is larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB`);
     }
-    return read2.document(rest, text3);
+    return read2.document(rest, text2);
   });
 }
 
@@ -4040,8 +4080,8 @@ var ESCAPE_SEQUENCE = new RegExp([
   "\\u001b[ -/]*[0-~]?"
 ].join("|"), "g");
 var CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
-function stripTerminalCodes(text3) {
-  return text3.replace(ESCAPE_SEQUENCE, "").replace(CONTROL, "");
+function stripTerminalCodes(text2) {
+  return text2.replace(ESCAPE_SEQUENCE, "").replace(CONTROL, "");
 }
 
 // src/dispatch/progress.ts
@@ -4057,8 +4097,8 @@ function heldCut(held) {
   if (held.length - at3 <= HOLD_LIMIT) return at3;
   return lastSpace > 0 && held.length - lastSpace <= HOLD_LIMIT ? lastSpace : held.length;
 }
-function oneLine(text3, limit2) {
-  const flat = text3.replace(/\s+/g, " ").trim();
+function oneLine(text2, limit2) {
+  const flat = text2.replace(/\s+/g, " ").trim();
   return flat.length > limit2 ? `${flat.slice(0, limit2 - 1)}\u2026` : flat;
 }
 var SILENT = {
@@ -4079,7 +4119,7 @@ function progressChannel(listener, options = {}) {
   let budget = options.maxChars ?? 1024 * 1024;
   let held = "";
   let live = true;
-  const clean = (text3) => redactSecrets(stripTerminalCodes(text3), {
+  const clean = (text2) => redactSecrets(stripTerminalCodes(text2), {
     secrets
   });
   const send2 = (event, size) => {
@@ -4091,8 +4131,8 @@ function progressChannel(listener, options = {}) {
       live = false;
     }
   };
-  const sendText = (text3) => {
-    const cleaned = clean(text3);
+  const sendText = (text2) => {
+    const cleaned = clean(text2);
     for (let at3 = 0; at3 < cleaned.length; at3 += PROGRESS_TEXT_LIMIT) {
       const piece = cleaned.slice(at3, at3 + PROGRESS_TEXT_LIMIT);
       send2({
@@ -4101,7 +4141,7 @@ function progressChannel(listener, options = {}) {
       }, piece.length);
     }
   };
-  const field2 = (text3) => oneLine(clean(text3), PROGRESS_FIELD_LIMIT);
+  const field2 = (text2) => oneLine(clean(text2), PROGRESS_FIELD_LIMIT);
   return {
     text(delta) {
       if (!live || budget <= 0 || delta === "") return;
@@ -4131,11 +4171,11 @@ function progressChannel(listener, options = {}) {
     },
     error(message) {
       this.flush();
-      const text3 = oneLine(clean(message), PROGRESS_TEXT_LIMIT);
-      if (text3 !== "") send2({
+      const text2 = oneLine(clean(message), PROGRESS_TEXT_LIMIT);
+      if (text2 !== "") send2({
         kind: "error",
-        message: text3
-      }, text3.length + 32);
+        message: text2
+      }, text2.length + 32);
     },
     flush() {
       if (held !== "") sendText(held);
@@ -4276,8 +4316,8 @@ function mergeUsage(earlier, later) {
   }
   return merged2;
 }
-function readMessage(post, text3) {
-  const parsed2 = MessageSchema.safeParse(parseJson(post, text3, "the answer"));
+function readMessage(post, text2) {
+  const parsed2 = MessageSchema.safeParse(parseJson(post, text2, "the answer"));
   if (!parsed2.success) throw unexpectedShape(post.provider, "the answer", parsed2.error);
   const { content, usage, model } = parsed2.data;
   return {
@@ -4484,8 +4524,8 @@ var ChunkSchema = external_exports.object({
   })).nullish(),
   usage: UsageSchema2.nullish()
 });
-function readCompletion(post, text3) {
-  const parsed2 = CompletionSchema.safeParse(parseJson(post, text3, "the answer"));
+function readCompletion(post, text2) {
+  const parsed2 = CompletionSchema.safeParse(parseJson(post, text2, "the answer"));
   if (!parsed2.success) throw unexpectedShape(post.provider, "the answer", parsed2.error);
   const { message } = parsed2.data.choices[0];
   return {
@@ -7201,8 +7241,8 @@ function toCompatPushNotificationConfig(core) {
   };
   const id = nonEmpty(core.id);
   if (id !== void 0) result2.id = id;
-  const token2 = nonEmpty(core.token);
-  if (token2 !== void 0) result2.token = token2;
+  const token = nonEmpty(core.token);
+  if (token !== void 0) result2.token = token;
   if (core.authentication) {
     result2.authentication = toCompatAuthenticationInfo(core.authentication);
   }
@@ -9865,11 +9905,11 @@ var LegacyRestTransport = class _LegacyRestTransport {
     if (response.status === 204 || responseType === void 0) {
       return void 0;
     }
-    const text3 = await response.text();
-    if (!text3) {
+    const text2 = await response.text();
+    if (!text2) {
       return void 0;
     }
-    const json = JSON.parse(text3);
+    const json = JSON.parse(text2);
     return responseType.fromJSON(json);
   }
   async *_sendStreamingRequest(path, method, body, options) {
@@ -11202,13 +11242,13 @@ var STUCK_STATES = /* @__PURE__ */ new Set([
   TaskState.TASK_STATE_AUTH_REQUIRED
 ]);
 function textOf(parts) {
-  return parts.map((part) => part.content?.$case === "text" ? part.content.value : "").filter((text3) => text3 !== "").join("\n");
+  return parts.map((part) => part.content?.$case === "text" ? part.content.value : "").filter((text2) => text2 !== "").join("\n");
 }
 function answerOf(parts) {
   const only = parts.length === 1 ? parts[0]?.content : void 0;
   if (only?.$case === "data") return only.value;
-  const text3 = textOf(parts);
-  return text3.length > ANSWER_LIMIT ? text3.slice(0, ANSWER_LIMIT) : text3;
+  const text2 = textOf(parts);
+  return text2.length > ANSWER_LIMIT ? text2.slice(0, ANSWER_LIMIT) : text2;
 }
 function count(value) {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0;
@@ -11252,21 +11292,21 @@ function a2aAgentProvider(options) {
   const base = options.url.replace(/\/+$/, "");
   const tokenEnv = options.tokenEnv ?? null;
   const pollMs = options.pollMs ?? 100;
-  function fail2(reason, token2) {
-    throw new SvcError("provider_failed", `Cannot dispatch to ${name}: ${redact(reason, token2)}`);
+  function fail2(reason, token) {
+    throw new SvcError("provider_failed", `Cannot dispatch to ${name}: ${redact(reason, token)}`);
   }
   return {
     name,
     kind: "api",
     async dispatch(request) {
-      const token2 = apiKey(name, tokenEnv);
+      const token = apiKey(name, tokenEnv);
       const { signal } = request;
       let client;
       try {
-        client = await connect(base, token2);
+        client = await connect(base, token);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        fail2(`cannot read its agent card at ${base}: ${String(error?.message ?? error)}`, token2);
+        fail2(`cannot read its agent card at ${base}: ${String(error?.message ?? error)}`, token);
       }
       const prompt = request.system ? `${request.system}
 
@@ -11288,7 +11328,7 @@ ${request.prompt}` : request.prompt;
         });
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        fail2(`the agent refused the message: ${String(error?.message ?? error)}`, token2);
+        fail2(`the agent refused the message: ${String(error?.message ?? error)}`, token);
       }
       if ("messageId" in reply2) {
         const { usage: usage2, cost_usd: cost_usd2 } = usageOfReply(reply2.metadata);
@@ -11308,7 +11348,7 @@ ${request.prompt}` : request.prompt;
           await cancelQuietly(client, reply2.id);
           throw signal.reason;
         }
-        fail2(`cannot follow task ${reply2.id}: ${String(error?.message ?? error)}`, token2);
+        fail2(`cannot follow task ${reply2.id}: ${String(error?.message ?? error)}`, token);
       }
       if (signal.aborted) {
         await cancelQuietly(client, reply2.id);
@@ -11329,7 +11369,7 @@ ${request.prompt}` : request.prompt;
       }
       if (STUCK_STATES.has(state)) await cancelQuietly(client, task.id);
       const said = textOf(task.status?.message?.parts ?? []).slice(0, 500);
-      fail2(`the agent's task ended ${TaskState[state] ?? "in an unknown state"}${said ? `: ${said}` : ""}`, token2);
+      fail2(`the agent's task ended ${TaskState[state] ?? "in an unknown state"}${said ? `: ${said}` : ""}`, token);
     },
     probe() {
       return Promise.resolve(tokenEnv === null ? {
@@ -11339,10 +11379,10 @@ ${request.prompt}` : request.prompt;
     }
   };
 }
-async function connect(base, token2) {
+async function connect(base, token) {
   const fetchImpl = (input, init) => {
     const headers = new Headers(init?.headers);
-    if (token2 !== void 0) headers.set("authorization", `Bearer ${token2}`);
+    if (token !== void 0) headers.set("authorization", `Bearer ${token}`);
     return fetch(input, {
       ...init,
       headers
@@ -11562,9 +11602,9 @@ var VALIDATION_LIMITS = {
   maxErrorChars: 300
 };
 var ID = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
-function clipError(text3) {
+function clipError(text2) {
   const max = VALIDATION_LIMITS.maxErrorChars;
-  return text3.length > max ? `${text3.slice(0, max - 1)}\u2026` : text3;
+  return text2.length > max ? `${text2.slice(0, max - 1)}\u2026` : text2;
 }
 function schemaRegistryFor(places) {
   return new SchemaRegistry([
@@ -11640,15 +11680,15 @@ var SchemaRegistry = class {
     const p = platform();
     for (const folder of this.#folders) {
       const path = joinPath(folder.dir, `${id}.json`);
-      let text3;
+      let text2;
       try {
-        text3 = await p.readTextFile(path);
+        text2 = await p.readTextFile(path);
       } catch {
         continue;
       }
       let schema;
       try {
-        schema = JSON.parse(text3);
+        schema = JSON.parse(text2);
       } catch {
         throw new SchemaError(`agent(): schema '${id}' (in ${folder.shown}) is not valid JSON`);
       }
@@ -11677,9 +11717,9 @@ function fencedText(output) {
 }
 function structuredValue(output) {
   if (typeof output !== "string") return output;
-  const text3 = (fencedText(output) ?? output).trim();
+  const text2 = (fencedText(output) ?? output).trim();
   try {
-    return JSON.parse(text3);
+    return JSON.parse(text2);
   } catch {
     return output;
   }
@@ -11715,8 +11755,8 @@ function stringOfLength(seed, min, max) {
     throw tooLarge(`a string of at least ${min} characters`, INSTANCE_LIMITS.maxStringLength);
   }
   const unit = seed.length > 0 ? seed : "x";
-  const text3 = min > unit.length ? unit.repeat(Math.ceil(min / unit.length)) : unit;
-  return max !== void 0 ? text3.slice(0, Math.max(max, min)) : text3;
+  const text2 = min > unit.length ? unit.repeat(Math.ceil(min / unit.length)) : unit;
+  return max !== void 0 ? text2.slice(0, Math.max(max, min)) : text2;
 }
 function schemaInstance(schema, seed = "fake") {
   return build(schema, seed, {
@@ -11797,9 +11837,9 @@ function build(schema, seed, at3) {
     }
   }
 }
-function leaf(text3, budget) {
-  spend(budget, text3.length);
-  return text3;
+function leaf(text2, budget) {
+  spend(budget, text2.length);
+  return text2;
 }
 function copied(value, budget) {
   spend(budget, JSON.stringify(value)?.length ?? 0);
@@ -11808,17 +11848,17 @@ function copied(value, budget) {
 
 // src/dispatch/fake.ts
 var FAKE_PIECES = 4;
-async function streamOver(request, text3, ms) {
+async function streamOver(request, text2, ms) {
   const progress2 = progressChannel(request.onProgress);
-  const size = Math.ceil(text3.length / FAKE_PIECES);
+  const size = Math.ceil(text2.length / FAKE_PIECES);
   for (let piece = 0; piece < FAKE_PIECES; piece++) {
     await abortableSleep(ms / FAKE_PIECES, request.signal);
-    progress2.text(text3.slice(piece * size, (piece + 1) * size));
+    progress2.text(text2.slice(piece * size, (piece + 1) * size));
   }
   progress2.flush();
 }
-function tokens(text3) {
-  return Math.max(1, Math.ceil(text3.length / 4));
+function tokens(text2) {
+  return Math.max(1, Math.ceil(text2.length / 4));
 }
 function createFakeProvider(options = {}) {
   const latencyMs = options.latencyMs ?? 0;
@@ -11837,16 +11877,16 @@ function createFakeProvider(options = {}) {
       const extra = jitterMs > 0 ? Math.random() * jitterMs : 0;
       const schema = request.options.schema;
       const output = schema !== void 0 ? schemaInstance(schema) : `fake response to: ${request.prompt}`;
-      const text3 = typeof output === "string" ? output : JSON.stringify(output);
+      const text2 = typeof output === "string" ? output : JSON.stringify(output);
       const wait2 = latencyMs + extra;
-      if (request.onProgress && wait2 > 0) await streamOver(request, text3, wait2);
+      if (request.onProgress && wait2 > 0) await streamOver(request, text2, wait2);
       else await abortableSleep(wait2, request.signal);
       request.signal.throwIfAborted();
       return {
         output,
         usage: {
           input_tokens: tokens(request.prompt),
-          output_tokens: tokens(text3)
+          output_tokens: tokens(text2)
         },
         cost_usd: costUsd,
         provider: "fake",
@@ -12068,8 +12108,8 @@ function eligible(candidates2, sandbox, alias) {
   const notes = [];
   const real = candidates2.filter((c) => c.kind !== "fake");
   let pool = real.length > 0 ? real : candidates2;
-  const unavailable2 = pool.filter((c) => !c.availability.available);
-  for (const c of unavailable2) notes.push(`${c.name} unavailable: ${c.availability.reason}`);
+  const unavailable = pool.filter((c) => !c.availability.available);
+  for (const c of unavailable) notes.push(`${c.name} unavailable: ${c.availability.reason}`);
   pool = pool.filter((c) => c.availability.available);
   if (alias !== void 0) {
     const other = pool.filter((c) => !serves(c, alias));
@@ -12266,8 +12306,8 @@ function openWorktree(worktrees, input) {
 function isRecord(value) {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
-function parseJsonLine(text3) {
-  const trimmed = text3.trim();
+function parseJsonLine(text2) {
+  const trimmed = text2.trim();
   if (trimmed === "") return null;
   try {
     const value = JSON.parse(trimmed);
@@ -12609,90 +12649,6 @@ async function settled(running2, waitMs) {
 }
 var TOOL_PROBES = new ProbeCache();
 
-// src/scratch/owner.ts
-async function processStart(pid) {
-  let stat;
-  try {
-    stat = await platform().readTextFile(`/proc/${pid}/stat`);
-  } catch {
-    return 0;
-  }
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const start2 = Number(fields[19]);
-  return Number.isSafeInteger(start2) && start2 > 0 ? start2 : 0;
-}
-var self;
-function selfOwner() {
-  const pid = platform().pid();
-  self ??= processStart(pid).then((start2) => ({
-    pid,
-    start: start2
-  }));
-  return self;
-}
-async function ownerAlive(owner) {
-  const me = await selfOwner();
-  if (owner.pid === me.pid && owner.start === me.start) return true;
-  if (platform().processAlive(owner.pid) === false) return false;
-  if (owner.start === 0) return true;
-  const start2 = await processStart(owner.pid);
-  return start2 === 0 || start2 === owner.start;
-}
-
-// src/scratch/scratch_dirs.ts
-var UNMARKED_MAX_AGE_MS = 8 * 24 * 3600 * 1e3;
-var PREFIX = /^[a-z][a-z0-9_]*-$/;
-var MARKED = /^[a-z][a-z0-9_]*-(\d{1,10})\.(\d{1,20})-[A-Za-z0-9_]+$/;
-var MAX_PID = 2 ** 31 - 1;
-async function makeScratchDir(root, options) {
-  if (!PREFIX.test(options.prefix)) {
-    throw new SvcError("internal", `Cannot make a scratch directory: the prefix '${options.prefix}' is not lower-case letters, digits and _ ending with -`);
-  }
-  const owner = await selfOwner();
-  const p = platform();
-  await p.mkdir(root);
-  return await p.makeTempDir({
-    dir: root,
-    prefix: `${options.prefix}${owner.pid}.${owner.start}-`
-  });
-}
-function scratchOwner(name) {
-  const match = MARKED.exec(name);
-  if (!match) return void 0;
-  const pid = Number(match[1]);
-  const start2 = Number(match[2]);
-  if (!(pid >= 1 && pid <= MAX_PID) || !Number.isSafeInteger(start2)) return void 0;
-  return {
-    pid,
-    start: start2
-  };
-}
-async function sweepScratch(root, options = {}) {
-  const maxAge = options.unmarkedMaxAgeMs ?? UNMARKED_MAX_AGE_MS;
-  const p = platform();
-  let names;
-  try {
-    names = await p.readDir(root);
-  } catch {
-    return [];
-  }
-  const removed = [];
-  for (const name of names.sort()) {
-    const path = joinPath(root, name);
-    try {
-      const info = await p.stat(path);
-      if (!info.isDirectory) continue;
-      const owner = scratchOwner(name);
-      const stale = owner ? !await ownerAlive(owner) : info.mtimeMs !== null && Date.now() - info.mtimeMs > maxAge;
-      if (!stale) continue;
-      await p.remove(path);
-      removed.push(path);
-    } catch {
-    }
-  }
-  return removed;
-}
-
 // src/dispatch/harness/scratch.ts
 var CALL_DIR_PREFIX = "call-";
 async function sessionKey(provider, session) {
@@ -12736,16 +12692,16 @@ var STDERR_LINE_LIMIT = 16 * 1024;
 var STDERR_TAIL = 40;
 var DRAIN_GRACE_MS = 2e3;
 var DETAIL_LIMIT = 600;
-function redact2(text3, secrets = []) {
-  return redactSecrets(text3, {
+function redact2(text2, secrets = []) {
+  return redactSecrets(text2, {
     secrets
   });
 }
-function toolMessage(text3, secrets = []) {
-  return redact2(stripTerminalCodes(text3), secrets);
+function toolMessage(text2, secrets = []) {
+  return redact2(stripTerminalCodes(text2), secrets);
 }
-function clip(text3, limit2 = DETAIL_LIMIT) {
-  const flat = text3.replace(/\s+/g, " ").trim();
+function clip(text2, limit2 = DETAIL_LIMIT) {
+  const flat = text2.replace(/\s+/g, " ").trim();
   return flat.length > limit2 ? `${flat.slice(0, limit2 - 1)}\u2026` : flat;
 }
 function formatDuration(ms) {
@@ -12887,7 +12843,7 @@ function conclude(tool, call, end, report) {
 }
 function answerOf2(tool, call, end, report) {
   const { status, stderrTail } = end;
-  const hide = (text3) => toolMessage(text3, end.secrets);
+  const hide = (text2) => toolMessage(text2, end.secrets);
   const exitedOk = status.code === 0 && status.signal === null;
   const name = call.provider;
   if (!exitedOk || report.failed) {
@@ -13778,8 +13734,8 @@ function baseName(path) {
   const segments = path.split(/[/\\]/).filter((segment) => segment !== "");
   return segments.at(-1) ?? "";
 }
-function withoutHostPaths(text3) {
-  return text3.replace(ABSOLUTE_PATH, (_match, before, path) => {
+function withoutHostPaths(text2) {
+  return text2.replace(ABSOLUTE_PATH, (_match, before, path) => {
     const name = baseName(path);
     return `${before}${name === "" ? "(a path on the host)" : name}`;
   });
@@ -13813,14 +13769,14 @@ function merged(base, managed) {
   return out;
 }
 async function readSettings(path) {
-  let text3;
+  let text2;
   try {
-    text3 = await platform().readTextFile(path);
+    text2 = await platform().readTextFile(path);
   } catch {
     return {};
   }
   try {
-    const value = JSON.parse(text3);
+    const value = JSON.parse(text2);
     if (isRecord(value)) return value;
   } catch {
   }
@@ -13880,9 +13836,9 @@ function parseDocument(lines) {
   if (whole === "") return {
     skipped: 0
   };
-  const parse4 = (text3) => {
+  const parse4 = (text2) => {
     try {
-      const value = JSON.parse(text3);
+      const value = JSON.parse(text2);
       return isRecord(value) ? value : void 0;
     } catch {
       return void 0;
@@ -14631,12 +14587,12 @@ function modelListUrl(wire, base) {
   return url;
 }
 function shownUrl(url) {
-  const shown4 = new URL(url.href);
-  shown4.username = "";
-  shown4.password = "";
-  shown4.search = "";
-  shown4.hash = "";
-  return shown4.href;
+  const shown3 = new URL(url.href);
+  shown3.username = "";
+  shown3.password = "";
+  shown3.search = "";
+  shown3.hash = "";
+  return shown3.href;
 }
 function headersOf(request) {
   const key = request.key?.value;
@@ -14658,10 +14614,10 @@ function headersOf(request) {
   }
 }
 async function countModels(response) {
-  const text3 = await response.text();
-  if (text3.length > 4 * 1024 * 1024) return void 0;
+  const text2 = await response.text();
+  if (text2.length > 4 * 1024 * 1024) return void 0;
   try {
-    const body = JSON.parse(text3);
+    const body = JSON.parse(text2);
     const list = Array.isArray(body.data) ? body.data : body.models;
     return Array.isArray(list) ? list.length : void 0;
   } catch {
@@ -14950,8 +14906,8 @@ function createCapabilities(options) {
     }
   };
 }
-function withoutValues(text3, secrets) {
-  return secrets.reduce((out, secret) => out.replaceAll(secret, "[redacted]"), text3);
+function withoutValues(text2, secrets) {
+  return secrets.reduce((out, secret) => out.replaceAll(secret, "[redacted]"), text2);
 }
 function stateOf(answer, keyMissing, keyEnv) {
   if (keyMissing && answer.state !== "ok") {
@@ -15060,1688 +15016,6 @@ var ProgressRecorder = class {
   }
 };
 
-// src/isolation/microvm_config.ts
-var DEFAULT_KRUNVM_IMAGE = "docker.io/denoland/deno:2.9.1";
-var integerIn = (env) => (name, fallback, range) => {
-  const raw = env(name);
-  if (raw === void 0 || raw === "") return fallback;
-  const value = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!(value >= range[0] && value <= range[1])) {
-    throw microvmUnavailable(`${name} must be a whole number from ${range[0]} to ${range[1]}, not '${shown(raw, 40)}'`);
-  }
-  return value;
-};
-var textIn = (env) => (name, fallback, pattern, what) => {
-  const raw = env(name);
-  if (raw === void 0 || raw === "") return fallback;
-  if (!pattern.test(raw)) {
-    throw microvmUnavailable(`${name} must be ${what}, not '${shown(raw, 80)}'`);
-  }
-  return raw;
-};
-function readMicrovmSettings(env = hostEnv, options = {}) {
-  const backend = microvmBackendName(env);
-  const [text3, integer] = [
-    textIn(env),
-    integerIn(env)
-  ];
-  return {
-    backend,
-    guestDeno: text3("SVC_WORKFLOW_MICROVM_GUEST_DENO", backend === "backend_a" ? "/usr/local/bin/deno" : "/usr/bin/deno", /^\/[A-Za-z0-9._+@\/-]{1,255}$/, "an absolute path inside the VM"),
-    maxConcurrent: integer("SVC_WORKFLOW_MICROVM_MAX_CONCURRENT", 4, [
-      1,
-      256
-    ]),
-    limaInstance: text3("SVC_WORKFLOW_MICROVM_LIMA_INSTANCE", "svc", /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, "a Lima instance name"),
-    krunvmImage: text3("SVC_WORKFLOW_MICROVM_KRUNVM_IMAGE", DEFAULT_KRUNVM_IMAGE, /^[A-Za-z0-9][A-Za-z0-9._\/:@-]{0,254}$/, "an OCI image reference"),
-    krunvmMemMb: integer("SVC_WORKFLOW_MICROVM_KRUNVM_MEM_MB", 512, [
-      128,
-      65536
-    ]),
-    ...backend === "qemu" ? readQemuSettings(env, options.home ?? svcHome()) : {}
-  };
-}
-function defaultQemuImage(home = svcHome()) {
-  return joinPath(home, "microvm", "current");
-}
-function readQemuSettings(env, home) {
-  const [text3, integer] = [
-    textIn(env),
-    integerIn(env)
-  ];
-  const memMb = env("SVC_WORKFLOW_MICROVM_QEMU_MEM_MB") ? integer("SVC_WORKFLOW_MICROVM_QEMU_MEM_MB", 0, [
-    256,
-    1048576
-  ]) : void 0;
-  return {
-    qemuImage: text3("SVC_WORKFLOW_MICROVM_QEMU_IMAGE", defaultQemuImage(home), /^\/[A-Za-z0-9._+@\/-]{1,1000}$/, "the absolute path of an image directory (deno task microvm:image prints it)"),
-    qemuMemMb: memMb,
-    qemuAccel: text3("SVC_WORKFLOW_MICROVM_QEMU_ACCEL", "auto", /^(auto|kvm|tcg)$/, "auto, kvm or tcg")
-  };
-}
-
-// src/isolation/guest_imports.ts
-var NODE_BUILTIN_MODULES = [
-  "_http_agent",
-  "_http_common",
-  "_http_outgoing",
-  "_http_server",
-  "_stream_duplex",
-  "_stream_passthrough",
-  "_stream_readable",
-  "_stream_transform",
-  "_stream_writable",
-  "_tls_common",
-  "_tls_wrap",
-  "assert",
-  "assert/strict",
-  "async_hooks",
-  "buffer",
-  "child_process",
-  "cluster",
-  "console",
-  "constants",
-  "crypto",
-  "dgram",
-  "diagnostics_channel",
-  "dns",
-  "dns/promises",
-  "domain",
-  "events",
-  "fs",
-  "fs/promises",
-  "http",
-  "http2",
-  "https",
-  "inspector",
-  "inspector/promises",
-  "module",
-  "net",
-  "os",
-  "path",
-  "path/posix",
-  "path/win32",
-  "perf_hooks",
-  "process",
-  "punycode",
-  "querystring",
-  "readline",
-  "readline/promises",
-  "repl",
-  "sqlite",
-  "stream",
-  "stream/consumers",
-  "stream/promises",
-  "stream/web",
-  "string_decoder",
-  "sys",
-  "test",
-  "test/reporters",
-  "timers",
-  "timers/promises",
-  "tls",
-  "trace_events",
-  "tty",
-  "url",
-  "util",
-  "util/types",
-  "v8",
-  "vm",
-  "wasi",
-  "worker_threads",
-  "zlib"
-];
-function refusedImportMessage(specifier) {
-  return `import("${specifier}") is not available in workflow scripts: scripts import nothing, they reach the outside only through agent()`;
-}
-function guestImportMap() {
-  const imports = {};
-  for (const name of NODE_BUILTIN_MODULES) {
-    const specifier = `node:${name}`;
-    const source = `throw new Error(${JSON.stringify(refusedImportMessage(specifier))});`;
-    imports[specifier] = `data:text/javascript,${encodeURIComponent(source)}`;
-  }
-  return JSON.stringify({
-    imports
-  });
-}
-
-// src/isolation/bubblewrap.ts
-var SANDBOX_DENO = "/usr/bin/deno";
-function bubblewrapArgv(sandbox, command) {
-  const argv = [
-    "--unshare-all",
-    "--die-with-parent",
-    "--clearenv",
-    // The mounts come first, so that a bind below /tmp (the guest's scratch directory may lie
-    // there) is made on top of the empty /tmp, not hidden under it.
-    "--proc",
-    "/proc",
-    "--dev",
-    "/dev",
-    "--tmpfs",
-    "/tmp",
-    "--ro-bind",
-    sandbox.deno,
-    SANDBOX_DENO
-  ];
-  for (const library of sandbox.libraries) argv.push("--ro-bind", library, library);
-  for (const path of command.readOnly) argv.push("--ro-bind", path, path);
-  for (const [name, value] of Object.entries(command.env)) argv.push("--setenv", name, value);
-  argv.push("--chdir", "/", "--", SANDBOX_DENO, ...command.denoArgs);
-  return argv;
-}
-var SIGNALS = {
-  1: "SIGHUP",
-  2: "SIGINT",
-  3: "SIGQUIT",
-  4: "SIGILL",
-  6: "SIGABRT",
-  7: "SIGBUS",
-  8: "SIGFPE",
-  9: "SIGKILL",
-  11: "SIGSEGV",
-  13: "SIGPIPE",
-  14: "SIGALRM",
-  15: "SIGTERM",
-  24: "SIGXCPU",
-  25: "SIGXFSZ"
-};
-function guestExit(status) {
-  if (status.signal !== null || status.code <= 128) return status;
-  const signal = SIGNALS[status.code - 128];
-  return signal ? {
-    code: status.code,
-    signal
-  } : status;
-}
-function lddPaths(output) {
-  const paths = /* @__PURE__ */ new Set();
-  for (const line of output.split("\n")) {
-    const match = /(?:=>\s*)?(\/[^\s()]+)\s+\(0x[0-9a-f]+\)\s*$/.exec(line.trim());
-    if (match) paths.add(match[1]);
-  }
-  return [
-    ...paths
-  ];
-}
-async function outputOf(command, args) {
-  const child = platform().spawn(command, {
-    args,
-    clearEnv: true,
-    env: {},
-    cwd: "/"
-  });
-  await child.stdin.close().catch(() => {
-  });
-  const [out, , status] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.status
-  ]);
-  return {
-    ok: status.code === 0,
-    out
-  };
-}
-var probes = /* @__PURE__ */ new Map();
-var cacheFiles = /* @__PURE__ */ new Set();
-var CACHE_FILE = [
-  "cache",
-  "bubblewrap.json"
-];
-var MAX_CACHED_LIBRARIES = 64;
-var BOOT_ID = "/proc/sys/kernel/random/boot_id";
-var UNBOOTED_MAX_AGE_MS = 60 * 60 * 1e3;
-async function identify(bwrap, deno) {
-  const p = platform();
-  try {
-    const real = await p.realPath(deno);
-    const [bwrapInfo, denoInfo, bootId] = await Promise.all([
-      p.stat(bwrap),
-      p.stat(real),
-      p.readTextFile(BOOT_ID).catch(() => "")
-    ]);
-    return JSON.stringify([
-      bwrap,
-      bwrapInfo.size,
-      bwrapInfo.mtimeMs,
-      real,
-      denoInfo.size,
-      denoInfo.mtimeMs,
-      bootId.trim()
-    ]);
-  } catch {
-    return null;
-  }
-}
-async function stampsOf(libraries) {
-  const p = platform();
-  const infos = await Promise.all(libraries.map((path) => p.stat(path)));
-  return JSON.stringify(infos.map((info) => [
-    info.size,
-    info.mtimeMs
-  ]));
-}
-async function cachedVerdict(file, identity, bwrap) {
-  try {
-    const raw = JSON.parse(await platform().readTextFile(file));
-    if (typeof raw !== "object" || raw === null) return void 0;
-    const { key, deno, libraries, stamps, at: at3 } = raw;
-    if (key !== identity || typeof deno !== "string" || !deno.startsWith("/")) return void 0;
-    const bootless = JSON.parse(identity).at(-1) === "";
-    if (bootless && !(typeof at3 === "number" && Math.abs(Date.now() - at3) < UNBOOTED_MAX_AGE_MS)) {
-      return void 0;
-    }
-    if (!Array.isArray(libraries) || libraries.length > MAX_CACHED_LIBRARIES) return void 0;
-    const paths = libraries.filter((path) => typeof path === "string" && /^\/[^\0]{1,4095}$/.test(path) && !path.split("/").includes(".."));
-    if (paths.length !== libraries.length) return void 0;
-    if (stamps !== await stampsOf(paths)) return void 0;
-    return {
-      ok: true,
-      sandbox: {
-        bwrap,
-        deno,
-        libraries: paths
-      }
-    };
-  } catch {
-    return void 0;
-  }
-}
-async function cacheVerdict(file, identity, sandbox) {
-  const p = platform();
-  try {
-    await p.mkdir(file.slice(0, file.lastIndexOf("/")));
-    const text3 = JSON.stringify({
-      key: identity,
-      at: Date.now(),
-      deno: sandbox.deno,
-      libraries: sandbox.libraries,
-      stamps: await stampsOf(sandbox.libraries)
-    });
-    const temp = `${file}.${crypto.randomUUID()}.tmp`;
-    await p.writeTextFile(temp, text3);
-    await p.rename(temp, file);
-  } catch {
-  }
-}
-async function findBubblewrap(deno, options = {}) {
-  const bwrap = platform().which("bwrap");
-  if (!bwrap) return {
-    ok: false,
-    reason: "bubblewrap (bwrap) is not installed"
-  };
-  const identity = await identify(bwrap, deno);
-  const file = options.dataDir && identity ? joinPath(options.dataDir, ...CACHE_FILE) : void 0;
-  const key = JSON.stringify([
-    bwrap,
-    deno,
-    identity
-  ]);
-  let probe = probes.get(key);
-  if (!probe) {
-    probe = (async () => {
-      const cached = file && identity ? await cachedVerdict(file, identity, bwrap) : void 0;
-      if (cached) return cached;
-      const found2 = await probeBubblewrap(bwrap, deno);
-      if (found2.ok && file && identity) await cacheVerdict(file, identity, found2.sandbox);
-      if (file) cacheFiles.add(file);
-      return found2;
-    })();
-    probes.set(key, probe);
-  }
-  const found = await probe;
-  if (found.ok && file && identity && !cacheFiles.has(file)) {
-    cacheFiles.add(file);
-    await cacheVerdict(file, identity, found.sandbox);
-  }
-  return found;
-}
-async function probeBubblewrap(bwrap, deno) {
-  const p = platform();
-  const real = await p.realPath(deno).catch(() => deno);
-  let libraries = [];
-  const ldd = p.which("ldd");
-  if (ldd) {
-    const listed = await outputOf(ldd, [
-      real
-    ]).catch(() => ({
-      ok: false,
-      out: ""
-    }));
-    if (listed.ok) libraries = lddPaths(listed.out);
-  }
-  const sandbox = {
-    bwrap,
-    deno: real,
-    libraries
-  };
-  const check = await outputOf(bwrap, bubblewrapArgv(sandbox, {
-    readOnly: [],
-    env: {},
-    denoArgs: [
-      "--version"
-    ]
-  })).catch(() => ({
-    ok: false,
-    out: ""
-  }));
-  if (!check.ok || !check.out.startsWith("deno ")) {
-    return {
-      ok: false,
-      reason: "bubblewrap cannot create its namespaces here (a container without user namespaces?)"
-    };
-  }
-  return {
-    ok: true,
-    sandbox
-  };
-}
-
-// src/isolation/macos_profile.ts
-var SENSITIVE_HOME_PATHS = [
-  ".ssh",
-  ".gnupg",
-  ".aws",
-  ".azure",
-  ".config",
-  ".kube",
-  ".docker",
-  ".netrc",
-  ".npmrc",
-  ".pypirc",
-  ".git-credentials",
-  ".gitconfig",
-  ".claude",
-  ".claude.json",
-  ".codex",
-  ".gemini",
-  ".local/share/opencode",
-  ".bash_history",
-  ".zsh_history",
-  "Library/Keychains",
-  "Library/Application Support",
-  "Library/Cookies"
-];
-var SENSITIVE_FILE_PATTERNS = [
-  "/\\.env(\\.[^/]*)?$",
-  "/id_(rsa|dsa|ecdsa|ed25519)$",
-  "\\.pem$",
-  "\\.key$"
-];
-function quoted2(text3) {
-  return `"${text3.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\x00-\x1f\x7f]/g, "")}"`;
-}
-function macosDenyProfile(options) {
-  const home = options.home.replace(/\/+$/, "");
-  const paths = [
-    ...SENSITIVE_HOME_PATHS.map((path) => `${home}/${path}`),
-    options.svcHome
-  ];
-  return [
-    "(version 1)",
-    "(allow default)",
-    "(deny network*)",
-    "(deny file-read* file-write*",
-    ...paths.map((path) => `  (subpath ${quoted2(path)})`),
-    ...SENSITIVE_FILE_PATTERNS.map((pattern) => `  (regex #${quoted2(pattern)})`),
-    ")",
-    ...(options.readable ?? []).map((path) => `(allow file-read* (subpath ${quoted2(path)}))`),
-    ""
-  ].join("\n");
-}
-
-// src/isolation/confine.ts
-function plain(guest, note) {
-  return {
-    command: guest.deno,
-    args: [
-      ...guest.args
-    ],
-    sandbox: {
-      kind: "none",
-      hardened: false,
-      note
-    }
-  };
-}
-function unavailable(reason, fix) {
-  return new SvcError("isolation_unavailable", `Cannot start the guest: SVC_WORKFLOW_SANDBOX=on, but ${reason}; ${fix}, or set SVC_WORKFLOW_SANDBOX=auto to run it unconfined (the script was not run)`);
-}
-async function confine(guest, mode) {
-  if (mode === "off") return plain(guest, "SVC_WORKFLOW_SANDBOX=off");
-  const p = platform();
-  if (p.os === "linux") {
-    const probe = await findBubblewrap(guest.deno, {
-      dataDir: guest.dataDir
-    });
-    if (!probe.ok) {
-      if (mode === "on") {
-        throw unavailable(probe.reason, "install bubblewrap (apt-get install bubblewrap)");
-      }
-      return plain(guest, probe.reason);
-    }
-    return {
-      command: probe.sandbox.bwrap,
-      args: bubblewrapArgv(probe.sandbox, {
-        readOnly: guest.readable,
-        env: guest.env,
-        denoArgs: guest.args
-      }),
-      sandbox: {
-        kind: "bubblewrap",
-        hardened: true,
-        note: null
-      }
-    };
-  }
-  if (p.os === "darwin") {
-    const sandboxExec = p.which("sandbox-exec");
-    const home = p.homeDir();
-    if (!sandboxExec || !home) {
-      const reason2 = sandboxExec ? "the home directory is unknown" : "sandbox-exec is missing";
-      if (mode === "on") throw unavailable(reason2, "run on a macOS with sandbox-exec");
-      return plain(guest, reason2);
-    }
-    const profile = macosDenyProfile({
-      home,
-      svcHome: guest.dataDir,
-      readable: guest.readable
-    });
-    return {
-      command: sandboxExec,
-      args: [
-        "-p",
-        profile,
-        guest.deno,
-        ...guest.args
-      ],
-      sandbox: {
-        kind: "sandbox-exec",
-        hardened: true,
-        note: null
-      }
-    };
-  }
-  const reason = `no OS sandbox for local guests on ${p.os}`;
-  if (mode === "on") throw unavailable(reason, "use isolation microvm");
-  return plain(guest, reason);
-}
-
-// src/isolation/sandbox_mode.ts
-function parseSandboxMode(value) {
-  if (value === void 0 || value === "") return "auto";
-  const mode = value.trim().toLowerCase();
-  if (mode === "auto" || mode === "on" || mode === "off") return mode;
-  throw new SvcError("invalid_argument", `Cannot start the guest: SVC_WORKFLOW_SANDBOX is ${JSON.stringify(value.slice(0, 40))}; it must be auto, on or off`);
-}
-
-// src/isolation/unsafe_local.ts
-var GUEST_RUNTIME_FLAGS = [
-  "--no-prompt",
-  "--no-config",
-  "--no-remote",
-  "--no-npm",
-  "--cached-only"
-];
-var GUEST_FILE_SIZE_LIMIT = 0;
-var DATA_HEADROOM_MB = 768;
-function defaultBootstrapPath() {
-  return decodeURIComponent(new URL("../../guest/bootstrap_bundle.js", import.meta.url).pathname);
-}
-async function guestDeno(env) {
-  const p = platform();
-  const explicit = env("SVC_DENO");
-  const deno = explicit || p.denoExecutable();
-  if (!deno) {
-    throw new SvcError("guest_failed", "Cannot start the guest: no Deno binary to run it (set SVC_DENO to one, or put deno on PATH)");
-  }
-  try {
-    await p.stat(deno);
-  } catch (error) {
-    if (error instanceof Error && error.name === "NotFound") {
-      const source = explicit ? "SVC_DENO names" : "the Deno binary";
-      throw new SvcError("guest_failed", `Cannot start the guest: ${source} '${deno}', which does not exist`);
-    }
-    throw error;
-  }
-  return deno;
-}
-async function runnableBootstrap(bootstrap, scratch) {
-  const p = platform();
-  if (!p.embedded) return bootstrap;
-  const source = dirName(bootstrap);
-  const target = joinPath(scratch, "guest");
-  await p.mkdir(target);
-  for (const name of await p.readDir(source)) {
-    if (!name.endsWith(".js")) continue;
-    await p.writeTextFile(joinPath(target, name), await p.readTextFile(joinPath(source, name)));
-  }
-  return joinPath(target, bootstrap.slice(source.length + 1));
-}
-function explainGrant(error) {
-  const grant = platform().missingGrant(error);
-  return grant === void 0 ? error : new SvcError("guest_failed", `Cannot start the guest: svc needs ${grant}`, {
-    cause: error
-  });
-}
-function createUnsafeLocalBackend(options = {}) {
-  const prlimit = options.limitData ?? true ? platform().which("prlimit") : void 0;
-  const bootstrap = options.bootstrapPath ?? defaultBootstrapPath();
-  const env = options.env ?? hostEnv;
-  return {
-    name: "unsafe-local",
-    async spawn(request) {
-      try {
-        return await spawnGuest(request, {
-          bootstrap,
-          prlimit,
-          env
-        });
-      } catch (error) {
-        throw explainGrant(error);
-      }
-    }
-  };
-}
-async function spawnGuest(request, host) {
-  const { bootstrap, prlimit } = host;
-  const p = platform();
-  const mode = parseSandboxMode(host.env("SVC_WORKFLOW_SANDBOX"));
-  const deno = await guestDeno(host.env);
-  const scratch = await makeScratchDir(request.scratchRoot, {
-    prefix: "guest-"
-  });
-  const denoDir = joinPath(scratch, "deno_dir");
-  const importMap = joinPath(scratch, "import_map.json");
-  let main;
-  try {
-    [main] = await Promise.all([
-      runnableBootstrap(bootstrap, scratch),
-      p.writeTextFile(denoDir, ""),
-      p.writeTextFile(importMap, guestImportMap())
-    ]);
-  } catch (error) {
-    await p.remove(scratch).catch(() => {
-    });
-    throw error;
-  }
-  const args = [
-    "run",
-    ...GUEST_RUNTIME_FLAGS,
-    `--seed=${request.seed}`,
-    `--v8-flags=--max-old-space-size=${request.heapMb}`,
-    `--import-map=${importMap}`,
-    main
-  ];
-  const env = {
-    DENO_DIR: denoDir,
-    DENO_NO_PACKAGE_JSON: "1",
-    DENO_NO_UPDATE_CHECK: "1",
-    NO_COLOR: "1"
-  };
-  let plan;
-  try {
-    plan = await confine({
-      deno,
-      args,
-      env,
-      readable: [
-        scratch,
-        dirName(main)
-      ],
-      // Guests' scratch space lies in svc's data directory (`$SVC_HOME/tmp`).
-      dataDir: dirName(request.scratchRoot)
-    }, mode);
-  } catch (error) {
-    await p.remove(scratch).catch(() => {
-    });
-    throw error;
-  }
-  const dataBytes = (request.heapMb + DATA_HEADROOM_MB) * 1024 * 1024;
-  const limits = [
-    `--data=${dataBytes}`,
-    `--fsize=${GUEST_FILE_SIZE_LIMIT}`
-  ];
-  if (request.cpuSeconds !== void 0) {
-    const soft = Math.ceil(request.cpuSeconds);
-    limits.push(`--cpu=${soft}:${soft + 1}`);
-  }
-  const [command, argv] = prlimit ? [
-    prlimit,
-    [
-      ...limits,
-      "--",
-      plan.command,
-      ...plan.args
-    ]
-  ] : [
-    plan.command,
-    plan.args
-  ];
-  let child;
-  try {
-    child = p.spawn(command, {
-      args: argv,
-      clearEnv: true,
-      env,
-      // The same working directory for every guest: Deno.cwd() needs no permission, and a
-      // value that differs between two runs of a script would break their replay.
-      cwd: "/",
-      newProcessGroup: true,
-      // The guest may run no process, and bwrap's init stays in bwrap's group: the group's kill
-      // ends the whole guest, with no pass over every process of the machine.
-      groupHoldsTree: true
-    });
-  } catch (error) {
-    await p.remove(scratch).catch(() => {
-    });
-    throw error;
-  }
-  if (plan.sandbox.kind === "bubblewrap") child = withGuestExit(child);
-  let disposed;
-  return {
-    process: child,
-    sandbox: plan.sandbox,
-    dispose() {
-      disposed ??= (async () => {
-        child.kill("SIGKILL");
-        await child.status;
-        await p.remove(scratch).catch(() => {
-        });
-      })();
-      return disposed;
-    }
-  };
-}
-function withGuestExit(child) {
-  return {
-    pid: child.pid,
-    stdin: child.stdin,
-    stdout: child.stdout,
-    stderr: child.stderr,
-    status: child.status.then(guestExit),
-    kill: (signal) => child.kill(signal)
-  };
-}
-
-// src/isolation/guest_bundle.ts
-var RELATIVE_IMPORT = /(?:from|import)\s*"\.\/([a-z0-9_]+\.js)"/g;
-async function buildGuestBundle(bootstrap) {
-  const p = platform();
-  const dir = dirName(bootstrap);
-  const entry = bootstrap.slice(dir.length + 1);
-  const sources = /* @__PURE__ */ new Map();
-  const ordered3 = [];
-  async function visit(name, trail) {
-    if (ordered3.some(([done]) => done === name)) return;
-    if (trail.includes(name)) {
-      throw new SvcError("internal", `Cannot bundle the guest: its modules import each other in a cycle (${[
-        ...trail,
-        name
-      ].join(" -> ")})`);
-    }
-    let source = sources.get(name);
-    if (source === void 0) {
-      source = await p.readTextFile(joinPath(dir, name));
-      sources.set(name, source);
-    }
-    for (const match of source.matchAll(RELATIVE_IMPORT)) {
-      await visit(match[1], [
-        ...trail,
-        name
-      ]);
-    }
-    ordered3.push([
-      name,
-      source
-    ]);
-  }
-  await visit(entry, []);
-  const stage0 = await p.readTextFile(joinPath(dirName(defaultBootstrapPath()), "stage0.js"));
-  const json = new TextEncoder().encode(JSON.stringify({
-    entry,
-    modules: ordered3
-  }));
-  const bytes = new Uint8Array(4 + json.length);
-  new DataView(bytes.buffer).setUint32(0, json.length);
-  bytes.set(json, 4);
-  return {
-    stage0Url: `data:text/javascript,${encodeURIComponent(stage0)}`,
-    bytes
-  };
-}
-function importMapUrl(marker) {
-  const map = JSON.parse(guestImportMap());
-  const withMarker = {
-    imports: map.imports,
-    scopes: {
-      [`${marker}:/`]: {}
-    }
-  };
-  return `data:application/json,${encodeURIComponent(JSON.stringify(withMarker))}`;
-}
-
-// src/isolation/microvm_guest.ts
-var GUEST_ENV = [
-  "DENO_DIR=/dev/null",
-  "DENO_NO_PACKAGE_JSON=1",
-  "DENO_NO_UPDATE_CHECK=1",
-  "NO_COLOR=1"
-];
-function guestName() {
-  const bytes = crypto.getRandomValues(new Uint8Array(8));
-  return `svc-guest-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-function guestCommand(settings, request, options) {
-  return [
-    "/usr/bin/env",
-    "-i",
-    ...GUEST_ENV,
-    settings.guestDeno,
-    "run",
-    ...GUEST_RUNTIME_FLAGS,
-    `--seed=${request.seed}`,
-    `--v8-flags=--max-old-space-size=${request.heapMb}`,
-    `--import-map=${importMapUrl(options.marker)}`,
-    options.bundle.stage0Url
-  ];
-}
-function bundleLoader(bootstrap = defaultBootstrapPath()) {
-  let bundle;
-  return () => {
-    bundle ??= buildGuestBundle(bootstrap);
-    bundle.catch(() => bundle = void 0);
-    return bundle;
-  };
-}
-function sendBundle(child, bundle) {
-  const writer = child.stdin.getWriter();
-  writer.write(bundle.bytes).catch(() => {
-  });
-  writer.releaseLock();
-}
-async function settled2(child, ms) {
-  let timer;
-  await Promise.race([
-    child.status.catch(() => {
-    }),
-    new Promise((resolve) => timer = setTimeout(resolve, ms))
-  ]);
-  clearTimeout(timer);
-}
-
-// src/isolation/tool_command.ts
-var OUTPUT_LIMIT = 1024 * 1024;
-function toolEnv() {
-  const env = {};
-  for (const name of [
-    "PATH",
-    "HOME",
-    "LIMA_HOME"
-  ]) {
-    const value = hostEnv(name);
-    if (value !== void 0) env[name] = value;
-  }
-  return env;
-}
-function spawnTool(command, args) {
-  return platform().spawn(command, {
-    args,
-    clearEnv: true,
-    env: toolEnv(),
-    cwd: "/",
-    newProcessGroup: true
-  });
-}
-async function text2(stream) {
-  try {
-    return new TextDecoder().decode(await readBounded(stream, OUTPUT_LIMIT));
-  } catch {
-    return "";
-  }
-}
-async function runTool(command, args, options) {
-  const child = spawnTool(command, args);
-  await child.stdin.close().catch(() => {
-  });
-  let timedOut = false;
-  const kill = () => child.kill("SIGKILL");
-  const timer = setTimeout(() => {
-    timedOut = true;
-    kill();
-  }, options.timeoutMs);
-  options.signal?.addEventListener("abort", kill, {
-    once: true
-  });
-  try {
-    const [stdout, stderr, status] = await Promise.all([
-      text2(child.stdout),
-      text2(child.stderr),
-      child.status
-    ]);
-    const killed = timedOut || status.signal !== null;
-    return {
-      code: killed ? -1 : status.code,
-      stdout,
-      stderr,
-      timedOut
-    };
-  } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener("abort", kill);
-  }
-}
-function toolMessage2(result2) {
-  const parts = [];
-  for (const output of [
-    result2.stderr,
-    result2.stdout
-  ]) {
-    const last2 = output.split("\n").map((line) => line.trim()).filter((line) => line !== "").at(-1);
-    if (last2 !== void 0) parts.push(last2.slice(0, 240).replace(/[^\x20-\x7e]/g, "?"));
-  }
-  if (result2.timedOut) parts.push("it did not answer in time");
-  return parts.join("; ") || `it exited with code ${result2.code}`;
-}
-
-// src/isolation/microvm_krunvm.ts
-var CREATE_TIMEOUT_MS = 10 * 6e4;
-var DELETE_TIMEOUT_MS = 6e4;
-var KILL_WAIT_MS = 5e3;
-async function deleteVm(krunvm, vm) {
-  await runTool(krunvm, [
-    "delete",
-    vm
-  ], {
-    timeoutMs: DELETE_TIMEOUT_MS
-  }).catch(() => {
-  });
-}
-async function spawnKrunvmGuest(request, options) {
-  const { settings, slots } = options;
-  const krunvm = platform().which("krunvm");
-  if (krunvm === void 0) {
-    throw microvmUnavailable("krunvm (SVC_WORKFLOW_MICROVM_BACKEND=backend_b) was not found on PATH; install krunvm and buildah (https://github.com/containers/krunvm) and pull the image: buildah pull " + settings.krunvmImage);
-  }
-  const bundle = await options.bundle();
-  const release = await slots.acquire({
-    signal: request.signal,
-    onQueued: request.onQueued
-  });
-  const vm = guestName();
-  try {
-    const created = await runTool(krunvm, [
-      "create",
-      settings.krunvmImage,
-      "--name",
-      vm,
-      "--mem",
-      String(settings.krunvmMemMb),
-      "--workdir",
-      "/"
-    ], {
-      timeoutMs: CREATE_TIMEOUT_MS,
-      signal: request.signal
-    });
-    if (created.code !== 0) {
-      if (created.code === -1) await deleteVm(krunvm, vm);
-      if (request.signal?.aborted) throw request.signal.reason;
-      throw microvmUnavailable(`krunvm could not create a VM from the image '${settings.krunvmImage}' (SVC_WORKFLOW_MICROVM_KRUNVM_IMAGE; krunvm: ${toolMessage2(created)}); make the image available with: buildah pull ${settings.krunvmImage}`);
-    }
-  } catch (error) {
-    release();
-    throw error;
-  }
-  let child;
-  try {
-    child = spawnTool(krunvm, [
-      "start",
-      vm,
-      ...guestCommand(settings, request, {
-        bundle,
-        marker: vm
-      }).flatMap((arg, i) => i === 0 ? [
-        arg,
-        "--"
-      ] : [
-        arg
-      ])
-    ]);
-  } catch (error) {
-    await deleteVm(krunvm, vm);
-    release();
-    throw error;
-  }
-  sendBundle(child, bundle);
-  let disposed;
-  const process = child;
-  return {
-    process,
-    sandbox: {
-      kind: "microvm",
-      hardened: true,
-      note: "krunvm: a VM of its own for this run"
-    },
-    dispose() {
-      disposed ??= (async () => {
-        process.kill("SIGKILL");
-        await settled2(process, KILL_WAIT_MS);
-        await deleteVm(krunvm, vm);
-        release();
-      })();
-      return disposed;
-    }
-  };
-}
-
-// src/isolation/microvm_lima.ts
-var TOOL_TIMEOUT_MS = 3e4;
-var KILL_WAIT_MS2 = 5e3;
-var EXIT_GRACE_MS = 500;
-var PROVISION = 'create it with no host mounts and Deno installed (docs/ISOLATION.md, "microvm": limactl create --name=<instance> --mount-none template:default, then install Deno at SVC_WORKFLOW_MICROVM_GUEST_DENO inside it)';
-async function checkInstance(limactl, instance, signal) {
-  const result2 = await runTool(limactl, [
-    "list",
-    "--json",
-    instance
-  ], {
-    timeoutMs: TOOL_TIMEOUT_MS,
-    signal
-  });
-  if (signal?.aborted) throw signal.reason;
-  let found;
-  for (const line of result2.stdout.split("\n")) {
-    if (line.trim() === "") continue;
-    try {
-      const value = JSON.parse(line);
-      if (value !== null && typeof value === "object" && value.name === instance) found = value;
-    } catch {
-    }
-  }
-  if (result2.code !== 0 || found === void 0) {
-    throw microvmUnavailable(`the Lima instance '${instance}' (SVC_WORKFLOW_MICROVM_LIMA_INSTANCE) does not exist (limactl list: ${toolLine(result2.stderr, result2.code)}); ${PROVISION}`);
-  }
-  if (found.status !== "Running") {
-    const status = typeof found.status === "string" ? found.status.slice(0, 40) : "unknown";
-    throw microvmUnavailable(`the Lima instance '${instance}' is ${printable(status)}, not Running; start it with: limactl start ${instance}`);
-  }
-  if (found.config === void 0 || found.config === null || typeof found.config !== "object") {
-    throw microvmUnavailable(`limactl list does not report the configuration of the Lima instance '${instance}', so its mounts cannot be checked; use Lima 1.0 or later`);
-  }
-  const mounts = found.config.mounts;
-  if (mounts !== void 0 && mounts !== null && (!Array.isArray(mounts) || mounts.length > 0)) {
-    const where = Array.isArray(mounts) ? mounts.slice(0, 4).map((m) => typeof m === "object" && m !== null && typeof m.location === "string" ? printable(m.location.slice(0, 80)) : "?").join(", ") : "?";
-    throw microvmUnavailable(`the Lima instance '${instance}' mounts host directories (${where}): a guest there could read them; remove them (limactl edit ${instance} --mount-none, or recreate the instance with --mount-none)`);
-  }
-}
-function printable(text3) {
-  return text3.replace(/[^\x20-\x7e]/g, "?");
-}
-function toolLine(stderr, code) {
-  const last2 = stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "").at(-1);
-  return last2 ? printable(last2.slice(0, 240)) : `exit code ${code}`;
-}
-async function spawnLimaGuest(request, options) {
-  const { settings, slots } = options;
-  const limactl = platform().which("limactl");
-  if (limactl === void 0) {
-    throw microvmUnavailable(`limactl (Lima, SVC_WORKFLOW_MICROVM_BACKEND=backend_a) was not found on PATH; install Lima (https://lima-vm.io) and provision the instance '${settings.limaInstance}': ` + PROVISION);
-  }
-  await checkInstance(limactl, settings.limaInstance, request.signal);
-  const bundle = await options.bundle();
-  const release = await slots.acquire({
-    signal: request.signal,
-    onQueued: request.onQueued
-  });
-  const marker = guestName();
-  let child;
-  try {
-    child = spawnTool(limactl, [
-      "shell",
-      "--workdir",
-      "/",
-      settings.limaInstance,
-      ...guestCommand(settings, request, {
-        bundle,
-        marker
-      })
-    ]);
-  } catch (error) {
-    release();
-    throw error;
-  }
-  let finishedCleanly = false;
-  const ended = child.status.then((status) => {
-    finishedCleanly = status.code === 0 && status.signal === null;
-  }).catch(() => {
-  });
-  sendBundle(child, bundle);
-  let disposed;
-  const process = child;
-  return {
-    process,
-    sandbox: {
-      kind: "microvm",
-      hardened: true,
-      note: "Lima: one resident instance for every microvm run"
-    },
-    dispose() {
-      disposed ??= (async () => {
-        let timer;
-        await Promise.race([
-          ended,
-          new Promise((r) => timer = setTimeout(r, EXIT_GRACE_MS))
-        ]);
-        clearTimeout(timer);
-        const reap = !finishedCleanly;
-        process.kill("SIGKILL");
-        await settled2(process, KILL_WAIT_MS2);
-        if (reap) {
-          await runTool(limactl, [
-            "shell",
-            "--workdir",
-            "/",
-            settings.limaInstance,
-            "pkill",
-            "-KILL",
-            "-f",
-            `[s]${marker.slice(1)}`
-          ], {
-            timeoutMs: TOOL_TIMEOUT_MS
-          }).catch(() => {
-          });
-        }
-        release();
-      })();
-      return disposed;
-    }
-  };
-}
-
-// src/isolation/microvm_qemu_accel.ts
-var KVM_PATHS = [
-  "/dev/kvm",
-  "/sys/module/kvm_pvm",
-  "/sys/module/kvm_intel",
-  "/sys/module/kvm_amd"
-];
-function hostAccelProbe() {
-  return {
-    async existing(paths) {
-      const out = await shell('for p; do [ -e "$p" ] && echo "$p"; done; exit 0', paths);
-      return new Set(out.split("\n").filter((line) => paths.includes(line)));
-    },
-    async tscKhz() {
-      const out = await shell(`awk -F: '/^cpu MHz/ { printf "%d\\n", $2 * 1000; exit }' /proc/cpuinfo; exit 0`, []);
-      const khz = Number(out.trim());
-      return Number.isInteger(khz) && khz >= 1e5 && khz <= 2e7 ? khz : void 0;
-    }
-  };
-}
-async function shell(script, args) {
-  const child = platform().spawn(LIFELINE_SHELL, {
-    args: [
-      "-c",
-      script,
-      "svc-kvm-probe",
-      ...args
-    ],
-    clearEnv: true,
-    env: {
-      PATH: "/usr/bin:/bin"
-    },
-    cwd: "/"
-  });
-  await child.stdin.close().catch(() => {
-  });
-  const [out] = await Promise.all([
-    new Response(child.stdout).text(),
-    child.status
-  ]);
-  await child.stderr.cancel().catch(() => {
-  });
-  return out;
-}
-function accelArgs(accel) {
-  return accel === "kvm" ? [
-    "-accel",
-    "kvm",
-    "-cpu",
-    "host"
-  ] : [
-    "-accel",
-    "tcg,tb-size=64",
-    "-cpu",
-    "max"
-  ];
-}
-async function kvmUnfit(probe) {
-  const found = await probe.existing(KVM_PATHS);
-  if (!found.has("/dev/kvm")) return "/dev/kvm is missing";
-  if (found.has("/sys/module/kvm_pvm")) {
-    return "/dev/kvm is PVM (kvm_pvm), which Debian's kernel cannot boot on";
-  }
-  if (!found.has("/sys/module/kvm_intel") && !found.has("/sys/module/kvm_amd")) {
-    return "/dev/kvm has neither kvm_intel nor kvm_amd behind it";
-  }
-  return void 0;
-}
-async function chooseAccel(setting, probe = hostAccelProbe()) {
-  const tcg = async (reason) => {
-    const tscKhz = await probe.tscKhz();
-    return tscKhz === void 0 ? {
-      accel: "tcg",
-      reason
-    } : {
-      accel: "tcg",
-      reason,
-      tscKhz
-    };
-  };
-  if (setting === "tcg") return await tcg("SVC_WORKFLOW_MICROVM_QEMU_ACCEL=tcg");
-  const unfit = await kvmUnfit(probe);
-  if (unfit === void 0) return {
-    accel: "kvm",
-    reason: "/dev/kvm works (VT-x/AMD-V)"
-  };
-  if (setting === "kvm") {
-    throw microvmUnavailable(`${unfit}, and SVC_WORKFLOW_MICROVM_QEMU_ACCEL=kvm requires KVM (use auto or tcg for software emulation)`);
-  }
-  return await tcg(unfit);
-}
-
-// src/isolation/microvm_qemu_exit.ts
-var DRAIN_MS = 2e3;
-var NEWLINE = 10;
-function vmStoppedLine(status) {
-  const how = status.signal ? `QEMU was killed by ${status.signal}` : `QEMU exited with ${status.code}`;
-  return `svc: the micro-VM stopped before its guest ended (${how})`;
-}
-function withVmExit(child, token2) {
-  const pattern = new RegExp(`^${token2} ([0-9]{1,3})\r?$`);
-  const decoder2 = new TextDecoder();
-  const encoder6 = new TextEncoder();
-  let code;
-  let partial = new Uint8Array(0);
-  let drained;
-  const ended = new Promise((resolve) => drained = resolve);
-  let qemuStatus;
-  let killed = false;
-  function lines(chunk, controller) {
-    const bytes = new Uint8Array(partial.length + chunk.length);
-    bytes.set(partial);
-    bytes.set(chunk, partial.length);
-    let start2 = 0;
-    for (let i = bytes.indexOf(NEWLINE); i >= 0; i = bytes.indexOf(NEWLINE, start2)) {
-      const line = bytes.subarray(start2, i + 1);
-      const match = line.length < 80 ? pattern.exec(decoder2.decode(line.subarray(0, -1))) : null;
-      if (match) code = Number(match[1]);
-      else controller.enqueue(line.slice());
-      start2 = i + 1;
-    }
-    partial = bytes.slice(start2);
-  }
-  const stderr = child.stderr.pipeThrough(new TransformStream({
-    transform: lines,
-    async flush(controller) {
-      const status2 = qemuStatus ?? await child.status;
-      const stopped = code === void 0 && !killed ? `${vmStoppedLine(status2)}
-` : "";
-      const line = partial.length > 0 ? `${decoder2.decode(partial)}
-${stopped}` : stopped;
-      if (line !== "") controller.enqueue(encoder6.encode(line));
-      drained();
-    }
-  }, void 0, {
-    highWaterMark: 256
-  }));
-  const status = child.status.then(async (status2) => {
-    qemuStatus = status2;
-    let timer;
-    await Promise.race([
-      ended,
-      new Promise((resolve) => timer = setTimeout(resolve, DRAIN_MS))
-    ]);
-    clearTimeout(timer);
-    if (code !== void 0) return guestExit({
-      code,
-      signal: null
-    });
-    return status2.signal !== null ? status2 : {
-      code: status2.code === 0 ? 1 : status2.code,
-      signal: null
-    };
-  });
-  return {
-    pid: child.pid,
-    stdin: child.stdin,
-    stdout: child.stdout,
-    stderr,
-    status,
-    kill(signal) {
-      killed = true;
-      child.kill(signal);
-    }
-  };
-}
-
-// src/isolation/microvm_qemu_image.ts
-var QEMU_IMAGE_FILES = {
-  /** The PVH-bootable ELF kernel, extracted from the packaged `vmlinuz`. */
-  kernel: "vmlinux",
-  /** The initramfs: busybox, the init and the virtio modules. */
-  initramfs: "initramfs.cpio.gz",
-  /** The read-only root given as a virtio-blk disk: Deno, its libraries, stage 0, the import map. */
-  rootfs: "rootfs.squashfs",
-  /** What the image was built from, its key, sizes and build time (JSON). */
-  manifest: "manifest.json"
-};
-var QEMU_DATA_HEADROOM_MB = 768;
-function qemuKernelCmdline(params) {
-  return [
-    "console=hvc0",
-    "quiet",
-    "loglevel=0",
-    // The init's end (or a panic) reboots at once, and QEMU's -no-reboot turns that into an exit.
-    "panic=-1",
-    "reboot=t",
-    ...params.tscKhz ? [
-      `tsc_early_khz=${Math.floor(params.tscKhz)}`,
-      "tsc=reliable"
-    ] : [],
-    `svc.heap=${Math.floor(params.heapMb)}`,
-    `svc.seed=${Math.floor(params.seed)}`,
-    `svc.cpu=${Math.max(0, Math.ceil(params.cpuSeconds))}`,
-    `svc.exit=${params.exitToken}`
-  ].join(" ");
-}
-
-// src/isolation/microvm_qemu.ts
-var QEMU_BINARY = "qemu-system-x86_64";
-var KILL_WAIT_MS3 = 5e3;
-var INSTALL = "apt-get install -y --no-install-recommends qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio squashfs-tools";
-async function qemuPlan(settings) {
-  const p = platform();
-  const qemu = p.which(QEMU_BINARY);
-  if (qemu === void 0) {
-    throw microvmUnavailable(`QEMU (${QEMU_BINARY}, SVC_WORKFLOW_MICROVM_BACKEND=qemu) was not found on PATH; install it with: ${INSTALL}`);
-  }
-  const image = settings.qemuImage ?? defaultQemuImage();
-  if (!await p.stat(image).then((info) => info.isDirectory, () => false)) {
-    throw microvmUnavailable(`the micro-VM image ${image} does not exist (SVC_WORKFLOW_MICROVM_QEMU_IMAGE); build it with: deno task microvm:image`);
-  }
-  for (const what of [
-    "kernel",
-    "initramfs",
-    "rootfs"
-  ]) {
-    const path = joinPath(image, QEMU_IMAGE_FILES[what]);
-    const found = await p.stat(path).then((info) => info.isFile, () => false);
-    if (!found) {
-      throw microvmUnavailable(`the micro-VM image's ${what} ${path} is missing (SVC_WORKFLOW_MICROVM_QEMU_IMAGE); build the image with: deno task microvm:image`);
-    }
-  }
-  return {
-    qemu,
-    image,
-    accel: await hostAccel(settings.qemuAccel ?? "auto")
-  };
-}
-var ACCEL = /* @__PURE__ */ new Map();
-function hostAccel(setting) {
-  let choice = ACCEL.get(setting);
-  if (choice === void 0) {
-    choice = chooseAccel(setting);
-    choice.catch(() => ACCEL.delete(setting));
-    ACCEL.set(setting, choice);
-  }
-  return choice;
-}
-function qemuArgs(plan, options) {
-  const file = (name) => joinPath(plan.image, QEMU_IMAGE_FILES[name]);
-  return [
-    // The PIT and PIC give the kernel a clock under emulation; the RTC saves seconds of timeouts.
-    "-M",
-    "microvm,x-option-roms=off,isa-serial=off,pit=on,pic=on,rtc=on",
-    "-nodefaults",
-    "-no-user-config",
-    "-display",
-    "none",
-    "-no-reboot",
-    "-m",
-    String(options.memMb),
-    "-smp",
-    "1",
-    ...accelArgs(plan.accel.accel),
-    "-kernel",
-    file("kernel"),
-    "-initrd",
-    file("initramfs"),
-    "-append",
-    options.cmdline,
-    "-drive",
-    `if=none,id=root,file=${file("rootfs")},format=raw,readonly=on`,
-    "-device",
-    "virtio-blk-device,drive=root",
-    "-device",
-    "virtio-serial-device",
-    "-chardev",
-    "null,id=console",
-    "-device",
-    "virtconsole,chardev=console",
-    "-chardev",
-    "stdio,id=io,signal=off",
-    "-device",
-    "virtserialport,chardev=io,name=svc.io",
-    // The guest's stderr joins QEMU's own: both are what the host shows of this guest.
-    "-chardev",
-    "file,id=err,path=/dev/stderr,append=on",
-    "-device",
-    "virtserialport,chardev=err,name=svc.err"
-  ];
-}
-async function describeQemu(settings) {
-  try {
-    const plan = await qemuPlan(settings);
-    return {
-      backend: "qemu",
-      accel: plan.accel.accel,
-      ready: true,
-      note: plan.accel.accel === "tcg" ? `software emulation (TCG): ${plan.accel.reason}` : "KVM (hardware virtualisation)"
-    };
-  } catch (error) {
-    const note = error instanceof Error ? error.message : String(error);
-    return {
-      backend: "qemu",
-      accel: null,
-      ready: false,
-      note
-    };
-  }
-}
-function token() {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return `svc-exit-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-async function spawnQemuGuest(request, options) {
-  const { settings, slots } = options;
-  const plan = await qemuPlan(settings);
-  const bundle = await options.bundle();
-  const release = request.ahead ? slots.tryAcquire() : await slots.acquire({
-    signal: request.signal,
-    onQueued: request.onQueued
-  });
-  if (release === void 0) {
-    throw microvmUnavailable("every micro-VM slot is taken, so no VM is started ahead of need");
-  }
-  const exitToken = token();
-  const args = qemuArgs(plan, {
-    memMb: settings.qemuMemMb ?? request.heapMb + QEMU_DATA_HEADROOM_MB,
-    cmdline: qemuKernelCmdline({
-      heapMb: request.heapMb,
-      seed: request.seed,
-      cpuSeconds: request.cpuSeconds ?? 0,
-      exitToken,
-      tscKhz: plan.accel.tscKhz
-    })
-  });
-  let child;
-  try {
-    child = platform().spawn(plan.qemu, {
-      args,
-      clearEnv: true,
-      env: {},
-      cwd: "/",
-      newProcessGroup: true,
-      lifeline: true
-    });
-  } catch (error) {
-    release();
-    throw error;
-  }
-  sendBundle(child, bundle);
-  const qemu = withVmExit(child, exitToken);
-  let disposed;
-  const emulated = plan.accel.accel === "tcg";
-  return {
-    process: qemu,
-    sandbox: {
-      kind: "microvm",
-      hardened: true,
-      note: emulated ? `qemu: a VM of its own for this run, under software emulation (TCG): ${plan.accel.reason}` : "qemu: a VM of its own for this run, with KVM",
-      accel: plan.accel.accel
-    },
-    dispose() {
-      disposed ??= (async () => {
-        qemu.kill("SIGKILL");
-        await settled2(qemu, KILL_WAIT_MS3);
-        release();
-      })();
-      return disposed;
-    }
-  };
-}
-
-// src/isolation/microvm_slots.ts
-var MicrovmSlots = class {
-  #cap;
-  #inUse = 0;
-  #waiting = [];
-  /** A pool of `cap` slots. */
-  constructor(cap) {
-    this.#cap = cap;
-  }
-  /** Slots taken now. */
-  get inUse() {
-    return this.#inUse;
-  }
-  /**
-   * Takes a slot, waiting for one when all are taken (`onQueued` hears it once, with how many
-   * are in use). Resolves to the function that gives the slot back (idempotent); rejects with
-   * the signal's reason when it aborts first, holding nothing.
-   */
-  acquire(options = {}) {
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.#inUse < this.#cap) {
-      this.#inUse++;
-      return Promise.resolve(this.#releaser());
-    }
-    options.onQueued?.(`waiting for a microVM slot: ${this.#inUse} of ${this.#cap} in use (SVC_WORKFLOW_MICROVM_MAX_CONCURRENT)`);
-    return new Promise((resolve, reject) => {
-      const grant = () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve(this.#releaser());
-      };
-      const onAbort = () => {
-        const index = this.#waiting.indexOf(grant);
-        if (index >= 0) this.#waiting.splice(index, 1);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, {
-        once: true
-      });
-      this.#waiting.push(grant);
-    });
-  }
-  /**
-   * Takes a free slot now, or none: for a guest started ahead of need, which must never queue
-   * before (or hold up) the runs that wait for a slot.
-   */
-  tryAcquire() {
-    if (this.#inUse >= this.#cap || this.#waiting.length > 0) return void 0;
-    this.#inUse++;
-    return this.#releaser();
-  }
-  #releaser() {
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#inUse--;
-    };
-  }
-};
-var POOLS = /* @__PURE__ */ new Map();
-function sharedMicrovmSlots(cap) {
-  let pool = POOLS.get(cap);
-  if (pool === void 0) {
-    pool = new MicrovmSlots(cap);
-    POOLS.set(cap, pool);
-  }
-  return pool;
-}
-
-// src/isolation/microvm.ts
-function settingsOf(options) {
-  return options.settings ?? readMicrovmSettings(options.env, options.home !== void 0 ? {
-    home: options.home
-  } : {});
-}
-function createMicrovmBackend(options = {}) {
-  const bundle = bundleLoader(options.bootstrapPath);
-  return {
-    name: "microvm",
-    spawn(request) {
-      let settings;
-      try {
-        settings = settingsOf(options);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      const slots = options.slots ?? sharedMicrovmSlots(settings.maxConcurrent);
-      const spawn = settings.backend === "backend_b" ? spawnKrunvmGuest : settings.backend === "qemu" ? spawnQemuGuest : spawnLimaGuest;
-      return spawn(request, {
-        settings,
-        slots,
-        bundle
-      });
-    },
-    prestarts() {
-      try {
-        return settingsOf(options).backend === "qemu";
-      } catch {
-        return false;
-      }
-    },
-    async describe() {
-      let settings;
-      try {
-        settings = settingsOf(options);
-      } catch (error) {
-        const note2 = error instanceof Error ? error.message : String(error);
-        return {
-          backend: null,
-          accel: null,
-          ready: false,
-          note: note2
-        };
-      }
-      if (settings.backend === "qemu") return await describeQemu(settings);
-      const note = settings.backend === "backend_a" ? "Lima: one resident instance for every microvm run" : "krunvm: a VM of its own for each run";
-      return {
-        backend: settings.backend,
-        accel: null,
-        ready: null,
-        note
-      };
-    }
-  };
-}
-
-// src/isolation/prestart.ts
-function keyOf(request) {
-  const { scratchRoot, heapMb, seed, cpuSeconds } = request;
-  return JSON.stringify([
-    scratchRoot,
-    heapMb,
-    seed,
-    cpuSeconds ?? null
-  ]);
-}
-function prestartedBackend(backend, options = {}) {
-  const refill = options.refill ?? false;
-  let ready;
-  let closed = false;
-  function start2(request) {
-    if (closed) return;
-    const { signal: _signal, onQueued: _onQueued, ...settings } = request;
-    const entry = {
-      key: keyOf(request),
-      handle: backend.spawn({
-        ...settings,
-        ahead: true
-      }),
-      exited: false
-    };
-    entry.handle.then((handle) => handle.process.status.then(() => entry.exited = true), () => entry.exited = true).catch(() => {
-    });
-    ready = entry;
-  }
-  async function take(request) {
-    const entry = ready;
-    if (!entry) return void 0;
-    if (entry.key !== keyOf(request)) {
-      if (backend.prestarts !== void 0) {
-        ready = void 0;
-        await (await entry.handle.catch(() => void 0))?.dispose();
-      }
-      return void 0;
-    }
-    ready = void 0;
-    const handle = await entry.handle.catch(() => void 0);
-    if (!handle || entry.exited) {
-      await handle?.dispose();
-      return void 0;
-    }
-    return handle;
-  }
-  return {
-    name: backend.name,
-    ...backend.describe ? {
-      describe: () => backend.describe()
-    } : {},
-    ...backend.prestarts ? {
-      prestarts: () => backend.prestarts()
-    } : {},
-    async spawn(request) {
-      const handle = await take(request) ?? await backend.spawn(request);
-      if (refill) this.prime(request);
-      return handle;
-    },
-    prime(request) {
-      if (backend.prestarts?.() === false) return;
-      if (!ready || ready.key !== keyOf(request)) {
-        const previous = ready;
-        start2(request);
-        previous?.handle.then((handle) => handle.dispose(), () => {
-        });
-      }
-    },
-    async [Symbol.asyncDispose]() {
-      closed = true;
-      const entry = ready;
-      ready = void 0;
-      const handle = await entry?.handle.catch(() => void 0);
-      await handle?.dispose();
-    }
-  };
-}
-
-// src/isolation/mod.ts
-function defaultIsolationBackends(options = {}) {
-  return {
-    "unsafe-local": createUnsafeLocalBackend(options.env ? {
-      env: options.env
-    } : {}),
-    microvm: createMicrovmBackend(options)
-  };
-}
-
 // src/engine/finished_runs.ts
 var FinishedRuns = class {
   #kept = /* @__PURE__ */ new Map();
@@ -16772,18 +15046,18 @@ var FinishedRuns = class {
    */
   offer(status) {
     if (!isTerminal(status.state) || this.#kept.has(status.run_id)) return;
-    const text3 = JSON.stringify(status);
-    if (text3.length > this.#maxBytes / 16) return;
+    const text2 = JSON.stringify(status);
+    if (text2.length > this.#maxBytes / 16) return;
     for (const [runId, kept] of this.#kept) {
-      if (this.#kept.size < this.#maxEntries && this.#bytes + text3.length <= this.#maxBytes) break;
+      if (this.#kept.size < this.#maxEntries && this.#bytes + text2.length <= this.#maxBytes) break;
       this.#kept.delete(runId);
       this.#bytes -= kept.text.length;
     }
     this.#kept.set(status.run_id, {
       owner: status.owner,
-      text: text3
+      text: text2
     });
-    this.#bytes += text3.length;
+    this.#bytes += text2.length;
   }
   /** How many statuses are kept, and their bytes. */
   size() {
@@ -18280,8 +16554,8 @@ function getOptions(opts) {
   }
   if (isArray(options.onToken)) {
     var tokens3 = options.onToken;
-    options.onToken = function(token2) {
-      return tokens3.push(token2);
+    options.onToken = function(token) {
+      return tokens3.push(token);
     };
   }
   if (isArray(options.onComment)) {
@@ -18293,10 +16567,10 @@ function getOptions(opts) {
   return options;
 }
 function pushComment(options, array) {
-  return function(block, text3, start2, end, startLoc, endLoc) {
+  return function(block, text2, start2, end, startLoc, endLoc) {
     var comment = {
       type: block ? "Block" : "Line",
-      value: text3,
+      value: text2,
       start: start2,
       end
     };
@@ -20069,8 +18343,8 @@ pp$7.checkLValInnerPattern = function(expr, bindingType, checkClashes) {
       this.checkLValPattern(expr, bindingType, checkClashes);
   }
 };
-var TokContext = function TokContext2(token2, isExpr, preserveSpace, override, generator) {
-  this.token = token2;
+var TokContext = function TokContext2(token, isExpr, preserveSpace, override, generator) {
+  this.token = token;
   this.isExpr = !!isExpr;
   this.preserveSpace = !!preserveSpace;
   this.override = override;
@@ -21519,9 +19793,9 @@ var BranchID = function BranchID2(parent, base) {
   this.base = base || this;
 };
 BranchID.prototype.separatedFrom = function separatedFrom(alt) {
-  for (var self2 = this; self2; self2 = self2.parent) {
+  for (var self = this; self; self = self.parent) {
     for (var other = alt; other; other = other.parent) {
-      if (self2.base === other.base && self2 !== other) {
+      if (self.base === other.base && self !== other) {
         return true;
       }
     }
@@ -22843,10 +21117,10 @@ if (typeof Symbol !== "undefined") {
     var this$1$1 = this;
     return {
       next: function() {
-        var token2 = this$1$1.getToken();
+        var token = this$1$1.getToken();
         return {
-          done: token2.type === types$1.eof,
-          value: token2
+          done: token.type === types$1.eof,
+          value: token
         };
       }
     };
@@ -23839,8 +22113,8 @@ function unknownFields(meta, positions, filename) {
   const warnings = found.slice(0, MAX_WARNINGS).map(({ path, name }) => {
     const node = positions.get(path) ?? {};
     const [head, ...rest] = name.split(".");
-    const shown4 = rest.length > 0 ? `${head}.${fieldName(rest.join("."))}` : fieldName(name);
-    return `${filename}:${at2(node)}: meta field ${shown4} is not known to svc: kept, not used`;
+    const shown3 = rest.length > 0 ? `${head}.${fieldName(rest.join("."))}` : fieldName(name);
+    return `${filename}:${at2(node)}: meta field ${shown3} is not known to svc: kept, not used`;
   });
   if (found.length > MAX_WARNINGS) {
     warnings.push(`${filename}: ${found.length - MAX_WARNINGS} more unknown meta fields`);
@@ -23934,9 +22208,9 @@ function metaNameOf(source) {
       sourceType: "module"
     });
     for (const word of expected) {
-      const token2 = tokens3.getToken();
-      const text3 = source.slice(token2.start, token2.end);
-      if (text3 !== word) return void 0;
+      const token = tokens3.getToken();
+      const text2 = source.slice(token.start, token.end);
+      if (text2 !== word) return void 0;
     }
     const open = tokens3.getToken();
     if (open.type.label !== "{") return void 0;
@@ -23975,7 +22249,7 @@ var RECORD_LIMITS = {
   scriptErrorBytes: 16 * 1024
 };
 function boundEntry(entry) {
-  const { short, text: text3 } = RECORD_LIMITS;
+  const { short, text: text2 } = RECORD_LIMITS;
   const out = {
     ...entry,
     label: entry.label === null ? null : clipText(entry.label, short),
@@ -23985,7 +22259,7 @@ function boundEntry(entry) {
     provider: entry.provider === null ? null : clipText(entry.provider, short),
     model: entry.model === null ? null : clipText(entry.model, short)
   };
-  if (entry.reason !== void 0) out.reason = clipText(entry.reason, text3);
+  if (entry.reason !== void 0) out.reason = clipText(entry.reason, text2);
   if (entry.route !== void 0) out.route = clipText(entry.route, short);
   if (entry.sandbox_clamped !== void 0) {
     out.sandbox_clamped = clipText(entry.sandbox_clamped, short);
@@ -23998,7 +22272,7 @@ function boundEntry(entry) {
       path: clipText(path, short),
       branch: clipText(branch, short),
       ...diff !== void 0 ? {
-        diff: clipText(diff, text3)
+        diff: clipText(diff, text2)
       } : {}
     };
   }
@@ -24030,14 +22304,14 @@ function boundMeta(meta) {
   return out;
 }
 function boundError(error) {
-  const { short, text: text3 } = RECORD_LIMITS;
+  const { short, text: text2 } = RECORD_LIMITS;
   const out = {
     ...error,
     code: clipText(error.code, short),
-    message: clipText(error.message, text3 + short)
+    message: clipText(error.message, text2 + short)
   };
   if (error.file !== void 0) out.file = clipText(error.file, short);
-  if (error.stack !== void 0) out.stack = clipText(error.stack, text3);
+  if (error.stack !== void 0) out.stack = clipText(error.stack, text2);
   return out;
 }
 function boundScriptError(record2) {
@@ -24099,8 +22373,8 @@ var encoder4 = new TextEncoder();
 function now2() {
   return (/* @__PURE__ */ new Date()).toISOString();
 }
-function clip2(text3) {
-  return clipText(text3, TEXT_LIMIT2);
+function clip2(text2) {
+  return clipText(text2, TEXT_LIMIT2);
 }
 function copyJson(value) {
   if (value === null || typeof value !== "object") return value;
@@ -24436,11 +22710,11 @@ var RunContext = class {
     } else this.status.narration_dropped++;
   }
   security(kind, detail) {
-    const { short, text: text3 } = RECORD_LIMITS;
+    const { short, text: text2 } = RECORD_LIMITS;
     const event = {
       at: now2(),
       kind: clipText(kind, short),
-      detail: clipText(detail, text3)
+      detail: clipText(detail, text2)
     };
     if (this.status.security_events.length < this.#options.maxSecurityEvents) {
       this.status.security_events.push(event);
@@ -24727,6 +23001,13 @@ var RunAdmission = class {
   #liveHolds = /* @__PURE__ */ new Map();
   /** Runs this process queued for want of a slot: it starts them as slots free (oldest first). */
   #waiting = /* @__PURE__ */ new Map();
+  /**
+   * Runs placed in the queue whose record is not written yet. They hold their owner's turn like
+   * waiting runs, but no freed slot goes to them: the ledger has no queued run to claim yet, and
+   * a claim that finds none takes the run for another worker's and forgets it, leaving it queued
+   * with no one to start it (`recorded` makes them startable).
+   */
+  #recording = /* @__PURE__ */ new Map();
   /** The owner whose queued run this process started last: the next turn is another's. */
   #lastServed;
   /** Decisions one at a time: a decision reads the queue and records a run before the next. */
@@ -24791,8 +23072,18 @@ var RunAdmission = class {
   async place(caller, runId, queued) {
     const placement = await this.#decide(caller, queued);
     if (placement === "run") this.#takeLive(runId, caller.owner);
-    else this.#waiting.set(runId, caller.owner);
+    else this.#recording.set(runId, caller.owner);
     return placement;
+  }
+  /**
+   * Tells that the run `runId` placed in the queue is recorded there: from now on a freed slot
+   * may go to it (the caller then starts what {@linkcode startable} gives).
+   */
+  recorded(runId) {
+    const owner = this.#recording.get(runId);
+    if (owner === void 0) return;
+    this.#recording.delete(runId);
+    this.#waiting.set(runId, owner);
   }
   /**
    * Throws the refusal {@linkcode place} would give a new run of `caller` now, taking nothing:
@@ -24811,9 +23102,7 @@ var RunAdmission = class {
     const { owner } = caller;
     const remote = caller.remote === true;
     const underLive = this.#live.total < this.limits.hostLiveGuests && (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns);
-    if (underLive && ![
-      ...this.#waiting.values()
-    ].includes(owner)) return "run";
+    if (underLive && !this.#queuesFor(owner)) return "run";
     const queued = await queue();
     const mine = queued.filter((item) => item.owner === owner).length;
     if (queued.length >= this.limits.hostQueuedRuns) {
@@ -24854,6 +23143,17 @@ var RunAdmission = class {
     this.#liveHolds.get(runId)?.();
     this.#liveHolds.delete(runId);
     this.#waiting.delete(runId);
+    this.#recording.delete(runId);
+  }
+  /** Whether `owner` has runs this process queued (recorded or not): its next run queues too. */
+  #queuesFor(owner) {
+    for (const waiting of [
+      this.#waiting,
+      this.#recording
+    ]) {
+      for (const queued of waiting.values()) if (queued === owner) return true;
+    }
+    return false;
   }
   /** The owner of a run this process queued and waits to start; undefined for any other. */
   ownerWaiting(runId) {
@@ -24864,7 +23164,9 @@ var RunAdmission = class {
    * when it already waits for it or runs it.
    */
   adopt(runId, owner) {
-    if (this.#waiting.has(runId) || this.#liveHolds.has(runId)) return false;
+    if (this.#waiting.has(runId) || this.#recording.has(runId) || this.#liveHolds.has(runId)) {
+      return false;
+    }
     this.#waiting.set(runId, owner);
     return true;
   }
@@ -25083,12 +23385,12 @@ var FrontMatterSchema = external_exports.looseObject({
   disallowedTools: toolList.nullish(),
   model: external_exports.string().nullish()
 });
-function quoted3(value) {
+function quoted2(value) {
   return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}\u2026` : value);
 }
 function checkAgentTypeName(name) {
   if (name.length > AGENT_TYPE_LIMITS.name || !NAME.test(name)) {
-    throw new SvcError("invalid_argument", `agent(): option 'agentType' ${quoted3(name)} is not an agent type name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most ${AGENT_TYPE_LIMITS.name} characters`);
+    throw new SvcError("invalid_argument", `agent(): option 'agentType' ${quoted2(name)} is not an agent type name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most ${AGENT_TYPE_LIMITS.name} characters`);
   }
 }
 function tools(value) {
@@ -25100,8 +23402,8 @@ function toolName(tool) {
   const paren = tool.indexOf("(");
   return (paren === -1 ? tool : tool.slice(0, paren)).trim();
 }
-async function parseAgentFile(text3, source) {
-  const match = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text3);
+async function parseAgentFile(text2, source) {
+  const match = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(text2);
   const fail2 = (reason) => {
     throw new SvcError("invalid_argument", `agent(): cannot read the agent type ${source}: ${reason}`);
   };
@@ -25124,7 +23426,7 @@ async function parseAgentFile(text3, source) {
   const denied = new Set((tools(front.disallowedTools) ?? []).map(toolName));
   const usable2 = (given ?? WRITING_TOOLS).map(toolName).filter((tool) => !denied.has(tool));
   const model = front.model?.trim();
-  const system = text3.slice(match[0].length).trim();
+  const system = text2.slice(match[0].length).trim();
   return {
     name: front.name ?? "",
     ...front.description !== void 0 ? {
@@ -25193,7 +23495,7 @@ var AgentTypeRegistry = class {
   async #read(folder, file, name) {
     const p = platform();
     const path = joinPath(folder.dir, file);
-    const shown4 = `${file} in ${folder.shown}`;
+    const shown3 = `${file} in ${folder.shown}`;
     let real;
     try {
       real = await p.realPath(path);
@@ -25214,13 +23516,13 @@ var AgentTypeRegistry = class {
     const info = await p.stat(real);
     if (!info.isFile) return void 0;
     if (info.size > AGENT_TYPE_LIMITS.fileBytes) {
-      throw new SvcError("invalid_argument", `agent(): the agent type ${shown4} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`);
+      throw new SvcError("invalid_argument", `agent(): the agent type ${shown3} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`);
     }
-    const text3 = await p.readTextFile(real);
-    if (text3.length > AGENT_TYPE_LIMITS.fileBytes) {
-      throw new SvcError("invalid_argument", `agent(): the agent type ${shown4} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`);
+    const text2 = await p.readTextFile(real);
+    if (text2.length > AGENT_TYPE_LIMITS.fileBytes) {
+      throw new SvcError("invalid_argument", `agent(): the agent type ${shown3} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`);
     }
-    return await parseAgentFile(text3, shown4);
+    return await parseAgentFile(text2, shown3);
   }
   /** Claude Code knows an agent by the `name` of its front matter: a file named otherwise. */
   async #scan(folder, name) {
@@ -25301,30 +23603,30 @@ var GUEST_NOTIFICATION_METHODS = Object.freeze(Object.keys({
 // src/engine/frames.ts
 var REQUESTS = new Set(GUEST_REQUEST_METHODS);
 var NOTIFICATIONS = new Set(GUEST_NOTIFICATION_METHODS);
-function preview(text3) {
-  return text3.length > 200 ? `${text3.slice(0, 200)}\u2026` : text3;
+function preview(text2) {
+  return text2.length > 200 ? `${text2.slice(0, 200)}\u2026` : text2;
 }
-function classifyLine(text3, nonce) {
-  if (text3.trim() === "") return {
+function classifyLine(text2, nonce) {
+  if (text2.trim() === "") return {
     type: "empty"
   };
   let value;
   try {
-    value = JSON.parse(text3);
+    value = JSON.parse(text2);
   } catch {
     return {
       type: "dropped",
       kind: "non_frame_line",
-      detail: preview(text3),
-      stray: text3
+      detail: preview(text2),
+      stray: text2
     };
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return {
       type: "dropped",
       kind: "non_frame_line",
-      detail: preview(text3),
-      stray: text3
+      detail: preview(text2),
+      stray: text2
     };
   }
   const frame = value;
@@ -25332,15 +23634,15 @@ function classifyLine(text3, nonce) {
     return {
       type: "dropped",
       kind: "non_frame_line",
-      detail: preview(text3),
-      stray: text3
+      detail: preview(text2),
+      stray: text2
     };
   }
   if (typeof frame.nonce !== "string" || !timingSafeEqual(frame.nonce, nonce)) {
     return {
       type: "dropped",
       kind: "bad_nonce",
-      detail: `frame without the run's nonce: ${preview(text3)}`
+      detail: `frame without the run's nonce: ${preview(text2)}`
     };
   }
   const method = frame.method;
@@ -25536,10 +23838,10 @@ var NOT_OBJECT = /* @__PURE__ */ new Set([
   "symbol",
   "function"
 ]);
-function quoted4(names) {
-  const shown4 = names.slice(0, LISTED_NAMES).map((name) => `'${name.length > NAME_CHARS ? `${name.slice(0, NAME_CHARS)}\u2026` : name}'`);
+function quoted3(names) {
+  const shown3 = names.slice(0, LISTED_NAMES).map((name) => `'${name.length > NAME_CHARS ? `${name.slice(0, NAME_CHARS)}\u2026` : name}'`);
   const more = names.length > LISTED_NAMES ? ` and ${names.length - LISTED_NAMES} more` : "";
-  return `${shown4.join(", ")}${more}`;
+  return `${shown3.join(", ")}${more}`;
 }
 function isRecord2(value) {
   return value !== null && typeof value === "object" && !Array.isArray(value);
@@ -25565,10 +23867,10 @@ function lenientCall(params, ignored) {
   for (const name of unknown) delete options[name];
   if (unknown.length > 0) {
     const noun = unknown.length === 1 ? "option" : "options";
-    warnings.push(`agent(): unknown ${noun} ${quoted4(unknown)} ignored, as Claude Code does`);
+    warnings.push(`agent(): unknown ${noun} ${quoted3(unknown)} ignored, as Claude Code does`);
   }
   if (options.effort !== void 0 && !EffortSchema.safeParse(options.effort).success) {
-    const given = typeof options.effort === "string" ? quoted4([
+    const given = typeof options.effort === "string" ? quoted3([
       options.effort
     ]) : "a non-string";
     warnings.push(`agent(): effort ${given} is not low, medium, high, xhigh or max: medium used`);
@@ -25902,10 +24204,10 @@ async function runGuest(options) {
   });
   const stderrPump = (async () => {
     for await (const line of readLines(child.stderr, STDERR_LINE_LIMIT2)) {
-      const text3 = line.kind === "line" ? line.text : `[${line.bytes} bytes of output dropped: line too long]`;
-      stderrTail.push(text3);
+      const text2 = line.kind === "line" ? line.text : `[${line.bytes} bytes of output dropped: line too long]`;
+      stderrTail.push(text2);
       if (stderrTail.length > STDERR_TAIL2) stderrTail.shift();
-      handlers.output(text3, "stderr");
+      handlers.output(text2, "stderr");
     }
   })().catch(() => {
   });
@@ -26820,7 +25122,7 @@ function workOf(step, last2, failedAt) {
 async function handleAgentCall(ctx, deps, request, signal) {
   const placed = await place(ctx, deps, request, signal);
   const call = await admit(ctx, deps, placed);
-  if (!isLive(call)) return await record(ctx, call, settled3(ctx, deps, call));
+  if (!isLive(call)) return await record(ctx, call, settled2(ctx, deps, call));
   const approval = await approve(ctx, deps, call);
   if (!approval.approved) return await record(ctx, call, approval.ending);
   const release = await takePermit(ctx, signal);
@@ -26843,7 +25145,7 @@ function isLive(call) {
 function isReplay(call) {
   return call.decision.kind === "replay";
 }
-function settled3(ctx, deps, call) {
+function settled2(ctx, deps, call) {
   if (isReplay(call)) return replayEnding(ctx, call);
   const { decision } = call;
   if (decision.refusal === "budget") budgetExceeded(ctx, decision.seq, decision.reason);
@@ -26923,7 +25225,7 @@ function normalise(segments) {
 function inside3(path, dir) {
   return path === dir || path.startsWith(dir.endsWith("/") ? dir : `${dir}/`);
 }
-function shown2(ref2) {
+function shown(ref2) {
   const clipped2 = ref2.length > 80 ? `${ref2.slice(0, 80)}\u2026` : ref2;
   return /[\u0000-\u001f\u007f']/.test(clipped2) ? JSON.stringify(clipped2) : `'${clipped2}'`;
 }
@@ -26937,7 +25239,7 @@ async function realCandidate(candidate, ref2) {
   }
   for (const dir of candidate.within) {
     if (!inside3(real, await p.realPath(dir))) {
-      throw new SvcError("invalid_argument", `workflow(): ${shown2(ref2)} leads outside ${candidate.where} through a symbolic link`);
+      throw new SvcError("invalid_argument", `workflow(): ${shown(ref2)} leads outside ${candidate.where} through a symbolic link`);
     }
   }
   return real;
@@ -27020,7 +25322,7 @@ async function byName(name, candidates2) {
 }
 async function findWorkflow(name, places) {
   if (!NAME2.test(name)) {
-    throw new SvcError("invalid_argument", `Cannot find workflow ${shown2(name)}: a name is letters, digits, '_' and '-'`);
+    throw new SvcError("invalid_argument", `Cannot find workflow ${shown(name)}: a name is letters, digits, '_' and '-'`);
   }
   const candidates2 = nameCandidates(name, places);
   const found = await byName(name, candidates2);
@@ -27066,7 +25368,7 @@ function scriptPathSegments(ref2, places, project) {
 }
 function refCandidates(ref2, segments, root) {
   if (!segments || segments.length === 0 || !ref2.endsWith(".js")) {
-    const what = ref2.startsWith("/") ? "an absolute path" : shown2(ref2);
+    const what = ref2.startsWith("/") ? "an absolute path" : shown(ref2);
     throw new SvcError("invalid_argument", `workflow(): ${what} must be a path to a .js file inside ${root.where}`);
   }
   const display = segments.join("/");
@@ -27121,7 +25423,7 @@ async function lookupOf(nameOrRef, options) {
       })
     };
   }
-  throw new SvcError("invalid_argument", `workflow(): ${ref2.startsWith("/") ? "an absolute path" : shown2(ref2)} is neither a workflow name (letters, digits, _ and -) nor a relative path like ./sub.js`);
+  throw new SvcError("invalid_argument", `workflow(): ${ref2.startsWith("/") ? "an absolute path" : shown(ref2)} is neither a workflow name (letters, digits, _ and -) nor a relative path like ./sub.js`);
 }
 async function locateWorkflow(nameOrRef, options) {
   const { ref: ref2, display, candidates: candidates2, isName } = await lookupOf(nameOrRef, options);
@@ -27135,7 +25437,7 @@ async function locateWorkflow(nameOrRef, options) {
   }
   const asked2 = ref2.startsWith("/") ? display : ref2;
   const sought = isName ? `meta.name '${ref2}' and ${display}` : display;
-  throw new SvcError("not_found", `workflow(): no workflow ${shown2(asked2)} (looked for ${sought} in ${placesOf(candidates2)})`);
+  throw new SvcError("not_found", `workflow(): no workflow ${shown(asked2)} (looked for ${sought} in ${placesOf(candidates2)})`);
 }
 async function resolveWorkflow(nameOrRef, options) {
   const { real, filename } = await locateWorkflow(nameOrRef, options);
@@ -27143,7 +25445,7 @@ async function resolveWorkflow(nameOrRef, options) {
   try {
     source = await platform().readTextFile(real);
   } catch {
-    throw new SvcError("not_found", `workflow(): ${shown2(filename)} could not be read`);
+    throw new SvcError("not_found", `workflow(): ${shown(filename)} could not be read`);
   }
   const checked = checkScript(source, {
     filename
@@ -27161,9 +25463,9 @@ function guestHandlers(run, context) {
   return {
     replayed: (params) => recordReplayedCalls(run, params),
     agent: (params, signal) => {
-      for (const text3 of params.warnings) run.narrate({
+      for (const text2 of params.warnings) run.narrate({
         kind: "warning",
-        text: text3
+        text: text2
       });
       const reply2 = handleAgentCall(run, {
         dispatcher: context.dispatcher,
@@ -27191,9 +25493,9 @@ function guestHandlers(run, context) {
       text: message
     }),
     itemError: (report) => run.itemError(report),
-    output: (text3, stream) => run.narrate({
+    output: (text2, stream) => run.narrate({
       kind: "output",
-      text: text3,
+      text: text2,
       stream
     }),
     security: (kind, detail) => run.security(kind, detail),
@@ -27218,9 +25520,9 @@ async function subWorkflow(run, context, ref2) {
         scriptDir: context.scriptDir
       } : {}
     });
-    for (const text3 of resolved.warnings) run.narrate({
+    for (const text2 of resolved.warnings) run.narrate({
       kind: "warning",
-      text: text3
+      text: text2
     });
     return {
       body: resolved.body,
@@ -27232,23 +25534,6 @@ async function subWorkflow(run, context, ref2) {
   }
 }
 
-// src/engine/run/guest_prime.ts
-var GUEST_SEED = 1;
-var GUEST_CPU_GRACE_S = 5;
-function guestClock(timeout) {
-  return {
-    seed: GUEST_SEED,
-    cpuSeconds: timeout + GUEST_CPU_GRACE_S
-  };
-}
-function primeGuest(prestarted, options) {
-  prestarted.prime({
-    scratchRoot: options.scratchRoot,
-    heapMb: options.heapMb,
-    ...guestClock(options.timeout)
-  });
-}
-
 // src/engine/run/execute.ts
 var REPLAY_OFFER = {
   totalBytes: 32 * 1024 * 1024,
@@ -27256,9 +25541,9 @@ var REPLAY_OFFER = {
 };
 async function executeRun(run, script, context) {
   await new Promise((resolve) => setTimeout(resolve, 0));
-  for (const text3 of script.warnings) run.narrate({
+  for (const text2 of script.warnings) run.narrate({
     kind: "warning",
-    text: text3
+    text: text2
   });
   const { status, controller, request } = run;
   if (controller.signal.aborted) {
@@ -27437,9 +25722,9 @@ var WorkspacePolicy = class {
     return await this.#check(caller.owner, asked2, options.what);
   }
   async #check(owner, asked2, what) {
-    const shown4 = JSON.stringify(asked2.slice(0, 200)).slice(1, -1);
+    const shown3 = JSON.stringify(asked2.slice(0, 200)).slice(1, -1);
     const roots = this.rootsOf(owner);
-    const refuse2 = (why) => new SvcError("forbidden", `Cannot use ${what} '${shown4}': ${why}`);
+    const refuse2 = (why) => new SvcError("forbidden", `Cannot use ${what} '${shown3}': ${why}`);
     if (roots.length === 0) {
       throw refuse2(`no workspace root is configured for owner '${owner}'; remote callers work in a fresh scratch directory (leave ${what} out)`);
     }
@@ -28303,7 +26588,7 @@ function resolveRunOptions(options) {
       concurrency: 8,
       maxAgents: 200,
       maxRefusedCalls: 1e3,
-      heapMb: 512,
+      heapMb: DEFAULT_GUEST_HEAP_MB,
       frameLimit: 4 * 1024 * 1024,
       maxNarration: 5e3,
       maxNarrationBytes: 2 * 1024 * 1024,
@@ -28864,10 +27149,10 @@ var SURFACES = {
 };
 function startedBy(via, status) {
   const { trigger } = status;
-  let text3 = trigger?.kind === "automation" ? `automation ${trigger.automation_id}` : trigger?.kind === "webhook" ? `webhook ${trigger.hook}` : SURFACES[via];
-  if (status.resumed_from) text3 = `resume of ${status.resumed_from} via ${text3}`;
-  if (status.card_id !== void 0) text3 = `${text3} for card ${status.card_id}`;
-  const clipped2 = text3.length > STARTED_BY_CHARS ? `${text3.slice(0, STARTED_BY_CHARS - 1)}\u2026` : text3;
+  let text2 = trigger?.kind === "automation" ? `automation ${trigger.automation_id}` : trigger?.kind === "webhook" ? `webhook ${trigger.hook}` : SURFACES[via];
+  if (status.resumed_from) text2 = `resume of ${status.resumed_from} via ${text2}`;
+  if (status.card_id !== void 0) text2 = `${text2} for card ${status.card_id}`;
+  const clipped2 = text2.length > STARTED_BY_CHARS ? `${text2.slice(0, STARTED_BY_CHARS - 1)}\u2026` : text2;
   return {
     via,
     text: clipped2
@@ -29037,16 +27322,22 @@ var RunManager = class _RunManager {
     try {
       placement = await this.#admission.serial(async () => {
         const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        await this.#record(prepared, placed === "run" ? this.#host.ref : null);
+        if (placed === "queue") {
+          await this.#record(prepared, null);
+          this.#admission.recorded(runId);
+        }
         return placed;
       });
+      if (placement === "run") await this.#record(prepared, this.#host.ref);
     } catch (error) {
       this.#admission.release(runId);
       release();
+      this.#pump();
       throw error;
     }
     if (placement === "run") return this.#launch(prepared, release);
     release();
+    this.#pump();
     return await this.#withPosition(structuredClone(prepared.status));
   }
   /**
@@ -29084,6 +27375,14 @@ var RunManager = class _RunManager {
    */
   async checkAdmission(caller) {
     await this.#admission.serial(() => this.#admission.check(caller, () => this.#queuedRuns()));
+  }
+  /**
+   * How many of the caller's runs (everyone's for an administrator) are queued and running,
+   * every host's: counted from the queue and the active runs' index, never from the runs'
+   * documents, so that a status read costs little however many runs are live.
+   */
+  activeCounts(caller) {
+    return this.#ledger.countActiveRuns(ownerScope(caller));
   }
   /** How full the caps are, host-wide and for the caller's owner. */
   async admission(caller) {
@@ -30071,14 +28370,14 @@ async function spawnGit(args, cwd, maxStdoutBytes = Infinity) {
 }
 async function readAtMost(stream, max, stop) {
   const decoder2 = new TextDecoder();
-  let text3 = "";
+  let text2 = "";
   let size = 0;
   let truncated = false;
   for await (const chunk of stream) {
     if (truncated) continue;
     const room = max - size;
     if (chunk.length > room) {
-      text3 += decoder2.decode(chunk.subarray(0, Math.max(0, room)), {
+      text2 += decoder2.decode(chunk.subarray(0, Math.max(0, room)), {
         stream: true
       });
       truncated = true;
@@ -30086,12 +28385,12 @@ async function readAtMost(stream, max, stop) {
       continue;
     }
     size += chunk.length;
-    text3 += decoder2.decode(chunk, {
+    text2 += decoder2.decode(chunk, {
       stream: true
     });
   }
   return {
-    text: text3 + decoder2.decode(),
+    text: text2 + decoder2.decode(),
     truncated
   };
 }
@@ -30154,8 +28453,8 @@ function recordOf2(value) {
     } : {}
   };
 }
-function lastLine(text3) {
-  return text3.trim().split("\n").at(-1) ?? "git failed";
+function lastLine(text2) {
+  return text2.trim().split("\n").at(-1) ?? "git failed";
 }
 var WorktreeManager = class {
   #root;
@@ -32348,7 +30647,7 @@ var defaultOptions2 = {
   idField: "id",
   extractField: (document, fieldName2) => document[fieldName2],
   stringifyField: (fieldValue, fieldName2) => fieldValue.toString(),
-  tokenize: (text3) => text3.split(SPACE_OR_PUNCTUATION),
+  tokenize: (text2) => text2.split(SPACE_OR_PUNCTUATION),
   processTerm: (term) => term.toLowerCase(),
   fields: void 0,
   searchOptions: void 0,
@@ -32420,8 +30719,8 @@ var SPACE_OR_PUNCTUATION = /[\n\r\p{Z}\p{P}]+/u;
 // src/memory/documents.ts
 var TITLE_LIMIT = 200;
 var TEXT_LIMIT3 = 8 * 1024;
-function clip3(text3, max) {
-  return text3.length > max ? text3.slice(0, max) : text3;
+function clip3(text2, max) {
+  return text2.length > max ? text2.slice(0, max) : text2;
 }
 function jsonText(value, max = TEXT_LIMIT3) {
   const parts = [];
@@ -32433,9 +30732,9 @@ function jsonText(value, max = TEXT_LIMIT3) {
     const item = stack.pop();
     if (item === void 0 || item === null || typeof item === "boolean") continue;
     if (typeof item === "string" || typeof item === "number") {
-      const text3 = clip3(String(item), max - size);
-      parts.push(text3);
-      size += text3.length + 1;
+      const text2 = clip3(String(item), max - size);
+      parts.push(text2);
+      size += text2.length + 1;
       continue;
     }
     if (Array.isArray(item)) {
@@ -32504,17 +30803,17 @@ function cardDocument(card) {
 
 // src/memory/snippet.ts
 var SNIPPET_LENGTH = 160;
-function snippetOf(text3, terms) {
-  const lower = text3.toLowerCase();
+function snippetOf(text2, terms) {
+  const lower = text2.toLowerCase();
   let at3 = -1;
   for (const term of terms) {
     const found = term === "" ? -1 : lower.indexOf(term);
     if (found >= 0 && (at3 < 0 || found < at3)) at3 = found;
   }
   const start2 = Math.max(0, at3 < 0 ? 0 : at3 - SNIPPET_LENGTH / 4);
-  const end = Math.min(text3.length, start2 + SNIPPET_LENGTH);
-  const body = text3.slice(start2, end).replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
-  return `${start2 > 0 ? "\u2026" : ""}${body}${end < text3.length ? "\u2026" : ""}`;
+  const end = Math.min(text2.length, start2 + SNIPPET_LENGTH);
+  const body = text2.slice(start2, end).replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+  return `${start2 > 0 ? "\u2026" : ""}${body}${end < text2.length ? "\u2026" : ""}`;
 }
 
 // src/memory/memory_search.ts
@@ -32718,12 +31017,12 @@ var DIFF_LIMITS = {
 };
 var REF_LIMIT = 200;
 var REF = /^[A-Za-z0-9_][A-Za-z0-9_./~^@{}+-]*$/;
-function shown3(text3) {
-  return JSON.stringify(text3.length > 80 ? `${text3.slice(0, 80)}\u2026` : text3);
+function shown2(text2) {
+  return JSON.stringify(text2.length > 80 ? `${text2.slice(0, 80)}\u2026` : text2);
 }
 function checkRef(ref2) {
   if (ref2.length === 0 || ref2.length > REF_LIMIT || !REF.test(ref2) || ref2.includes("..")) {
-    throw new SvcError("invalid_argument", `Cannot review against ${shown3(ref2)}: 'base' must be a branch, tag, commit or revision like HEAD~1 (at most ${REF_LIMIT} characters, no '..', no leading '-')`);
+    throw new SvcError("invalid_argument", `Cannot review against ${shown2(ref2)}: 'base' must be a branch, tag, commit or revision like HEAD~1 (at most ${REF_LIMIT} characters, no '..', no leading '-')`);
   }
 }
 async function realDir(workdir) {
@@ -32733,7 +31032,7 @@ async function realDir(workdir) {
     if ((await p.stat(real)).isDirectory) return real;
   } catch {
   }
-  throw new SvcError("invalid_argument", `Cannot review ${shown3(workdir)}: it is not an existing directory`);
+  throw new SvcError("invalid_argument", `Cannot review ${shown2(workdir)}: it is not an existing directory`);
 }
 async function repositoryOf(dir) {
   const found = await safeGit([
@@ -32745,7 +31044,7 @@ async function repositoryOf(dir) {
   });
   const [gitDir, workTree] = found.stdout.split("\n");
   if (found.code !== 0 || !gitDir || !workTree) {
-    throw new SvcError("invalid_argument", `Cannot review ${shown3(dir)}: it is not in a git repository with a working tree`);
+    throw new SvcError("invalid_argument", `Cannot review ${shown2(dir)}: it is not in a git repository with a working tree`);
   }
   return {
     cwd: dir,
@@ -32808,7 +31107,7 @@ async function diffWorkdir(workdir, base) {
   ], place3);
   const commit = resolved.stdout.trim();
   if (resolved.code !== 0 || !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(commit)) {
-    throw new SvcError("invalid_argument", `Cannot review ${shown3(dir)} against ${shown3(base)}: it names no commit of the repository`);
+    throw new SvcError("invalid_argument", `Cannot review ${shown2(dir)} against ${shown2(base)}: it names no commit of the repository`);
   }
   const diff = await safeGit([
     "diff",
@@ -32824,7 +31123,7 @@ async function diffWorkdir(workdir, base) {
     maxStdoutBytes: DIFF_LIMITS.totalBytes
   });
   if (diff.code !== 0 && !diff.truncated) {
-    throw new SvcError("invalid_argument", `Cannot review ${shown3(dir)}: git diff failed: ${diff.stderr.trim().slice(0, 300)}`);
+    throw new SvcError("invalid_argument", `Cannot review ${shown2(dir)}: git diff failed: ${diff.stderr.trim().slice(0, 300)}`);
   }
   const sections = diff.stdout.split(/^(?=diff --git )/m).filter((s) => s.startsWith("diff --git "));
   const files = [];
@@ -33330,8 +31629,8 @@ function admittedStream(release, source) {
 
 // src/services/not_found.ts
 function noSuch(kind, id) {
-  const shown4 = JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}...` : id);
-  return new SvcError("not_found", `Cannot find ${kind} ${shown4}: no such ${kind}`);
+  const shown3 = JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}...` : id);
+  return new SvcError("not_found", `Cannot find ${kind} ${shown3}: no such ${kind}`);
 }
 
 // src/services/streams.ts
@@ -33868,10 +32167,10 @@ var RunGraph = class {
       ...entries
     ].sort((a, b) => a.seq - b.seq);
     const seen = new Set(sorted.map((e) => e.seq));
-    const shown4 = sorted.slice(0, DAG_MAX_CALLS).map((e) => journaled(e, marks));
+    const shown3 = sorted.slice(0, DAG_MAX_CALLS).map((e) => journaled(e, marks));
     const live = open.filter((event) => !seen.has(event.seq)).map(running);
     const calls = [
-      ...shown4,
+      ...shown3,
       ...live
     ];
     const resumed = status.resumed_from !== null;
@@ -33886,7 +32185,7 @@ var RunGraph = class {
       calls: {
         total: sorted.length + live.length,
         shown: calls.length,
-        omitted: sorted.length - shown4.length,
+        omitted: sorted.length - shown3.length,
         running: live.length,
         replayed: sorted.filter((e) => e.outcome === "replayed").length
       },
@@ -33916,8 +32215,8 @@ var FAILED = /* @__PURE__ */ new Set([
   "timeout",
   "interrupted"
 ]);
-function clip4(text3) {
-  const flat = text3.replace(/\s+/g, " ").trim();
+function clip4(text2) {
+  const flat = text2.replace(/\s+/g, " ").trim();
   return flat.length > PULSE_MESSAGE_CHARS ? `${flat.slice(0, PULSE_MESSAGE_CHARS - 1)}\u2026` : flat;
 }
 function spendOf(calls) {
@@ -33966,14 +32265,14 @@ function budgetsOf(runs) {
     axis.spent += run.budget.spent;
     axis.total += run.budget.total;
   }
-  const shown4 = (a) => a.any ? {
+  const shown3 = (a) => a.any ? {
     spent: a.spent,
     total: a.total
   } : null;
   return {
     runs: count3,
-    usd: shown4(usd),
-    tokens: shown4(tokens3)
+    usd: shown3(usd),
+    tokens: shown3(tokens3)
   };
 }
 function failuresOf(runs, tasks) {
@@ -34318,12 +32617,16 @@ function runSettingsOf(config, options) {
     ...GUEST_ENV_VARS,
     ...MICROVM_ENV_VARS
   ]);
+  const isolation = defaultIsolationBackends({
+    env,
+    home: options.home
+  });
   return {
     admission: runAdmissionOf(config.admission),
-    isolation: defaultIsolationBackends({
-      env,
-      home: options.home
-    }),
+    isolation: options.early ? {
+      ...isolation,
+      "unsafe-local": options.early
+    } : isolation,
     maxProgressBytes: config.progress.call_bytes,
     ...options.chosen
   };
@@ -34406,6 +32709,29 @@ async function startRecovery(parts) {
   }, options.recoverEveryMs ?? RECOVER_EVERY_MS);
   return () => clearInterval(recovery);
 }
+async function openStores(home, options, url) {
+  const settings = {
+    ...options.pollMs !== void 0 ? {
+      pollMs: options.pollMs
+    } : {},
+    ...url ? {
+      url
+    } : {}
+  };
+  const [ledger, board] = await Promise.allSettled([
+    openLedger(home, settings),
+    openBoard(boardDirOf(home, options.boardDir), settings)
+  ]);
+  if (ledger.status === "fulfilled" && board.status === "fulfilled") {
+    return {
+      ledger: ledger.value,
+      board: board.value
+    };
+  }
+  if (ledger.status === "fulfilled") await ledger.value.close();
+  if (board.status === "fulfilled") await board.value.close();
+  throw ledger.status === "rejected" ? ledger.reason : board.reason;
+}
 async function openServices(options = {}) {
   const home = options.home ?? svcHome();
   const loaded = options.config ? {
@@ -34422,14 +32748,8 @@ async function openServices(options = {}) {
     capabilities: capabilitiesOf(config)
   };
   const url = options.ledgerUrl === void 0 ? ledgerUrl() : options.ledgerUrl ?? void 0;
-  const ledger = await openLedger(home, {
-    ...options.pollMs !== void 0 ? {
-      pollMs: options.pollMs
-    } : {},
-    ...url ? {
-      url
-    } : {}
-  });
+  const stores = await openStores(home, options, url);
+  const { ledger } = stores;
   const host = new HostLease(ledger, {
     ...options.role ? {
       role: options.role
@@ -34438,16 +32758,8 @@ async function openServices(options = {}) {
   });
   let runs;
   let tasks;
-  let board;
+  const { board } = stores;
   try {
-    board = await openBoard(boardDirOf(home, options.boardDir), {
-      ...options.pollMs !== void 0 ? {
-        pollMs: options.pollMs
-      } : {},
-      ...url ? {
-        url
-      } : {}
-    });
     const sessions = new SessionStore(ledger);
     const workspace = workspaceOf(config, {
       home,
@@ -34466,7 +32778,8 @@ async function openServices(options = {}) {
     runs = await RunManager.create({
       ...runSettingsOf(config, {
         home,
-        chosen: options.runs
+        chosen: options.runs,
+        early: options.earlyGuest
       }),
       dispatcher,
       ledger,
@@ -34474,7 +32787,6 @@ async function openServices(options = {}) {
       host,
       workspace
     });
-    await sweepScratch(joinPath(home, "tmp"));
     const stopRecovery = await startRecovery({
       ledger,
       runs,
@@ -34519,7 +32831,7 @@ async function openServices(options = {}) {
       await runs?.close();
       await tasks?.close();
       await host.close();
-      await board?.close();
+      await board.close();
       await ledger.close();
     })();
     return {
@@ -34585,7 +32897,7 @@ async function openServices(options = {}) {
     });
     await tasks?.close().catch(() => {
     });
-    await board?.close();
+    await board.close();
     await ledger.close();
     throw error;
   }
@@ -34595,9 +32907,9 @@ async function openServices(options = {}) {
 function cliCaller() {
   return callerOf(platform().env("SVC_OWNER") ?? "local");
 }
-async function openHost() {
+async function openHost(options = {}) {
   const caller = cliCaller();
-  const services = await openServices();
+  const services = await openServices(options);
   return Object.assign(services, {
     caller
   });
@@ -34617,8 +32929,8 @@ function parseOutputLevel(value, fallback) {
   return level;
 }
 var LINE_LIMIT = 400;
-function clipped(text3) {
-  return text3.length > LINE_LIMIT ? `${text3.slice(0, LINE_LIMIT - 1)}\u2026` : text3;
+function clipped(text2) {
+  return text2.length > LINE_LIMIT ? `${text2.slice(0, LINE_LIMIT - 1)}\u2026` : text2;
 }
 function progressLines(level) {
   const partial = /* @__PURE__ */ new Map();
@@ -34717,7 +33029,7 @@ function createNarrationPrinter(options) {
   const { terminal } = options;
   const now4 = options.now ?? Date.now;
   const interval = options.countsIntervalMs ?? 1e3;
-  const visible2 = options.visible ?? ((text3) => text3);
+  const visible2 = options.visible ?? ((text2) => text2);
   const started2 = now4();
   let phase;
   let calls;
@@ -34725,7 +33037,7 @@ function createNarrationPrinter(options) {
   let printed = "";
   let printedAt = -Infinity;
   let timer;
-  let shown4 = false;
+  let shown3 = false;
   let drawnAt = -Infinity;
   let ticker;
   function statusText() {
@@ -34739,16 +33051,16 @@ function createNarrationPrinter(options) {
   function draw() {
     if (!terminal) return;
     const width = Math.max(20, terminal.columns() - 1);
-    const text3 = visible2(statusText());
-    const clipped2 = text3.length > width ? `${text3.slice(0, width - 1)}\u2026` : text3;
+    const text2 = visible2(statusText());
+    const clipped2 = text2.length > width ? `${text2.slice(0, width - 1)}\u2026` : text2;
     terminal.write(`${CLEAR_LINE}${clipped2}`);
-    shown4 = true;
+    shown3 = true;
     drawnAt = now4();
     ticker ??= setInterval(draw, 1e3);
   }
-  function printAbove(text3) {
-    if (terminal && shown4) terminal.write(CLEAR_LINE);
-    options.line(text3);
+  function printAbove(text2) {
+    if (terminal && shown3) terminal.write(CLEAR_LINE);
+    options.line(text2);
     if (terminal && calls) draw();
   }
   function printCounts() {
@@ -34801,8 +33113,8 @@ function createNarrationPrinter(options) {
     if (timer !== void 0) clearTimeout(timer);
     ticker = timer = void 0;
     if (terminal) {
-      if (shown4) terminal.write(CLEAR_LINE);
-      shown4 = false;
+      if (shown3) terminal.write(CLEAR_LINE);
+      shown3 = false;
       if (calls) options.line(countsText(calls));
       return;
     }
@@ -34975,7 +33287,7 @@ function parseLimit(flag, raw, max) {
   }
   return value;
 }
-async function workflowRun(scriptRef, flags) {
+async function workflowRun(scriptRef, flags, start2 = {}) {
   const workdir = await workdirOption(flags.workdir);
   const source = await readScriptSource(await scriptPathOf(scriptRef, workdir));
   const args = await parseArgsOption(flags.args);
@@ -34998,7 +33310,10 @@ async function workflowRun(scriptRef, flags) {
     json: flags.json,
     flags,
     ref: source.ref,
-    output
+    output,
+    ...start2.earlyGuest ? {
+      earlyGuest: start2.earlyGuest
+    } : {}
   });
 }
 function runOptionsOf(flags) {
@@ -35018,7 +33333,9 @@ function runOptionsOf(flags) {
   };
 }
 async function runAndFollow(request, options = {}) {
-  await using host = await openHost();
+  await using host = await openHost(options.earlyGuest ? {
+    earlyGuest: options.earlyGuest
+  } : {});
   await reportInterrupted(host);
   return await follow2(host, () => host.runs.start(request, host.caller, {
     via: "cli"
@@ -35123,6 +33440,8 @@ async function follow2(host, start2, options) {
 
 export {
   workflowRun,
+  runOptionsOf,
+  runAndFollow,
   workflowWork,
   workflowResume
 };

@@ -459,6 +459,51 @@ function sha256Bytes(data) {
   return out;
 }
 
+// src/platform/group_start.ts
+var starter;
+function setsidStarter(which2) {
+  if (starter !== void 0) return starter;
+  starter = null;
+  if (Deno.build.os !== "linux") return starter;
+  const found = which2("setsid");
+  if (found && Deno.permissions.querySync({
+    name: "run",
+    command: found
+  }).state === "granted") {
+    starter = found;
+  }
+  return starter;
+}
+function existingAbsolute(command) {
+  if (!command.startsWith("/")) return false;
+  try {
+    return Deno.statSync(command).isFile;
+  } catch {
+    return false;
+  }
+}
+function groupStart(command, args, which2) {
+  const setsid = setsidStarter(which2);
+  if (setsid === null || !existingAbsolute(command)) {
+    return {
+      command,
+      args: [
+        ...args
+      ],
+      detached: true
+    };
+  }
+  return {
+    command: setsid,
+    args: [
+      "--",
+      command,
+      ...args
+    ],
+    detached: false
+  };
+}
+
 // src/platform/deno.ts
 var SMALL_HASH_BYTES = 64 * 1024;
 function nodeCrypto() {
@@ -528,19 +573,24 @@ function killDescendants(tree, signal) {
   }
 }
 function spawnDeno(command, options) {
-  const child = new Deno.Command(command, {
+  const group = options.newProcessGroup ?? false;
+  const start = group ? groupStart(command, options.args, which) : {
+    command,
     args: [
       ...options.args
     ],
+    detached: false
+  };
+  const child = new Deno.Command(start.command, {
+    args: start.args,
     env: options.env,
     clearEnv: options.clearEnv ?? false,
     cwd: options.cwd,
-    detached: options.newProcessGroup ?? false,
+    detached: start.detached,
     stdin: "piped",
     stdout: "piped",
     stderr: "piped"
   }).spawn();
-  const group = options.newProcessGroup ?? false;
   const lifeline = options.lifeline ? holdLifeline(child.pid) : void 0;
   let exited = false;
   const status = child.status.then(async (s) => {
@@ -566,10 +616,13 @@ function spawnDeno(command, options) {
           Deno.kill(-child.pid, signal);
           return;
         } catch (error) {
-          if (error instanceof Deno.errors.NotFound) return;
-          if (killWithCommand([
+          if (error instanceof Deno.errors.NotFound) {
+            if (exited) return;
+          } else if (killWithCommand([
             `-${child.pid}`
-          ], signal)) return;
+          ], signal)) {
+            return;
+          }
         }
       }
       if (exited) return;

@@ -2,22 +2,24 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
-  commandFailure
-} from "./chunk-Q3SBHGQB.js";
-import {
   Command,
   CommanderError
 } from "./chunk-XWPP7URQ.js";
 import {
+  VERSION
+} from "./chunk-HI6AAJID.js";
+import {
+  commandFailure
+} from "./chunk-HQWKKIZ6.js";
+import {
   EXIT,
-  VERSION,
   exitStatusOfError
-} from "./chunk-IZPX2BVX.js";
-import "./chunk-36ASGRUG.js";
-import "./chunk-KPBTULV6.js";
+} from "./chunk-7P443PDA.js";
+import "./chunk-QJ6AKW35.js";
+import "./chunk-VVTWFLTM.js";
 import {
   platform
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 

@@ -3,11 +3,11 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   jsonProblem
-} from "./chunk-KPBTULV6.js";
+} from "./chunk-VVTWFLTM.js";
 import {
   joinPath,
   platform
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import {
   EXIT_STATUS,
   SvcError,
@@ -153,9 +153,6 @@ function exitStatusOfError(error) {
   return exitStatusOf("internal");
 }
 
-// src/version.ts
-var VERSION = "0.1.0";
-
 export {
   UsageError,
   readScriptSource,
@@ -163,6 +160,5 @@ export {
   workdirOption,
   EXIT,
   exitStatusOfState,
-  exitStatusOfError,
-  VERSION
+  exitStatusOfError
 };

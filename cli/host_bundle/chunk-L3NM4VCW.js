@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   configFile
-} from "./chunk-NHLHPMDA.js";
+} from "./chunk-FEJN3AJX.js";
 import {
   AutomationConfigSchema,
   CONCURRENCY_LIMIT,
@@ -12,10 +12,10 @@ import {
   RUN_CONCURRENCY_CEILING,
   boundedJson,
   external_exports
-} from "./chunk-KPBTULV6.js";
+} from "./chunk-VVTWFLTM.js";
 import {
   platform
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

@@ -4,7 +4,7 @@
 import {
   joinPath,
   platform
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

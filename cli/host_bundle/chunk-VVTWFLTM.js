@@ -21291,6 +21291,181 @@ var workflowResumeRequestSchema = external_exports.strictObject({
 });
 var WorkflowResumeRequestSchema = workflowResumeRequestSchema;
 
+// src/schemas/dispatch.ts
+var DispatchRequestSchema = AgentOptionsSchema.safeExtend({
+  prompt: external_exports.string().min(1, "must not be empty"),
+  /** Highest sandbox level the call may get; its own ask when absent. */
+  sandbox_max: SandboxLevelSchema.optional(),
+  /** Wall-clock limit of the task in seconds. Default 1800. */
+  timeout: external_exports.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(1800),
+  /** Send the call to the fake provider (no quota used). */
+  fake_dispatch: external_exports.boolean().default(false),
+  /** Attempts of a schema call whose answer fails validation (first try included). */
+  schema_attempts: external_exports.number().int().min(1).max(10).default(3)
+});
+var SESSION_NAME_LIMIT = 128;
+var SessionCreateSchema = external_exports.strictObject({
+  name: external_exports.string().max(SESSION_NAME_LIMIT).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'").optional(),
+  provider: external_exports.string().min(1).optional(),
+  profile: external_exports.string().min(1).optional()
+});
+
+// src/schemas/board.ts
+var BOARD_ACTIONS = [
+  "new",
+  "take",
+  "log",
+  "done",
+  "drop",
+  "cancel"
+];
+var CARD_STATES = [
+  "new",
+  "taken",
+  "done",
+  "dropped",
+  "cancelled"
+];
+var TITLE_LIMIT = 200;
+var DESC_LIMIT = 2e4;
+var MESSAGE_LIMIT = 4e3;
+var NEXT_LIMIT = 1e3;
+var NAME_LIMIT = 100;
+var BY_LIMIT = 128;
+var LABELS_LIMIT = 20;
+var LABEL_LIMIT = 50;
+var EVIDENCE_BYTES = 8 * 1024;
+var CARD_NUMBER_DIGITS = 15;
+var ONE_LINE2 = /^[^\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$/;
+var TEXT2 = /^[^\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$/;
+var CARD_NUMBER = new RegExp(`^[1-9][0-9]{0,${CARD_NUMBER_DIGITS - 1}}$`);
+function isCardNumber(value) {
+  return typeof value === "string" && CARD_NUMBER.test(value);
+}
+function line(max, what) {
+  return external_exports.string().max(max, `must be at most ${max} characters`).regex(ONE_LINE2, "must be one line without control characters").describe(what);
+}
+function text(max, what) {
+  return external_exports.string().max(max, `must be at most ${max} characters`).regex(TEXT2, "must hold no control characters but newlines and tabs").describe(what);
+}
+function evidenceProblem(value) {
+  const problem = jsonProblem(value);
+  if (problem !== void 0) return problem;
+  const json2 = JSON.stringify(value);
+  if (json2.length > EVIDENCE_BYTES || new TextEncoder().encode(json2).length > EVIDENCE_BYTES) {
+    return `must take at most ${EVIDENCE_BYTES} bytes as JSON`;
+  }
+  return void 0;
+}
+var EvidenceSchema = external_exports.unknown().superRefine((value, ctx) => {
+  const problem = evidenceProblem(value);
+  if (problem !== void 0) ctx.addIssue({
+    code: "custom",
+    message: problem
+  });
+}).describe(`Any JSON value, at most ${EVIDENCE_BYTES} bytes as JSON`);
+var BoardActionSchema = external_exports.enum(BOARD_ACTIONS);
+var CardStateSchema = external_exports.enum(CARD_STATES);
+var BoardModeSchema = external_exports.enum([
+  "dry_run",
+  "apply"
+]);
+var BoardWriteRequestSchema = external_exports.strictObject({
+  action: BoardActionSchema.describe("What to do: new, take, log, done, drop or cancel"),
+  mode: BoardModeSchema.default("dry_run").describe("dry_run (default) returns what apply would write and persists nothing; apply writes"),
+  issue_id: external_exports.string().max(CARD_NUMBER_DIGITS, "must be a card number (1, 2, ...)").regex(/^(|[1-9][0-9]*)$/, "must be a card number (1, 2, ...)").optional().describe("The card: a card number string; empty or absent for new"),
+  title: line(TITLE_LIMIT, "Title of the card; required for new").regex(/\S/, "must not be blank").optional(),
+  project: line(NAME_LIMIT, "Project of the card; empty clears it").optional(),
+  priority: line(NAME_LIMIT, "Priority of the card; empty clears it").optional(),
+  desc: text(DESC_LIMIT, "Description of the card; empty clears it").optional(),
+  labels: external_exports.array(line(LABEL_LIMIT, "A label").min(1, "must not be empty").regex(/^[^,]*$/, "must hold no comma")).max(LABELS_LIMIT, `must hold at most ${LABELS_LIMIT} labels`).optional().describe("Labels of the card, replacing its labels"),
+  message: text(MESSAGE_LIMIT, "What to note in the card's log").optional(),
+  next: text(NEXT_LIMIT, "The next step; empty clears it").optional(),
+  by: line(BY_LIMIT, "Who acts (a label); the server's default when absent").min(1, "must not be empty").optional(),
+  codename: line(NAME_LIMIT, "Codename of the card; empty clears it").optional(),
+  evidence: EvidenceSchema.optional(),
+  // `unknown` refined, rather than `never`, so that the OpenAPI document can describe it.
+  board_dir: external_exports.unknown().refine((value) => value === void 0, {
+    error: "is forbidden: the board directory is fixed by the server"
+  }).optional().describe("Forbidden (403): the board directory is fixed by server configuration")
+});
+var BoardWriteToolSchema = BoardWriteRequestSchema.omit({
+  board_dir: true
+});
+function refuseBoardDir(body) {
+  if (typeof body === "object" && body !== null && Object.hasOwn(body, "board_dir")) {
+    throw new SvcError("forbidden", "Cannot write to the board: 'board_dir' is forbidden, the board directory is fixed by the server");
+  }
+}
+var BoardLogEntrySchema = external_exports.object({
+  at: external_exports.string().describe("When (ISO 8601)"),
+  by: external_exports.string().describe("Who acted"),
+  action: BoardActionSchema,
+  message: external_exports.string().optional(),
+  next: external_exports.string().optional(),
+  evidence: external_exports.unknown().optional().describe("Any JSON value")
+});
+var BoardRunLinkSchema = external_exports.object({
+  run_id: external_exports.string(),
+  at: external_exports.string(),
+  by: external_exports.string()
+});
+var BoardCardSchema = external_exports.object({
+  issue_id: external_exports.string().describe("The card number, as a string"),
+  title: external_exports.string(),
+  state: CardStateSchema,
+  owner: external_exports.string().describe("Whose card it is: the owner that created it"),
+  project: external_exports.string().optional(),
+  priority: external_exports.string().optional(),
+  desc: external_exports.string().optional(),
+  labels: external_exports.array(external_exports.string()),
+  codename: external_exports.string().optional(),
+  next: external_exports.string().optional(),
+  evidence: external_exports.unknown().optional().describe("The latest evidence: any JSON value"),
+  created_at: external_exports.string(),
+  updated_at: external_exports.string(),
+  by: external_exports.string().describe("Who acted last"),
+  log: external_exports.array(BoardLogEntrySchema).describe("The newest entries of the card's log, oldest first"),
+  log_dropped: external_exports.number().int().describe("How many older log entries are no longer kept"),
+  runs: external_exports.array(BoardRunLinkSchema).optional().describe("The runs started for the card (`card_id` of a run request), oldest first: the newest 50")
+});
+var BoardChangeSchema = external_exports.object({
+  seq: external_exports.number().int().describe("Position in the board's change log, from 0, without gaps"),
+  at: external_exports.string(),
+  action: BoardActionSchema,
+  issue_id: external_exports.string(),
+  owner: external_exports.string(),
+  by: external_exports.string(),
+  state: CardStateSchema.describe("The card's state after the write")
+});
+var BoardWriteResultSchema = external_exports.object({
+  mode: BoardModeSchema,
+  applied: external_exports.boolean().describe("Whether the write was persisted (mode apply)"),
+  action: BoardActionSchema,
+  card: BoardCardSchema.describe("The card as it is (apply) or would be (dry_run) after the write"),
+  change: BoardChangeSchema.describe("The change recorded (apply) or that would be (dry_run)")
+});
+var BoardListResultSchema = external_exports.object({
+  cards: external_exports.array(BoardCardSchema),
+  next_cursor: external_exports.string().nullable().describe("Pass as cursor for the next page; null at the end")
+});
+
+// src/schemas/issues.ts
+var NAME_LIMIT2 = 64;
+function shownName(name) {
+  const escaped = JSON.stringify(name).slice(1, -1);
+  return escaped.length > NAME_LIMIT2 ? `${escaped.slice(0, NAME_LIMIT2)}...` : escaped;
+}
+function describeIssue(error62) {
+  const issue2 = error62.issues[0];
+  if (!issue2) return "invalid request";
+  if (issue2.code === "unrecognized_keys" && issue2.keys) {
+    return `unknown field ${issue2.keys.slice(0, 5).map((k2) => `'${shownName(k2)}'`).join(", ")}`;
+  }
+  const field = issue2.path.map((part) => shownName(String(part))).join(".");
+  return field ? `'${field}' ${issue2.message.charAt(0).toLowerCase()}${issue2.message.slice(1)}` : issue2.message;
+}
+
 // node_modules/.deno/croner@11.0.1/node_modules/croner/dist/croner.js
 function g(s3, e, t, n = 0, r = 0, a = 0, i = 0) {
   let o = s3 >= 0 && s3 < 100, u = Date.UTC(o ? s3 + 400 : s3, e, t, n, r, a, i);
@@ -22341,41 +22516,6 @@ var A = class {
   }
 };
 
-// src/schemas/dispatch.ts
-var DispatchRequestSchema = AgentOptionsSchema.safeExtend({
-  prompt: external_exports.string().min(1, "must not be empty"),
-  /** Highest sandbox level the call may get; its own ask when absent. */
-  sandbox_max: SandboxLevelSchema.optional(),
-  /** Wall-clock limit of the task in seconds. Default 1800. */
-  timeout: external_exports.number().int("must be whole seconds").positive().max(7 * 24 * 3600).default(1800),
-  /** Send the call to the fake provider (no quota used). */
-  fake_dispatch: external_exports.boolean().default(false),
-  /** Attempts of a schema call whose answer fails validation (first try included). */
-  schema_attempts: external_exports.number().int().min(1).max(10).default(3)
-});
-var SESSION_NAME_LIMIT = 128;
-var SessionCreateSchema = external_exports.strictObject({
-  name: external_exports.string().max(SESSION_NAME_LIMIT).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'").optional(),
-  provider: external_exports.string().min(1).optional(),
-  profile: external_exports.string().min(1).optional()
-});
-
-// src/schemas/issues.ts
-var NAME_LIMIT = 64;
-function shownName(name) {
-  const escaped = JSON.stringify(name).slice(1, -1);
-  return escaped.length > NAME_LIMIT ? `${escaped.slice(0, NAME_LIMIT)}...` : escaped;
-}
-function describeIssue(error62) {
-  const issue2 = error62.issues[0];
-  if (!issue2) return "invalid request";
-  if (issue2.code === "unrecognized_keys" && issue2.keys) {
-    return `unknown field ${issue2.keys.slice(0, 5).map((k2) => `'${shownName(k2)}'`).join(", ")}`;
-  }
-  const field = issue2.path.map((part) => shownName(String(part))).join(".");
-  return field ? `'${field}' ${issue2.message.charAt(0).toLowerCase()}${issue2.message.slice(1)}` : issue2.message;
-}
-
 // src/schemas/automation.ts
 var CRON_LIMIT = 120;
 var AUTOMATION_ARGS_BYTES = 16 * 1024;
@@ -22483,146 +22623,6 @@ var AutomationConfigSchema = external_exports.strictObject({
     description: "whose work it starts; default `local`"
   })
 }).superRefine(refineAction);
-
-// src/schemas/board.ts
-var BOARD_ACTIONS = [
-  "new",
-  "take",
-  "log",
-  "done",
-  "drop",
-  "cancel"
-];
-var CARD_STATES = [
-  "new",
-  "taken",
-  "done",
-  "dropped",
-  "cancelled"
-];
-var TITLE_LIMIT = 200;
-var DESC_LIMIT = 2e4;
-var MESSAGE_LIMIT = 4e3;
-var NEXT_LIMIT = 1e3;
-var NAME_LIMIT2 = 100;
-var BY_LIMIT = 128;
-var LABELS_LIMIT = 20;
-var LABEL_LIMIT = 50;
-var EVIDENCE_BYTES = 8 * 1024;
-var CARD_NUMBER_DIGITS = 15;
-var ONE_LINE2 = /^[^\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$/;
-var TEXT2 = /^[^\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]*$/;
-var CARD_NUMBER = new RegExp(`^[1-9][0-9]{0,${CARD_NUMBER_DIGITS - 1}}$`);
-function isCardNumber(value) {
-  return typeof value === "string" && CARD_NUMBER.test(value);
-}
-function line(max, what) {
-  return external_exports.string().max(max, `must be at most ${max} characters`).regex(ONE_LINE2, "must be one line without control characters").describe(what);
-}
-function text(max, what) {
-  return external_exports.string().max(max, `must be at most ${max} characters`).regex(TEXT2, "must hold no control characters but newlines and tabs").describe(what);
-}
-function evidenceProblem(value) {
-  const problem = jsonProblem(value);
-  if (problem !== void 0) return problem;
-  const json2 = JSON.stringify(value);
-  if (json2.length > EVIDENCE_BYTES || new TextEncoder().encode(json2).length > EVIDENCE_BYTES) {
-    return `must take at most ${EVIDENCE_BYTES} bytes as JSON`;
-  }
-  return void 0;
-}
-var EvidenceSchema = external_exports.unknown().superRefine((value, ctx) => {
-  const problem = evidenceProblem(value);
-  if (problem !== void 0) ctx.addIssue({
-    code: "custom",
-    message: problem
-  });
-}).describe(`Any JSON value, at most ${EVIDENCE_BYTES} bytes as JSON`);
-var BoardActionSchema = external_exports.enum(BOARD_ACTIONS);
-var CardStateSchema = external_exports.enum(CARD_STATES);
-var BoardModeSchema = external_exports.enum([
-  "dry_run",
-  "apply"
-]);
-var BoardWriteRequestSchema = external_exports.strictObject({
-  action: BoardActionSchema.describe("What to do: new, take, log, done, drop or cancel"),
-  mode: BoardModeSchema.default("dry_run").describe("dry_run (default) returns what apply would write and persists nothing; apply writes"),
-  issue_id: external_exports.string().max(CARD_NUMBER_DIGITS, "must be a card number (1, 2, ...)").regex(/^(|[1-9][0-9]*)$/, "must be a card number (1, 2, ...)").optional().describe("The card: a card number string; empty or absent for new"),
-  title: line(TITLE_LIMIT, "Title of the card; required for new").regex(/\S/, "must not be blank").optional(),
-  project: line(NAME_LIMIT2, "Project of the card; empty clears it").optional(),
-  priority: line(NAME_LIMIT2, "Priority of the card; empty clears it").optional(),
-  desc: text(DESC_LIMIT, "Description of the card; empty clears it").optional(),
-  labels: external_exports.array(line(LABEL_LIMIT, "A label").min(1, "must not be empty").regex(/^[^,]*$/, "must hold no comma")).max(LABELS_LIMIT, `must hold at most ${LABELS_LIMIT} labels`).optional().describe("Labels of the card, replacing its labels"),
-  message: text(MESSAGE_LIMIT, "What to note in the card's log").optional(),
-  next: text(NEXT_LIMIT, "The next step; empty clears it").optional(),
-  by: line(BY_LIMIT, "Who acts (a label); the server's default when absent").min(1, "must not be empty").optional(),
-  codename: line(NAME_LIMIT2, "Codename of the card; empty clears it").optional(),
-  evidence: EvidenceSchema.optional(),
-  // `unknown` refined, rather than `never`, so that the OpenAPI document can describe it.
-  board_dir: external_exports.unknown().refine((value) => value === void 0, {
-    error: "is forbidden: the board directory is fixed by the server"
-  }).optional().describe("Forbidden (403): the board directory is fixed by server configuration")
-});
-var BoardWriteToolSchema = BoardWriteRequestSchema.omit({
-  board_dir: true
-});
-function refuseBoardDir(body) {
-  if (typeof body === "object" && body !== null && Object.hasOwn(body, "board_dir")) {
-    throw new SvcError("forbidden", "Cannot write to the board: 'board_dir' is forbidden, the board directory is fixed by the server");
-  }
-}
-var BoardLogEntrySchema = external_exports.object({
-  at: external_exports.string().describe("When (ISO 8601)"),
-  by: external_exports.string().describe("Who acted"),
-  action: BoardActionSchema,
-  message: external_exports.string().optional(),
-  next: external_exports.string().optional(),
-  evidence: external_exports.unknown().optional().describe("Any JSON value")
-});
-var BoardRunLinkSchema = external_exports.object({
-  run_id: external_exports.string(),
-  at: external_exports.string(),
-  by: external_exports.string()
-});
-var BoardCardSchema = external_exports.object({
-  issue_id: external_exports.string().describe("The card number, as a string"),
-  title: external_exports.string(),
-  state: CardStateSchema,
-  owner: external_exports.string().describe("Whose card it is: the owner that created it"),
-  project: external_exports.string().optional(),
-  priority: external_exports.string().optional(),
-  desc: external_exports.string().optional(),
-  labels: external_exports.array(external_exports.string()),
-  codename: external_exports.string().optional(),
-  next: external_exports.string().optional(),
-  evidence: external_exports.unknown().optional().describe("The latest evidence: any JSON value"),
-  created_at: external_exports.string(),
-  updated_at: external_exports.string(),
-  by: external_exports.string().describe("Who acted last"),
-  log: external_exports.array(BoardLogEntrySchema).describe("The newest entries of the card's log, oldest first"),
-  log_dropped: external_exports.number().int().describe("How many older log entries are no longer kept"),
-  runs: external_exports.array(BoardRunLinkSchema).optional().describe("The runs started for the card (`card_id` of a run request), oldest first: the newest 50")
-});
-var BoardChangeSchema = external_exports.object({
-  seq: external_exports.number().int().describe("Position in the board's change log, from 0, without gaps"),
-  at: external_exports.string(),
-  action: BoardActionSchema,
-  issue_id: external_exports.string(),
-  owner: external_exports.string(),
-  by: external_exports.string(),
-  state: CardStateSchema.describe("The card's state after the write")
-});
-var BoardWriteResultSchema = external_exports.object({
-  mode: BoardModeSchema,
-  applied: external_exports.boolean().describe("Whether the write was persisted (mode apply)"),
-  action: BoardActionSchema,
-  card: BoardCardSchema.describe("The card as it is (apply) or would be (dry_run) after the write"),
-  change: BoardChangeSchema.describe("The change recorded (apply) or that would be (dry_run)")
-});
-var BoardListResultSchema = external_exports.object({
-  cards: external_exports.array(BoardCardSchema),
-  next_cursor: external_exports.string().nullable().describe("Pass as cursor for the next page; null at the end")
-});
 
 // src/schemas/capabilities.ts
 var ToolCapabilitySchema = external_exports.object({

@@ -5,13 +5,13 @@ import {
   EXIT,
   UsageError,
   exitStatusOfError
-} from "./chunk-IZPX2BVX.js";
+} from "./chunk-7P443PDA.js";
 import {
   printLine
-} from "./chunk-36ASGRUG.js";
+} from "./chunk-QJ6AKW35.js";
 import {
   platform
-} from "./chunk-AYN642R2.js";
+} from "./chunk-OFWIEOWA.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

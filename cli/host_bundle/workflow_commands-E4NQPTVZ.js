@@ -2,20 +2,22 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
+  Option
+} from "./chunk-XWPP7URQ.js";
+import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-ETAJTAF4.js";
-import "./chunk-ZY3YOABX.js";
-import "./chunk-NHLHPMDA.js";
+} from "./chunk-IHWXUJ4K.js";
+import "./chunk-HI6AAJID.js";
+import "./chunk-M2L7LQUD.js";
+import "./chunk-L3NM4VCW.js";
+import "./chunk-FEJN3AJX.js";
 import "./chunk-G7MHXGU2.js";
-import {
-  Option
-} from "./chunk-XWPP7URQ.js";
-import "./chunk-IZPX2BVX.js";
-import "./chunk-36ASGRUG.js";
-import "./chunk-KPBTULV6.js";
-import "./chunk-AYN642R2.js";
+import "./chunk-7P443PDA.js";
+import "./chunk-QJ6AKW35.js";
+import "./chunk-VVTWFLTM.js";
+import "./chunk-OFWIEOWA.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 
