@@ -49,6 +49,13 @@ export interface GuestHandlers {
   /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
   output(text: string, stream: "stdout" | "stderr"): void;
   security(kind: SecurityEventKind, detail: string): void;
+  /**
+   * Undefined when the guest's next line may be handled now; else resolves once it may (true)
+   * or must be dropped (false). The host answers `agent()` while the answer's journal entry
+   * commits; every line the guest writes after it (frames and stderr alike) waits here, so
+   * that nothing the script does with a value reaches the host before the value is durable.
+   */
+  gate?(): Promise<boolean> | undefined;
   /** The guest started: its process id, and what confines it (when its tier says). */
   spawned?(pid: number, sandbox: GuestSandbox | undefined): void;
   /** The guest waits for a free microVM slot before it starts. */
@@ -253,6 +260,8 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
 
   const stdoutPump = (async () => {
     for await (const line of readLines(child.stdout, frameLimit)) {
+      const gate = handlers.gate?.();
+      if (gate !== undefined && !(await gate)) continue;
       if (line.kind === "oversize") {
         handlers.security(
           "oversize_frame",
@@ -270,6 +279,8 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   })().catch(() => {});
   const stderrPump = (async () => {
     for await (const line of readLines(child.stderr, STDERR_LINE_LIMIT)) {
+      const gate = handlers.gate?.();
+      if (gate !== undefined && !(await gate)) continue;
       const text = line.kind === "line"
         ? line.text
         : `[${line.bytes} bytes of output dropped: line too long]`;

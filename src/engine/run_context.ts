@@ -113,7 +113,7 @@ export class RunContext {
   readonly semaphore: Semaphore;
   readonly budget: BudgetGate;
   readonly replay: ReplaySource | undefined;
-  /** Calls not yet journaled: a run ends only after they have. */
+  /** Calls not yet answered: a run ends only after they have (and their entries are written). */
   readonly inflight = new Set<Promise<AgentReply>>();
   /** Settles with the final status once the run has ended and is written. */
   done: Promise<RunStatus>;
@@ -141,6 +141,8 @@ export class RunContext {
   #heldTimer: ReturnType<typeof setTimeout> | undefined;
   #writeError: unknown;
   #committed: RunStatus | undefined;
+  /** The commit of the latest entry whose value the script got before it was durable. */
+  #ahead: Promise<boolean> | undefined;
 
   constructor(status: RunStatus, request: WorkflowRunRequest, options: RunContextOptions) {
     this.status = status;
@@ -336,6 +338,29 @@ export class RunContext {
     // Most writes are not awaited; their failure is the run's (`writeError`), not unhandled.
     written.catch(() => {});
     return written;
+  }
+
+  /**
+   * The script was answered before `committed` (the commit of the answer's journal entry) is
+   * done: from now on, what its guest sends waits for that commit ({@linkcode framesGate}).
+   * Commits end in order, so the latest answer's covers every earlier one.
+   */
+  answerAhead(committed: Promise<void>): void {
+    const outcome = committed.then(() => true, () => false);
+    this.#ahead = outcome;
+    // A failed commit keeps the gate shut: the run stops, its guest's frames are dropped.
+    outcome.then((ok) => {
+      if (ok && this.#ahead === outcome) this.#ahead = undefined;
+    });
+  }
+
+  /**
+   * Undefined when the guest's next frame may be handled at once; else resolves to true once
+   * every answer the script got ahead of its commit is durable, or to false when one never
+   * will be (the frame is then dropped: the run stops without a journal to write to).
+   */
+  framesGate(): Promise<boolean> | undefined {
+    return this.#writeError !== undefined ? Promise.resolve(false) : this.#ahead;
   }
 
   /** Adds an event nobody waits for: it joins the next write, or is written on its own soon. */
