@@ -3,6 +3,7 @@ import type { GuestSandbox } from "../ledger/mod.ts";
 import type { ExitStatus } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { classifyLine, type GuestMessage, type SecurityEventKind } from "./frames.ts";
+import { frameSender } from "./frame_sender.ts";
 import { NOTIFICATION_CHECKS, type ParamsContext, REQUEST_CHECKS } from "./guest_params.ts";
 import {
   type GuestInit,
@@ -238,9 +239,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
-  const encoder = new TextEncoder();
-  const send = (message: unknown) =>
-    writer.write(encoder.encode(`${JSON.stringify(message)}\n`)).catch(() => {});
+  const send = frameSender(writer);
   const stderrTail: string[] = [];
 
   let settle!: (outcome: GuestOutcome) => void;
