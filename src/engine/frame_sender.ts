@@ -1,26 +1,54 @@
 /**
  * The host's writes to a guest's stdin, one frame a line. The frames sent in one turn of the
- * event loop (the answers of calls that end together) go to the pipe in one write: a wave of
- * answers costs one system call and one wake-up of the guest, not one each.
+ * event loop (the answers of calls that end together) go to the pipe in one write, at the end
+ * of that turn: a wave of answers costs one system call and one wake-up of the guest, not one
+ * each, and the write (which wakes the guest's process, the costliest system call of a step)
+ * comes after the turn's own work, the ledger commit of the answers' entries issued first.
  * @module
  */
 
-/** Sends one frame; resolves once the write that carries it is done (never rejects). */
-export type FrameSend = (message: unknown) => Promise<void>;
+/** Sends frames to a guest; {@linkcode FrameSender.close} when the session ends. */
+export interface FrameSender {
+  /** Sends one frame; resolves once the write that carries it is done (never rejects). */
+  send(message: unknown): Promise<void>;
+  /** Writes what is pending now and stops: later frames are dropped. */
+  close(): void;
+}
 
-/** A {@linkcode FrameSend} over `writer`, in order: frames are never reordered or split. */
-export function frameSender(writer: WritableStreamDefaultWriter<Uint8Array>): FrameSend {
+/** A {@linkcode FrameSender} over `writer`, in order: frames are never reordered or split. */
+export function frameSender(writer: WritableStreamDefaultWriter<Uint8Array>): FrameSender {
   const encoder = new TextEncoder();
+  // A message to oneself runs after the current turn's microtasks, without a timer's delay.
+  const { port1, port2 } = new MessageChannel();
   let pending = "";
+  let closed = false;
   let written: Promise<void> = Promise.resolve();
-  const flush = (): Promise<void> => {
+  let done: (() => void) | undefined;
+  const flush = () => {
     const text = pending;
+    const settle = done;
     pending = "";
-    return writer.write(encoder.encode(text)).catch(() => {});
+    done = undefined;
+    if (text === "") return;
+    writer.write(encoder.encode(text)).catch(() => {}).then(settle);
   };
-  return (message) => {
-    if (pending === "") written = Promise.resolve().then(flush);
-    pending += `${JSON.stringify(message)}\n`;
-    return written;
+  port2.onmessage = flush;
+  return {
+    send(message) {
+      if (closed) return Promise.resolve();
+      if (pending === "") {
+        written = new Promise((resolve) => (done = resolve));
+        port1.postMessage(null);
+      }
+      pending += `${JSON.stringify(message)}\n`;
+      return written;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      flush();
+      port1.close();
+      port2.close();
+    },
   };
 }

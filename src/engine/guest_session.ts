@@ -239,7 +239,8 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
-  const send = frameSender(writer);
+  const sender = frameSender(writer);
+  const send = (message: unknown) => sender.send(message);
   const stderrTail: string[] = [];
 
   let settle!: (outcome: GuestOutcome) => void;
@@ -322,6 +323,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
     calls.abort(signal.aborted ? signal.reason : new Error("the script finished"));
     // The kill is at once; removing the scratch space need not hold up the run's end.
     const disposal = handle.dispose();
+    sender.close();
     await child.status;
     await writer.close().catch(() => {});
     await Promise.all([stdoutPump, stderrPump]);
