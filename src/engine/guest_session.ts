@@ -260,16 +260,19 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
 
   const stdoutPump = (async () => {
     for await (const line of readLines(child.stdout, frameLimit)) {
+      // Reading a frame has no effect: it is done while the gate's commit is still running.
+      const classified = line.kind === "line"
+        ? classifyLine(line.text, nonce)
+        : { type: "oversize" as const, bytes: line.bytes };
       const gate = handlers.gate?.();
       if (gate !== undefined && !(await gate)) continue;
-      if (line.kind === "oversize") {
+      if (classified.type === "oversize") {
         handlers.security(
           "oversize_frame",
-          `dropped a ${line.bytes}-byte line, over the ${frameLimit}-byte frame limit`,
+          `dropped a ${classified.bytes}-byte line, over the ${frameLimit}-byte frame limit`,
         );
         continue;
       }
-      const classified = classifyLine(line.text, nonce);
       if (classified.type === "message") onMessage(classified.message);
       else if (classified.type === "dropped") {
         handlers.security(classified.kind, classified.detail);
