@@ -15,8 +15,14 @@ export interface FrameSender {
   close(): void;
 }
 
-/** A {@linkcode FrameSender} over `writer`, in order: frames are never reordered or split. */
-export function frameSender(writer: WritableStreamDefaultWriter<Uint8Array>): FrameSender {
+/**
+ * A {@linkcode FrameSender} over `writer`, in order: frames are never reordered or split.
+ * `beforeWrite` runs just before each write: what the guest may see from then on.
+ */
+export function frameSender(
+  writer: WritableStreamDefaultWriter<Uint8Array>,
+  beforeWrite: () => void = () => {},
+): FrameSender {
   const encoder = new TextEncoder();
   // A message to oneself runs after the current turn's microtasks, without a timer's delay.
   const { port1, port2 } = new MessageChannel();
@@ -30,6 +36,7 @@ export function frameSender(writer: WritableStreamDefaultWriter<Uint8Array>): Fr
     pending = "";
     done = undefined;
     if (text === "") return;
+    beforeWrite();
     writer.write(encoder.encode(text)).catch(() => {}).then(settle);
   };
   port2.onmessage = flush;

@@ -51,10 +51,11 @@ export interface GuestHandlers {
   output(text: string, stream: "stdout" | "stderr"): void;
   security(kind: SecurityEventKind, detail: string): void;
   /**
-   * Undefined when the guest's next line may be handled now; else resolves once it may (true)
-   * or must be dropped (false). The host answers `agent()` while the answer's journal entry
-   * commits; every line the guest writes after it (frames and stderr alike) waits here, so
-   * that nothing the script does with a value reaches the host before the value is durable.
+   * Undefined when every answer given so far is durable; else resolves once they are (true)
+   * or when one never will be (false). The host answers `agent()` while the answer's journal
+   * entry commits; every line the host reads from the guest after writing an answer (frames
+   * and stderr alike) waits for this, or is dropped, so that nothing the script does with a
+   * value reaches the host before the value is durable.
    */
   gate?(): Promise<boolean> | undefined;
   /** The guest started: its process id, and what confines it (when its tier says). */
@@ -239,7 +240,18 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
-  const sender = frameSender(writer);
+  // The commits of the answers written to the guest so far: a line the host reads after such
+  // a write may be the script's use of an answer, and waits for them (`handlers.gate`). A line
+  // read before it was written before the guest could see the answer, and need not wait.
+  let seen: Promise<boolean> | undefined;
+  const sender = frameSender(writer, () => (seen = handlers.gate?.()));
+  const afterSeen = async (): Promise<boolean> => {
+    const gate = seen;
+    if (gate === undefined) return true;
+    const ok = await gate;
+    if (ok && seen === gate) seen = undefined;
+    return ok;
+  };
   const send = (message: unknown) => sender.send(message);
   const stderrTail: string[] = [];
 
@@ -264,8 +276,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
       const classified = line.kind === "line"
         ? classifyLine(line.text, nonce)
         : { type: "oversize" as const, bytes: line.bytes };
-      const gate = handlers.gate?.();
-      if (gate !== undefined && !(await gate)) continue;
+      if (seen !== undefined && !(await afterSeen())) continue;
       if (classified.type === "oversize") {
         handlers.security(
           "oversize_frame",
@@ -282,8 +293,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   })().catch(() => {});
   const stderrPump = (async () => {
     for await (const line of readLines(child.stderr, STDERR_LINE_LIMIT)) {
-      const gate = handlers.gate?.();
-      if (gate !== undefined && !(await gate)) continue;
+      if (seen !== undefined && !(await afterSeen())) continue;
       const text = line.kind === "line"
         ? line.text
         : `[${line.bytes} bytes of output dropped: line too long]`;
