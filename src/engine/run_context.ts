@@ -138,6 +138,8 @@ export class RunContext {
   readonly #commits: GroupCommit<LedgerOp>;
   /** Events held for the next write (see {@linkcode HELD_EVENT_MS}), in order. */
   #held: LedgerOp[] = [];
+  /** When the oldest event still held was held (`performance.now()`). */
+  #heldAt = 0;
   #heldTimer: ReturnType<typeof setTimeout> | undefined;
   #writeError: unknown;
   #committed: RunStatus | undefined;
@@ -187,6 +189,10 @@ export class RunContext {
   /** Settles when every write queued so far is committed. */
   get writes(): Promise<void> {
     this.#flushHeld();
+    if (this.#heldTimer !== undefined) {
+      clearTimeout(this.#heldTimer);
+      this.#heldTimer = undefined;
+    }
     return this.#commits.idle();
   }
 
@@ -365,14 +371,24 @@ export class RunContext {
 
   /** Adds an event nobody waits for: it joins the next write, or is written on its own soon. */
   #emitHeld(event: RunEvent): void {
+    if (this.#held.length === 0) this.#heldAt = performance.now();
     this.#held.push({ kind: "event", event: { seq: -1, event } });
-    this.#heldTimer ??= setTimeout(() => this.#flushHeld(), HELD_EVENT_MS);
+    // One timer serves many calls: a quick call's events leave with its entry and the timer
+    // runs on, instead of a timer set and cleared at every call.
+    this.#heldTimer ??= setTimeout(() => this.#heldDue(), HELD_EVENT_MS);
+  }
+
+  /** The timer fired: writes what has been held its full time, else waits for the rest of it. */
+  #heldDue(): void {
+    this.#heldTimer = undefined;
+    if (this.#held.length === 0) return;
+    const left = this.#heldAt + HELD_EVENT_MS - performance.now();
+    if (left >= 1) this.#heldTimer = setTimeout(() => this.#heldDue(), left);
+    else this.#flushHeld();
   }
 
   #flushHeld(): void {
-    if (this.#heldTimer === undefined) return;
-    clearTimeout(this.#heldTimer);
-    this.#heldTimer = undefined;
+    if (this.#held.length === 0) return;
     for (const op of this.#held.splice(0)) this.#commits.add(op).catch(() => {});
   }
 
