@@ -3,6 +3,7 @@ import type { GuestSandbox } from "../ledger/mod.ts";
 import type { ExitStatus } from "../platform/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
 import { classifyLine, type GuestMessage, type SecurityEventKind } from "./frames.ts";
+import { frameSender } from "./frame_sender.ts";
 import { NOTIFICATION_CHECKS, type ParamsContext, REQUEST_CHECKS } from "./guest_params.ts";
 import {
   type GuestInit,
@@ -49,6 +50,14 @@ export interface GuestHandlers {
   /** Stray output of the script: stderr lines, and stdout lines that were not frames. */
   output(text: string, stream: "stdout" | "stderr"): void;
   security(kind: SecurityEventKind, detail: string): void;
+  /**
+   * Undefined when every answer given so far is durable; else resolves once they are (true)
+   * or when one never will be (false). The host answers `agent()` while the answer's journal
+   * entry commits; every line the host reads from the guest after writing an answer (frames
+   * and stderr alike) waits for this, or is dropped, so that nothing the script does with a
+   * value reaches the host before the value is durable.
+   */
+  gate?(): Promise<boolean> | undefined;
   /** The guest started: its process id, and what confines it (when its tier says). */
   spawned?(pid: number, sandbox: GuestSandbox | undefined): void;
   /** The guest waits for a free microVM slot before it starts. */
@@ -231,9 +240,19 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
-  const encoder = new TextEncoder();
-  const send = (message: unknown) =>
-    writer.write(encoder.encode(`${JSON.stringify(message)}\n`)).catch(() => {});
+  // The commits of the answers written to the guest so far: a line the host reads after such
+  // a write may be the script's use of an answer, and waits for them (`handlers.gate`). A line
+  // read before it was written before the guest could see the answer, and need not wait.
+  let seen: Promise<boolean> | undefined;
+  const sender = frameSender(writer, () => (seen = handlers.gate?.()));
+  const afterSeen = async (): Promise<boolean> => {
+    const gate = seen;
+    if (gate === undefined) return true;
+    const ok = await gate;
+    if (ok && seen === gate) seen = undefined;
+    return ok;
+  };
+  const send = (message: unknown) => sender.send(message);
   const stderrTail: string[] = [];
 
   let settle!: (outcome: GuestOutcome) => void;
@@ -253,14 +272,18 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
 
   const stdoutPump = (async () => {
     for await (const line of readLines(child.stdout, frameLimit)) {
-      if (line.kind === "oversize") {
+      // Reading a frame has no effect: it is done while the gate's commit is still running.
+      const classified = line.kind === "line"
+        ? classifyLine(line.text, nonce)
+        : { type: "oversize" as const, bytes: line.bytes };
+      if (seen !== undefined && !(await afterSeen())) continue;
+      if (classified.type === "oversize") {
         handlers.security(
           "oversize_frame",
-          `dropped a ${line.bytes}-byte line, over the ${frameLimit}-byte frame limit`,
+          `dropped a ${classified.bytes}-byte line, over the ${frameLimit}-byte frame limit`,
         );
         continue;
       }
-      const classified = classifyLine(line.text, nonce);
       if (classified.type === "message") onMessage(classified.message);
       else if (classified.type === "dropped") {
         handlers.security(classified.kind, classified.detail);
@@ -270,6 +293,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
   })().catch(() => {});
   const stderrPump = (async () => {
     for await (const line of readLines(child.stderr, STDERR_LINE_LIMIT)) {
+      if (seen !== undefined && !(await afterSeen())) continue;
       const text = line.kind === "line"
         ? line.text
         : `[${line.bytes} bytes of output dropped: line too long]`;
@@ -312,6 +336,7 @@ export async function runGuest(options: GuestSessionOptions): Promise<GuestOutco
     calls.abort(signal.aborted ? signal.reason : new Error("the script finished"));
     // The kill is at once; removing the scratch space need not hold up the run's end.
     const disposal = handle.dispose();
+    sender.close();
     await child.status;
     await writer.close().catch(() => {});
     await Promise.all([stdoutPump, stderrPump]);

@@ -113,7 +113,7 @@ export class RunContext {
   readonly semaphore: Semaphore;
   readonly budget: BudgetGate;
   readonly replay: ReplaySource | undefined;
-  /** Calls not yet journaled: a run ends only after they have. */
+  /** Calls not yet answered: a run ends only after they have (and their entries are written). */
   readonly inflight = new Set<Promise<AgentReply>>();
   /** Settles with the final status once the run has ended and is written. */
   done: Promise<RunStatus>;
@@ -138,9 +138,13 @@ export class RunContext {
   readonly #commits: GroupCommit<LedgerOp>;
   /** Events held for the next write (see {@linkcode HELD_EVENT_MS}), in order. */
   #held: LedgerOp[] = [];
+  /** When the oldest event still held was held (`performance.now()`). */
+  #heldAt = 0;
   #heldTimer: ReturnType<typeof setTimeout> | undefined;
   #writeError: unknown;
   #committed: RunStatus | undefined;
+  /** The commit of the latest entry whose value the script got before it was durable. */
+  #ahead: Promise<boolean> | undefined;
 
   constructor(status: RunStatus, request: WorkflowRunRequest, options: RunContextOptions) {
     this.status = status;
@@ -185,6 +189,10 @@ export class RunContext {
   /** Settles when every write queued so far is committed. */
   get writes(): Promise<void> {
     this.#flushHeld();
+    if (this.#heldTimer !== undefined) {
+      clearTimeout(this.#heldTimer);
+      this.#heldTimer = undefined;
+    }
     return this.#commits.idle();
   }
 
@@ -338,16 +346,49 @@ export class RunContext {
     return written;
   }
 
+  /**
+   * The script was answered before `committed` (the commit of the answer's journal entry) is
+   * done: from now on, what its guest sends waits for that commit ({@linkcode framesGate}).
+   * Commits end in order, so the latest answer's covers every earlier one.
+   */
+  answerAhead(committed: Promise<void>): void {
+    const outcome = committed.then(() => true, () => false);
+    this.#ahead = outcome;
+    // A failed commit keeps the gate shut: the run stops, its guest's frames are dropped.
+    outcome.then((ok) => {
+      if (ok && this.#ahead === outcome) this.#ahead = undefined;
+    });
+  }
+
+  /**
+   * Undefined when the guest's next frame may be handled at once; else resolves to true once
+   * every answer the script got ahead of its commit is durable, or to false when one never
+   * will be (the frame is then dropped: the run stops without a journal to write to).
+   */
+  framesGate(): Promise<boolean> | undefined {
+    return this.#writeError !== undefined ? Promise.resolve(false) : this.#ahead;
+  }
+
   /** Adds an event nobody waits for: it joins the next write, or is written on its own soon. */
   #emitHeld(event: RunEvent): void {
+    if (this.#held.length === 0) this.#heldAt = performance.now();
     this.#held.push({ kind: "event", event: { seq: -1, event } });
-    this.#heldTimer ??= setTimeout(() => this.#flushHeld(), HELD_EVENT_MS);
+    // One timer serves many calls: a quick call's events leave with its entry and the timer
+    // runs on, instead of a timer set and cleared at every call.
+    this.#heldTimer ??= setTimeout(() => this.#heldDue(), HELD_EVENT_MS);
+  }
+
+  /** The timer fired: writes what has been held its full time, else waits for the rest of it. */
+  #heldDue(): void {
+    this.#heldTimer = undefined;
+    if (this.#held.length === 0) return;
+    const left = this.#heldAt + HELD_EVENT_MS - performance.now();
+    if (left >= 1) this.#heldTimer = setTimeout(() => this.#heldDue(), left);
+    else this.#flushHeld();
   }
 
   #flushHeld(): void {
-    if (this.#heldTimer === undefined) return;
-    clearTimeout(this.#heldTimer);
-    this.#heldTimer = undefined;
+    if (this.#held.length === 0) return;
     for (const op of this.#held.splice(0)) this.#commits.add(op).catch(() => {});
   }
 

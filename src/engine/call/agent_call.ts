@@ -7,7 +7,7 @@ import { dispatch } from "./dispatch.ts";
 import { noWork } from "./entry.ts";
 import { takePermit } from "./permit.ts";
 import { place } from "./place.ts";
-import { record, reply } from "./record.ts";
+import { record } from "./record.ts";
 import { replayEnding } from "./replay.ts";
 import { stoppedText } from "./stopped.ts";
 import type { AdmittedCall, AgentCallDeps, Ending, LiveCall, ReplayCall } from "./types.ts";
@@ -16,9 +16,11 @@ import { validate } from "./validate.ts";
 /**
  * One `agent()` call, as a sequence of stages: place (parse, workdir, agent type), admit (its
  * place in line: agent limit, budget, schema, replay), replay or approve, dispatch under the
- * run's concurrency cap and budget, validate, record (the journal entry, committed before the
- * reply goes back to the script), reply. Script bugs throw a ScriptCallError; everything else
- * answers, with `null` for a failed or refused call.
+ * run's concurrency cap and budget, validate, record (the journal entry, queued), reply.
+ * Script bugs throw a ScriptCallError; everything else answers, with `null` for a failed or
+ * refused call. The answer goes back while the entry commits: the run's end waits for that
+ * commit (`RunContext.writes`), and whatever the guest sends after the answer waits for it too
+ * (`RunContext.framesGate()`), so that the script's use of a value never precedes its entry.
  */
 export async function handleAgentCall(
   ctx: RunContext,
@@ -28,21 +30,19 @@ export async function handleAgentCall(
 ): Promise<AgentReply> {
   const placed = await place(ctx, deps, request, signal);
   const call = await admit(ctx, deps, placed);
-  if (!isLive(call)) return await record(ctx, call, settled(ctx, deps, call));
+  if (!isLive(call)) return record(ctx, call, settled(ctx, deps, call));
   const approval = await approve(ctx, deps, call);
-  if (!approval.approved) return await record(ctx, call, approval.ending);
+  if (!approval.approved) return record(ctx, call, approval.ending);
   const release = await takePermit(ctx, signal);
   if (release === undefined) {
-    // The one entry the reply does not wait for, and write-ahead still holds: the run has
-    // stopped, the script gets null (a resume runs the call again rather than replaying it),
-    // and the run's end waits for every queued write before its final status.
-    record(ctx, call, stoppedInLine(call)).catch(() => {});
-    return reply(ctx, null);
+    // The run has stopped: the script gets null (a resume runs the call again rather than
+    // replaying it), and the run's end waits for every queued write before its final status.
+    return record(ctx, call, stoppedInLine(call));
   }
   try {
     const dispatched = await dispatch(ctx, deps, call, approval);
     const ending = "step" in dispatched ? validate(ctx, call, dispatched.step) : dispatched.ending;
-    return await record(ctx, call, ending);
+    return record(ctx, call, ending);
   } finally {
     release();
   }

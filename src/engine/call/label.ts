@@ -7,6 +7,9 @@ export const PROMPT_LABEL_CHARS = 60;
 /** Characters of the prompt read for its label: enough for a credential to be seen whole. */
 const PROMPT_READ_CHARS = 1024;
 
+/** Labels taken from prompts, by call: a call's request is never changed once checked. */
+const promptLabels = new WeakMap<AgentCall, { label: string | null }>();
+
 /**
  * The label of a call: its `label` option, else the start of its prompt with every run of
  * whitespace as one space, as Claude Code labels a call without one, so that the journal, the
@@ -16,7 +19,12 @@ const PROMPT_READ_CHARS = 1024;
  */
 export function callLabel(call: AgentCall): string | null {
   if (call.options.label !== undefined) return call.options.label;
+  // A call's stages (its start, an approval, its entry) each name it: its redaction runs once.
+  const known = promptLabels.get(call);
+  if (known !== undefined) return known.label;
   const start = redactSecrets(call.prompt.slice(0, PROMPT_READ_CHARS).replace(/\s+/g, " "))
     .trim().slice(0, PROMPT_LABEL_CHARS);
-  return start === "" ? null : start;
+  const label = start === "" ? null : start;
+  promptLabels.set(call, { label });
+  return label;
 }

@@ -6,27 +6,27 @@ import type { AdmittedCall, Ending } from "./types.ts";
 
 /**
  * The record stage: counts how `call` ended and journals it, then replies. The counters change
- * before the entry is queued (its commit copies the status with them), and the reply waits for
- * the commit: whatever the script sees is in the journal first (write-ahead), so that a resume
- * replays it.
+ * before the entry is queued (its commit copies the status with them). The reply goes to the
+ * script as soon as the entry is queued, while it commits: whatever the guest sends after it
+ * waits for that commit (`RunContext.answerAhead()`), so nothing the script does with the
+ * value reaches the host, the ledger or a reader before the value is in the journal
+ * (write-ahead, as the host sees it), and a resume replays it. The guest's own turn and the
+ * pipe's two crossings overlap the commit instead of following it.
  */
-export async function record(
-  ctx: RunContext,
-  call: AdmittedCall,
-  ending: Ending,
-): Promise<AgentReply> {
+export function record(ctx: RunContext, call: AdmittedCall, ending: Ending): AgentReply {
   switch (ending.outcome) {
     case "skipped":
-      // Awaited too, so that the run ends only after the refusal's entry, if it gets one, is written.
-      await ctx.callSkipped(ending.refusal, ending.reason, () => callEntry(call, ending));
+      ctx.answerAhead(
+        ctx.callSkipped(ending.refusal, ending.reason, () => callEntry(call, ending)),
+      );
       return reply(ctx, null);
     case "replayed":
       ctx.callReplayed();
-      await ctx.journal(callEntry(call, ending));
+      ctx.answerAhead(ctx.journal(callEntry(call, ending)));
       return reply(ctx, ending.candidate.entry.result ?? null);
     case "live":
       ctx.callSucceeded();
-      await ctx.journal(callEntry(call, ending));
+      ctx.answerAhead(ctx.journal(callEntry(call, ending)));
       return reply(ctx, ending.value);
     case "failed":
       ctx.callFailed(ending.cause);
@@ -36,7 +36,7 @@ export async function record(
           text: `agent call #${call.decision.seq}${callTags(call)} failed: ${ending.reason}`,
         });
       }
-      await ctx.journal(callEntry(call, ending));
+      ctx.answerAhead(ctx.journal(callEntry(call, ending)));
       return reply(ctx, null);
   }
 }

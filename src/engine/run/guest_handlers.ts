@@ -58,6 +58,7 @@ export function guestHandlers(run: RunContext, context: GuestHandlerContext): Gu
       reply.finally(() => run.inflight.delete(reply)).catch(() => {});
       return reply;
     },
+    gate: () => run.framesGate(),
     workflow: (params) => subWorkflow(run, context, params),
     phase: (title) => run.narrate({ kind: "phase", text: title }),
     log: (message) => run.narrate({ kind: "log", text: message }),
