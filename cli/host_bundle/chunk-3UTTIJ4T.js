@@ -22399,7 +22399,7 @@ var RunContext = class {
   semaphore;
   budget;
   replay;
-  /** Calls not yet journaled: a run ends only after they have. */
+  /** Calls not yet answered: a run ends only after they have (and their entries are written). */
   inflight = /* @__PURE__ */ new Set();
   /** Settles with the final status once the run has ended and is written. */
   done;
@@ -22433,9 +22433,13 @@ var RunContext = class {
   #commits;
   /** Events held for the next write (see {@linkcode HELD_EVENT_MS}), in order. */
   #held = [];
+  /** When the oldest event still held was held (`performance.now()`). */
+  #heldAt = 0;
   #heldTimer;
   #writeError;
   #committed;
+  /** The commit of the latest entry whose value the script got before it was durable. */
+  #ahead;
   constructor(status, request, options) {
     this.status = status;
     this.request = request;
@@ -22472,6 +22476,10 @@ var RunContext = class {
   /** Settles when every write queued so far is committed. */
   get writes() {
     this.#flushHeld();
+    if (this.#heldTimer !== void 0) {
+      clearTimeout(this.#heldTimer);
+      this.#heldTimer = void 0;
+    }
     return this.#commits.idle();
   }
   /** Adds an event to the run's feed (numbered when it is written). */
@@ -22615,8 +22623,29 @@ var RunContext = class {
     });
     return written;
   }
+  /**
+   * The script was answered before `committed` (the commit of the answer's journal entry) is
+   * done: from now on, what its guest sends waits for that commit ({@linkcode framesGate}).
+   * Commits end in order, so the latest answer's covers every earlier one.
+   */
+  answerAhead(committed) {
+    const outcome = committed.then(() => true, () => false);
+    this.#ahead = outcome;
+    outcome.then((ok) => {
+      if (ok && this.#ahead === outcome) this.#ahead = void 0;
+    });
+  }
+  /**
+   * Undefined when the guest's next frame may be handled at once; else resolves to true once
+   * every answer the script got ahead of its commit is durable, or to false when one never
+   * will be (the frame is then dropped: the run stops without a journal to write to).
+   */
+  framesGate() {
+    return this.#writeError !== void 0 ? Promise.resolve(false) : this.#ahead;
+  }
   /** Adds an event nobody waits for: it joins the next write, or is written on its own soon. */
   #emitHeld(event) {
+    if (this.#held.length === 0) this.#heldAt = performance.now();
     this.#held.push({
       kind: "event",
       event: {
@@ -22624,12 +22653,18 @@ var RunContext = class {
         event
       }
     });
-    this.#heldTimer ??= setTimeout(() => this.#flushHeld(), HELD_EVENT_MS);
+    this.#heldTimer ??= setTimeout(() => this.#heldDue(), HELD_EVENT_MS);
+  }
+  /** The timer fired: writes what has been held its full time, else waits for the rest of it. */
+  #heldDue() {
+    this.#heldTimer = void 0;
+    if (this.#held.length === 0) return;
+    const left = this.#heldAt + HELD_EVENT_MS - performance.now();
+    if (left >= 1) this.#heldTimer = setTimeout(() => this.#heldDue(), left);
+    else this.#flushHeld();
   }
   #flushHeld() {
-    if (this.#heldTimer === void 0) return;
-    clearTimeout(this.#heldTimer);
-    this.#heldTimer = void 0;
+    if (this.#held.length === 0) return;
     for (const op of this.#held.splice(0)) this.#commits.add(op).catch(() => {
     });
   }
@@ -23688,6 +23723,47 @@ function classifyLine(text2, nonce) {
   };
 }
 
+// src/engine/frame_sender.ts
+function frameSender(writer, beforeWrite = () => {
+}) {
+  const encoder6 = new TextEncoder();
+  const { port1, port2 } = new MessageChannel();
+  let pending = "";
+  let closed = false;
+  let written = Promise.resolve();
+  let done;
+  const flush = () => {
+    const text2 = pending;
+    const settle = done;
+    pending = "";
+    done = void 0;
+    if (text2 === "") return;
+    beforeWrite();
+    writer.write(encoder6.encode(text2)).catch(() => {
+    }).then(settle);
+  };
+  port2.onmessage = flush;
+  return {
+    send(message) {
+      if (closed) return Promise.resolve();
+      if (pending === "") {
+        written = new Promise((resolve) => done = resolve);
+        port1.postMessage(null);
+      }
+      pending += `${JSON.stringify(message)}
+`;
+      return written;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      flush();
+      port1.close();
+      port2.close();
+    }
+  };
+}
+
 // src/engine/journal.ts
 function canonicalJson(value) {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
@@ -24165,10 +24241,16 @@ async function runGuest(options) {
   handlers.spawned?.(child.pid, handle.sandbox);
   const calls = new AbortController();
   const writer = child.stdin.getWriter();
-  const encoder6 = new TextEncoder();
-  const send2 = (message) => writer.write(encoder6.encode(`${JSON.stringify(message)}
-`)).catch(() => {
-  });
+  let seen;
+  const sender = frameSender(writer, () => seen = handlers.gate?.());
+  const afterSeen = async () => {
+    const gate = seen;
+    if (gate === void 0) return true;
+    const ok = await gate;
+    if (ok && seen === gate) seen = void 0;
+    return ok;
+  };
+  const send2 = (message) => sender.send(message);
   const stderrTail = [];
   let settle;
   const finished = new Promise((resolve) => settle = resolve);
@@ -24189,11 +24271,15 @@ async function runGuest(options) {
   });
   const stdoutPump = (async () => {
     for await (const line of readLines(child.stdout, frameLimit)) {
-      if (line.kind === "oversize") {
-        handlers.security("oversize_frame", `dropped a ${line.bytes}-byte line, over the ${frameLimit}-byte frame limit`);
+      const classified = line.kind === "line" ? classifyLine(line.text, nonce) : {
+        type: "oversize",
+        bytes: line.bytes
+      };
+      if (seen !== void 0 && !await afterSeen()) continue;
+      if (classified.type === "oversize") {
+        handlers.security("oversize_frame", `dropped a ${classified.bytes}-byte line, over the ${frameLimit}-byte frame limit`);
         continue;
       }
-      const classified = classifyLine(line.text, nonce);
       if (classified.type === "message") onMessage(classified.message);
       else if (classified.type === "dropped") {
         handlers.security(classified.kind, classified.detail);
@@ -24204,6 +24290,7 @@ async function runGuest(options) {
   });
   const stderrPump = (async () => {
     for await (const line of readLines(child.stderr, STDERR_LINE_LIMIT2)) {
+      if (seen !== void 0 && !await afterSeen()) continue;
       const text2 = line.kind === "line" ? line.text : `[${line.bytes} bytes of output dropped: line too long]`;
       stderrTail.push(text2);
       if (stderrTail.length > STDERR_TAIL2) stderrTail.shift();
@@ -24242,6 +24329,7 @@ async function runGuest(options) {
     signal.removeEventListener("abort", onAbort);
     calls.abort(signal.aborted ? signal.reason : new Error("the script finished"));
     const disposal = handle.dispose();
+    sender.close();
     await child.status;
     await writer.close().catch(() => {
     });
@@ -24548,10 +24636,17 @@ function denialText(approval) {
 // src/engine/call/label.ts
 var PROMPT_LABEL_CHARS = 60;
 var PROMPT_READ_CHARS = 1024;
+var promptLabels = /* @__PURE__ */ new WeakMap();
 function callLabel(call) {
   if (call.options.label !== void 0) return call.options.label;
+  const known = promptLabels.get(call);
+  if (known !== void 0) return known.label;
   const start2 = redactSecrets(call.prompt.slice(0, PROMPT_READ_CHARS).replace(/\s+/g, " ")).trim().slice(0, PROMPT_LABEL_CHARS);
-  return start2 === "" ? null : start2;
+  const label = start2 === "" ? null : start2;
+  promptLabels.set(call, {
+    label
+  });
+  return label;
 }
 
 // src/engine/call/entry.ts
@@ -24966,18 +25061,18 @@ async function agentType(deps, name) {
 }
 
 // src/engine/call/record.ts
-async function record(ctx, call, ending) {
+function record(ctx, call, ending) {
   switch (ending.outcome) {
     case "skipped":
-      await ctx.callSkipped(ending.refusal, ending.reason, () => callEntry(call, ending));
+      ctx.answerAhead(ctx.callSkipped(ending.refusal, ending.reason, () => callEntry(call, ending)));
       return reply(ctx, null);
     case "replayed":
       ctx.callReplayed();
-      await ctx.journal(callEntry(call, ending));
+      ctx.answerAhead(ctx.journal(callEntry(call, ending)));
       return reply(ctx, ending.candidate.entry.result ?? null);
     case "live":
       ctx.callSucceeded();
-      await ctx.journal(callEntry(call, ending));
+      ctx.answerAhead(ctx.journal(callEntry(call, ending)));
       return reply(ctx, ending.value);
     case "failed":
       ctx.callFailed(ending.cause);
@@ -24987,7 +25082,7 @@ async function record(ctx, call, ending) {
           text: `agent call #${call.decision.seq}${callTags(call)} failed: ${ending.reason}`
         });
       }
-      await ctx.journal(callEntry(call, ending));
+      ctx.answerAhead(ctx.journal(callEntry(call, ending)));
       return reply(ctx, null);
   }
 }
@@ -25122,19 +25217,17 @@ function workOf(step, last2, failedAt) {
 async function handleAgentCall(ctx, deps, request, signal) {
   const placed = await place(ctx, deps, request, signal);
   const call = await admit(ctx, deps, placed);
-  if (!isLive(call)) return await record(ctx, call, settled2(ctx, deps, call));
+  if (!isLive(call)) return record(ctx, call, settled2(ctx, deps, call));
   const approval = await approve(ctx, deps, call);
-  if (!approval.approved) return await record(ctx, call, approval.ending);
+  if (!approval.approved) return record(ctx, call, approval.ending);
   const release = await takePermit(ctx, signal);
   if (release === void 0) {
-    record(ctx, call, stoppedInLine(call)).catch(() => {
-    });
-    return reply(ctx, null);
+    return record(ctx, call, stoppedInLine(call));
   }
   try {
     const dispatched = await dispatch(ctx, deps, call, approval);
     const ending = "step" in dispatched ? validate(ctx, call, dispatched.step) : dispatched.ending;
-    return await record(ctx, call, ending);
+    return record(ctx, call, ending);
   } finally {
     release();
   }
@@ -25483,6 +25576,7 @@ function guestHandlers(run, context) {
       });
       return reply2;
     },
+    gate: () => run.framesGate(),
     workflow: (params) => subWorkflow(run, context, params),
     phase: (title) => run.narrate({
       kind: "phase",
