@@ -24,11 +24,11 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import postgres from "postgres";
 import { SvcError } from "../errors/mod.ts";
 import { Announcer } from "./pg_announce.ts";
-import { decodeKey, encodeKey, prefixEnd } from "./pg_keys.ts";
+import { decodeKey, encodeKey, encodeKeyHex, prefixEnd } from "./pg_keys.ts";
 import type { KvAtomic, KvCommitOptions, KvEntry, KvKey, KvStore } from "./types.ts";
 
 /** Deno KV's limits, kept so that the ledger clips and splits the same way on both backends. */
@@ -201,11 +201,13 @@ function arrayLiteral(items: ReadonlyArray<string | null>): string {
 
 /**
  * The advisory lock of a key: the first 8 bytes of its SHA-256 (with the namespace), as a
- * signed 64-bit number. Two keys sharing a lock only wait for each other.
+ * signed 64-bit number. Two keys sharing a lock only wait for each other. Every
+ * host of a ledger must take the same lock for a key, whatever its version: this is fixed.
  */
 function lockOf(ns: string, keyHex: string): bigint {
-  const digest = createHash("sha256").update(ns).update("\0").update(keyHex).digest();
-  return digest.readBigInt64BE(0);
+  // One call, not a hash object per key: a step's commit takes six locks.
+  const digest = hash("sha256", `${ns}\0${keyHex}`, "hex");
+  return BigInt.asIntN(64, BigInt(`0x${digest.slice(0, 16)}`));
 }
 
 function stampOf(version: string | number | bigint): string {
@@ -316,7 +318,7 @@ class PostgresKv implements SharedKvStore {
       },
     });
     this.#ns = options.namespace;
-    this.#watched = new Set((options.watch ?? []).map((key) => hex(encodeKey(key))));
+    this.#watched = new Set((options.watch ?? []).map(encodeKeyHex));
     this.location = location;
   }
 
@@ -338,7 +340,7 @@ class PostgresKv implements SharedKvStore {
     let rows: Array<{ value: Uint8Array; version: string }>;
     try {
       rows = await this.#sql`SELECT value, version FROM svc_kv
-        WHERE ns = ${this.#ns} AND key = decode(${hex(encodeKey(key))}, 'hex')`;
+        WHERE ns = ${this.#ns} AND key = decode(${encodeKeyHex(key)}, 'hex')`;
     } catch (error) {
       throw databaseFault(error, "read");
     }
@@ -394,12 +396,13 @@ class PostgresKv implements SharedKvStore {
     const writes = new Map<string, Uint8Array | null>();
     let bytes = 0;
     const keyHex = (key: KvKey) => {
-      const encoded = encodeKey(key);
-      if (encoded.length > MAX_KEY_BYTES) {
+      // Straight to hex, the form the commit sends: the bytes themselves are never needed.
+      const encoded = encodeKeyHex(key);
+      if (encoded.length > 2 * MAX_KEY_BYTES) {
         throw new TypeError(`Key too large for write (max ${MAX_KEY_BYTES} bytes)`);
       }
-      bytes += encoded.length;
-      return hex(encoded);
+      bytes += encoded.length / 2;
+      return encoded;
     };
     const atomic: KvAtomic = {
       check: (key, versionstamp) => {
