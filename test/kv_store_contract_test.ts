@@ -337,6 +337,44 @@ Deno.test("postgres: a commit waits for the lock of its key, the lock every vers
   }
 });
 
+Deno.test("postgres: a database of schema 1 is brought up to date at start, its rows kept", async () => {
+  const server = await pg();
+  const url = await server.database();
+  const database = new URL(url).pathname.slice(1);
+  const first = await openPostgresKv(url, { namespace: "ledger" });
+  await first.atomic().set(["kept"], bytes("before")).commit();
+  await first.close();
+  // As a host of schema 1 left it: its migration only, and its commit function.
+  await server.psql("DELETE FROM svc_schema WHERE version > 1", database);
+  await server.psql(
+    "CREATE OR REPLACE FUNCTION svc_kv_commit(p_ns text, p_check_keys text[], " +
+      "p_check_stamps bigint[], p_set_keys text[], p_set_values text[], p_delete_keys text[], " +
+      "p_locks bigint[], p_origin text) RETURNS bigint LANGUAGE sql AS 'SELECT NULL::bigint'",
+    database,
+  );
+  const second = await openPostgresKv(url, { namespace: "ledger" });
+  try {
+    assert.equal(
+      (await server.psql("SELECT max(version) FROM svc_schema", database)).trim(),
+      "2",
+    );
+    assert.equal(text((await second.get(["kept"])).value), "before");
+    // The commit function is this version's again: it checks, deletes and writes.
+    const kept = await second.get(["kept"]);
+    assert.equal(
+      (await second.atomic().check(["kept"], kept.versionstamp).delete(["kept"])
+        .set(["after"], bytes("1")).commit()).ok,
+      true,
+    );
+    assert.equal((await second.get(["kept"])).value, null);
+    assert.equal(text((await second.get(["after"])).value), "1");
+    const stale = await second.atomic().check(["after"], null).set(["after"], bytes("2")).commit();
+    assert.equal(stale.ok, false);
+  } finally {
+    await second.close();
+  }
+});
+
 Deno.test("postgres: a host refuses a database whose schema is newer than it knows", async () => {
   const server = await pg();
   const url = await server.database();
@@ -348,7 +386,7 @@ Deno.test("postgres: a host refuses a database whose schema is newer than it kno
   );
   await assert.rejects(
     () => openPostgresKv(url, { namespace: "ledger" }),
-    /Cannot open the ledger at postgres:\/\/svc@127\.0\.0\.1:\d+\/\w+: it has schema version 99, this svc knows up to 1/,
+    /Cannot open the ledger at postgres:\/\/svc@127\.0\.0\.1:\d+\/\w+: it has schema version 99, this svc knows up to 2/,
   );
 });
 
