@@ -24,7 +24,7 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import postgres from "postgres";
 import { SvcError } from "../errors/mod.ts";
 import { Announcer } from "./pg_announce.ts";
@@ -249,13 +249,12 @@ function arrayLiteral(items: ReadonlyArray<string | null>): string {
 
 /**
  * The advisory lock of a key: the first 8 bytes of its SHA-256 (with the namespace), as a
- * signed 64-bit number. Two keys sharing a lock only wait for each other. Every
- * host of a ledger must take the same lock for a key, whatever its version: this is fixed.
+ * signed 64-bit number. Two keys sharing a lock only wait for each other. Every host of a ledger
+ * must take the same lock for a key, whatever its version: this is fixed.
  */
 function lockOf(ns: string, keyHex: string): bigint {
-  // One call, not a hash object per key: a step's commit takes six locks.
-  const digest = hash("sha256", `${ns}\0${keyHex}`, "hex");
-  return BigInt.asIntN(64, BigInt(`0x${digest.slice(0, 16)}`));
+  const digest = createHash("sha256").update(ns).update("\0").update(keyHex).digest();
+  return digest.readBigInt64BE(0);
 }
 
 function stampOf(version: string | number | bigint): string {
