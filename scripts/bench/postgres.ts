@@ -26,6 +26,7 @@ export async function reportPostgres(report: Report, context: GroupContext): Pro
     );
     if (pg.profile) {
       const { walFlushes, commits, notifications, hostCpuMs } = pg.profile;
+      const { commitFunctionMs, walSyncMs, storeCpuMs } = pg.profile;
       report.part("pg_step_wal_flushes", "  of a step: WAL flushes (fsyncs)", walFlushes, "/step");
       report.part(
         "pg_step_commits",
@@ -35,6 +36,24 @@ export async function reportPostgres(report: Report, context: GroupContext): Pro
       );
       report.part("pg_step_notifications", "  of a step: notifications", notifications, "/step");
       report.part("pg_step_host_cpu_ms", "  of a step: the host's CPU", hostCpuMs, "ms");
+      report.part(
+        "pg_step_store_cpu_ms",
+        "    of it: the store and its client (a commit of the step's rows)",
+        storeCpuMs,
+        "ms",
+      );
+      report.part(
+        "pg_step_commit_function_ms",
+        "  of a step: the server inside svc_kv_commit",
+        commitFunctionMs,
+        "ms",
+      );
+      report.part(
+        "pg_step_wal_sync_ms",
+        "  of a step: the WAL flushes (fsync time)",
+        walSyncMs,
+        "ms",
+      );
     }
     report.baseline(
       "pg_claims_one_per_s",

@@ -42,6 +42,39 @@ function encodeString(value: string): Uint8Array {
   return out;
 }
 
+/** Printable ASCII: strings whose UTF-8 bytes are their characters' codes, none of them zero. */
+const PLAIN_ASCII = /^[ -~]*$/;
+
+/** Two lowercase hex digits of every byte value. */
+const HEX_PAIRS: readonly string[] = Array.from(
+  { length: 256 },
+  (_, byte) => byte.toString(16).padStart(2, "0"),
+);
+
+/**
+ * The bytes of a key as lowercase hex, as the store sends them: the same as hex of
+ * {@linkcode encodeKey}, built without the bytes for the common keys (printable ASCII strings),
+ * since a commit encodes every key it touches.
+ */
+export function encodeKeyHex(key: KvKey): string {
+  let out = "";
+  for (const part of key) {
+    if (typeof part === "string" && PLAIN_ASCII.test(part)) {
+      // One byte a character, no zero to escape: tag, the characters, the end.
+      out += "02";
+      for (let i = 0; i < part.length; i++) out += HEX_PAIRS[part.charCodeAt(i)]!;
+      out += "00";
+      continue;
+    }
+    if (typeof part !== "string" && typeof part !== "number") {
+      throw new TypeError(`Cannot encode a key part of type ${typeof part}`);
+    }
+    const bytes = typeof part === "string" ? encodeString(part) : encodeNumber(part);
+    for (const byte of bytes) out += HEX_PAIRS[byte]!;
+  }
+  return out;
+}
+
 /** The bytes of a key. */
 export function encodeKey(key: KvKey): Uint8Array {
   const parts = key.map((part) => {
