@@ -176,7 +176,7 @@ async function earlyGuestOf(flags) {
 }
 function loadRunModules() {
   return Promise.all([
-    import("./workflow_run-Y4TSXYCB.js"),
+    import("./workflow_run-VTEPGFGN.js"),
     import("./command_failure-N7WRFSFV.js")
   ]);
 }
@@ -200,7 +200,7 @@ async function main(argv) {
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
     import("./program-3FNOY7SU.js"),
-    import("./workflow_commands-FYRF7XKM.js")
+    import("./workflow_commands-CSA2WAAU.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

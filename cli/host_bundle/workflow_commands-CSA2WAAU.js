@@ -8,7 +8,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-3UTTIJ4T.js";
+} from "./chunk-Q65HC2X7.js";
 import "./chunk-HI6AAJID.js";
 import "./chunk-M2L7LQUD.js";
 import "./chunk-L3NM4VCW.js";

@@ -3079,7 +3079,7 @@ async function openStore(options) {
   if (!options.url) return {
     kv: await p.openKv(joinPath(options.dir, options.file))
   };
-  const { openPostgresKv } = await import("./postgres-ILROSDDL.js");
+  const { openPostgresKv } = await import("./postgres-ZYBJGEG4.js");
   const shared = await openPostgresKv(options.url, {
     namespace: options.namespace,
     watch: options.watch,
