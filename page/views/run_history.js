@@ -34,7 +34,9 @@ function describe({ event, data }) {
     case "call":
       return `call #${data.seq} ${data.label ?? "(no label)"} ${data.outcome}`;
     case "calls_replayed":
-      return `${data.count} calls #${data.first_seq}–#${data.last_seq} replayed from ${data.from}`;
+      return data.count === 1
+        ? `1 call #${data.first_seq} replayed from ${data.from}`
+        : `${data.count} calls #${data.first_seq}–#${data.last_seq} replayed from ${data.from}`;
     case "progress": {
       const tools = (data.items ?? []).filter((item) => item.kind === "tool").length;
       return `call #${data.seq} output: ${data.items?.length ?? 0} items${
@@ -63,8 +65,13 @@ export function RunHistory({ events }) {
   const [type, setType] = useState("all");
   const [call, setCall] = useState("");
   const types = ["all", ...new Set(events.map((e) => e.event))];
-  const seqs = [...new Set(events.map((e) => e.data?.seq).filter((s) => typeof s === "number"))]
-    .sort((a, b) => a - b);
+  const seqs = [
+    ...new Set(
+      events.flatMap((e) =>
+        e.event === "calls_replayed" ? (e.data?.calls ?? []).map((c) => c?.seq) : [e.data?.seq]
+      ).filter((s) => typeof s === "number"),
+    ),
+  ].sort((a, b) => a - b);
   const shown = events.filter((e) =>
     (type === "all" || e.event === type) && (call === "" || ofCall(e, Number(call)))
   );
