@@ -270,7 +270,12 @@ const CALL_COLUMNS: TableColumn<CallRecord>[] = [
   { header: "AGE", value: (c) => formatAge(c.at), align: "right" },
   { header: "SOURCE", value: (c) => c.source },
   { header: "ID", value: (c) => c.id },
-  { header: "SEQ", value: (c) => String(c.seq), align: "right" },
+  {
+    header: "SEQ",
+    // A resume's replayed calls share one record: its range of seqs.
+    value: (c) => c.count && c.count > 1 ? `${c.seq}-${c.seq + c.count - 1}` : String(c.seq),
+    align: "right",
+  },
   { header: "PROVIDER", value: (c) => c.provider ?? "-" },
   { header: "OUTCOME", value: (c) => c.outcome },
   { header: "DURATION", value: (c) => `${c.duration_ms}ms`, align: "right" },

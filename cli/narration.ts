@@ -174,8 +174,24 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
   }
 
   const progress = progressLines(options.output ?? "none");
+  // A replayed prefix is one line however many events report it (the guest reports it in
+  // batches, cut by the script's own log lines): printed before the next call of this run.
+  let replayed: { count: number; from: string } | undefined;
+
+  function printReplayed(): void {
+    if (!replayed) return;
+    const { count, from } = replayed;
+    replayed = undefined;
+    printAbove(`replayed ${count} ${count === 1 ? "call" : "calls"} from run ${from}`);
+  }
 
   function onEvent(event: RunEvent): void {
+    if (event.type === "calls_replayed") {
+      if (replayed && replayed.from !== event.from) printReplayed();
+      replayed = { count: (replayed?.count ?? 0) + event.count, from: event.from };
+      return;
+    }
+    if (event.type !== "narration" && event.type !== "calls") printReplayed();
     if (event.type === "progress") {
       for (const line of progress.lines(event.seq, event.items)) printAbove(line);
       return;
@@ -193,6 +209,7 @@ export function createNarrationPrinter(options: NarrationPrinterOptions): Narrat
   }
 
   function flush(): void {
+    printReplayed();
     if (ticker !== undefined) clearInterval(ticker);
     if (timer !== undefined) clearTimeout(timer);
     ticker = timer = undefined;

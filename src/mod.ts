@@ -250,6 +250,7 @@ export {
   type PulseSources,
 } from "./services/mod.ts";
 export type { Pulse, PulseFailure, PulseProvider, PulseSpend, PulseWork } from "./schemas/mod.ts";
+export type { CallsReplayedEvent, ReplayedCallNote } from "./schemas/mod.ts";
 export {
   type AdmittedStream,
   type FeedOpening,

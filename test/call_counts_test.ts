@@ -108,6 +108,12 @@ Deno.test("the usage summary, stats, costs, pulse and svc history agree on a mix
   };
   assert.deepEqual(figures(summary), expected, JSON.stringify(summary));
   assert.equal(summary.answered, 3, "one, two and the task");
+  // The resume's replayed prefix is one record of the call log, counted as its two calls.
+  const log = (await d.json("/api/history", { token: TOKENS.alice })).body;
+  const replays = (log.calls as Array<{ outcome: string; seq: number; count?: number }>)
+    .filter((c) => c.outcome === "replayed");
+  assert.deepEqual(replays.map((c) => [c.seq, c.count]), [[1, 2]], JSON.stringify(log.calls));
+  assert.equal((log.calls as unknown[]).length, 8, "nine calls in eight records");
 
   type Row = {
     provider: string;
@@ -173,6 +179,7 @@ Deno.test("the usage summary, stats, costs, pulse and svc history agree on a mix
   assert.deepEqual(fromCli.by_provider, summary.by_provider);
   const text = await runCli(["history"], { home: d.home, env: { SVC_OWNER: "alice" } });
   assert.match(text.stdout, /^9 calls: 3 answered, 2 failed, 2 replayed, 2 refused;/);
+  assert.match(text.stdout, / 1-2 +\S+ +replayed /, "the replayed record's seqs as a range");
 
   // Bob's views count none of Alice's calls.
   const bob = (await d.json("/api/usage/summary", { token: TOKENS.bob })).body;

@@ -116,6 +116,7 @@ Deno.test("a run that does not succeed ends with the command that resumes it", a
   );
   assert.equal(resumed.code, 0, resumed.stderr);
   assert.match(resumed.stderr, /1 calls: 0 live, 1 replayed/);
+  assert.match(resumed.stderr, new RegExp(`^replayed 1 call from run ${runId}$`, "m"));
 });
 
 Deno.test("a script from standard input is resumed with `svc workflow resume`, which runs the copy svc kept with its args", async () => {

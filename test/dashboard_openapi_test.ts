@@ -18,6 +18,9 @@ Deno.test("GET /api/openapi.json is a valid OpenAPI 3.1 document that describes 
   assert.equal(doc.openapi, "3.1.0");
   const result = await new Validator().validate(structuredClone(doc));
   assert.ok(result.valid, JSON.stringify(result.errors, null, 2));
+  // The run events' `calls_replayed` data is named, since a stream has no JSON response.
+  const components = (doc as { components?: { schemas?: Record<string, unknown> } }).components;
+  assert.ok(components?.schemas?.CallsReplayedEvent, "the calls_replayed event is documented");
 
   const documented = new Set<string>();
   for (const [path, methods] of Object.entries(doc.paths)) {

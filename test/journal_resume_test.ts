@@ -70,12 +70,14 @@ Deno.test("a resumed run replays the unchanged calls from the journal without di
   assert.deepEqual([resumed.journal.replayed, resumed.journal.live], [5, 0]);
   assert.equal(resumed.budget.spent, 0, "replayed calls cost nothing");
   assert.deepEqual(resumed.journal.usage, { input_tokens: 0, output_tokens: 0, cost_usd: 0 });
-  const calls = events.filter((e) => e.type === "call");
+  assert.equal(events.filter((e) => e.type === "call").length, 0, "no event per replayed call");
+  const replays = events.flatMap((e) => e.type === "calls_replayed" ? [e] : []);
   assert.deepEqual(
-    calls.map((e) => e.type === "call" && e.outcome),
-    Array(5).fill("replayed"),
-    "replays are marked",
+    replays.flatMap((e) => e.calls.map((c) => c.seq)),
+    [1, 2, 3, 4, 5],
+    "replays are marked, in batches",
   );
+  assert.ok(replays.every((e) => e.from === first.run_id && e.count === e.calls.length));
   const journal = await t.manager.journal(second.run_id, LOCAL);
   assert.ok(journal.every((e) => e.outcome === "replayed" && e.replayed_from === first.run_id));
 });

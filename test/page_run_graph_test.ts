@@ -137,6 +137,23 @@ pageTest(
     await saveScreenshot(page, "run-graph-resumed-phone");
     await page.setViewportSize({ width: 1280, height: 800 });
     await saveScreenshot(page, "run-graph-resumed");
+    // The history has the replayed calls as batches (no event per call), found by call too.
+    const replayed = page.locator(".hist-item[data-type=calls_replayed]");
+    await replayed.first().waitFor();
+    for (const text of await replayed.locator(".text").allInnerTexts()) {
+      assert.match(
+        text,
+        new RegExp(`^(1 call #\\d+|\\d+ calls #\\d+–#\\d+) replayed from ${first}$`),
+      );
+    }
+    assert.equal(await page.locator(".hist-item[data-type=call]").count(), 1, "the live one");
+    await page.getByLabel("only the events of call").selectOption("1");
+    const ofCall = await page.locator(".hist-item").evaluateAll((items) =>
+      items.map((item) => item.getAttribute("data-type"))
+    );
+    assert.deepEqual(ofCall, ["calls_replayed"], "call #1's only event is its batch");
+    await replayed.first().scrollIntoViewIfNeeded();
+    await saveScreenshot(page, "run-history-replayed");
 
     // The costs view names the runs that spent today, and the hours.
     await page.evaluate(`location.hash = "#/costs"`);

@@ -312,6 +312,9 @@ export function RunView({ api, runId }) {
           });
           setOutputs((all) => ({ ...all, [data.seq]: { ...all[data.seq], ended: true } }));
           soon();
+        } else if (event === "calls_replayed") {
+          // One event for many replayed calls: the journal lists them, re-read it.
+          soon();
         } else if (event === "approval") {
           noteApproval(data);
         } else if (event === "state") {

@@ -33,6 +33,10 @@ function describe({ event, data }) {
       }${data.position ? ` at ${data.position.join(".")}` : ""}`;
     case "call":
       return `call #${data.seq} ${data.label ?? "(no label)"} ${data.outcome}`;
+    case "calls_replayed":
+      return data.count === 1
+        ? `1 call #${data.first_seq} replayed from ${data.from}`
+        : `${data.count} calls #${data.first_seq}–#${data.last_seq} replayed from ${data.from}`;
     case "progress": {
       const tools = (data.items ?? []).filter((item) => item.kind === "tool").length;
       return `call #${data.seq} output: ${data.items?.length ?? 0} items${
@@ -50,15 +54,26 @@ function describe({ event, data }) {
   }
 }
 
+/** Whether event `e` is about call `seq`: its own, or a batch of replayed calls holding it. */
+function ofCall(e, seq) {
+  if (e.event === "calls_replayed") return seq >= e.data?.first_seq && seq <= e.data?.last_seq;
+  return e.data?.seq === seq;
+}
+
 /** The history list with its filters. */
 export function RunHistory({ events }) {
   const [type, setType] = useState("all");
   const [call, setCall] = useState("");
   const types = ["all", ...new Set(events.map((e) => e.event))];
-  const seqs = [...new Set(events.map((e) => e.data?.seq).filter((s) => typeof s === "number"))]
-    .sort((a, b) => a - b);
+  const seqs = [
+    ...new Set(
+      events.flatMap((e) =>
+        e.event === "calls_replayed" ? (e.data?.calls ?? []).map((c) => c?.seq) : [e.data?.seq]
+      ).filter((s) => typeof s === "number"),
+    ),
+  ].sort((a, b) => a - b);
   const shown = events.filter((e) =>
-    (type === "all" || e.event === type) && (call === "" || e.data?.seq === Number(call))
+    (type === "all" || e.event === type) && (call === "" || ofCall(e, Number(call)))
   );
   return html`
     <div class="history">

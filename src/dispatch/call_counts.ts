@@ -78,23 +78,32 @@ export function emptyTally(): CallTally {
   };
 }
 
-/** Counts `call` into `tally` (in place) and returns the tally. */
+/** How many calls a record stands for: a resume's replayed calls share one record (`count`). */
+export function callsOf(call: Pick<CallRecord, "count">): number {
+  return call.count ?? 1;
+}
+
+/**
+ * Counts `call` into `tally` (in place) and returns the tally: each of the calls a record
+ * stands for (see {@linkcode callsOf}), so that a replayed prefix counts call by call.
+ */
 export function addCall(
   tally: CallTally,
-  call: Pick<CallRecord, "outcome" | "usage" | "cost_usd">,
+  call: Pick<CallRecord, "outcome" | "usage" | "cost_usd" | "count">,
 ): CallTally {
-  tally.calls++;
-  tally[callKind(call.outcome)]++;
+  const calls = callsOf(call);
+  tally.calls += calls;
+  tally[callKind(call.outcome)] += calls;
   tally.input_tokens += call.usage.input_tokens;
   tally.output_tokens += call.usage.output_tokens;
-  if (call.cost_usd === null) tally.unmetered_calls++;
+  if (call.cost_usd === null) tally.unmetered_calls += calls;
   else tally.cost_usd += call.cost_usd;
   return tally;
 }
 
 /** The tally of `calls`. */
 export function tallyCalls(
-  calls: Iterable<Pick<CallRecord, "outcome" | "usage" | "cost_usd">>,
+  calls: Iterable<Pick<CallRecord, "outcome" | "usage" | "cost_usd" | "count">>,
 ): CallTally {
   const tally = emptyTally();
   for (const call of calls) addCall(tally, call);

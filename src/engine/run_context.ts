@@ -101,6 +101,15 @@ function recordOf(status: RunStatus): RunStatus {
   return out as unknown as RunStatus;
 }
 
+/** Options of {@linkcode RunContext.journal}. */
+export interface JournalOptions {
+  /**
+   * Whether the entry goes without its `call` event (a replayed prefix has one event for all).
+   * @default false
+   */
+  quiet?: boolean;
+}
+
 /**
  * One live run: its status, what it shares among its calls (concurrency cap, budget, replay
  * source, call order), and its ledger writes, events of its feed included. Every change goes
@@ -658,8 +667,22 @@ export class RunContext {
     this.persist({ kind: "status", status: recordOf(this.status) });
   }
 
-  /** Journals a finished call with the counters it changes; resolves once it is committed. */
-  journal(full: JournalEntry): Promise<void> {
+  /**
+   * Puts calls the guest answered from the journal into the run's feed, as one event: their
+   * entries were journaled without a `call` event each (see {@linkcode journal}).
+   */
+  callsReplayed(
+    event: Omit<Extract<RunEvent, { type: "calls_replayed" }>, "type" | "run_id">,
+  ): void {
+    this.#emit({ type: "calls_replayed", run_id: this.runId, ...event });
+  }
+
+  /**
+   * Journals a finished call with the counters it changes, and puts its `call` event into the
+   * feed unless `options.quiet` (a replayed prefix is reported by {@linkcode callsReplayed});
+   * resolves once it is committed.
+   */
+  journal(full: JournalEntry, options: JournalOptions = {}): Promise<void> {
     const entry = boundEntry(full);
     const { result: _result, ...rest } = entry;
     this.#recorded.journal += JSON.stringify(rest).length;
@@ -674,6 +697,7 @@ export class RunContext {
     this.status.budget = this.budget.figures();
     // The status is copied when the batch holding the entry commits (see the constructor).
     const committed = this.persist({ kind: "journal", status: this.status, entry });
+    if (options.quiet) return committed;
     this.#emit({
       type: "call",
       run_id: this.runId,

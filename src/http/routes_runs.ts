@@ -10,6 +10,7 @@ import { z } from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { noSuch, type RunState, type RunStatus } from "../services/mod.ts";
 import {
+  CallsReplayedEventSchema,
   DAG_MAX_CALLS,
   RunDagSchema,
   WorkflowResumeBodySchema,
@@ -174,8 +175,8 @@ const eventsRoute = createRoute({
   method: "get",
   path: "/api/workflow/{run_id}/events",
   summary: "A run's progress as server-sent events",
-  description:
-    "Events `state`, `narration`, `calls`, `call`, `condition`, `security` (docs/API.md, " +
+  description: "Events `state`, `narration`, `calls`, `call`, `calls_replayed` (schema " +
+    "`CallsReplayedEvent`), `condition`, `security` (docs/API.md, " +
     "\"Event streams\"); each `id` is the event's position in the run's feed. Resume with " +
     "`Last-Event-ID` (or `?after=`). The stream ends after the terminal `state` event; " +
     "resuming after it answers 204.",
@@ -275,6 +276,16 @@ export function runRoutes(context: RouteContext): DashboardHono {
     return c.json(await runs.cancel(run_id, c.get("caller")), 200);
   });
 
+  // The stream's data is not a JSON response, so the event's schema is named as a component.
+  const { $schema: _draft, ...replayed } = z.toJSONSchema(CallsReplayedEventSchema, {
+    target: "draft-2020-12",
+  });
+  type SchemaObject = Parameters<typeof app.openAPIRegistry.registerComponent<"schemas">>[2];
+  app.openAPIRegistry.registerComponent(
+    "schemas",
+    "CallsReplayedEvent",
+    replayed as unknown as SchemaObject,
+  );
   app.openapi(eventsRoute, async (c) => {
     const { run_id } = c.req.valid("param");
     const caller = c.get("caller");

@@ -152,6 +152,10 @@ export const CallRecordSchema = z.looseObject({
   provider: z.string().nullable(),
   outcome: z.string(),
   duration_ms: z.number(),
+  count: z.number().int().positive().optional().meta({
+    description: "how many calls the record stands for, from `seq` on (a resume's replayed " +
+      "calls share one record); absent means 1",
+  }),
 }).meta({ id: "CallRecord" });
 
 /** A provider with its availability and load. */

@@ -1,5 +1,11 @@
 import type { ErrorCode } from "../errors/mod.ts";
-import type { CallProgress, IsolationTier, JsonValue, SandboxLevel } from "../schemas/mod.ts";
+import type {
+  CallProgress,
+  CallsReplayedEvent,
+  IsolationTier,
+  JsonValue,
+  SandboxLevel,
+} from "../schemas/mod.ts";
 import type { ApprovalState } from "./approvals.ts";
 
 /** States of a run. `interrupted` is set by the next host when one died while the run ran. */
@@ -438,6 +444,7 @@ export type RunEvent =
     outcome: CallOutcome;
     label: string | null;
   }
+  | CallsReplayedEvent
   | {
     /**
      * A live `agent()` call was dispatched (it took its slot under the run's concurrency cap):
@@ -668,4 +675,10 @@ export interface CallRecord {
   usage: { input_tokens: number; output_tokens: number };
   /** Cost in USD; null when unknown (unmetered). */
   cost_usd: number | null;
+  /**
+   * How many calls the record stands for, from `seq` on: a resume records its replayed calls
+   * (which cost nothing and took no time) as one record per packed write, not one each.
+   * Absent means 1.
+   */
+  count?: number;
 }

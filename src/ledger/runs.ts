@@ -140,21 +140,11 @@ interface Chunked {
   written: Map<number, Uint8Array>;
 }
 
-/** A journal entry as its stored document, and the call log's record of it. */
-async function journalMutations(
-  ctx: LedgerContext,
-  runId: string,
-  op: Extract<LedgerOp, { kind: "journal" }>,
-): Promise<[Mutation, Mutation]> {
-  const { result, ...rest } = op.entry;
-  // The entry is fitted first; its result goes inline only in the room left beside it.
-  const entry = fitRecord(rest, VALUE_LIMIT - REF_ROOM);
-  const stored = result === undefined ? undefined : await ctx.store(runId, result, {
-    room: VALUE_LIMIT - REF_ROOM - entry.bytes.length,
-  });
-  // A JournalDoc, the entry encoded once.
-  const doc = objectBytes({ v: ONE, entry: entry.bytes, result: stored && toBytes(stored) });
-  const call: CallRecord = {
+type JournalOp = Extract<LedgerOp, { kind: "journal" }>;
+
+/** The call log's record of a journal entry. */
+function callRecord(runId: string, op: JournalOp): CallRecord {
+  return {
     at: op.entry.ended_at,
     source: "run",
     id: runId,
@@ -167,10 +157,39 @@ async function journalMutations(
     usage: op.entry.usage,
     cost_usd: op.entry.cost_usd,
   };
-  return [
-    { key: KEYS.journal(runId, op.entry.seq), value: doc },
-    { key: KEYS.call(call.at, runId, call.seq), value: fitRecord(call).bytes },
-  ];
+}
+
+/**
+ * The call log's one record of a pack of replayed entries: `count` calls from the first's seq,
+ * ended when the last did. They asked no provider and cost nothing; the provider and model are
+ * those of the source's calls when all had the same, else null.
+ */
+function replayedRecord(runId: string, ops: readonly JournalOp[]): Mutation {
+  const first = ops[0]!;
+  const record = callRecord(runId, ops.at(-1)!);
+  record.seq = first.entry.seq;
+  record.duration_ms = 0;
+  if (ops.some((op) => op.entry.provider !== first.entry.provider)) record.provider = null;
+  if (ops.some((op) => op.entry.model !== first.entry.model)) record.model = null;
+  if (ops.length > 1) record.count = ops.length;
+  return { key: KEYS.call(record.at, runId, record.seq), value: fitRecord(record).bytes };
+}
+
+/** A journal entry as its stored document. */
+async function journalDoc(
+  ctx: LedgerContext,
+  runId: string,
+  op: JournalOp,
+): Promise<Mutation> {
+  const { result, ...rest } = op.entry;
+  // The entry is fitted first; its result goes inline only in the room left beside it.
+  const entry = fitRecord(rest, VALUE_LIMIT - REF_ROOM);
+  const stored = result === undefined ? undefined : await ctx.store(runId, result, {
+    room: VALUE_LIMIT - REF_ROOM - entry.bytes.length,
+  });
+  // A JournalDoc, the entry encoded once.
+  const doc = objectBytes({ v: ONE, entry: entry.bytes, result: stored && toBytes(stored) });
+  return { key: KEYS.journal(runId, op.entry.seq), value: doc };
 }
 
 /**
@@ -204,24 +223,27 @@ async function chunkOps(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Pro
     out.head = Math.max(out.head, seq);
     out.written.set(seq, bytes);
   };
-  // Replayed entries pack together; their call records and the events between them follow
-  // the pack, as they follow a single entry.
+  // Replayed entries pack together, with one call record for the pack; the events between
+  // them follow the pack, as they follow a single entry.
   const packer = new JournalPacker();
   let packStatus: RunStatus | undefined;
+  let packed: JournalOp[] = [];
   let held: (() => void)[] = [];
   const closePack = () => {
     const pack = packer.close();
     if (pack) add({ key: KEYS.journal(runId, pack.seq), value: pack.value }, packStatus);
+    if (packed.length > 0) add(replayedRecord(runId, packed));
     for (const later of held) later();
+    packed = [];
     held = [];
   };
   for (const op of ops) {
     if (op.kind === "journal" && op.entry.outcome === "replayed") {
-      const [journal, call] = await journalMutations(ctx, runId, op);
+      const journal = await journalDoc(ctx, runId, op);
       if (!packer.fits(op.entry.seq, journal.value.length)) closePack();
       packer.add(op.entry.seq, journal.value);
       packStatus = op.status;
-      held.push(() => add(call));
+      packed.push(op);
       continue;
     }
     if (op.kind === "event" && packer.open) {
@@ -240,9 +262,9 @@ async function chunkOps(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Pro
         addEvent(op.event.seq, fitRecord(op.event.event).bytes);
         break;
       case "journal": {
-        const [journal, call] = await journalMutations(ctx, runId, op);
-        add(journal, op.status);
-        add(call);
+        add(await journalDoc(ctx, runId, op), op.status);
+        const call = callRecord(runId, op);
+        add({ key: KEYS.call(call.at, runId, call.seq), value: fitRecord(call).bytes });
         break;
       }
       case "status":

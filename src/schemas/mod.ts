@@ -141,3 +141,9 @@ export {
 } from "./progress.ts";
 export { MARK_READ_IDS, type MarkReadRequest, MarkReadRequestSchema } from "./notification.ts";
 export { CONFIG_ERROR_CHARS, type ConfigState, ConfigStateSchema } from "./config_state.ts";
+export {
+  type CallsReplayedEvent,
+  CallsReplayedEventSchema,
+  REPLAYED_LABEL_CHARS,
+  type ReplayedCallNote,
+} from "./replayed_event.ts";
