@@ -1,5 +1,5 @@
 import type MiniSearch from "minisearch";
-import { z } from "zod";
+import * as z from "zod";
 import type { TaskManager } from "../tasks/mod.ts";
 import type { RunManager } from "../engine/mod.ts";
 import { SvcError } from "../errors/mod.ts";
