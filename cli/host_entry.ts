@@ -15,6 +15,16 @@ export const HOST_UNSTABLE_FLAGS: readonly string[] = [
   "--unstable-no-legacy-abort",
 ];
 
+/**
+ * V8's settings for the lean program: its young generation starts at the size V8 grows it to
+ * anyway once a process allocates (16 MiB semi-spaces), instead of 1 MiB. A run's start
+ * allocates some 15 MB of short-lived objects (the bundle's modules, its schemas, the ledger's
+ * first records): from 1 MiB, that took five scavenges (7 ms of pauses, 10 to 14 ms of the
+ * whole run with what they promote). The ceiling is V8's own, so a long run holds no more
+ * memory than before; the host's peak RSS of a one-call run did not grow (about 70 MB).
+ */
+export const LEAN_HOST_V8_FLAGS: readonly string[] = ["--v8-flags=--min-semi-space-size=16"];
+
 /** Whether `argv` runs in the lean program: `workflow run`, `resume` or `work`. */
 function isLean(argv: readonly string[]): boolean {
   return argv[0] === "workflow" && ["run", "resume", "work"].includes(argv[1] ?? "");
@@ -39,7 +49,9 @@ export function hostEntry(argv: readonly string[]): string {
  * (`--node-modules-dir=manual` once they are installed: {@linkcode nodeModulesFlags}).
  */
 export async function hostModuleArgs(argv: readonly string[]): Promise<string[]> {
-  if (isLean(argv)) return ["--no-config", ...HOST_UNSTABLE_FLAGS, hostEntry(argv)];
+  if (isLean(argv)) {
+    return ["--no-config", ...HOST_UNSTABLE_FLAGS, ...LEAN_HOST_V8_FLAGS, hostEntry(argv)];
+  }
   return [
     ...(await nodeModulesFlags(checkoutPath(""))),
     "--config",

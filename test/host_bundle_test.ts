@@ -4,7 +4,12 @@
  * those sources bundle to now, and load nothing but Node built-ins and its own chunks.
  */
 import assert from "node:assert/strict";
-import { HOST_UNSTABLE_FLAGS, hostEntry, hostModuleArgs } from "../cli/host_entry.ts";
+import {
+  HOST_UNSTABLE_FLAGS,
+  hostEntry,
+  hostModuleArgs,
+  LEAN_HOST_V8_FLAGS,
+} from "../cli/host_entry.ts";
 import {
   buildHostBundleFiles,
   HOST_BUNDLE,
@@ -71,6 +76,7 @@ Deno.test("the bundled host runs without the configuration, with the unstable fe
   assert.deepEqual(await hostModuleArgs(argv), [
     "--no-config",
     ...HOST_UNSTABLE_FLAGS,
+    ...LEAN_HOST_V8_FLAGS,
     `${ROOT}/${HOST_BUNDLE}`,
   ]);
   // The whole command line still resolves its npm packages through deno.json.

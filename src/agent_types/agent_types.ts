@@ -7,7 +7,7 @@
  * looked up in.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import type { AgentOptions } from "../schemas/mod.ts";

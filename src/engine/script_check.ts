@@ -1,6 +1,6 @@
 import { parse, parseExpressionAt, tokenizer } from "acorn";
 import type { Node } from "acorn";
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import type { Assert, JsonValue, SameType } from "../schemas/mod.ts";
 

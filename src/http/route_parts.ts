@@ -4,7 +4,7 @@
  * @module
  */
 import type { TypedResponse } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { ApiErrorSchema } from "./schemas.ts";
 
 /** JSON content of `schema`, for a request body or a response. */

@@ -5,7 +5,7 @@
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import {
   BoardCardSchema,
   BoardListResultSchema,

@@ -5,7 +5,7 @@
  */
 import { noSuch, submitTask } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { DispatchRequestSchema } from "../schemas/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { feedResponse, resumeOf } from "./feed_stream.ts";

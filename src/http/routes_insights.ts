@@ -5,7 +5,7 @@
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { SCHEDULER_LEASE } from "../daemon/mod.ts";
 import { CapabilityReportSchema, ConfigStateSchema } from "../schemas/mod.ts";
 import {

@@ -6,7 +6,7 @@
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { legacyRunRequest, LegacyWorkflowBodySchema } from "../legacy/mod.ts";
 import { submitRun } from "../services/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { HITS_LIMIT, QUERY_LIMIT } from "../memory/mod.ts";
 import { ReviewStartRequestSchema } from "../reviews/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { MarkReadRequestSchema } from "../schemas/mod.ts";
 import { NOTIFICATION_LIMITS } from "../services/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";

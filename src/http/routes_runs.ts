@@ -6,7 +6,7 @@
  */
 import { submitRun } from "../services/mod.ts";
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { noSuch, type RunState, type RunStatus } from "../services/mod.ts";
 import {

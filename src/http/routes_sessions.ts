@@ -3,7 +3,7 @@
  * @module
  */
 import { createRoute } from "@hono/zod-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { SessionCreateSchema } from "../schemas/mod.ts";
 import { type DashboardHono, routeApp, type RouteContext } from "./route_context.ts";
 import { errors, jsonContent, nextCursor } from "./route_parts.ts";

@@ -6,7 +6,7 @@
  * open to more (`looseObject`), so that a new field is not a breaking change.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ERROR_CODES } from "../errors/mod.ts";
 import { BoardRunLinkSchema } from "../schemas/mod.ts";
 import { RUN_STATES, type RunState } from "../services/mod.ts";

@@ -8,7 +8,7 @@
  * value in base64, then `{"file", "content"}`.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, type KvKey, type KvStore, platform } from "../platform/mod.ts";
 import type { SharedKvStore } from "../platform/postgres.ts";

@@ -4,7 +4,7 @@
  * key is refused, so a typo is an error rather than a silently ignored wish.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { type AgentOptions, AgentOptionsSchema } from "../schemas/mod.ts";
 import type { Assert, SameType } from "../schemas/mod.ts";
 import { splitPrompt } from "./placeholders.ts";

@@ -5,7 +5,7 @@
  * events and status of every run.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import {
   type Assert,

@@ -6,7 +6,7 @@
  * @module
  */
 import type { CallToolResult } from "@modelcontextprotocol/server";
-import { z } from "zod";
+import * as z from "zod";
 import { toSvcError } from "../errors/mod.ts";
 import {
   isTerminal,

@@ -6,7 +6,7 @@
  * @module
  */
 import type { CallToolResult, McpServer, ServerContext } from "@modelcontextprotocol/server";
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { legacyRunRequest, LegacyWorkflowBodySchema } from "../legacy/mod.ts";
 import type { Caller } from "../services/mod.ts";

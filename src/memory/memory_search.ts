@@ -1,5 +1,5 @@
-import MiniSearch from "minisearch";
-import { z } from "zod";
+import type MiniSearch from "minisearch";
+import * as z from "zod";
 import type { TaskManager } from "../tasks/mod.ts";
 import type { RunManager } from "../engine/mod.ts";
 import { SvcError } from "../errors/mod.ts";
@@ -86,6 +86,15 @@ const CACHED_TEXTS = 4000;
 /** Cards asked for at a time. */
 const CARD_PAGE = 200;
 
+/** MiniSearch, loaded at the first search: a host that never searches (a run) never loads it. */
+let miniSearchModule: Promise<typeof import("minisearch")> | undefined;
+
+/** The MiniSearch class, loaded once. */
+async function miniSearchClass(): Promise<typeof MiniSearch> {
+  miniSearchModule ??= import("minisearch");
+  return (await miniSearchModule).default;
+}
+
 interface OwnerIndex {
   search: MiniSearch<MemoryDocument>;
   documents: Map<string, MemoryDocument>;
@@ -123,7 +132,7 @@ export class MemorySearch {
       throw new SvcError("invalid_request", `Cannot search memory: ${describeIssue(parsed.error)}`);
     }
     const { q, limit, kinds } = parsed.data;
-    const tokenize = MiniSearch.getDefault("tokenize") as (text: string) => string[];
+    const tokenize = (await miniSearchClass()).getDefault("tokenize") as (text: string) => string[];
     const terms = [...new Set(tokenize(q).map((term) => term.toLowerCase()))]
       .filter((term) => term !== "").slice(0, QUERY_TERMS_LIMIT);
     if (terms.length === 0) return { hits: [] };
@@ -198,7 +207,7 @@ export class MemorySearch {
       documents.set(doc.key, doc);
     }
     for (const doc of cards) documents.set(doc.key, doc);
-    const search = new MiniSearch<MemoryDocument>({
+    const search = new (await miniSearchClass())<MemoryDocument>({
       idField: "key",
       fields: ["title", "text"],
       storeFields: [],

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { RunManager } from "../engine/mod.ts";
 import { SvcError } from "../errors/mod.ts";
 import {

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Cron } from "croner";
 import { DispatchRequestSchema } from "./dispatch.ts";
 import { boundedJson, type JsonValue } from "./json.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { jsonProblem, type JsonValue } from "./json.ts";
 import type { Assert, SameType } from "./same_type.ts";

@@ -4,7 +4,7 @@
  * shape for the dashboard and the command line; it never holds a secret, only variable names.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 
 /** What is known of a harness's binary. */

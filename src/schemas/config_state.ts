@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 
 /** Longest error of a refused configuration that is kept and shown, in characters. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { AgentOptionsSchema, SandboxLevelSchema } from "./agent_options.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** A JSON value, as scripts, clients and the host exchange them. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | {

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** Most ids one mark-read names (the ledger's bound: `NOTIFICATION_LIMITS.ids`). */
 export const MARK_READ_IDS = 100;

@@ -6,7 +6,7 @@
  * Every string is redacted and clipped before it is recorded; a reader still treats it as text.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 
 /** Longest text of one progress item, in characters; longer text is split or clipped. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 
 /** Most failures a pulse lists. */

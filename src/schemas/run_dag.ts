@@ -4,7 +4,7 @@
  * parent.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 
 /** The most calls one answer draws: later ones (by `seq`) are counted in `calls.omitted`. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { sandboxAbove, SandboxLevelSchema } from "./agent_options.ts";
 import { boundedJson, type JsonValue } from "./json.ts";
 import type { Assert, SameType } from "./same_type.ts";

@@ -8,12 +8,7 @@
  * @module
  */
 import { type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
-import {
-  type Client,
-  ClientFactory,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-} from "@a2a-js/sdk/client";
+import type { Client } from "@a2a-js/sdk/client";
 import { SvcError } from "../../errors/mod.ts";
 import type { JsonValue } from "../../schemas/mod.ts";
 import type { Availability, DispatchRequest, DispatchResult, Provider, Usage } from "../types.ts";
@@ -195,6 +190,11 @@ async function connect(base: string, token: string | undefined): Promise<Client>
     return fetch(input, { ...init, headers });
   };
   const compat = { legacyCompat: { enabled: true } };
+  // Loaded at the first call to such an agent: the client (some 230 KB) would otherwise load
+  // with every `svc workflow run`'s host, most of them with no such provider.
+  const { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } = await import(
+    "@a2a-js/sdk/client"
+  );
   const factory = new ClientFactory({
     transports: [new JsonRpcTransportFactory({ fetchImpl, ...compat })],
     cardResolver: new DefaultAgentCardResolver({ fetchImpl, ...compat }),

@@ -2,7 +2,7 @@
  * The Anthropic Messages client (`POST {baseUrl}/v1/messages`).
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../../errors/mod.ts";
 import type { DispatchRequest, DispatchResult, Provider } from "../types.ts";
 import type { Effort } from "../../schemas/mod.ts";

@@ -5,7 +5,7 @@ import { abortableSleep } from "../../concurrency/mod.ts";
  * that name the state and never the key.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../../errors/mod.ts";
 import { hostEnv } from "../../host_env/mod.ts";
 import { platform } from "../../platform/mod.ts";

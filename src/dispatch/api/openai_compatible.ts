@@ -3,7 +3,7 @@
  * that speak its wire format (`POST {baseUrl}/chat/completions`).
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SvcError } from "../../errors/mod.ts";
 import type { DispatchRequest, DispatchResult, Provider } from "../types.ts";
 import {
