@@ -76,3 +76,27 @@ Deno.test("a plain run's host loads neither the A2A client nor MiniSearch, which
     }
   }
 });
+
+Deno.test("every module imports zod as a namespace, so that the bundle keeps only what svc calls", async () => {
+  const named: string[] = [];
+  for (const root of ["src", "cli"]) {
+    for await (const path of sourceFiles(root)) {
+      const text = await Deno.readTextFile(path);
+      if (/^import\s*\{[^}]*\bz\b[^}]*\}\s*from\s*"zod"/m.test(text)) named.push(path);
+    }
+  }
+  assert.deepEqual(
+    named,
+    [],
+    'these modules import { z } from "zod": use import * as z from "zod"',
+  );
+});
+
+/** The TypeScript files under `dir`, the generated bundle left out. */
+async function* sourceFiles(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory && path !== "cli/host_bundle") yield* sourceFiles(path);
+    else if (entry.isFile && path.endsWith(".ts")) yield path;
+  }
+}

@@ -2,6 +2,9 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
+  printLine
+} from "./chunk-QJ6AKW35.js";
+import {
   HARNESS_BASE_ENV,
   HARNESS_KEY_ENV,
   LEDGER_ENV_VARS,
@@ -13,9 +16,6 @@ import {
   microvmBackendName,
   svcHome
 } from "./chunk-FEJN3AJX.js";
-import {
-  printLine
-} from "./chunk-QJ6AKW35.js";
 import {
   LIFELINE_SHELL,
   joinPath,
@@ -108,7 +108,7 @@ async function configuration(home) {
       webhooks: {}
     };
   }
-  const { loadConfig } = await import("./mod-JQ4NXV2E.js");
+  const { loadConfig } = await import("./mod-YI33LHRV.js");
   return (await loadConfig(home)).config;
 }
 function grantsOf(home, config) {
@@ -289,6 +289,9 @@ var HOST_UNSTABLE_FLAGS = [
   "--unstable-kv",
   "--unstable-no-legacy-abort"
 ];
+var LEAN_HOST_V8_FLAGS = [
+  "--v8-flags=--min-semi-space-size=16"
+];
 function isLean(argv) {
   return argv[0] === "workflow" && [
     "run",
@@ -300,11 +303,14 @@ function hostEntry(argv) {
   return checkoutPath(isLean(argv) ? "cli/host_bundle/workflow_main.js" : "cli/main.ts");
 }
 async function hostModuleArgs(argv) {
-  if (isLean(argv)) return [
-    "--no-config",
-    ...HOST_UNSTABLE_FLAGS,
-    hostEntry(argv)
-  ];
+  if (isLean(argv)) {
+    return [
+      "--no-config",
+      ...HOST_UNSTABLE_FLAGS,
+      ...LEAN_HOST_V8_FLAGS,
+      hostEntry(argv)
+    ];
+  }
   return [
     ...await nodeModulesFlags(checkoutPath("")),
     "--config",

@@ -176,8 +176,8 @@ async function earlyGuestOf(flags) {
 }
 function loadRunModules() {
   return Promise.all([
-    import("./workflow_run-VTEPGFGN.js"),
-    import("./command_failure-N7WRFSFV.js")
+    import("./workflow_run-MVJWOG2V.js"),
+    import("./command_failure-WLSFVMKN.js")
   ]);
 }
 async function runQuick(command) {
@@ -199,8 +199,8 @@ async function main(argv) {
   const quick = quickWorkflowArgs(argv);
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
-    import("./program-3FNOY7SU.js"),
-    import("./workflow_commands-CSA2WAAU.js")
+    import("./program-SFEKQAG6.js"),
+    import("./workflow_commands-QMIVDRJT.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

@@ -5,7 +5,7 @@
  * (`GET /api/workflow/{run_id}/events`, `svc workflow watch`) carry it as `calls_replayed`.
  * @module
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 
 /** Most characters of one call's label in the event. */

@@ -2,23 +2,23 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
-  Option
-} from "./chunk-XWPP7URQ.js";
-import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-Q65HC2X7.js";
+} from "./chunk-JCB5N2BE.js";
+import {
+  Option
+} from "./chunk-XWPP7URQ.js";
 import "./chunk-HI6AAJID.js";
+import "./chunk-X7N3BCP4.js";
 import "./chunk-M2L7LQUD.js";
-import "./chunk-L3NM4VCW.js";
-import "./chunk-FEJN3AJX.js";
-import "./chunk-G7MHXGU2.js";
-import "./chunk-7P443PDA.js";
 import "./chunk-QJ6AKW35.js";
-import "./chunk-VVTWFLTM.js";
+import "./chunk-Q7XZ573S.js";
+import "./chunk-CJYNJTQ7.js";
+import "./chunk-FEJN3AJX.js";
 import "./chunk-OFWIEOWA.js";
 import "./chunk-WUOOGSIF.js";
+import "./chunk-G7MHXGU2.js";
 import "./chunk-4VNS5WPM.js";
 
 // cli/workflow_commands.ts

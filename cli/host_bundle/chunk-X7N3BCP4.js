@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   jsonProblem
-} from "./chunk-VVTWFLTM.js";
+} from "./chunk-CJYNJTQ7.js";
 import {
   joinPath,
   platform

@@ -2,17 +2,29 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
-  configFile
-} from "./chunk-FEJN3AJX.js";
-import {
   AutomationConfigSchema,
   CONCURRENCY_LIMIT,
   EffortSchema,
   MAX_AGENTS_LIMIT,
+  NEVER,
   RUN_CONCURRENCY_CEILING,
+  _enum,
+  array,
+  boolean,
   boundedJson,
-  external_exports
-} from "./chunk-VVTWFLTM.js";
+  discriminatedUnion,
+  literal,
+  number,
+  partialRecord,
+  record,
+  strictObject,
+  string,
+  union,
+  url
+} from "./chunk-CJYNJTQ7.js";
+import {
+  configFile
+} from "./chunk-FEJN3AJX.js";
 import {
   platform
 } from "./chunk-OFWIEOWA.js";
@@ -21,135 +33,135 @@ import {
 } from "./chunk-WUOOGSIF.js";
 
 // src/config/schema.ts
-var name = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'");
-var PriceSchema = external_exports.strictObject({
-  input_per_mtok: external_exports.number().nonnegative(),
-  output_per_mtok: external_exports.number().nonnegative()
+var name = string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'");
+var PriceSchema = strictObject({
+  input_per_mtok: number().nonnegative(),
+  output_per_mtok: number().nonnegative()
 });
 var common = {
   /** Simultaneous calls to this provider across every run and task of the host. */
-  concurrency: external_exports.number().int().positive().optional(),
+  concurrency: number().int().positive().optional(),
   /** Routing tags this provider is good for (matched against `agent(..., {tag})`). */
-  tags: external_exports.array(external_exports.string().min(1)).optional(),
+  tags: array(string().min(1)).optional(),
   price: PriceSchema.optional(),
-  model: external_exports.string().min(1).optional(),
-  timeout_ms: external_exports.number().int().positive().optional(),
+  model: string().min(1).optional(),
+  timeout_ms: number().int().positive().optional(),
   /**
    * The model this provider gets for Claude Code's aliases `haiku`, `sonnet` and `opus`; naming
    * one says the provider serves Claude models. Claude Code and the Anthropic API have defaults.
    */
-  model_aliases: external_exports.strictObject({
-    haiku: external_exports.string().min(1).optional(),
-    sonnet: external_exports.string().min(1).optional(),
-    opus: external_exports.string().min(1).optional()
+  model_aliases: strictObject({
+    haiku: string().min(1).optional(),
+    sonnet: string().min(1).optional(),
+    opus: string().min(1).optional()
   }).optional()
 };
-var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be the NAME of an environment variable");
+var envName = string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be the NAME of an environment variable");
 var harness = {
   ...common,
   /** The tool's binary: a name on PATH or an absolute path. */
-  command: external_exports.string().min(1).optional(),
-  extra_args: external_exports.array(external_exports.string()).optional(),
+  command: string().min(1).optional(),
+  extra_args: array(string()).optional(),
   /**
    * Host variables the tool gets beside PATH, HOME, locale, terminal and proxies: its key
    * variables. Replaces the tool's default list (docs/PROVIDERS.md).
    */
-  pass_env: external_exports.array(envName).optional(),
+  pass_env: array(envName).optional(),
   /** Fixed variables set for the tool. */
-  env: external_exports.record(envName, external_exports.string().refine((v) => !v.includes("\0"), "must not contain NUL")).optional(),
+  env: record(envName, string().refine((v) => !v.includes("\0"), "must not contain NUL")).optional(),
   /**
    * The model endpoint the tool talks to (a company gateway, a local server), mapped to the
    * tool's own variables and settings (docs/PROVIDERS.md).
    */
-  base_url: external_exports.url({
+  base_url: url({
     protocol: /^https?$/,
     error: "must be an http or https URL"
   }).optional()
 };
-var ProviderConfigSchema = external_exports.discriminatedUnion("type", [
-  external_exports.strictObject({
-    type: external_exports.literal("fake"),
+var ProviderConfigSchema = discriminatedUnion("type", [
+  strictObject({
+    type: literal("fake"),
     ...common,
-    latency_ms: external_exports.number().nonnegative().optional(),
-    jitter_ms: external_exports.number().nonnegative().optional(),
-    cost_usd: external_exports.number().nonnegative().optional()
+    latency_ms: number().nonnegative().optional(),
+    jitter_ms: number().nonnegative().optional(),
+    cost_usd: number().nonnegative().optional()
   }),
-  external_exports.strictObject({
-    type: external_exports.literal("claude"),
+  strictObject({
+    type: literal("claude"),
     ...harness
   }),
-  external_exports.strictObject({
-    type: external_exports.literal("codex"),
+  strictObject({
+    type: literal("codex"),
     ...harness
   }),
-  external_exports.strictObject({
-    type: external_exports.literal("gemini"),
+  strictObject({
+    type: literal("gemini"),
     ...harness
   }),
-  external_exports.strictObject({
-    type: external_exports.literal("opencode"),
+  strictObject({
+    type: literal("opencode"),
     ...harness
   }),
-  external_exports.strictObject({
-    type: external_exports.literal("openai"),
+  strictObject({
+    type: literal("openai"),
     ...common,
-    model: external_exports.string().min(1),
-    base_url: external_exports.url(),
-    api_key_env: external_exports.string().regex(/^[A-Z_][A-Z0-9_]*$/, "must be the NAME of an environment variable"),
-    stream: external_exports.boolean().optional(),
+    model: string().min(1),
+    base_url: url(),
+    api_key_env: string().regex(/^[A-Z_][A-Z0-9_]*$/, "must be the NAME of an environment variable"),
+    stream: boolean().optional(),
     /** Send `effort` as `reasoning_effort` (default true; false for models without reasoning). */
-    reasoning_effort: external_exports.boolean().optional()
+    reasoning_effort: boolean().optional()
   }),
-  external_exports.strictObject({
-    type: external_exports.literal("anthropic"),
+  strictObject({
+    type: literal("anthropic"),
     ...common,
-    model: external_exports.string().min(1),
-    base_url: external_exports.url().optional(),
-    api_key_env: external_exports.string().regex(/^[A-Z_][A-Z0-9_]*$/, "must be the NAME of an environment variable").optional(),
-    stream: external_exports.boolean().optional(),
-    max_tokens: external_exports.number().int().positive().optional(),
+    model: string().min(1),
+    base_url: url().optional(),
+    api_key_env: string().regex(/^[A-Z_][A-Z0-9_]*$/, "must be the NAME of an environment variable").optional(),
+    stream: boolean().optional(),
+    max_tokens: number().int().positive().optional(),
     /** How `effort` asks for thinking: true (by model), "adaptive", "enabled", or false (none). */
-    thinking: external_exports.union([
-      external_exports.boolean(),
-      external_exports.enum([
+    thinking: union([
+      boolean(),
+      _enum([
         "adaptive",
         "enabled"
       ])
     ]).optional()
   }),
   // Agents elsewhere (issue 14): a remote A2A agent, another svc host among them.
-  external_exports.strictObject({
-    type: external_exports.literal("a2a"),
+  strictObject({
+    type: literal("a2a"),
     ...common,
-    url: external_exports.url({
+    url: url({
       protocol: /^https?$/
     }),
-    token_env: external_exports.string().regex(/^[A-Z_][A-Z0-9_]*$/, "must be the NAME of an environment variable").optional()
+    token_env: string().regex(/^[A-Z_][A-Z0-9_]*$/, "must be the NAME of an environment variable").optional()
   })
 ]);
 var WEBHOOK_BODY_LIMIT = 25 * 1024 * 1024;
 var WEBHOOK_REPLAY_WINDOW_S = 30 * 24 * 3600;
 var WEBHOOK_REPLAY_WINDOW_MAX_S = 366 * 24 * 3600;
-var WebhookConfigSchema = external_exports.strictObject({
+var WebhookConfigSchema = strictObject({
   secret_env: envName,
-  style: external_exports.enum([
+  style: _enum([
     "github",
     "standard"
   ]).default("github"),
-  owner: external_exports.string().min(1).max(128).optional(),
+  owner: string().min(1).max(128).optional(),
   workflow: name.max(64).optional(),
-  prompt_template: external_exports.string().min(1).max(8192).optional(),
+  prompt_template: string().min(1).max(8192).optional(),
   /** Dispatch options (provider, sandbox, ...) of a `prompt_template` hook. */
-  options: external_exports.record(external_exports.string(), boundedJson()).optional(),
-  fake_dispatch: external_exports.boolean().optional(),
-  max_body_bytes: external_exports.number().int().positive().max(WEBHOOK_BODY_LIMIT).default(1024 * 1024),
+  options: record(string(), boundedJson()).optional(),
+  fake_dispatch: boolean().optional(),
+  max_body_bytes: number().int().positive().max(WEBHOOK_BODY_LIMIT).default(1024 * 1024),
   /** Standard Webhooks: how far `webhook-timestamp` may be from now, in seconds. */
-  tolerance_s: external_exports.number().int().positive().max(3600).default(300),
+  tolerance_s: number().int().positive().max(3600).default(300),
   /**
    * How long a delivery's replay record is kept, in seconds: a repeat within it starts nothing.
    * At least an hour, so never shorter than the largest `tolerance_s`.
    */
-  replay_window_s: external_exports.number().int().min(3600).max(WEBHOOK_REPLAY_WINDOW_MAX_S).default(WEBHOOK_REPLAY_WINDOW_S)
+  replay_window_s: number().int().min(3600).max(WEBHOOK_REPLAY_WINDOW_MAX_S).default(WEBHOOK_REPLAY_WINDOW_S)
 }).superRefine((hook, ctx) => {
   if (hook.workflow === void 0 === (hook.prompt_template === void 0)) {
     ctx.addIssue({
@@ -170,36 +182,36 @@ var WebhookConfigSchema = external_exports.strictObject({
     });
   }
 });
-var NotificationEndpointSchema = external_exports.strictObject({
-  url: external_exports.string().max(2048).refine((text) => {
+var NotificationEndpointSchema = strictObject({
+  url: string().max(2048).refine((text) => {
     try {
-      const url = new URL(text);
-      return (url.protocol === "http:" || url.protocol === "https:") && url.username === "" && url.password === "";
+      const url2 = new URL(text);
+      return (url2.protocol === "http:" || url2.protocol === "https:") && url2.username === "" && url2.password === "";
     } catch {
       return false;
     }
   }, "must be an http(s) URL without credentials"),
   secret_env: envName,
   /** Only these kinds; every kind when absent. */
-  kinds: external_exports.array(external_exports.enum([
+  kinds: array(_enum([
     "failed",
     "limit",
     "approval"
   ])).min(1).optional(),
   /** Only these owners' notifications; every owner's when absent. */
-  owners: external_exports.array(external_exports.string().min(1).max(128)).min(1).max(1e3).optional()
+  owners: array(string().min(1).max(128)).min(1).max(1e3).optional()
 });
-var NotificationsConfigSchema = external_exports.strictObject({
+var NotificationsConfigSchema = strictObject({
   /** Endpoints by name. */
-  endpoints: external_exports.record(name.max(64), NotificationEndpointSchema).default({}),
+  endpoints: record(name.max(64), NotificationEndpointSchema).default({}),
   /** Attempts of one delivery before it is given up. */
-  max_attempts: external_exports.number().int().min(1).max(20).default(8),
+  max_attempts: number().int().min(1).max(20).default(8),
   /** The wait before the first retry, in seconds; each next one doubles, up to 10 minutes. */
-  first_retry_s: external_exports.number().min(0).max(600).default(5),
+  first_retry_s: number().min(0).max(600).default(5),
   /** How long one attempt may take, in seconds. */
-  timeout_s: external_exports.number().positive().max(120).default(10),
+  timeout_s: number().positive().max(120).default(10),
   /** A notification older than this is no longer delivered (gave up), in seconds. */
-  max_age_s: external_exports.number().int().positive().max(7 * 86400).default(86400)
+  max_age_s: number().int().positive().max(7 * 86400).default(86400)
 }).default({
   endpoints: {},
   max_attempts: 8,
@@ -210,19 +222,19 @@ var NotificationsConfigSchema = external_exports.strictObject({
 var AUTOMATIONS_PER_OWNER = 50;
 var AUTOMATIONS_TOTAL = 1e3;
 var AUTOMATION_MIN_INTERVAL_S = 60;
-var DaemonConfigSchema = external_exports.strictObject({
+var DaemonConfigSchema = strictObject({
   /** Queued runs and tasks one daemon works on at once. */
-  concurrency: external_exports.number().int().positive().max(256).default(4),
+  concurrency: number().int().positive().max(256).default(4),
   /** Whether this host's daemons run the scheduler. */
-  scheduler: external_exports.boolean().default(true),
+  scheduler: boolean().default(true),
   /** A missed slot younger than this fires once when the scheduler comes back, in seconds; 0: never. */
-  catch_up_s: external_exports.number().int().nonnegative().default(3600),
+  catch_up_s: number().int().nonnegative().default(3600),
   /** Most automations one owner may make through the API (the configuration file's not counted). */
-  automations_per_owner: external_exports.number().int().nonnegative().max(1e5).default(AUTOMATIONS_PER_OWNER),
+  automations_per_owner: number().int().nonnegative().max(1e5).default(AUTOMATIONS_PER_OWNER),
   /** Most automations made through the API, every owner's together: each is a timer of the leader. */
-  automations_total: external_exports.number().int().nonnegative().max(1e5).default(AUTOMATIONS_TOTAL),
+  automations_total: number().int().nonnegative().max(1e5).default(AUTOMATIONS_TOTAL),
   /** Shortest gap between two firings of an automation made through the API, in seconds. */
-  automation_min_interval_s: external_exports.number().int().nonnegative().max(86400).default(AUTOMATION_MIN_INTERVAL_S)
+  automation_min_interval_s: number().int().nonnegative().max(86400).default(AUTOMATION_MIN_INTERVAL_S)
 }).default({
   concurrency: 4,
   scheduler: true,
@@ -231,27 +243,27 @@ var DaemonConfigSchema = external_exports.strictObject({
   automations_total: AUTOMATIONS_TOTAL,
   automation_min_interval_s: AUTOMATION_MIN_INTERVAL_S
 });
-var admissionSchema = external_exports.strictObject({
+var admissionSchema = strictObject({
   /** Runs executing in one host process at once (every caller); more wait in the queue. */
-  host_live_guests: external_exports.number().int().positive().max(1024).default(32),
+  host_live_guests: number().int().positive().max(1024).default(32),
   /** Runs waiting in the queue, every owner's together; beyond it, 429. */
-  host_queued_runs: external_exports.number().int().nonnegative().max(1e5).default(200),
+  host_queued_runs: number().int().nonnegative().max(1e5).default(200),
   /** Live runs of one remote owner in one host; more wait in the queue. */
-  owner_live_runs: external_exports.number().int().positive().max(1024).default(16),
+  owner_live_runs: number().int().positive().max(1024).default(16),
   /** Queued runs of one remote owner; beyond it, 429. */
-  owner_queued_runs: external_exports.number().int().nonnegative().max(1e5).default(20),
+  owner_queued_runs: number().int().nonnegative().max(1e5).default(20),
   /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
-  owner_live_tasks: external_exports.number().int().positive().max(1024).default(8),
+  owner_live_tasks: number().int().positive().max(1024).default(8),
   /** Open event streams of one remote owner in one host; beyond it, 429. */
-  owner_event_streams: external_exports.number().int().positive().max(1024).default(16),
+  owner_event_streams: number().int().positive().max(1024).default(16),
   /** The longest run timeout a remote caller may ask for, in seconds (and what it gets without one). */
-  max_remote_timeout_s: external_exports.number().int().positive().max(7 * 24 * 3600).default(6 * 3600),
+  max_remote_timeout_s: number().int().positive().max(7 * 24 * 3600).default(6 * 3600),
   /** The `Retry-After` of a refusal, in seconds. */
-  retry_after_s: external_exports.number().int().positive().max(3600).default(30),
+  retry_after_s: number().int().positive().max(3600).default(30),
   /** The most `agent()` calls a script's meta or a run's options may raise a run to. */
-  max_run_agents: external_exports.number().int().positive().max(MAX_AGENTS_LIMIT).default(MAX_AGENTS_LIMIT),
+  max_run_agents: number().int().positive().max(MAX_AGENTS_LIMIT).default(MAX_AGENTS_LIMIT),
   /** The most simultaneous calls a script's meta or a run's options may raise a run to. */
-  max_run_concurrency: external_exports.number().int().positive().max(CONCURRENCY_LIMIT).default(RUN_CONCURRENCY_CEILING)
+  max_run_concurrency: number().int().positive().max(CONCURRENCY_LIMIT).default(RUN_CONCURRENCY_CEILING)
 }).default({
   host_live_guests: 32,
   host_queued_runs: 200,
@@ -265,55 +277,55 @@ var admissionSchema = external_exports.strictObject({
   max_run_concurrency: RUN_CONCURRENCY_CEILING
 });
 var AdmissionConfigSchema = admissionSchema;
-var ProfileSchema = external_exports.strictObject({
+var ProfileSchema = strictObject({
   provider: name,
-  model: external_exports.string().min(1).optional(),
-  sandbox: external_exports.enum([
+  model: string().min(1).optional(),
+  sandbox: _enum([
     "read-only",
     "write",
     "full"
   ]).optional()
 });
 var CONTROL = /[\u0000-\u001f\u007f]/;
-var rootPath = external_exports.string().max(4096).refine((path) => path.startsWith("/") && !CONTROL.test(path) && !path.split("/").includes(".."), "must be an absolute path without '..' or control characters");
+var rootPath = string().max(4096).refine((path) => path.startsWith("/") && !CONTROL.test(path) && !path.split("/").includes(".."), "must be an absolute path without '..' or control characters");
 var PROGRESS_CALL_BYTES = 64 * 1024;
-var configSchema = external_exports.strictObject({
-  providers: external_exports.record(name, ProviderConfigSchema).default({}),
+var configSchema = strictObject({
+  providers: record(name, ProviderConfigSchema).default({}),
   /** The live output of calls: how much of it the ledger keeps per call. */
-  progress: external_exports.strictObject({
-    call_bytes: external_exports.number().int().min(0).max(16 * 1024 * 1024).default(PROGRESS_CALL_BYTES)
+  progress: strictObject({
+    call_bytes: number().int().min(0).max(16 * 1024 * 1024).default(PROGRESS_CALL_BYTES)
   }).default({
     call_bytes: PROGRESS_CALL_BYTES
   }),
   daemon: DaemonConfigSchema,
   admission: admissionSchema,
-  automations: external_exports.record(name.max(64), AutomationConfigSchema).default({}),
-  webhooks: external_exports.record(name.max(64), WebhookConfigSchema).default({}),
+  automations: record(name.max(64), AutomationConfigSchema).default({}),
+  webhooks: record(name.max(64), WebhookConfigSchema).default({}),
   notifications: NotificationsConfigSchema,
   /** Per owner: the directories its remote requests may name as workdirs. */
-  workspaces: external_exports.record(external_exports.string().min(1).max(128), external_exports.array(rootPath).max(64)).default({}),
-  profiles: external_exports.record(name, ProfileSchema).default({}),
-  routing: external_exports.strictObject({
+  workspaces: record(string().min(1).max(128), array(rootPath).max(64)).default({}),
+  profiles: record(name, ProfileSchema).default({}),
+  routing: strictObject({
     /** Providers `auto` tries first, in order. */
-    prefer: external_exports.array(name).default([]),
+    prefer: array(name).default([]),
     /** Per tag: the providers to route it to, in order. */
-    tags: external_exports.record(external_exports.string(), external_exports.array(name)).default({}),
+    tags: record(string(), array(name)).default({}),
     /** Per effort: the providers to route it to, in order. */
-    effort: external_exports.partialRecord(EffortSchema, external_exports.array(name)).default({})
+    effort: partialRecord(EffortSchema, array(name)).default({})
   }).default({
     prefer: [],
     tags: {},
     effort: {}
   }),
-  sandbox: external_exports.strictObject({
+  sandbox: strictObject({
     /** Whether `full` is never granted, granted, or granted once a person approves the call. */
-    full: external_exports.enum([
+    full: _enum([
       "deny",
       "allow",
       "ask"
     ]).optional(),
     /** The older spelling: `true` is `full: "allow"`, `false` is `full: "deny"`. */
-    allow_full: external_exports.boolean().optional()
+    allow_full: boolean().optional()
   }).default({}).transform((sandbox, ctx) => {
     const older = sandbox.allow_full === void 0 ? void 0 : sandbox.allow_full ? "allow" : "deny";
     if (older !== void 0 && sandbox.full !== void 0 && older !== sandbox.full) {
@@ -324,18 +336,18 @@ var configSchema = external_exports.strictObject({
         ],
         message: `is the older spelling of sandbox.full and says '${older}', but sandbox.full says '${sandbox.full}': keep only sandbox.full`
       });
-      return external_exports.NEVER;
+      return NEVER;
     }
     return {
       full: sandbox.full ?? older ?? "deny"
     };
   })
-}).superRefine((config, ctx) => {
+}).superRefine((config2, ctx) => {
   const known = /* @__PURE__ */ new Set([
     "fake",
-    ...Object.keys(config.providers)
+    ...Object.keys(config2.providers)
   ]);
-  for (const [profile, value] of Object.entries(config.profiles)) {
+  for (const [profile, value] of Object.entries(config2.profiles)) {
     if (!known.has(value.provider)) {
       ctx.addIssue({
         code: "custom",
@@ -354,9 +366,9 @@ var configSchema = external_exports.strictObject({
         "routing",
         "prefer"
       ],
-      config.routing.prefer
+      config2.routing.prefer
     ],
-    ...Object.entries(config.routing.tags).map(([tag, list]) => [
+    ...Object.entries(config2.routing.tags).map(([tag, list]) => [
       [
         "routing",
         "tags",
@@ -364,7 +376,7 @@ var configSchema = external_exports.strictObject({
       ],
       list
     ]),
-    ...Object.entries(config.routing.effort).map(([effort, list]) => [
+    ...Object.entries(config2.routing.effort).map(([effort, list]) => [
       [
         "routing",
         "effort",

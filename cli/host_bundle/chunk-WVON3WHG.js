@@ -5,7 +5,7 @@ import {
   EXIT,
   UsageError,
   exitStatusOfError
-} from "./chunk-7P443PDA.js";
+} from "./chunk-X7N3BCP4.js";
 import {
   printLine
 } from "./chunk-QJ6AKW35.js";

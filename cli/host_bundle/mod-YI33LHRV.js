@@ -8,12 +8,12 @@ import {
   WEBHOOK_BODY_LIMIT,
   defaultConfig,
   loadConfig
-} from "./chunk-L3NM4VCW.js";
+} from "./chunk-Q7XZ573S.js";
+import "./chunk-CJYNJTQ7.js";
 import {
   configFile,
   svcHome
 } from "./chunk-FEJN3AJX.js";
-import "./chunk-VVTWFLTM.js";
 import "./chunk-OFWIEOWA.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";

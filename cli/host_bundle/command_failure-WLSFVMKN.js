@@ -3,10 +3,10 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-HQWKKIZ6.js";
-import "./chunk-7P443PDA.js";
+} from "./chunk-WVON3WHG.js";
+import "./chunk-X7N3BCP4.js";
 import "./chunk-QJ6AKW35.js";
-import "./chunk-VVTWFLTM.js";
+import "./chunk-CJYNJTQ7.js";
 import "./chunk-OFWIEOWA.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";

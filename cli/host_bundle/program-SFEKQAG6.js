@@ -2,6 +2,9 @@
 // imports: do not edit.
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
+  commandFailure
+} from "./chunk-WVON3WHG.js";
+import {
   Command,
   CommanderError
 } from "./chunk-XWPP7URQ.js";
@@ -9,14 +12,11 @@ import {
   VERSION
 } from "./chunk-HI6AAJID.js";
 import {
-  commandFailure
-} from "./chunk-HQWKKIZ6.js";
-import {
   EXIT,
   exitStatusOfError
-} from "./chunk-7P443PDA.js";
+} from "./chunk-X7N3BCP4.js";
 import "./chunk-QJ6AKW35.js";
-import "./chunk-VVTWFLTM.js";
+import "./chunk-CJYNJTQ7.js";
 import {
   platform
 } from "./chunk-OFWIEOWA.js";
