@@ -9,17 +9,15 @@ import { lockDeterminism, lockProcessDeterminism } from "./determinism.js";
 import { createPrimitives, PARAMETERS } from "./primitives.js";
 import { whenProcess } from "./process_hook.js";
 import {
-  addEventListener,
   encodeUtf8,
-  exitProcess,
   JSONParse,
   JSONStringify,
   ObjectGetPrototypeOf,
   ReflectApply,
   ReflectConstruct,
-  stderrWriteSync,
   writeAll,
 } from "./primordials.js";
+import { addEventListener, exitProcess, stderrWriteSync } from "./runtime.js";
 import { DONE } from "./protocol.js";
 
 function redirectConsole(console) {

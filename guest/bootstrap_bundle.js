@@ -77,6 +77,16 @@ var wholeDecoder = new TextDecoder();
 function decodeUtf8Whole(bytes) {
   return decode(wholeDecoder, bytes);
 }
+function writeAll(writeSync, bytes) {
+  const buffer = TypedArrayPrototypeGetBuffer(bytes);
+  const length = TypedArrayPrototypeGetLength(bytes);
+  let offset = 0;
+  while (offset < length) {
+    offset += writeSync(new Uint8ArrayCtor(buffer, offset, length - offset));
+  }
+}
+
+// guest/runtime.js
 var core = Deno[Deno.internal].core;
 var AsyncVariableCtor = core.AsyncVariable;
 var AsyncVariablePrototypeEnter = uncurryThis(core.AsyncVariable.prototype.enter);
@@ -87,14 +97,6 @@ var stdoutWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
 var stderrWriteSync = Deno.stderr.writeSync.bind(Deno.stderr);
 var exitProcess = Deno.exit.bind(Deno);
 var addEventListener = globalThis.addEventListener.bind(globalThis);
-function writeAll(writeSync, bytes) {
-  const buffer = TypedArrayPrototypeGetBuffer(bytes);
-  const length = TypedArrayPrototypeGetLength(bytes);
-  let offset = 0;
-  while (offset < length) {
-    offset += writeSync(new Uint8ArrayCtor(buffer, offset, length - offset));
-  }
-}
 
 // guest/protocol.js
 var AGENT = "agent";

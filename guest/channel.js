@@ -10,7 +10,6 @@ import {
   decodeUtf8Whole,
   encodeUtf8,
   ErrorCtor,
-  exitProcess,
   JSONParse,
   MapCtor,
   MapPrototypeDelete,
@@ -20,8 +19,6 @@ import {
   ObjectHasOwn,
   PromiseCtor,
   RangeErrorCtor,
-  stdinRead,
-  stdoutWriteSync,
   StringPrototypeIndexOf,
   StringPrototypeSlice,
   TypedArrayPrototypeFill,
@@ -33,6 +30,7 @@ import {
   Uint8ArrayCtor,
   writeAll,
 } from "./primordials.js";
+import { exitProcess, stdinRead, stdoutWriteSync } from "./runtime.js";
 import { REPLAYED } from "./protocol.js";
 
 const CHUNK = 65536;

@@ -10,9 +10,6 @@
 import {
   ArrayIsArray,
   ArrayPrototypeSort,
-  AsyncVariableCtor,
-  AsyncVariablePrototypeEnter,
-  AsyncVariablePrototypeGet,
   JSONParse,
   JSONStringify,
   MapCtor,
@@ -20,8 +17,13 @@ import {
   MapPrototypeSet,
   ObjectKeys,
   ReflectApply,
-  setAsyncContext,
 } from "./primordials.js";
+import {
+  AsyncVariableCtor,
+  AsyncVariablePrototypeEnter,
+  AsyncVariablePrototypeGet,
+  setAsyncContext,
+} from "./runtime.js";
 import { sha256Hex } from "./sha256.js";
 
 /** Deepest position the host records (32 nested fan-outs); calls deeper run live. */

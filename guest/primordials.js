@@ -4,7 +4,7 @@
 
 const { bind, call } = Function.prototype;
 /** Turns a method into a function taking `this` as first argument, immune to later patching. */
-const uncurryThis = bind.bind(call);
+export const uncurryThis = bind.bind(call);
 
 const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
 
@@ -90,23 +90,6 @@ const wholeDecoder = new TextDecoder();
 export function decodeUtf8Whole(bytes) {
   return decode(wholeDecoder, bytes);
 }
-
-// The runtime's async context (what Node's AsyncLocalStorage is built on), taken from its
-// internals before confinement denies them: it follows every await and promise callback, so
-// each agent() call can tell which branch of parallel()/pipeline() made it. The script never
-// holds the variable, and Deno's methods on it use internal primordials.
-const core = Deno[Deno.internal].core;
-export const AsyncVariableCtor = core.AsyncVariable;
-export const AsyncVariablePrototypeEnter = uncurryThis(core.AsyncVariable.prototype.enter);
-export const AsyncVariablePrototypeGet = uncurryThis(core.AsyncVariable.prototype.get);
-export const setAsyncContext = core.setAsyncContext;
-
-// Deno's own methods use internal primordials; binding them here keeps them out of the user's reach.
-export const stdinRead = Deno.stdin.read.bind(Deno.stdin);
-export const stdoutWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
-export const stderrWriteSync = Deno.stderr.writeSync.bind(Deno.stderr);
-export const exitProcess = Deno.exit.bind(Deno);
-export const addEventListener = globalThis.addEventListener.bind(globalThis);
 
 /** Writes all of `bytes` to a file descriptor writer, looping over partial writes. */
 export function writeAll(writeSync, bytes) {

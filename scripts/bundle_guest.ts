@@ -6,7 +6,7 @@
  *   it loads is read, parsed and compiled anew at every start. One module instead of ten saves
  *   about 8 ms of every run's start (measured in `deno task bench`, "start").
  * - The bundle changes no code, only how it is packaged: esbuild keeps ES module evaluation
- *   order, so `primordials.js` still captures the globals before anything else runs.
+ *   order, so `primordials.js` and `runtime.js` still capture the globals before anything else runs.
  * - `test/guest_bundle_test.ts` builds it again and fails when the committed file differs, so
  *   the guest never runs code older than its sources.
  * @module

@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   printLine
-} from "./chunk-QJ6AKW35.js";
+} from "./chunk-NWZ67DMC.js";
 import {
   HARNESS_BASE_ENV,
   HARNESS_KEY_ENV,
@@ -15,12 +15,12 @@ import {
   ledgerUrl,
   microvmBackendName,
   svcHome
-} from "./chunk-FEJN3AJX.js";
+} from "./chunk-5FRVAQRD.js";
 import {
   LIFELINE_SHELL,
   joinPath,
   platform
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";
@@ -108,7 +108,7 @@ async function configuration(home) {
       webhooks: {}
     };
   }
-  const { loadConfig } = await import("./mod-YI33LHRV.js");
+  const { loadConfig } = await import("./mod-WTIQGZAF.js");
   return (await loadConfig(home)).config;
 }
 function grantsOf(home, config) {

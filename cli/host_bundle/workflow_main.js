@@ -6,16 +6,16 @@ import {
   createUnsafeLocalBackend,
   guestClock,
   prestartedBackend
-} from "./chunk-M2L7LQUD.js";
+} from "./chunk-BEZKQD2S.js";
 import {
   GUEST_ENV_VARS,
   snapshotEnv,
   svcHome
-} from "./chunk-FEJN3AJX.js";
+} from "./chunk-5FRVAQRD.js";
 import {
   joinPath,
   platform
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 
@@ -176,8 +176,8 @@ async function earlyGuestOf(flags) {
 }
 function loadRunModules() {
   return Promise.all([
-    import("./workflow_run-MVJWOG2V.js"),
-    import("./command_failure-WLSFVMKN.js")
+    import("./workflow_run-PYWWL6ZM.js"),
+    import("./command_failure-CHZGW67Z.js")
   ]);
 }
 async function runQuick(command) {
@@ -199,8 +199,8 @@ async function main(argv) {
   const quick = quickWorkflowArgs(argv);
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
-    import("./program-SFEKQAG6.js"),
-    import("./workflow_commands-QMIVDRJT.js")
+    import("./program-GBNO5FLT.js"),
+    import("./workflow_commands-A5V5OAN4.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

@@ -7,7 +7,7 @@ import {
 import {
   joinPath,
   platform
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import {
   EXIT_STATUS,
   SvcError,

@@ -8,13 +8,13 @@ import {
   WEBHOOK_BODY_LIMIT,
   defaultConfig,
   loadConfig
-} from "./chunk-Q7XZ573S.js";
+} from "./chunk-ZDUIPRRR.js";
 import "./chunk-CJYNJTQ7.js";
 import {
   configFile,
   svcHome
-} from "./chunk-FEJN3AJX.js";
-import "./chunk-OFWIEOWA.js";
+} from "./chunk-5FRVAQRD.js";
+import "./chunk-6BTX6JAF.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 export {

@@ -5,13 +5,13 @@ import {
   EXIT,
   UsageError,
   exitStatusOfError
-} from "./chunk-X7N3BCP4.js";
+} from "./chunk-INI3FXG6.js";
 import {
   printLine
-} from "./chunk-QJ6AKW35.js";
+} from "./chunk-NWZ67DMC.js";
 import {
   platform
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

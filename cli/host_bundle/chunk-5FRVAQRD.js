@@ -4,7 +4,7 @@
 import {
   joinPath,
   platform
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

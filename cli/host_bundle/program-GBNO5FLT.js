@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-WVON3WHG.js";
+} from "./chunk-DZKWYQC5.js";
 import {
   Command,
   CommanderError
@@ -14,12 +14,12 @@ import {
 import {
   EXIT,
   exitStatusOfError
-} from "./chunk-X7N3BCP4.js";
-import "./chunk-QJ6AKW35.js";
+} from "./chunk-INI3FXG6.js";
+import "./chunk-NWZ67DMC.js";
 import "./chunk-CJYNJTQ7.js";
 import {
   platform
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-4VNS5WPM.js";
 

@@ -8,7 +8,7 @@ import {
   parseArgsOption,
   readScriptSource,
   workdirOption
-} from "./chunk-X7N3BCP4.js";
+} from "./chunk-INI3FXG6.js";
 import {
   DEFAULT_GUEST_HEAP_MB,
   defaultIsolationBackends,
@@ -17,16 +17,16 @@ import {
   prestartedBackend,
   primeGuest,
   sweepScratch
-} from "./chunk-M2L7LQUD.js";
+} from "./chunk-BEZKQD2S.js";
 import {
   printJson,
   printLine,
   visible
-} from "./chunk-QJ6AKW35.js";
+} from "./chunk-NWZ67DMC.js";
 import {
   defaultConfig,
   loadConfig
-} from "./chunk-Q7XZ573S.js";
+} from "./chunk-ZDUIPRRR.js";
 import {
   AgentOptionsSchema,
   AutomationRequestSchema,
@@ -77,12 +77,12 @@ import {
   ledgerUrl,
   snapshotEnv,
   svcHome
-} from "./chunk-FEJN3AJX.js";
+} from "./chunk-5FRVAQRD.js";
 import {
   joinPath,
   platform,
   timingSafeEqual
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import {
   SvcError,
   toSvcError

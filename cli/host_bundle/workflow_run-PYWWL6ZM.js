@@ -7,18 +7,18 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-JCB5N2BE.js";
+} from "./chunk-4DN5NYZH.js";
 import "./chunk-HI6AAJID.js";
 import {
   EXIT,
   UsageError
-} from "./chunk-X7N3BCP4.js";
-import "./chunk-M2L7LQUD.js";
-import "./chunk-QJ6AKW35.js";
-import "./chunk-Q7XZ573S.js";
+} from "./chunk-INI3FXG6.js";
+import "./chunk-BEZKQD2S.js";
+import "./chunk-NWZ67DMC.js";
+import "./chunk-ZDUIPRRR.js";
 import "./chunk-CJYNJTQ7.js";
-import "./chunk-FEJN3AJX.js";
-import "./chunk-OFWIEOWA.js";
+import "./chunk-5FRVAQRD.js";
+import "./chunk-6BTX6JAF.js";
 import "./chunk-WUOOGSIF.js";
 import "./chunk-G7MHXGU2.js";
 import "./chunk-4VNS5WPM.js";

@@ -297,16 +297,6 @@ var STREAM = ObjectFreeze({
   stream: true
 });
 var wholeDecoder = new TextDecoder();
-var core = Deno[Deno.internal].core;
-var AsyncVariableCtor = core.AsyncVariable;
-var AsyncVariablePrototypeEnter = uncurryThis(core.AsyncVariable.prototype.enter);
-var AsyncVariablePrototypeGet = uncurryThis(core.AsyncVariable.prototype.get);
-var setAsyncContext = core.setAsyncContext;
-var stdinRead = Deno.stdin.read.bind(Deno.stdin);
-var stdoutWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
-var stderrWriteSync = Deno.stderr.writeSync.bind(Deno.stderr);
-var exitProcess = Deno.exit.bind(Deno);
-var addEventListener = globalThis.addEventListener.bind(globalThis);
 
 // guest/sha256.js
 var K = new Int32ArrayCtor([

@@ -7,14 +7,14 @@ import {
   microvmUnavailable,
   shown,
   svcHome
-} from "./chunk-FEJN3AJX.js";
+} from "./chunk-5FRVAQRD.js";
 import {
   LIFELINE_SHELL,
   dirName,
   joinPath,
   platform,
   readBounded
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";

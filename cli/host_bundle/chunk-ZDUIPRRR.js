@@ -24,10 +24,10 @@ import {
 } from "./chunk-CJYNJTQ7.js";
 import {
   configFile
-} from "./chunk-FEJN3AJX.js";
+} from "./chunk-5FRVAQRD.js";
 import {
   platform
-} from "./chunk-OFWIEOWA.js";
+} from "./chunk-6BTX6JAF.js";
 import {
   SvcError
 } from "./chunk-WUOOGSIF.js";
