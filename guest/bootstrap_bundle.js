@@ -1081,8 +1081,8 @@ function createPrimitives(channel, init, compile) {
     ErrorCaptureStackTrace(site, workflow);
     const child = childOf(typeof nameOrRef === "string" ? nameOrRef : target.scriptPath);
     const { branch, step } = positions.step();
+    say(`\u25B8 running dynamic workflow ${child.name}`);
     return PromisePrototypeThen(channel.request(WORKFLOW, params), (reply) => {
-      say(`\u25B8 running dynamic workflow ${child.name}`);
       return PromisePrototypeThen(positions.within(positions.fork(branch, step, 0), compile(reply.body, reply.filename), childParameters(given, child)), (value) => {
         say(`\u25B8 ${child.name} done`);
         return value;

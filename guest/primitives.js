@@ -360,10 +360,12 @@ export function createPrimitives(channel, init, compile) {
     const child = childOf(typeof nameOrRef === "string" ? nameOrRef : target.scriptPath);
     // The sub-workflow's calls form one branch, in place of this step of the caller's.
     const { branch, step } = positions.step();
+    // Said as the call is made, as Claude Code says it: sub-workflows started together are
+    // narrated in the order the script started them, however long each one's lookup takes.
+    say(`\u25b8 running dynamic workflow ${child.name}`);
     return PromisePrototypeThen(
       channel.request(WORKFLOW, params),
       (reply) => {
-        say(`\u25b8 running dynamic workflow ${child.name}`);
         return PromisePrototypeThen(
           positions.within(
             positions.fork(branch, step, 0),
