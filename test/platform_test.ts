@@ -163,6 +163,17 @@ async function running(pid: number): Promise<boolean> {
   return state !== "" && !state.startsWith("Z");
 }
 
+/** Whether `pid` leads a process group of its own within two seconds, as ps(1) sees it. */
+async function leadsGroup(pid: number): Promise<boolean> {
+  for (let i = 0; i < 40; i++) {
+    const output = await new Deno.Command("ps", { args: ["-o", "pgid=", "-p", String(pid)] })
+      .output();
+    if (Number(new TextDecoder().decode(output.stdout).trim()) === pid) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}
+
 /** Whether `pid` has stopped running within two seconds. */
 async function ends(pid: number): Promise<boolean> {
   for (let i = 0; i < 40; i++) {
@@ -188,6 +199,8 @@ async function killLeavesEscaped(options: { groupHoldsTree: boolean }): Promise<
   assert.ok(Number.isInteger(escaped) && escaped > 0, `no pid in '${value}'`);
   assert.ok(await running(escaped));
   try {
+    // `$!` is printed as the shell forks: until its setsid() the sleep is still in the group.
+    assert.ok(await leadsGroup(escaped), "the sleep left the child's group");
     child.kill("SIGKILL");
     await child.status;
     return await ends(escaped);
