@@ -17,8 +17,8 @@ export interface TestedTool {
 export const TESTED_VERSIONS: Readonly<
   Record<"claude" | "codex" | "gemini" | "opencode", TestedTool>
 > = {
-  claude: { package: "@anthropic-ai/claude-code", version: "2.1.332" },
-  codex: { package: "@openai/codex", version: "0.169.0" },
+  claude: { package: "@anthropic-ai/claude-code", version: "2.1.337" },
+  codex: { package: "@openai/codex", version: "0.171.0" },
   gemini: { package: "@google/gemini-cli", version: "0.61.0" },
   opencode: { package: "opencode-ai", version: "1.18.33" },
 };
