@@ -421,7 +421,7 @@ realToolTest(
   "claude",
   "a background sub-agent's answer reaches the call, and every model request's tokens are counted",
   async (bin) => {
-    // Claude Code 2.1.332 runs an Agent call in the background: the tool answers "launched" at
+    // Claude Code 2.1.337 runs an Agent call in the background: the tool answers "launched" at
     // once, the main loop ends its turn (one result line), and the sub-agent's notification
     // starts another turn (a second result line).
     const SUB = { input: 1000, output: 200 };
