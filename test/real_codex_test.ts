@@ -288,3 +288,91 @@ realToolTest(
     assert.equal(await exists(`${t.home.work}/NOTES.md`), false, "the repository is untouched");
   },
 );
+
+/**
+ * A provider whose Codex home is the default `~/.codex` with HOME under the temp directory, as
+ * on a machine whose HOME lies in /tmp: `env` adds to HOME and the key (no TMPDIR of the test's
+ * own unless `env` names one), svc's state root under HOME too (SVC_HOME may lie in /tmp).
+ */
+async function homeInTemp(
+  bin: string,
+  responder: Responder,
+  env: (home: string) => Record<string, string> = () => ({}),
+) {
+  const standin = startModelStandIn(responder);
+  const home = await agentHome();
+  await Deno.mkdir(`${home.home}/.codex`);
+  // The user's own configuration, which must still reach Codex.
+  await Deno.writeTextFile(
+    `${home.home}/.codex/config.toml`,
+    'developer_instructions = "USER-CONFIG-MARKER: kept from the user\'s config.toml"\n',
+  );
+  await Deno.writeTextFile(`${home.work}/note.txt`, "the note's text\n");
+  const provider = codexProvider({
+    command: bin,
+    baseUrl: `${standin.url}/v1`,
+    extraArgs: ["-c", "model_providers.svc.request_max_retries=0"],
+    env: { HOME: home.home, CODEX_API_KEY: KEY, ...env(home.home) },
+    scratchRoot: home.tmp,
+    sessionRoot: home.tmp,
+    stateRoot: `${home.home}/svc-state`,
+  });
+  return {
+    standin,
+    home,
+    dispatch: (prompt: string, overrides: Partial<DispatchRequest> = {}) =>
+      provider.dispatch(
+        harnessRequest(prompt, { cwd: home.work, model: "gpt-5-codex", ...overrides }),
+      ),
+    async [Symbol.asyncDispose]() {
+      await standin.close();
+      await home[Symbol.asyncDispose]();
+    },
+  };
+}
+
+realToolTest(
+  "codex",
+  "CODEX_HOME under the temp directory: a read-only shell command runs and its output reaches the model, with the user's config",
+  async (bin) => {
+    // HOME lies under the temp directory (TMPDIR, else /tmp), and so does svc's state root.
+    const temp = Deno.env.get("TMPDIR") || "/tmp";
+    await using t = await homeInTemp(bin, SHELL);
+    assert.ok(t.home.home.startsWith(`${temp.replace(/\/+$/, "")}/`), t.home.home);
+    const result = await t.dispatch("RUN{{cat note.txt}}", { sandbox: "read-only" });
+    const results = t.standin.modelRequests().flatMap((r) => r.toolResults.map((x) => x.content));
+    assert.ok(results.some((content) => content.includes("the note's text")), results.join("\n"));
+    assert.doesNotMatch(results.join("\n"), /execvp codex-linux-sandbox/);
+    assert.match(String(result.output), /the note's text/);
+    // The helper lives in the user's own Codex home, whose configuration Codex still read.
+    // (0.171 names its directory `tmp/arg0-linux`, earlier versions `tmp/arg0`.)
+    const helperDirs = await Array.fromAsync(Deno.readDir(`${t.home.home}/.codex/tmp`));
+    assert.ok(helperDirs.some((entry) => entry.name.startsWith("arg0")), "no helper directory");
+    const sent = JSON.stringify(t.standin.requests.map((r) => r.body));
+    assert.match(sent, /USER-CONFIG-MARKER/);
+  },
+);
+
+realToolTest(
+  "codex",
+  "CODEX_HOME under a TMPDIR the configuration fixes: read-only and write are refused before Codex starts, naming both; full runs",
+  async (bin) => {
+    // The configuration fixes TMPDIR at HOME itself, which holds ~/.codex.
+    await using u = await homeInTemp(bin, SHELL, (home) => ({ TMPDIR: home }));
+    const codexHome = `${u.home.home}/.codex`;
+    for (const sandbox of ["read-only", "write"] as const) {
+      await assert.rejects(
+        u.dispatch("RUN{{cat note.txt}}", { sandbox }),
+        rejection(
+          "unavailable",
+          new RegExp(
+            `CODEX_HOME ${codexHome} lies under the temp directory ${u.home.home} \\(TMPDIR\\)`,
+          ),
+        ),
+      );
+    }
+    assert.equal(u.standin.requests.length, 0, "nothing reached the model");
+    const full = await u.dispatch("RUN{{echo full-ran}}", { sandbox: "full" });
+    assert.match(String(full.output), /full-ran/);
+  },
+);

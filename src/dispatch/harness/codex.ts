@@ -18,6 +18,7 @@ import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { CODEX_REASONING_EFFORT } from "../effort.ts";
 import { type CodexTokens, threadUsage } from "./codex_threads.ts";
 import { codexProgress } from "./codex_progress.ts";
+import { prepareCodexHelper } from "./codex_helper.ts";
 import type { ProgressChannel } from "../progress.ts";
 
 /** Codex's sandbox mode of each svc sandbox level. */
@@ -272,5 +273,10 @@ function checkBaseUrl(baseUrl: string): void {
  */
 export function codexProvider(options: HarnessOptions = {}): Provider {
   if (options.baseUrl !== undefined) checkBaseUrl(options.baseUrl);
-  return createHarnessProvider(CODEX, options);
+  // Codex's sandbox helper needs a temp directory that does not hold CODEX_HOME (codex_helper.ts).
+  const fixedTmpdir = options.env?.TMPDIR !== undefined;
+  return createHarnessProvider({
+    ...CODEX,
+    prepare: (call, env) => prepareCodexHelper(call, env, fixedTmpdir),
+  }, options);
 }
