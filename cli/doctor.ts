@@ -38,6 +38,7 @@ export function renderDoctor(report: CapabilityReport, configPath: string | null
     const c = p.credentials;
     lines.push(`  credentials  ${c.state}: ${c.detail}${c.endpoint ? ` [${c.endpoint}]` : ""}`);
     lines.push(`  sandbox      ${p.sandbox_levels.join(", ")}`);
+    if (p.sandbox_detail) lines.push(`               ${p.sandbox_detail}`);
   }
   return lines;
 }

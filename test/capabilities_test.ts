@@ -16,6 +16,7 @@ import { openServices } from "../src/services/mod.ts";
 import { TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { stub } from "./harness_helpers.ts";
 import { runCli, tempDir } from "./helpers.ts";
+import { renderDoctor } from "../cli/doctor.ts";
 import { agentBin, agentHome, agentsDir, type RealTool, realToolTest } from "./real_agents.ts";
 
 const SECRET = "sk-caps-test-Vq3nX8yL2mK5pR7tW9zB4cD6fG1hJ0";
@@ -328,3 +329,61 @@ for (const tool of ["claude", "codex", "gemini", "opencode"] as const) {
     },
   );
 }
+
+Deno.test("a Codex provider whose CODEX_HOME lies under a TMPDIR it fixes offers full only, naming both, in /api/capabilities and svc doctor", async () => {
+  await using home = await tempDir("svc-caps-home-");
+  await using user = await tempDir("svc-caps-user-");
+  const config = ConfigSchema.parse({
+    providers: {
+      fixed: { type: "codex", command: stub("codex"), env: { HOME: user.path, TMPDIR: user.path } },
+      moved: { type: "codex", command: stub("codex"), env: { HOME: user.path } },
+      apart: {
+        type: "codex",
+        command: stub("codex"),
+        env: { HOME: user.path, TMPDIR: `${user.path}/tmp` },
+      },
+    },
+  });
+  await using services = await openServices({
+    home: home.path,
+    config,
+    dispatcher: createDispatcher({ config }),
+  });
+  const direct = await createCapabilities({
+    config,
+    env: (name) => name === "TMPDIR" ? undefined : Deno.env.get(name),
+  }).report();
+  const local = Object.fromEntries(direct.providers.map((p) => [p.name, p]));
+  assert.deepEqual(local.fixed!.sandbox_levels, ["full"]);
+  assert.match(
+    local.fixed!.sandbox_detail!,
+    new RegExp(
+      `^Codex's sandbox helper \\(codex-linux-sandbox\\) cannot work: CODEX_HOME ${user.path}/\\.codex lies under the temp directory ${user.path} \\(TMPDIR\\)`,
+    ),
+  );
+  // No TMPDIR set: /tmp is the temp directory, and svc gives Codex one of its own.
+  assert.deepEqual(local.moved!.sandbox_levels, ["read-only", "write", "full"]);
+  assert.match(
+    local.moved!.sandbox_detail!,
+    /svc runs Codex with TMPDIR=\S+\/harness\/moved\/tmp$/,
+  );
+  assert.equal(local.apart!.sandbox_detail, null);
+  const doctor = renderDoctor(direct, null).join("\n");
+  assert.match(
+    doctor,
+    /sandbox {6}full\n {15}Codex's sandbox helper .*CODEX_HOME .* lies under the temp directory/,
+  );
+
+  const app = dashboardApp(services, { auth: TWO_OWNERS });
+  const response = await app.fetch(
+    new Request("http://127.0.0.1/api/capabilities", {
+      headers: { authorization: `Bearer ${TOKENS.alice}` },
+    }),
+  );
+  const report = CapabilityReportSchema.parse(await response.json());
+  const remote = report.providers.find((p) => p.name === "fixed")!;
+  assert.deepEqual(remote.sandbox_levels, ["full"]);
+  // A remote caller is told CODEX_HOME and the temp directory, without the host's paths.
+  assert.match(remote.sandbox_detail!, /CODEX_HOME \.codex lies under the temp directory/);
+  assert.ok(!remote.sandbox_detail!.includes(user.path));
+});

@@ -50,7 +50,13 @@ function Capability({ cap }) {
     credentials.state.replaceAll("_", " ")
   }</span> <span class="muted small">${credentials.detail}</span></dd>
     <dt>sandbox</dt>
-    <dd>${cap.sandbox_levels.map((level) => html`<span class="tag">${level}</span>`)}</dd>
+    <dd>${cap.sandbox_levels.map((level) => html`<span class="tag">${level}</span>`)}${
+    cap.sandbox_detail
+      ? html`
+        <span class="muted small">${cap.sandbox_detail}</span>
+      `
+      : null
+  }</dd>
   </dl>`;
 }
 

@@ -16,7 +16,15 @@ import type {
   ToolCapability,
 } from "../schemas/mod.ts";
 import { type EndpointAnswer, EndpointProbes, type EndpointWire } from "./endpoint_probe.ts";
-import { HARNESS_KEY_ENV, probeToolVersion, TESTED_VERSIONS } from "./harness/mod.ts";
+import {
+  codexHelperReport,
+  HARNESS_BASE_ENV,
+  HARNESS_KEY_ENV,
+  probeToolVersion,
+  TESTED_VERSIONS,
+} from "./harness/mod.ts";
+import { svcHome } from "../config/mod.ts";
+import { joinPath } from "../platform/mod.ts";
 
 /** The bound of a whole report, in ms: probes still running then are reported as such. */
 export const CAPABILITY_DEADLINE_MS = 10_000;
@@ -120,6 +128,32 @@ function levelsOf(kind: ProviderCapability["kind"]): SandboxLevel[] {
   return kind === "api" ? ["read-only"] : ["read-only", "write", "full"];
 }
 
+/**
+ * The sandbox levels of one provider, and why one is missing: a Codex provider's depend on
+ * where its processes' CODEX_HOME and TMPDIR lie (the configuration's `env` over the host's
+ * variables that svc passes it), as its calls find them.
+ */
+async function sandboxOf(
+  name: string,
+  settings: ProviderConfig,
+  kind: ProviderCapability["kind"],
+  hostEnv: (name: string) => string | undefined,
+): Promise<{ levels: SandboxLevel[]; detail: string | null }> {
+  if (settings.type !== "codex") return { levels: levelsOf(kind), detail: null };
+  const passed = [...HARNESS_BASE_ENV, ...(settings.pass_env ?? HARNESS_KEY_ENV.codex)];
+  const env: Record<string, string> = {};
+  for (const variable of ["HOME", "TMPDIR", "CODEX_HOME"]) {
+    const value = settings.env?.[variable] ??
+      (passed.includes(variable) ? hostEnv(variable) : undefined);
+    if (value !== undefined) env[variable] = value;
+  }
+  const report = await codexHelperReport(env, {
+    fixedTmpdir: settings.env?.TMPDIR !== undefined,
+    stateDir: joinPath(svcHome(), "harness", name),
+  });
+  return { levels: report.levels, detail: report.detail };
+}
+
 /** Builds the capability report service over a configuration. */
 export function createCapabilities(options: CapabilitiesOptions): Capabilities {
   const deadlineMs = options.deadlineMs ?? CAPABILITY_DEADLINE_MS;
@@ -205,11 +239,12 @@ export function createCapabilities(options: CapabilitiesOptions): Capabilities {
       const started = Date.now();
       const entries = await Promise.all(providers.map(async ([name, settings]) => {
         const plan = planOf(settings);
-        const [tool, credentials] = await Promise.all([
+        const [tool, credentials, sandbox] = await Promise.all([
           plan.command !== undefined
             ? toolOf(settings.type, plan.command, Math.max(0, deadlineMs - endpointTimeoutMs))
             : Promise.resolve(null),
           credentialsOf(plan),
+          sandboxOf(name, settings, plan.kind, options.env),
         ]);
         return {
           name,
@@ -217,7 +252,8 @@ export function createCapabilities(options: CapabilitiesOptions): Capabilities {
           kind: plan.kind,
           tool,
           credentials,
-          sandbox_levels: levelsOf(plan.kind),
+          sandbox_levels: sandbox.levels,
+          sandbox_detail: sandbox.detail,
         };
       }));
       return {

@@ -52,6 +52,9 @@ function remoteProvider(provider: ProviderCapability): ProviderCapability {
       ...provider.credentials,
       detail: withoutHostPaths(provider.credentials.detail),
     },
+    sandbox_detail: provider.sandbox_detail === null
+      ? null
+      : withoutHostPaths(provider.sandbox_detail),
   };
 }
 

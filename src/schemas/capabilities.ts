@@ -59,6 +59,10 @@ export const ProviderCapabilitySchema = z.object({
     description:
       "the levels its calls can run at (full also needs the configuration's sandbox.full)",
   }),
+  sandbox_detail: z.string().nullable().meta({
+    description:
+      "why a level is missing, or what svc changes so that the levels work (Codex: CODEX_HOME under the temp directory); null when nothing needs saying",
+  }),
 }).meta({ id: "ProviderCapability" });
 
 /** The whole report. */
@@ -120,6 +124,8 @@ export interface ProviderCapability {
   credentials: CredentialsCapability;
   /** The levels its calls can run at. */
   sandbox_levels: ("read-only" | "write" | "full")[];
+  /** Why a level is missing, or what svc changes so that the levels work; null when nothing. */
+  sandbox_detail: string | null;
 }
 
 /** The capability report. */

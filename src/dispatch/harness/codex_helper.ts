@@ -93,6 +93,20 @@ export function codexHelperPlan(
   return { kind: "moved", codexHome, tempDir, tmpdir };
 }
 
+/** {@linkcode codexHelperPlan} with `CODEX_HOME` made canonical first, as Codex does. */
+async function resolvedPlan(
+  env: Readonly<Record<string, string>>,
+  options: Omit<CodexHelperOptions, "canonicalHome">,
+): Promise<CodexHelperPlan> {
+  const canonicalHome = env.CODEX_HOME
+    ? await platform().realPath(env.CODEX_HOME).catch(() => undefined)
+    : undefined;
+  return codexHelperPlan(env, {
+    ...options,
+    ...(canonicalHome !== undefined ? { canonicalHome } : {}),
+  });
+}
+
 /**
  * Before a Codex call: gives Codex svc's temp directory when its home lies under the temp
  * directory (creating it, owner only), or refuses a call whose sandbox needs the helper when
@@ -103,14 +117,7 @@ export async function prepareCodexHelper(
   env: Record<string, string>,
   fixedTmpdir: boolean,
 ): Promise<void> {
-  const canonicalHome = env.CODEX_HOME
-    ? await platform().realPath(env.CODEX_HOME).catch(() => undefined)
-    : undefined;
-  const plan = codexHelperPlan(env, {
-    fixedTmpdir,
-    stateDir: call.stateDir ?? "",
-    ...(canonicalHome !== undefined ? { canonicalHome } : {}),
-  });
+  const plan = await resolvedPlan(env, { fixedTmpdir, stateDir: call.stateDir ?? "" });
   if (plan.kind === "fine") return;
   if (plan.kind === "refused") {
     if (!CODEX_HELPER_LEVELS.includes(call.sandbox)) return;
@@ -118,4 +125,36 @@ export async function prepareCodexHelper(
   }
   await platform().mkdir(plan.tmpdir);
   env.TMPDIR = plan.tmpdir;
+}
+
+/** What the capability report says of a Codex provider's sandbox levels. */
+export interface CodexHelperReport {
+  /** The levels its calls can run at. */
+  levels: SandboxLevel[];
+  /** What svc does, or why read-only and write cannot run; null when nothing needs saying. */
+  detail: string | null;
+}
+
+/**
+ * The sandbox levels of a Codex provider whose processes get `env` (the configuration's `env`
+ * over the host's variables): all three, with a note when svc gives Codex its own temp
+ * directory; only `full` when the helper cannot work.
+ */
+export async function codexHelperReport(
+  env: Readonly<Record<string, string>>,
+  options: Omit<CodexHelperOptions, "canonicalHome">,
+): Promise<CodexHelperReport> {
+  const plan = await resolvedPlan(env, options);
+  switch (plan.kind) {
+    case "fine":
+      return { levels: ["read-only", "write", "full"], detail: null };
+    case "moved":
+      return {
+        levels: ["read-only", "write", "full"],
+        detail:
+          `CODEX_HOME ${plan.codexHome} lies under the temp directory ${plan.tempDir} (TMPDIR), where Codex will not create its sandbox helper: svc runs Codex with TMPDIR=${plan.tmpdir}`,
+      };
+    case "refused":
+      return { levels: ["full"], detail: plan.reason };
+  }
 }

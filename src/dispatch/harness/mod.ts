@@ -5,6 +5,8 @@
  */
 export { CLAUDE, claudeProvider } from "./claude.ts";
 export { CODEX, codexProvider } from "./codex.ts";
+export { codexHelperReport } from "./codex_helper.ts";
+export type { CodexHelperReport } from "./codex_helper.ts";
 export { GEMINI, geminiProvider } from "./gemini.ts";
 export { OPENCODE, opencodeProvider } from "./opencode.ts";
 export { ARG_VALUE_LIMIT, checkArgValue } from "./arg_values.ts";
