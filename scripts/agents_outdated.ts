@@ -12,6 +12,7 @@
  */
 import { TESTED_VERSIONS } from "../src/dispatch/harness/tested_versions.ts";
 import { newerReleases, packageUrl, registryOf } from "./agents_outdated/registry.ts";
+import { runTask } from "./task_failure.ts";
 
 /** Exit statuses of the task. */
 export const OUTDATED_EXIT = { current: 0, newer: 1, failed: 2 } as const;
@@ -82,4 +83,4 @@ async function main(args: string[]): Promise<number> {
   return outdated ? OUTDATED_EXIT.newer : OUTDATED_EXIT.current;
 }
 
-if (import.meta.main) Deno.exit(await main(Deno.args));
+if (import.meta.main) await runTask("list newer releases", () => main(Deno.args));

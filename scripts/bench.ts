@@ -107,6 +107,7 @@ import { reportScale } from "./bench/scale.ts";
 import { reportSoak } from "./bench/soak.ts";
 import { reportStart } from "./bench/start.ts";
 import { reportSteps } from "./bench/steps.ts";
+import { runTask } from "./task_failure.ts";
 
 /**
  * The groups' sections of the table, in the order they are printed: the repeated figures
@@ -208,5 +209,5 @@ async function main(args: string[]): Promise<number> {
 }
 
 if (import.meta.main) {
-  Deno.exit(await main(Deno.args));
+  await runTask("run the benchmarks", () => main(Deno.args));
 }

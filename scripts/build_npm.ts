@@ -17,6 +17,7 @@
  */
 import ts from "typescript";
 import { VERSION } from "../cli/main.ts";
+import { runTask } from "./task_failure.ts";
 
 const ROOT = decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "");
 /** Where the package is written. */
@@ -162,5 +163,5 @@ export async function buildNpm(): Promise<string> {
 }
 
 if (import.meta.main) {
-  console.log(await buildNpm());
+  await runTask("build the npm package", async () => console.log(await buildNpm()));
 }

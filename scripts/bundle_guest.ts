@@ -11,6 +11,7 @@
  *   the guest never runs code older than its sources.
  * @module
  */
+import { runTask } from "./task_failure.ts";
 
 const ROOT = decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "");
 
@@ -56,6 +57,8 @@ export async function buildGuestBundleText(): Promise<string> {
 }
 
 if (import.meta.main) {
-  await Deno.writeTextFile(`${ROOT}/${GUEST_BUNDLE}`, await buildGuestBundleText());
-  console.log(`wrote ${GUEST_BUNDLE}`);
+  await runTask("bundle the guest", async () => {
+    await Deno.writeTextFile(`${ROOT}/${GUEST_BUNDLE}`, await buildGuestBundleText());
+    console.log(`wrote ${GUEST_BUNDLE}`);
+  });
 }

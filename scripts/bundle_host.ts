@@ -24,6 +24,7 @@
  *   so the launcher never runs code older than its sources.
  * @module
  */
+import { runTask } from "./task_failure.ts";
 
 const ROOT = decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "");
 
@@ -130,11 +131,13 @@ export async function readHostBundleFiles(): Promise<Map<string, string>> {
 }
 
 if (import.meta.main) {
-  const files = await buildHostBundleFiles();
-  const dir = `${ROOT}/${HOST_BUNDLE_DIR}`;
-  // Chunks are named by their content: the ones of an older build would linger.
-  await Deno.remove(dir, { recursive: true }).catch(() => undefined);
-  await Deno.mkdir(dir, { recursive: true });
-  for (const [name, text] of files) await Deno.writeTextFile(`${dir}/${name}`, text);
-  console.log(`wrote ${HOST_BUNDLE_DIR}/ (${[...files.keys()].join(", ")})`);
+  await runTask("bundle the host", async () => {
+    const files = await buildHostBundleFiles();
+    const dir = `${ROOT}/${HOST_BUNDLE_DIR}`;
+    // Chunks are named by their content: the ones of an older build would linger.
+    await Deno.remove(dir, { recursive: true }).catch(() => undefined);
+    await Deno.mkdir(dir, { recursive: true });
+    for (const [name, text] of files) await Deno.writeTextFile(`${dir}/${name}`, text);
+    console.log(`wrote ${HOST_BUNDLE_DIR}/ (${[...files.keys()].join(", ")})`);
+  });
 }

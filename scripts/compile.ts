@@ -10,6 +10,7 @@
  * @module
  */
 import { COMPILED_PERMISSION_FLAGS } from "../cli/permissions.ts";
+import { runTask } from "./task_failure.ts";
 
 const ROOT = decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "");
 /** Where `deno task compile` writes the binary unless told otherwise. */
@@ -106,5 +107,5 @@ if (import.meta.main) {
     console.error("compile: --output needs a path");
     Deno.exit(2);
   }
-  Deno.exit(await compileSvc(output));
+  await runTask("compile svc", () => compileSvc(output));
 }

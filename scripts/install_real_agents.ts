@@ -6,6 +6,7 @@
  * @module
  */
 import { TESTED_VERSIONS } from "../src/dispatch/harness/tested_versions.ts";
+import { runTask } from "./task_failure.ts";
 
 const root = new URL("..", import.meta.url).pathname;
 const prefix = `${root}.tools/agents`;
@@ -36,4 +37,4 @@ async function main(): Promise<void> {
   console.log(bin);
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) await runTask("install the coding agents", main);

@@ -7,6 +7,7 @@
  * @module
  */
 import { buildImage } from "./microvm/build_image.ts";
+import { runTask } from "./task_failure.ts";
 
 function cacheDir(args: string[]): string {
   const index = args.indexOf("--cache-dir");
@@ -16,16 +17,18 @@ function cacheDir(args: string[]): string {
 }
 
 if (import.meta.main) {
-  const image = await buildImage({
-    cacheDir: cacheDir(Deno.args),
-    log: (line) => console.error(line),
+  await runTask("build the micro-VM image", async () => {
+    const image = await buildImage({
+      cacheDir: cacheDir(Deno.args),
+      log: (line) => console.error(line),
+    });
+    const { sizes, build_seconds } = image.manifest;
+    const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+    console.error(
+      `${image.cached ? "cached" : "built"} ${image.key}: ` +
+        Object.entries(sizes).map(([name, size]) => `${name} ${mb(size)}`).join(", ") +
+        (image.cached ? "" : `, in ${build_seconds} s`),
+    );
+    console.log(image.dir);
   });
-  const { sizes, build_seconds } = image.manifest;
-  const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
-  console.error(
-    `${image.cached ? "cached" : "built"} ${image.key}: ` +
-      Object.entries(sizes).map(([name, size]) => `${name} ${mb(size)}`).join(", ") +
-      (image.cached ? "" : `, in ${build_seconds} s`),
-  );
-  console.log(image.dir);
 }

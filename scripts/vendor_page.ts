@@ -11,6 +11,7 @@
  *   every file's SHA-256; `test/page_vendor_test.ts` checks the files against it.
  * @module
  */
+import { runTask } from "./task_failure.ts";
 
 const ROOT = decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "");
 const OUT = `${ROOT}/page/vendor`;
@@ -118,4 +119,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) await runTask("vendor the page's libraries", main);

@@ -43,6 +43,14 @@ async function output(command: string, args: string[]): Promise<string> {
   return new TextDecoder().decode(result.stdout);
 }
 
+/** The line for packages that are not installed, with the command that installs the image's. */
+function notInstalled(missing: readonly string[]): string {
+  return `Cannot build the micro-VM image: the ${missing.length === 1 ? "package" : "packages"} ${
+    missing.join(", ")
+  } ${missing.length === 1 ? "is" : "are"} not installed; ` +
+    `install them with: apt-get install -y --no-install-recommends ${IMAGE_PACKAGES.join(" ")}`;
+}
+
 /** Versions of `names` as dpkg has them installed; a missing one names the install command. */
 async function packageVersions(names: readonly string[]): Promise<Record<string, string>> {
   const versions: Record<string, string> = {};
@@ -56,18 +64,20 @@ async function packageVersions(names: readonly string[]): Promise<Record<string,
     if (name && status === "ii" && version) versions[name] = version;
   }
   const missing = names.filter((name) => versions[name] === undefined);
-  if (missing.length > 0) {
-    throw new Error(
-      `Cannot build the micro-VM image: the packages ${missing.join(", ")} are not installed; ` +
-        `install them with: apt-get install -y --no-install-recommends ${IMAGE_PACKAGES.join(" ")}`,
-    );
-  }
+  if (missing.length > 0) throw new Error(notInstalled(missing));
   return versions;
 }
 
 /** The versioned kernel package the meta package depends on, e.g. `linux-image-6.1.0-56-cloud-amd64`. */
 async function kernelPackage(): Promise<string> {
-  const depends = await output("dpkg-query", ["-W", "-f", "${Depends}", "linux-image-cloud-amd64"]);
+  const query = await new Deno.Command("dpkg-query", {
+    args: ["-W", "-f", "${Depends}", "linux-image-cloud-amd64"],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  // dpkg-query exits 1 for a package it does not know ("no packages found matching").
+  if (!query.success) throw new Error(notInstalled(["linux-image-cloud-amd64"]));
+  const depends = new TextDecoder().decode(query.stdout);
   const name = /linux-image-[0-9][^\s,(]*/.exec(depends)?.[0];
   if (name === undefined) {
     throw new Error(
