@@ -387,3 +387,32 @@ Deno.test("a Codex provider whose CODEX_HOME lies under a TMPDIR it fixes offers
   assert.match(remote.sandbox_detail!, /CODEX_HOME \.codex lies under the temp directory/);
   assert.ok(!remote.sandbox_detail!.includes(user.path));
 });
+
+Deno.test("svc doctor names CODEX_HOME and the temp directory when Codex's sandbox helper cannot work", async () => {
+  await using home = await tempDir("svc-caps-cli-");
+  await using user = await tempDir("svc-caps-user-");
+  await Deno.writeTextFile(
+    `${home.path}/config.json`,
+    JSON.stringify({
+      providers: {
+        codex: {
+          type: "codex",
+          command: stub("codex"),
+          env: { HOME: user.path, TMPDIR: user.path },
+        },
+      },
+    }),
+  );
+  const text = await runCli(["doctor"], { home: home.path });
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(
+    text.stdout,
+    new RegExp(
+      `^  sandbox {6}full\\n {15}Codex's sandbox helper \\(codex-linux-sandbox\\) cannot work: CODEX_HOME ${user.path}/\\.codex lies under the temp directory ${user.path} \\(TMPDIR\\)`,
+      "m",
+    ),
+  );
+  const json = await runCli(["doctor", "--json"], { home: home.path });
+  const report = CapabilityReportSchema.parse(JSON.parse(json.stdout));
+  assert.deepEqual(report.providers.find((p) => p.name === "codex")!.sandbox_levels, ["full"]);
+});

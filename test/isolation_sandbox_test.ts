@@ -170,7 +170,7 @@ Deno.test("without bubblewrap, SVC_WORKFLOW_SANDBOX=on fails closed and auto run
   assert.deepEqual(JSON.parse(auto.stdout).guest_sandbox, {
     kind: "none",
     hardened: false,
-    note: "bubblewrap (bwrap) is not installed",
+    note: "bubblewrap (bwrap) is not installed (install it with: apt-get install -y bubblewrap)",
   });
   const bogus = await runCli(
     ["workflow", "run", `${home.path}/s.js`, "--fake-dispatch", "--json"],

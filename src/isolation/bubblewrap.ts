@@ -247,7 +247,13 @@ export async function findBubblewrap(
   options: FindBubblewrapOptions = {},
 ): Promise<BubblewrapProbe> {
   const bwrap = platform().which("bwrap");
-  if (!bwrap) return { ok: false, reason: "bubblewrap (bwrap) is not installed" };
+  if (!bwrap) {
+    return {
+      ok: false,
+      reason:
+        "bubblewrap (bwrap) is not installed (install it with: apt-get install -y bubblewrap)",
+    };
+  }
   const identity = await identify(bwrap, deno);
   const file = options.dataDir && identity ? joinPath(options.dataDir, ...CACHE_FILE) : undefined;
   // One verdict per process for these binaries, whichever data directory asks.

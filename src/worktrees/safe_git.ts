@@ -79,7 +79,12 @@ async function spawnGit(
 ): Promise<GitResult> {
   const p = platform();
   const command = p.which("git");
-  if (!command) throw new SvcError("unavailable", "Cannot run git: it is not installed");
+  if (!command) {
+    throw new SvcError(
+      "unavailable",
+      "Cannot run git: it is not installed (install it with: apt-get install -y git)",
+    );
+  }
   const child = p.spawn(command, { args, cwd, clearEnv: true, env: gitEnv() });
   await child.stdin.close().catch(() => {});
   const [stdout, stderr, status] = await Promise.all([
