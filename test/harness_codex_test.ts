@@ -158,6 +158,26 @@ Deno.test("codex: a base URL that is not http(s) is refused, and one with quotes
   assert.equal(argv.filter((arg) => arg.startsWith("model_provider=")).length, 1);
 });
 
+Deno.test("codex: Codex's warning that it made no sandbox helper fails a read-only or write call; full is answered", async () => {
+  await using dir = await callDir();
+  const provider = codexProvider({ command: stub("codex") });
+  for (const sandbox of ["read-only", "write"] as const) {
+    await assert.rejects(
+      provider.dispatch(harnessRequest("STUB_HELPER_WARNING", { cwd: dir.path, sandbox })),
+      (error: unknown) => {
+        assert.ok(error instanceof SvcError);
+        assert.equal(error.code, "provider_failed");
+        assert.match(error.message, /Refusing to create helper binaries under temporary dir/);
+        return true;
+      },
+    );
+  }
+  const full = await provider.dispatch(
+    harnessRequest("STUB_HELPER_WARNING", { cwd: dir.path, sandbox: "full" }),
+  );
+  assert.match(String(full.output), /codex-stub answer/);
+});
+
 Deno.test("codex: shell commands failing for want of Codex's sandbox helper fail the call with cause and remedy", async () => {
   await using dir = await callDir();
   await assert.rejects(

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { codexProvider } from "../src/dispatch/mod.ts";
+import { CODEX, createHarnessProvider } from "../src/dispatch/harness/mod.ts";
 import type { DispatchRequest, DispatchResult } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import { type Responder, startModelStandIn } from "./model_standin/mod.ts";
@@ -374,5 +375,40 @@ realToolTest(
     assert.equal(u.standin.requests.length, 0, "nothing reached the model");
     const full = await u.dispatch("RUN{{echo full-ran}}", { sandbox: "full" });
     assert.match(String(full.output), /full-ran/);
+  },
+);
+
+realToolTest(
+  "codex",
+  "without svc's temp directory, Codex's refused helper fails a read-only call rather than answering from failed commands",
+  async (bin) => {
+    // The bare tool, without the provider's preparation: Codex makes no helper here.
+    const standin = startModelStandIn(SHELL);
+    await using home = await agentHome();
+    try {
+      await Deno.writeTextFile(`${home.work}/note.txt`, "the note's text\n");
+      const provider = createHarnessProvider(CODEX, {
+        command: bin,
+        baseUrl: `${standin.url}/v1`,
+        env: { HOME: home.home, CODEX_API_KEY: KEY },
+        scratchRoot: home.tmp,
+        sessionRoot: home.tmp,
+      });
+      await assert.rejects(
+        provider.dispatch(
+          harnessRequest("RUN{{cat note.txt}}", {
+            cwd: home.work,
+            model: "gpt-5-codex",
+            sandbox: "read-only",
+          }),
+        ),
+        rejection("provider_failed", /Refusing to create helper binaries under temporary dir/),
+      );
+      // What the model was told: the command never ran.
+      const results = standin.modelRequests().flatMap((r) => r.toolResults.map((x) => x.content));
+      assert.match(results.join("\n"), /execvp codex-linux-sandbox/);
+    } finally {
+      await standin.close();
+    }
   },
 );

@@ -18,7 +18,7 @@ import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { CODEX_REASONING_EFFORT } from "../effort.ts";
 import { type CodexTokens, threadUsage } from "./codex_threads.ts";
 import { codexProgress } from "./codex_progress.ts";
-import { prepareCodexHelper } from "./codex_helper.ts";
+import { CODEX_HELPER_LEVELS, prepareCodexHelper } from "./codex_helper.ts";
 import type { ProgressChannel } from "../progress.ts";
 
 /** Codex's sandbox mode of each svc sandbox level. */
@@ -215,6 +215,9 @@ async function codexReader(
       }
     },
     finish(stderrTail) {
+      // Codex 0.171 reports its shell commands in no item: its warning is what says they failed.
+      helperMissing ||= CODEX_HELPER_LEVELS.includes(call.sandbox) &&
+        stderrTail.some((line) => HELPER_REFUSED.test(line));
       if (helperMissing) {
         return { failed: true, errors: [...errors, helperError(stderrTail)], malformed };
       }
