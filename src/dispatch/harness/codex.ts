@@ -215,7 +215,8 @@ async function codexReader(
       }
     },
     finish(stderrTail) {
-      // Codex 0.171 reports its shell commands in no item: its warning is what says they failed.
+      // Codex 0.171 reports no item for a command whose sandbox could not start: its warning
+      // is what says they failed.
       helperMissing ||= CODEX_HELPER_LEVELS.includes(call.sandbox) &&
         stderrTail.some((line) => HELPER_REFUSED.test(line));
       if (helperMissing) {
