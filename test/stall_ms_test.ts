@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import {
   anthropicProvider,
   claudeProvider,
+  codexProvider,
   createDispatcher,
   type DispatchRequest,
   type DispatchResult,
@@ -16,13 +17,14 @@ import {
   type Provider,
   ProviderError,
 } from "../src/dispatch/mod.ts";
+import { ConfigSchema } from "../src/config/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { RunStatus } from "../src/engine/mod.ts";
 import { withEnv } from "./api_helpers.ts";
 import { assertAllGone, killAll, running } from "./harness_helpers.ts";
 import { LOCAL, narration, testManager } from "./helpers.ts";
 import { startModelStandIn } from "./model_standin/mod.ts";
-import { agentHome, claudeAt, realToolTest, until } from "./real_agents.ts";
+import { agentHome, claudeAt, realToolTest, toolThenText, until } from "./real_agents.ts";
 
 /** A provider that reports through `steps`, then answers; its signal's abort ends it at once. */
 function stepsProvider(
@@ -284,5 +286,69 @@ realToolTest(
       cwd: home.work,
     });
     assert.equal(result.output, "answered in time");
+  },
+);
+
+realToolTest(
+  "claude",
+  "stallMs pauses while Claude Code runs a tool longer than the watch, and the call answers",
+  async (bin) => {
+    await using home = await agentHome();
+    await using standin = startModelStandIn(toolThenText([{
+      name: "Bash",
+      input: { command: "sleep 6 && echo slept", description: "wait" },
+    }]));
+    const claude = claudeProvider({
+      ...claudeOptions(bin, standin.url, home),
+      env: { ...claudeOptions(bin, standin.url, home).env, IS_SANDBOX: "1" },
+      timeoutMs: 60_000,
+    });
+    const dispatcher = createDispatcher({
+      providers: [claude],
+      config: ConfigSchema.parse({ sandbox: { full: "allow" } }),
+    });
+    const result = await dispatcher.dispatch({
+      prompt: "run the slow command",
+      options: { provider: "claude", sandbox: "full", stallMs: 3000 },
+      signal: new AbortController().signal,
+      cwd: home.work,
+    });
+    assert.equal(result.sandbox, "full");
+    assert.match(String(result.output), /tool said: .*slept/s);
+  },
+);
+
+realToolTest(
+  "codex",
+  "stallMs stops Codex when the model's stream goes silent",
+  async (bin) => {
+    await using home = await agentHome();
+    await using standin = startModelStandIn(() => ({ stall: true }));
+    const codex = codexProvider({
+      command: bin,
+      baseUrl: `${standin.url}/v1`,
+      timeoutMs: 40_000,
+      extraArgs: ["-c", "model_providers.svc.stream_max_retries=0"],
+      env: { HOME: home.home, TMPDIR: home.tmp, CODEX_API_KEY: "sk-standin-codex-key" },
+      scratchRoot: home.tmp,
+      sessionRoot: home.tmp,
+    });
+    const outcome = createDispatcher({ providers: [codex] }).dispatch({
+      prompt: "answer slowly",
+      options: { provider: "codex", model: "gpt-5-codex", stallMs: 4000 },
+      signal: new AbortController().signal,
+      cwd: home.work,
+    }).then(() => undefined, (e: unknown) => e);
+    await until(() => standin.modelRequests().length > 0, "Codex's model request");
+    const pids = await processesIn(home.work);
+    try {
+      const error = await outcome;
+      assert.ok(error instanceof ProviderError, String(error));
+      assert.equal(error.code, "provider_timeout");
+      assert.match(error.message, /Cannot dispatch to codex: the call stalled/);
+      await assertAllGone(pids);
+    } finally {
+      killAll(pids);
+    }
   },
 );

@@ -3,8 +3,9 @@
  * agent has shown no progress for that long, the call is stopped (its signal aborts, and a
  * harness's whole process group is killed) and fails as stalled. Progress is every sign of life
  * the provider reports: a line its tool wrote, a chunk of its stream, a progress event. As in
- * Claude Code, a tool the agent started pauses the watch until the agent's next output, so that
- * a long build or test run is not a stall.
+ * Claude Code, a tool the agent runs pauses the watch, so that a long build or test run is not
+ * a stall: until its result comes back where the provider can tell (Claude Code's stream), else
+ * until the agent's next output.
  * @module
  */
 import { SvcError } from "../errors/mod.ts";
@@ -54,19 +55,27 @@ export function stallWatch(provider: string, input: DispatchInput): StallWatch {
     clearTimeout(timer);
     timer = undefined;
   };
-  const { onProgress, onActivity } = input;
+  const { onProgress, onActivity, onToolsRunning } = input;
+  // Tools the provider says run (it sees their results come back): the watch holds till then.
+  let toolsRunning = 0;
+  const live = () => !controller.signal.aborted && toolsRunning === 0;
   arm();
   return {
     input: {
       ...input,
       signal: controller.signal,
       onActivity() {
-        if (!controller.signal.aborted) arm();
+        if (live()) arm();
         onActivity?.();
       },
       onProgress(event: CallProgress) {
-        if (!controller.signal.aborted) event.kind === "tool" ? pause() : arm();
+        if (live()) event.kind === "tool" ? pause() : arm();
         onProgress?.(event);
+      },
+      onToolsRunning(count: number) {
+        toolsRunning = count;
+        if (!controller.signal.aborted) count > 0 ? pause() : arm();
+        onToolsRunning?.(count);
       },
     },
     stalled: () => stall,

@@ -71,6 +71,11 @@ export interface DispatchRequest {
    * chunk of an API's stream. The stall watch (`stallMs`) counts these as progress.
    */
   onActivity?: () => void;
+  /**
+   * Told how many of the agent's tool uses are running (started, their result not back yet),
+   * by a provider that can tell: the stall watch holds while one runs, as Claude Code's does.
+   */
+  onToolsRunning?: (count: number) => void;
 }
 
 /** What a provider returns: text, or a JSON value for schema calls, with its usage. */

@@ -633,6 +633,7 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
       });
       const progress = progressChannel(request.onProgress, {
         secrets: progressSecrets(env, pass, fixed),
+        ...(request.onToolsRunning ? { onToolsRunning: request.onToolsRunning } : {}),
       });
       try {
         const reader = await tool.reader(call, env, progress);
