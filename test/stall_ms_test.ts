@@ -88,6 +88,21 @@ Deno.test("stallMs: an agent silent for that long is stopped, and its call fails
   assert.match(failed!, /no progress for 1000 ms \(stallMs\)/);
 });
 
+Deno.test("stallMs: a stall is the script's own limit, not held against the provider's availability", async () => {
+  const provider = stepsProvider((_request, wait) => wait(10_000));
+  const dispatcher = createDispatcher({ providers: [provider], availability: { window: 2 } });
+  for (let i = 0; i < 2; i++) {
+    const error = await dispatcher.dispatch({
+      prompt: "think quietly",
+      options: { provider: "steps", stallMs: 1000 },
+      signal: new AbortController().signal,
+    }).then(() => undefined, (e: unknown) => e);
+    assert.ok(error instanceof ProviderError && /stalled/.test(error.message), String(error));
+  }
+  const steps = (await dispatcher.status()).find((status) => status.name === "steps");
+  assert.equal(steps?.available, true, steps?.reason);
+});
+
 Deno.test("stallMs: an agent that keeps showing progress runs past it to its answer", async () => {
   // Ten steps of a fifth of the watch each: twice the watch in all, never silent for it.
   const provider = stepsProvider(async (request, wait) => {
