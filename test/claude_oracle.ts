@@ -48,6 +48,7 @@ export interface OracleScript {
   args?: string;
 }
 
+const FRAME_START = "[Workflow harness — computed task]";
 const FRAME_END = "The computed task text follows:\n";
 const FAKE = "fake response to: ";
 
@@ -56,10 +57,16 @@ const FAKE = "fake response to: ";
  * header, every line with the two-space indent the harness adds taken off again.
  */
 export function unframe(framed: string): string {
-  const at = framed.indexOf(FRAME_END);
-  if (at === -1) return framed;
-  return framed.slice(at + FRAME_END.length).split("\n")
-    .map((line) => (line.startsWith("  ") ? line.slice(2) : line)).join("\n");
+  if (!framed.includes(FRAME_END)) return framed;
+  // With `sharedHeadLength`, Claude Code frames the head and the rest as two blocks, the head's
+  // ending in a newline of its own, and the stand-in joins the blocks with another.
+  const bodies = framed.split(FRAME_START).filter((part) => part.includes(FRAME_END))
+    .map((part) =>
+      part.slice(part.indexOf(FRAME_END) + FRAME_END.length).split("\n")
+        .map((line) => (line.startsWith("  ") ? line.slice(2) : line)).join("\n")
+    );
+  return bodies.map((body, i) => (i < bodies.length - 1 ? body.replace(/\n\n$/, "") : body))
+    .join("");
 }
 
 function isSubagent(request: ModelRequest): boolean {

@@ -131,6 +131,8 @@ const CASES: Case[] = [
   },
   { script: "claude_probes/nested.js" },
   { script: "claude_probes/nested_child.js", args: '{"topic":"tides"}' },
+  { script: "claude_probes/shared_head.js" },
+  { script: "claude_probes/stall_ms.js" },
 ];
 
 /** Where a fixture sits in the project: Claude Code's scripts and the probes side by side. */
@@ -184,6 +186,10 @@ Deno.test("the oracle unframes Claude Code's computed task text", () => {
   const framed = "[Workflow harness — computed task] header. The computed task text follows:\n" +
     "  line one\n    indented\n\n  last";
   assert.equal(unframe(framed), "line one\n  indented\n\nlast");
+  // A shared head: framed as a block of its own, which ends in a newline; blocks joined by one.
+  const header = "[Workflow harness — computed task] header. The computed task text follows:\n";
+  const head = `${header}  the head.\n  \n  \n`;
+  assert.equal(unframe(`${head}\n${header}  the rest`), "the head.\n\nthe rest");
 });
 
 Deno.test("every fixture script is compared with Claude Code or listed with a reason", () => {

@@ -28,6 +28,10 @@ export interface DispatchInput {
   history?: ChatMessage[];
   /** Receives the call's progress, redacted and bounded by the provider's channel. */
   onProgress?: ProgressListener;
+  /** Called at every sign of life of the call (a line of its tool, a chunk of its stream). */
+  onActivity?: () => void;
+  /** Told how many of the agent's tool uses are running, by a provider that can tell. */
+  onToolsRunning?: (count: number) => void;
 }
 
 /** Options of `createDispatcher()`. */

@@ -16,6 +16,7 @@ async function streamOver(request: DispatchRequest, text: string, ms: number): P
   const size = Math.ceil(text.length / FAKE_PIECES);
   for (let piece = 0; piece < FAKE_PIECES; piece++) {
     await abortableSleep(ms / FAKE_PIECES, request.signal);
+    request.onActivity?.();
     progress.text(text.slice(piece * size, (piece + 1) * size));
   }
   progress.flush();

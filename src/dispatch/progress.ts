@@ -18,6 +18,8 @@ export type ProgressListener = (event: CallProgress) => void;
 export interface ProgressChannelOptions {
   /** Secret values to remove (the provider's key variables' values). @default [] */
   secrets?: readonly string[];
+  /** Told how many tool uses of the agent are running (see {@linkcode ProgressChannel.toolsRunning}). */
+  onToolsRunning?: (count: number) => void;
   /**
    * Bytes of progress one call may pass on (strings' UTF-16 length, a cheap bound); later
    * progress is dropped here. The engine's budget, smaller, is what is recorded.
@@ -38,6 +40,11 @@ export interface ProgressChannel {
   error(message: string): void;
   /** Passes on text held back (a line not ended yet); called once when the call's output ends. */
   flush(): void;
+  /**
+   * How many of the agent's tool uses are running now (started, no result yet), from a reader
+   * that sees both ends; nothing goes to the listener (the stall watch holds while one runs).
+   */
+  toolsRunning?(count: number): void;
 }
 
 /** Text held back at most this long for its words to end; then it goes at its last whitespace. */
@@ -75,6 +82,7 @@ const SILENT: ProgressChannel = {
   file() {},
   error() {},
   flush() {},
+  toolsRunning() {},
 };
 
 /**
@@ -85,7 +93,9 @@ export function progressChannel(
   listener: ProgressListener | undefined,
   options: ProgressChannelOptions = {},
 ): ProgressChannel {
-  if (listener === undefined) return SILENT;
+  if (listener === undefined) {
+    return options.onToolsRunning ? { ...SILENT, toolsRunning: options.onToolsRunning } : SILENT;
+  }
   const secrets = options.secrets ?? [];
   let budget = options.maxChars ?? 1024 * 1024;
   let held = "";
@@ -139,6 +149,9 @@ export function progressChannel(
     flush() {
       if (held !== "") sendText(held);
       held = "";
+    },
+    toolsRunning(count) {
+      options.onToolsRunning?.(count);
     },
   };
 }

@@ -4,6 +4,7 @@ import { SvcError } from "../errors/mod.ts";
 import type { SandboxLevel } from "../schemas/mod.ts";
 import { AvailabilityTracker } from "./availability.ts";
 import type { DispatcherOptions, DispatchInput } from "./dispatcher_options.ts";
+import { stallWatch } from "./stall_watch.ts";
 import { createFakeProvider } from "./fake.ts";
 import type { RouteCandidate } from "./router.ts";
 import {
@@ -136,9 +137,11 @@ export async function send(
     throw input.signal.reason;
   }
   running.set(provider.name, (running.get(provider.name) ?? 0) + 1);
+  // Watched from here, where the provider starts: the wait for a permit is no stall.
+  const watch = stallWatch(provider.name, input);
   try {
     const result = await provider.dispatch({
-      ...input,
+      ...watch.input,
       sandbox,
       ...(model !== null ? { model } : {}),
     });
@@ -147,11 +150,15 @@ export async function send(
     if (result.cost_usd === null && price) result.cost_usd = priced(result.usage, price);
     return result;
   } catch (error) {
+    // A stall is the script's own limit: it says nothing of the provider's health.
+    const stalled = input.signal.aborted ? undefined : watch.stalled();
+    if (stalled) throw stalled;
     if (!input.signal.aborted && !callersFault(error)) {
       tracker.record(provider.name, false);
     }
     throw error;
   } finally {
+    watch.stop();
     running.set(provider.name, (running.get(provider.name) ?? 1) - 1);
     release?.();
   }

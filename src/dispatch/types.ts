@@ -66,6 +66,16 @@ export interface DispatchRequest {
    * redacts and bounds it; providers that see nothing before the end send nothing.
    */
   onProgress?: ProgressListener;
+  /**
+   * Called at every sign of life of the call, parsed or not: a line a harness's tool wrote, a
+   * chunk of an API's stream. The stall watch (`stallMs`) counts these as progress.
+   */
+  onActivity?: () => void;
+  /**
+   * Told how many of the agent's tool uses are running (started, their result not back yet),
+   * by a provider that can tell: the stall watch holds while one runs, as Claude Code's does.
+   */
+  onToolsRunning?: (count: number) => void;
 }
 
 /** What a provider returns: text, or a JSON value for schema calls, with its usage. */

@@ -29,6 +29,23 @@ type _EffortMatches = Assert<SameType<Effort, z.infer<typeof EffortSchema>>>;
 
 const nonEmpty = z.string().min(1, "must not be empty");
 
+/** The shortest `stallMs` other than 0 (none): a second, so that a tool's start is not a stall. */
+export const STALL_MS_MIN = 1_000;
+/** The longest `stallMs`: a day; a call silent for longer is stopped by its timeout anyway. */
+export const STALL_MS_MAX = 86_400_000;
+
+/** `stallMs`: 0 (no stall watch, as Claude Code reads it) or whole milliseconds in bounds. */
+const StallMsSchema = z.number().refine(
+  (ms) => ms === 0 || (Number.isInteger(ms) && ms >= STALL_MS_MIN && ms <= STALL_MS_MAX),
+  `must be a whole number of milliseconds from ${STALL_MS_MIN} to ${STALL_MS_MAX}, or 0 for no stall watch`,
+);
+
+/** `sharedHeadLength`: Claude Code's own rule and words for it. */
+const SharedHeadLengthSchema = z.number().refine(
+  (n) => Number.isSafeInteger(n) && n >= 0,
+  "must be a whole number of characters, 0 or more (for example head.length). Pass one, or leave the option out.",
+);
+
 /** A per-call cost estimate: a number in the run budget's unit, or explicit tokens and currency. */
 export const EstimateSchema = z.union([
   z.number().nonnegative(),
@@ -64,6 +81,10 @@ export const AgentOptionsSchema = z.strictObject({
   estimate: EstimateSchema.optional(),
   /** A subagent definition (`.claude/agents/<name>.md`, or a built-in type), as in Claude Code. */
   agentType: nonEmpty.optional(),
+  /** Stop the call as stalled once its agent shows no progress for this many ms (0: never). */
+  stallMs: StallMsSchema.optional(),
+  /** How many characters at the prompt's start are shared by sibling calls (label, cache). */
+  sharedHeadLength: SharedHeadLengthSchema.optional(),
 }).refine((o) => !(o.schema !== undefined && o.schema_id !== undefined), {
   message: "'schema' and 'schema_id' are mutually exclusive: pass one of them",
 });
@@ -108,6 +129,16 @@ export interface AgentOptions {
   };
   /** A subagent definition (`.claude/agents/<name>.md`, or a built-in type), as in Claude Code. */
   agentType?: string;
+  /**
+   * Milliseconds the call's agent may go without progress (output of its tool, a chunk of its
+   * stream) before the call is stopped and fails as stalled; 0 or absent: no stall watch.
+   */
+  stallMs?: number;
+  /**
+   * Length of the prompt's head that sibling calls share: the default label comes from the text
+   * after it, and the Anthropic API gets a prompt-cache breakpoint there.
+   */
+  sharedHeadLength?: number;
 }
 type _AgentOptionsMatches = Assert<SameType<AgentOptions, z.infer<typeof AgentOptionsSchema>>>;
 

@@ -72,6 +72,24 @@ function hang(signal: AbortSignal): Promise<Response> {
   });
 }
 
+/** An event stream that sends nothing and ends only when its client goes away. */
+function silentStream(signal: AbortSignal): Response {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const end = () => {
+        try {
+          controller.close();
+        } catch {
+          // The client cancelled it first.
+        }
+      };
+      if (signal.aborted) return end();
+      signal.addEventListener("abort", end, { once: true });
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/event-stream" } });
+}
+
 async function serveModel(
   format: WireFormatHandler,
   model: ModelRequest,
@@ -80,6 +98,7 @@ async function serveModel(
 ): Promise<Response> {
   const reply = await responder(model);
   if (reply.hang) return hang(signal);
+  if (reply.stall) return silentStream(signal);
   if (reply.error) {
     const { status, message, headers } = reply.error;
     return format.error(status, message ?? `stand-in error ${status}`, headers);

@@ -78,6 +78,11 @@ export interface Reply {
   broken?: boolean;
   /** Never answer: hold the request open until the client goes away. */
   hang?: boolean;
+  /**
+   * Stall: answer with an event stream's headers, then hold the stream open without sending
+   * anything until the client goes away.
+   */
+  stall?: boolean;
 }
 
 /** Scripts the stand-in: called once per model request. */

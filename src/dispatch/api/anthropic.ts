@@ -184,6 +184,27 @@ async function readStream(post: ApiPost, body: ReadableStream<Uint8Array>): Prom
   throw new RetryableFailure("the stream ended before message_stop");
 }
 
+/**
+ * The request's messages, the prompt split at its `sharedHeadLength` into two text blocks with
+ * a prompt-cache breakpoint (`cache_control: ephemeral`) on the head, so that sibling calls
+ * sharing the head read it from the cache. Sent as one string when either side would be blank
+ * (the API refuses a blank text block).
+ */
+function anthropicMessages(request: DispatchRequest): unknown[] {
+  const messages: unknown[] = chatMessages(request);
+  const head = request.options.sharedHeadLength ?? 0;
+  const [shared, rest] = [request.prompt.slice(0, head), request.prompt.slice(head)];
+  if (!/\S/.test(shared) || !/\S/.test(rest)) return messages;
+  messages[messages.length - 1] = {
+    role: "user",
+    content: [
+      { type: "text", text: shared, cache_control: { type: "ephemeral" } },
+      { type: "text", text: rest },
+    ],
+  };
+  return messages;
+}
+
 /** The system prompt of a schema call: the schema, and the demand for bare JSON. */
 function schemaInstruction(schema: Record<string, unknown>): string {
   return [
@@ -256,14 +277,20 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
       maxTokens,
       thinking: options.thinking,
     });
-    const body: Record<string, unknown> = { model, ...fields, messages: chatMessages(request) };
+    const body: Record<string, unknown> = {
+      model,
+      ...fields,
+      messages: anthropicMessages(request),
+    };
     const schema = request.options.schema;
     const system = [
       request.system,
       typeof schema === "object" ? schemaInstruction(schema) : undefined,
     ].filter((part) => part !== undefined);
     if (system.length > 0) body.system = system.join("\n\n");
-    const streamed = stream || mustStream(model, fields.max_tokens);
+    // A call under a stall watch streams: its chunks are the progress the watch sees.
+    const streamed = stream || mustStream(model, fields.max_tokens) ||
+      (request.options.stallMs ?? 0) > 0;
     if (streamed) body.stream = true;
     const headers = new Headers(options.headers);
     headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
@@ -271,7 +298,7 @@ export function anthropicProvider(options: AnthropicOptions): Provider {
     const progress = progressChannel(request.onProgress, { secrets: key ? [key] : [] });
     const post = { provider: name, url, headers, body, keyEnv, key, signal: request.signal };
     const answer = await postJson(
-      { ...post, stream: streamed, progress },
+      { ...post, stream: streamed, progress, activity: request.onActivity },
       policy,
       { stream: readStream, document: readMessage },
     ).finally(() => progress.flush());

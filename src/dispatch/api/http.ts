@@ -208,6 +208,8 @@ export interface ApiPost {
   signal: AbortSignal;
   /** Where a streamed answer's text goes as it arrives (the call's progress). */
   progress?: ProgressChannel;
+  /** Called as each chunk of a streamed answer arrives (the stall watch's progress). */
+  activity?: () => void;
 }
 
 function seconds(ms: number): string {
@@ -491,7 +493,11 @@ export function postJson<T>(
           }, not an event stream or JSON`,
         );
       }
-      return await read.stream(rest, response.body.pipeThrough(progress(touch)));
+      const arrived = () => {
+        touch();
+        rest.activity?.();
+      };
+      return await read.stream(rest, response.body.pipeThrough(progress(arrived)));
     }
     const { text, over } = await boundedText(response, MAX_ANSWER_BYTES);
     if (over) {

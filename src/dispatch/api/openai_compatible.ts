@@ -160,7 +160,9 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
         json_schema: { name: "result", schema, strict: false },
       };
     }
-    if (stream) {
+    // A call under a stall watch streams: its chunks are the progress the watch sees.
+    const streamed = stream || (request.options.stallMs ?? 0) > 0;
+    if (streamed) {
       body.stream = true;
       body.stream_options = { include_usage: true };
     }
@@ -169,7 +171,7 @@ export function openaiCompatibleProvider(options: OpenAICompatibleOptions): Prov
     const progress = progressChannel(request.onProgress, { secrets: key ? [key] : [] });
     const post = { provider: name, url, headers, body, keyEnv, key, signal: request.signal };
     const answer = await postJson(
-      { ...post, stream, progress },
+      { ...post, stream: streamed, progress, activity: request.onActivity },
       policy,
       { stream: readStream, document: readCompletion },
     ).finally(() => progress.flush());

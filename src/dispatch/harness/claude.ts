@@ -193,11 +193,31 @@ export function claudeProgress(event: JsonRecord, progress: ProgressChannel): vo
   }
 }
 
+/**
+ * Keeps `running` (the ids of tool uses started, their result not back yet) up to date from one
+ * stream-json line, and tells `progress` how many run whenever that changes.
+ */
+function trackTools(event: JsonRecord, running: Set<string>, progress: ProgressChannel): void {
+  const type = text(event, "type");
+  const content = field(event, "message")?.content;
+  if ((type !== "assistant" && type !== "user") || !Array.isArray(content)) return;
+  const before = running.size;
+  for (const block of content) {
+    if (!isRecord(block)) continue;
+    const id = text(block, type === "assistant" ? "id" : "tool_use_id");
+    if (id === undefined) continue;
+    if (type === "assistant" && block.type === "tool_use") running.add(id);
+    else if (type === "user" && block.type === "tool_result") running.delete(id);
+  }
+  if (running.size !== before) progress.toolsRunning?.(running.size);
+}
+
 function claudeReader(
   call: HarnessCall,
   _env: Readonly<Record<string, string>>,
   progress: ProgressChannel,
 ): OutputReader {
+  const tools = new Set<string>();
   let malformed = 0;
   let model: string | undefined;
   let sessionId: string | undefined;
@@ -213,6 +233,7 @@ function claudeReader(
       }
       sessionId = text(event, "session_id") ?? sessionId;
       claudeProgress(event, progress);
+      trackTools(event, tools, progress);
       const type = text(event, "type");
       if (type === "system" && text(event, "subtype") === "init") {
         model = text(event, "model") ?? model;

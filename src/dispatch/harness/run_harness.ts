@@ -280,6 +280,8 @@ interface ProcessRun {
   timeoutMs: number;
   onLine(text: string): void;
   onOversize(bytes: number): void;
+  /** Called for every line of standard error, a sign of life as much as one of output. */
+  onStderrLine?(): void;
 }
 
 /** Waits for `done`, but at most `ms`; then stops the reads (`io`) and waits for them to end. */
@@ -335,6 +337,7 @@ async function runProcess(run: ProcessRun): Promise<ProcessEnd> {
   const stderrDone = (async () => {
     const stream = child.stderr.pipeThrough(new TransformStream(), { signal: io.signal });
     for await (const line of readLines(stream, STDERR_LINE_LIMIT)) {
+      run.onStderrLine?.();
       stderrTail.push(line.kind === "line" ? line.text : `[${line.bytes} bytes: line too long]`);
       if (stderrTail.length > STDERR_TAIL) stderrTail.shift();
     }
@@ -630,6 +633,7 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
       });
       const progress = progressChannel(request.onProgress, {
         secrets: progressSecrets(env, pass, fixed),
+        ...(request.onToolsRunning ? { onToolsRunning: request.onToolsRunning } : {}),
       });
       try {
         const reader = await tool.reader(call, env, progress);
@@ -646,13 +650,18 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
             signal: request.signal,
             timeoutMs,
             onLine: (line) => {
+              request.onActivity?.();
               try {
                 reader.line(line);
               } catch {
                 oversize++;
               }
             },
-            onOversize: () => oversize++,
+            onOversize: () => {
+              request.onActivity?.();
+              oversize++;
+            },
+            onStderrLine: () => request.onActivity?.(),
           });
         } catch (error) {
           throw spawnFailure(name, found.path, error);
