@@ -236,13 +236,14 @@ Deno.test({
 async function twoHosts(
   url: string | null,
   homes: [string, string],
+  caps: { ownerQueuedRuns?: number } = {},
 ): Promise<[Services, Services]> {
   const open = (home: string) =>
     openServices({
       home,
       ledgerUrl: url,
       dispatcher: createDispatcher({ fakeLatencyMs: 600_000 }),
-      runs: { admission: { ownerLiveRuns: 3, ownerQueuedRuns: 0 } },
+      runs: { admission: { ownerLiveRuns: 3, ownerQueuedRuns: caps.ownerQueuedRuns ?? 0 } },
     });
   return [await open(homes[0]), await open(homes[1])];
 }
@@ -272,6 +273,32 @@ Deno.test("runs of one owner started at once on two hosts of one KV file never p
   const [a, b] = await twoHosts(null, [home.path, home.path]);
   try {
     assert.equal(await race(a, b, 12), 3);
+    assert.equal(await a.ledger.countOwnerLive("alice"), 3);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
+
+Deno.test("a run queued for want of a slot another host holds is started by the host that queued it, once that slot frees", async () => {
+  await using home = await tempDir("svc-caps-look-");
+  // Neither host takes up the other's queued runs: only the queuing host can start it.
+  const [a, b] = await twoHosts(null, [home.path, home.path], { ownerQueuedRuns: 5 });
+  try {
+    const alice = callerOf("alice", { remote: true });
+    const held = [];
+    for (let i = 0; i < 3; i++) {
+      held.push(await a.runs.start({ script: HOLD, fake_dispatch: true }, alice));
+    }
+    assert.deepEqual(held.map((r) => r.queue_position), [undefined, undefined, undefined]);
+    const queued = await b.runs.start({ script: HOLD, fake_dispatch: true }, alice);
+    assert.equal(queued.queue_position, 1);
+    await a.runs.cancel(held[0]!.run_id, alice);
+    assert.equal((await a.runs.wait(held[0]!.run_id, alice)).state, "cancelled");
+    await eventually(async () => {
+      const status = await b.runs.get(queued.run_id, alice);
+      return status?.state === "running" ? true : undefined;
+    }, { what: "the queued run to start on the host that queued it", timeoutMs: 30_000 });
     assert.equal(await a.ledger.countOwnerLive("alice"), 3);
   } finally {
     await a.close();
