@@ -11,6 +11,8 @@ import assert from "node:assert/strict";
 import { createDispatcher } from "../src/dispatch/mod.ts";
 import { callerOf, openServices, type Services } from "../src/services/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
+import { newId } from "../src/ledger/mod.ts";
+import { newTaskStatus } from "../src/tasks/mod.ts";
 import { eventually } from "./daemon_helpers.ts";
 import { tempDir } from "./helpers.ts";
 import { type HostProcess, startHostProcess } from "./host_process.ts";
@@ -196,6 +198,111 @@ Deno.test("two dashboards on one KV file: a run beyond the owner's cap queues on
   } finally {
     await crashing.stop("SIGKILL");
   }
+});
+
+/** Starts a dispatch task of `token`'s owner on `host` (fake provider, so it waits). */
+function dispatch(host: HostProcess, token: string) {
+  return api(host, "/api/dispatch", token, { prompt: "hold", fake_dispatch: true });
+}
+
+/** Waits until task `taskId`, read through `host`, is in `state`. */
+async function taskState(host: HostProcess, taskId: string, state: string): Promise<void> {
+  await eventually(async () => {
+    const { body } = await api(host, `/api/dispatch/${taskId}`, TOKENS.alice);
+    return body.state === state ? true : undefined;
+  }, { what: `task ${taskId} to be ${state}`, timeoutMs: 60_000 });
+}
+
+/** A raw A2A `SendMessage` that is a dispatch (it names no workflow); the JSON-RPC answer. */
+async function sendDispatchRaw(a2a: HostProcess, token: string) {
+  const response = await fetch(`${a2a.url}/a2a`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      "A2A-Version": "1.0",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "SendMessage",
+      params: {
+        message: {
+          messageId: crypto.randomUUID(),
+          role: "ROLE_USER",
+          parts: [{ text: "hold" }],
+          metadata: { "svc.fake_dispatch": true },
+        },
+        configuration: { returnImmediately: true },
+      },
+    }),
+  });
+  return await response.json() as { error?: { code: number; message: string; data?: unknown } };
+}
+
+Deno.test("a dashboard and an A2A server on one KV file hold one owner's live task cap together, and a crashed host's task frees its slot once found interrupted", async () => {
+  await using home = await tempDir("svc-caps-tasks-");
+  await prepareHome(home.path, { owner_live_tasks: 1, retry_after_s: 7 });
+  const crashing = await startHostProcess(home.path, "dashboard", { env: hostEnv() });
+  try {
+    await using a2a = await startHostProcess(home.path, "a2a-server", { env: hostEnv() });
+    const first = await dispatch(crashing, TOKENS.alice);
+    assert.equal(first.status, 202, JSON.stringify(first.body));
+    await taskState(crashing, first.body.task_id as string, "running");
+
+    const refused = await sendDispatchRaw(a2a, TOKENS.alice);
+    assert.equal(refused.error?.code, -32059, JSON.stringify(refused));
+    assert.deepEqual(refused.error?.data, { retry_after_s: 7 });
+    assert.match(refused.error!.message, /owner 'alice' has 1 live tasks, the most allowed/);
+    assert.equal((await sendDispatchRaw(a2a, TOKENS.bob)).error, undefined, "bob's cap is his own");
+    assert.equal((await dispatch(crashing, TOKENS.alice)).status, 429);
+
+    // Its host dies with the task running: the next host to open the ledger frees its slot.
+    await crashing.stop("SIGKILL");
+    await using next = await startHostProcess(home.path, "dashboard", { env: hostEnv() });
+    await taskState(next, first.body.task_id as string, "interrupted");
+    const again = await dispatch(next, TOKENS.alice);
+    assert.equal(again.status, 202, JSON.stringify(again.body));
+    await taskState(next, again.body.task_id as string, "running");
+    // And a task that ends frees its slot too.
+    await api(next, `/api/dispatch/${again.body.task_id}/cancel`, TOKENS.alice, {});
+    await taskState(next, again.body.task_id as string, "cancelled");
+    assert.equal((await sendDispatchRaw(a2a, TOKENS.alice)).error, undefined);
+  } finally {
+    await crashing.stop("SIGKILL");
+  }
+});
+
+Deno.test("a task slot of a host that died before its task began is freed by the next recovery, and a task it left in the queue keeps its slot", async () => {
+  await using home = await tempDir("svc-caps-task-slots-");
+  await using services = await openServices({
+    home: home.path,
+    dispatcher: createDispatcher({}),
+  });
+  const { ledger } = services;
+  // A host with no record is a dead one; its pid names no process here.
+  const dead = { id: newId("host"), pid: 2 ** 22 + 1 };
+  const task = (prompt: string) =>
+    newTaskStatus({
+      owner: "alice",
+      prompt,
+      options: {},
+      label: null,
+      timeout: 60,
+      fake_dispatch: true,
+      schema_attempts: 1,
+    });
+  const orphan = task("never began");
+  const waiting = task("waits for a worker");
+  assert.ok(await ledger.createTask(orphan, { host: dead }));
+  assert.ok(await ledger.createTask(waiting, { host: dead, queue: true }));
+  assert.equal(await ledger.countOwnerTasks("alice"), 2);
+  await services.tasks.recover();
+  assert.equal(await ledger.countOwnerTasks("alice"), 1, "the queued task keeps its slot");
+  const claimed = await services.tasks.claim(waiting.task_id);
+  assert.ok(claimed);
+  assert.equal((await claimed.done).state, "succeeded");
+  assert.equal(await ledger.countOwnerTasks("alice"), 0, "its end gave the slot back");
 });
 
 let server: PgServer | undefined;

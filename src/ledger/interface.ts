@@ -286,8 +286,16 @@ export interface TaskLedger {
   /**
    * Records a new task (queued) with its first event and its owner's activity item; with
    * `queue`, it waits in the queue for a worker to claim (by saving it with `expect: "queued"`).
+   * Made by `host`, it takes its owner's live slot (freed when it ends, or when its host dies
+   * before anyone took it up); with `ownerCap`, only while the owner has fewer live tasks on
+   * every host together, else nothing is recorded and the answer is false.
    */
-  createTask(task: TaskStatus, options?: { queue?: boolean }): Promise<void>;
+  createTask(
+    task: TaskStatus,
+    options?: { queue?: boolean; host?: HostRef; ownerCap?: number },
+  ): Promise<boolean>;
+  /** How many live (queued or running) tasks `owner` has, on every host sharing the ledger. */
+  countOwnerTasks(owner: string): Promise<number>;
   /**
    * Saves a task; with `eventSeq`, its state change joins its feed and its owner's activity
    * stream (with `approval`, the event is about its approval instead, and no activity item is
