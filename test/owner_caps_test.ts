@@ -308,14 +308,15 @@ Deno.test("a task slot of a host that died before its task began is freed by the
 let server: PgServer | undefined;
 
 Deno.test({
-  name: "two dashboards of two homes on one Postgres ledger hold one owner's live cap together",
+  name:
+    "two dashboards of two homes on one Postgres ledger hold one owner's live caps (runs, tasks) together",
   ignore: postgresBin() === undefined,
   async fn() {
     server ??= await startPostgres();
     const url = await server.database();
     await using homeA = await tempDir("svc-caps-pg-a-");
     await using homeB = await tempDir("svc-caps-pg-b-");
-    const caps = { owner_live_runs: 2, owner_queued_runs: 0 };
+    const caps = { owner_live_runs: 2, owner_queued_runs: 0, owner_live_tasks: 1 };
     await prepareHome(homeA.path, caps);
     await prepareHome(homeB.path, caps);
     const env = hostEnv({ SVC_LEDGER_URL: url });
@@ -336,6 +337,13 @@ Deno.test({
     assert.equal(taken.status, 202, JSON.stringify(taken.body));
     assert.equal(taken.body.queue_position, undefined);
     assert.equal((await startRun(a, TOKENS.alice)).status, 429);
+
+    // Her dispatch tasks too: one live on a, and b refuses the next.
+    const task = await dispatch(a, TOKENS.alice);
+    assert.equal(task.status, 202, JSON.stringify(task.body));
+    const second = await dispatch(b, TOKENS.alice);
+    assert.equal(second.status, 429, JSON.stringify(second.body));
+    assert.equal(second.body.error?.code, "rate_limited");
   },
 });
 

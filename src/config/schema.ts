@@ -446,7 +446,10 @@ const admissionSchema = z.strictObject({
   owner_live_runs: z.number().int().positive().max(1024).default(16),
   /** Queued runs of one remote owner in the ledger's queue; beyond it, 429. */
   owner_queued_runs: z.number().int().nonnegative().max(100_000).default(20),
-  /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
+  /**
+   * Live (queued or running) dispatch tasks of one remote owner on every host sharing the
+   * ledger; beyond it, 429.
+   */
   owner_live_tasks: z.number().int().positive().max(1024).default(8),
   /** Open event streams of one remote owner in one host; beyond it, 429. */
   owner_event_streams: z.number().int().positive().max(1024).default(16),
@@ -483,7 +486,7 @@ export interface AdmissionConfig {
   owner_live_runs: number;
   /** Queued runs of one remote owner; beyond it, 429. Default 20. */
   owner_queued_runs: number;
-  /** Live dispatch tasks of one remote owner in one host; beyond it, 429. Default 8. */
+  /** Live dispatch tasks of one remote owner on every host sharing the ledger; beyond it, 429. Default 8. */
   owner_live_tasks: number;
   /** Open event streams of one remote owner in one host; beyond it, 429. Default 16. */
   owner_event_streams: number;
