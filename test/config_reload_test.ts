@@ -10,6 +10,7 @@ import { callerOf, openServices, type Services } from "../src/services/mod.ts";
 import { TOKENS, TWO_OWNERS } from "./dashboard_helpers.ts";
 import { tempDir } from "./helpers.ts";
 import { startHostProcess } from "./host_process.ts";
+import { DAEMON_AUTH, DAEMON_TOKENS, startTestDaemon } from "./daemon_helpers.ts";
 
 /** A provider that needs no network to be listed: it is only probed, never called. */
 const EXTRA_PROVIDER = {
@@ -167,6 +168,59 @@ Deno.test("only the operator reloads or reads the configuration: an owner's toke
   const operator = await call("/api/config", TOKENS.shared);
   assert.equal(operator.status, 200);
   assert.equal(operator.body.source, file);
+});
+
+Deno.test("a token bound to an owner named local is that owner's, not the operator's: 403 on the config routes, while a token bound to no owner gets through", async () => {
+  await using home = await tempDir("svc-reload-local-owner-");
+  await Deno.writeTextFile(`${home.path}/config.json`, JSON.stringify({}));
+  await using services = await openServices({ home: home.path });
+  const localToken = "local-owner-token-0123456789";
+  const app = dashboardApp(services, {
+    auth: {
+      ...TWO_OWNERS,
+      tokens: [...TWO_OWNERS.tokens, { token: localToken, owner: "local" }],
+    },
+  });
+  const call = async (path: string, token: string, method = "GET") => {
+    const response = await app.fetch(
+      new Request(`http://127.0.0.1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}` },
+      }),
+    );
+    return { status: response.status, body: await response.json() as Record<string, unknown> };
+  };
+  for (const [path, method] of [["/api/config", "GET"], ["/api/config/reload", "POST"]] as const) {
+    const refused = await call(path, localToken, method);
+    assert.equal(refused.status, 403, `${method} ${path}`);
+    assert.equal((refused.body.error as { code: string }).code, "forbidden");
+  }
+  assert.equal((await call("/api/status", localToken)).body.config, null);
+  assert.equal(services.configuration.state().reloads, 0);
+  assert.equal((await call("/api/config", TOKENS.shared)).status, 200);
+  const reload = await call("/api/config/reload", TOKENS.shared, "POST");
+  assert.equal(reload.status, 200);
+  assert.equal(reload.body.outcome, "unchanged");
+  assert.notEqual((await call("/api/status", TOKENS.shared)).body.config, null);
+});
+
+Deno.test("the daemon's health detail is the operator's: a token bound to an owner named local gets 403", async () => {
+  await using home = await tempDir("svc-detail-local-owner-");
+  const localToken = "local-owner-token-0123456789";
+  await using daemon = await startTestDaemon(home.path, {
+    auth: {
+      ...DAEMON_AUTH,
+      tokens: [...DAEMON_AUTH.tokens, { token: localToken, owner: "local" }],
+    },
+  });
+  const detail = (token: string) =>
+    fetch(`${daemon.url}/health/detail`, { headers: { authorization: `Bearer ${token}` } });
+  const refused = await detail(localToken);
+  assert.equal(refused.status, 403);
+  assert.equal((await refused.json()).error.code, "forbidden");
+  const operator = await detail(DAEMON_TOKENS.operator);
+  assert.equal(operator.status, 200);
+  assert.equal((await operator.json()).status, "ok");
 });
 
 Deno.test("a run in flight keeps the providers it started with; runs started after a reload get the new ones", async () => {

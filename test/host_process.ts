@@ -1,5 +1,5 @@
 /**
- * A serving host (`svc dashboard` or `svc daemon`) as its own process with the launcher's kind
+ * A serving host (`svc dashboard`, `svc daemon` or `svc a2a-server`) as its own process with the launcher's kind
  * of grants, not under the launcher, so that a signal (a crash test's SIGKILL) reaches the host
  * itself. Optionally started under a prefix command (bubblewrap with a small tmpfs, say).
  */
@@ -43,12 +43,12 @@ export interface HostProcessOptions {
 /** How long a host may take to listen, in ms. */
 const STARTUP_MS = 60_000;
 
-const URL_LINE = /(?:dashboard|daemon) on (http:\/\/127\.0\.0\.1:\d+)/;
+const URL_LINE = /(?:dashboard|daemon|A2A server) on (http:\/\/127\.0\.0\.1:\d+)/;
 
 /** Starts `svc <command> --port 0` on `home` (SVC_HOME); resolves once it listens. */
 export async function startHostProcess(
   home: string,
-  command: "dashboard" | "daemon",
+  command: "dashboard" | "daemon" | "a2a-server",
   options: HostProcessOptions = {},
 ): Promise<HostProcess> {
   const task = options.launcher ? await svcTaskCommand() : undefined;

@@ -22,6 +22,6 @@ export async function admitSend(
   if (isRecord(metadata) && WORKFLOW_KEY in metadata) {
     await services.runs.checkAdmission(caller);
   } else {
-    services.tasks.checkAdmission(caller);
+    await services.tasks.checkAdmission(caller);
   }
 }

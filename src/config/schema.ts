@@ -439,11 +439,17 @@ const admissionSchema = z.strictObject({
   host_live_guests: z.number().int().positive().max(1024).default(32),
   /** Runs waiting in the queue, every owner's together; beyond it, 429. */
   host_queued_runs: z.number().int().nonnegative().max(100_000).default(200),
-  /** Live runs of one remote owner in one host; more wait in the queue. */
+  /**
+   * Live runs of one remote owner on every host sharing the ledger (the ledger holds the
+   * count); more wait in the queue.
+   */
   owner_live_runs: z.number().int().positive().max(1024).default(16),
-  /** Queued runs of one remote owner; beyond it, 429. */
+  /** Queued runs of one remote owner in the ledger's queue; beyond it, 429. */
   owner_queued_runs: z.number().int().nonnegative().max(100_000).default(20),
-  /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
+  /**
+   * Live (queued or running) dispatch tasks of one remote owner on every host sharing the
+   * ledger; beyond it, 429.
+   */
   owner_live_tasks: z.number().int().positive().max(1024).default(8),
   /** Open event streams of one remote owner in one host; beyond it, 429. */
   owner_event_streams: z.number().int().positive().max(1024).default(16),
@@ -476,11 +482,11 @@ export interface AdmissionConfig {
   host_live_guests: number;
   /** Runs in the queue, every owner's together; beyond it, 429. Default 200. */
   host_queued_runs: number;
-  /** Live runs of one remote owner in one host; more queue. Default 16. */
+  /** Live runs of one remote owner on every host sharing the ledger; more queue. Default 16. */
   owner_live_runs: number;
   /** Queued runs of one remote owner; beyond it, 429. Default 20. */
   owner_queued_runs: number;
-  /** Live dispatch tasks of one remote owner in one host; beyond it, 429. Default 8. */
+  /** Live dispatch tasks of one remote owner on every host sharing the ledger; beyond it, 429. Default 8. */
   owner_live_tasks: number;
   /** Open event streams of one remote owner in one host; beyond it, 429. Default 16. */
   owner_event_streams: number;

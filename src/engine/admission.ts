@@ -2,7 +2,9 @@
  * Admission control of workflow runs (docs/SECURITY.md, "Capacity"): a cap on the guests live
  * in this host process, a bounded queue behind it drained fairly (owners take turns), per-owner
  * caps for remote callers, and the longest timeout a remote caller may ask for. The run
- * manager asks it before recording a run and tells it when a run ends.
+ * manager asks it before recording a run and tells it when a run ends. An owner's live runs
+ * are counted by the ledger, every host's together: this process's own count is what it knows
+ * without a read, and the ledger's record of a run takes the owner's slot, or refuses to.
  * @module
  */
 import { type GaugeRelease, OwnerGauge } from "../concurrency/mod.ts";
@@ -20,7 +22,10 @@ export interface RunAdmissionLimits {
   hostLiveGuests: number;
   /** Runs waiting in the ledger's queue, every owner's together. */
   hostQueuedRuns: number;
-  /** Live runs of one owner in this process: remote callers' starts, and every queued run's. */
+  /**
+   * Live runs of one owner on every host sharing the ledger: remote callers' starts, and every
+   * queued run's.
+   */
   ownerLiveRuns: number;
   /** Queued runs of one remote owner. */
   ownerQueuedRuns: number;
@@ -51,6 +56,14 @@ export const DEFAULT_RUN_ADMISSION: RunAdmissionLimits = {
   maxRunConcurrency: RUN_CONCURRENCY_CEILING,
 };
 
+/** What a decision reads from the ledger, when it must. */
+export interface AdmissionReads {
+  /** The runs in the ledger's queue, every owner's, oldest first. */
+  queued: () => Promise<readonly QueueItem[]>;
+  /** The owner's live runs on every host sharing the ledger. */
+  ownerLive: (owner: string) => Promise<number>;
+}
+
 /** Where a new run goes: it runs now, or waits in the queue. */
 export type Placement = "run" | "queue";
 
@@ -60,7 +73,7 @@ export interface RunAdmissionSnapshot {
   host_live: { used: number; cap: number };
   /** Runs in the queue (every owner's), and the cap. */
   host_queued: { used: number; cap: number };
-  /** The owner's live runs in this process, and the cap of a remote caller. */
+  /** The owner's live runs on every host sharing the ledger, and the cap of a remote caller. */
   owner_live: { used: number; cap: number };
   /** The owner's queued runs, and the cap of a remote caller. */
   owner_queued: { used: number; cap: number };
@@ -114,6 +127,11 @@ export class RunAdmission {
   readonly #recording = new Map<string, string>();
   /** The owner whose queued run this process started last: the next turn is another's. */
   #lastServed: string | undefined;
+  /**
+   * Owners whose queued runs found the owner's live slots taken by other hosts: their runs are
+   * not offered again until {@linkcode unblock} (a slot of theirs freed, or the next look).
+   */
+  readonly #blocked = new Set<string>();
   /** Decisions one at a time: a decision reads the queue and records a run before the next. */
   #turn: Promise<unknown> = Promise.resolve();
 
@@ -176,12 +194,23 @@ export class RunAdmission {
   async place(
     caller: Caller,
     runId: string,
-    queued: () => Promise<readonly QueueItem[]>,
+    reads: AdmissionReads,
   ): Promise<Placement> {
-    const placement = await this.#decide(caller, queued);
+    const placement = await this.#decide(caller, reads);
     if (placement === "run") this.#takeLive(runId, caller.owner);
     else this.#recording.set(runId, caller.owner);
     return placement;
+  }
+
+  /**
+   * Places in the queue the run `runId` of `caller` that {@linkcode place} let run but whose
+   * record found the owner's live slots taken (by other hosts, meanwhile): its live slot here
+   * is given back, and it queues while the queue's caps allow, else `rate_limited`.
+   */
+  async requeue(caller: Caller, runId: string, reads: AdmissionReads): Promise<void> {
+    this.release(runId);
+    await this.#queueOrRefuse(caller, reads);
+    this.#recording.set(runId, caller.owner);
   }
 
   /**
@@ -200,8 +229,8 @@ export class RunAdmission {
    * for a surface that must refuse before it answers (an A2A send becomes a JSON-RPC error,
    * not a rejected task). The run itself is admitted again when it starts.
    */
-  async check(caller: Caller, queued: () => Promise<readonly QueueItem[]>): Promise<void> {
-    await this.#decide(caller, queued);
+  async check(caller: Caller, reads: AdmissionReads): Promise<void> {
+    await this.#decide(caller, reads);
   }
 
   /**
@@ -209,30 +238,36 @@ export class RunAdmission {
    * is read only when the run cannot start at once: a run under the live caps, the common
    * case, costs no read.
    */
-  async #decide(
-    caller: Caller,
-    queue: () => Promise<readonly QueueItem[]>,
-  ): Promise<Placement> {
+  async #decide(caller: Caller, reads: AdmissionReads): Promise<Placement> {
     const { owner } = caller;
     const remote = caller.remote === true;
+    // This process's own count first: it needs no read, and holds runs not recorded yet.
     const underLive = this.#live.total < this.limits.hostLiveGuests &&
-      (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns);
-    if (underLive && !this.#queuesFor(owner)) return "run";
-    const queued = await queue();
+      (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns) &&
+      !this.#queuesFor(owner);
+    if (underLive && (!remote || await reads.ownerLive(owner) < this.limits.ownerLiveRuns)) {
+      return "run";
+    }
+    await this.#queueOrRefuse(caller, reads);
+    return "queue";
+  }
+
+  /** Refuses a run of `caller` that must queue when the queue, or the owner's share, is full. */
+  async #queueOrRefuse(caller: Caller, reads: AdmissionReads): Promise<void> {
+    const { owner } = caller;
+    const queued = await reads.queued();
     const mine = queued.filter((item) => item.owner === owner).length;
     if (queued.length >= this.limits.hostQueuedRuns) {
       throw this.#refusal(
         `the host's queue holds ${queued.length} runs, the most allowed (admission.host_queued_runs)`,
       );
     }
-    if (remote && mine >= this.limits.ownerQueuedRuns) {
+    if (caller.remote === true && mine >= this.limits.ownerQueuedRuns) {
+      const live = Math.max(this.#live.count(owner), await reads.ownerLive(owner));
       throw this.#refusal(
-        `owner '${owner}' has ${
-          this.#live.count(owner)
-        } live runs and ${mine} queued, the most allowed (admission.owner_live_runs, admission.owner_queued_runs)`,
+        `owner '${owner}' has ${live} live runs and ${mine} queued, the most allowed (admission.owner_live_runs, admission.owner_queued_runs)`,
       );
     }
-    return "queue";
   }
 
   /**
@@ -265,6 +300,28 @@ export class RunAdmission {
     this.#takeLive(runId, owner);
     this.#lastServed = owner;
     return true;
+  }
+
+  /**
+   * Gives back the live slot taken for the queued run `runId` whose claim found its owner's
+   * slots taken by other hosts: the run goes on waiting, and its owner's runs are not offered
+   * again until {@linkcode unblock}.
+   */
+  blocked(runId: string, owner: string): void {
+    this.#liveHolds.get(runId)?.();
+    this.#liveHolds.delete(runId);
+    this.#blocked.add(owner);
+  }
+
+  /** Offers the queued runs of `owner` (of every owner without it) again. */
+  unblock(owner?: string): void {
+    if (owner === undefined) this.#blocked.clear();
+    else this.#blocked.delete(owner);
+  }
+
+  /** Whether queued runs wait for slots that other hosts hold. */
+  get blockedOwners(): number {
+    return this.#blocked.size;
   }
 
   /** Frees the live slot of `runId` (it ended, or its claim failed), and forgets its wait. */
@@ -314,7 +371,9 @@ export class RunAdmission {
     if (free <= 0) return [];
     const waiting = [...this.#waiting].map(([runId, owner]) => ({ runId, owner }));
     return fairOrder(waiting, this.#lastServed)
-      .filter((run) => this.#live.count(run.owner) < this.limits.ownerLiveRuns)
+      .filter((run) =>
+        !this.#blocked.has(run.owner) && this.#live.count(run.owner) < this.limits.ownerLiveRuns
+      )
       .slice(0, free);
   }
 
@@ -324,13 +383,16 @@ export class RunAdmission {
     return index < 0 ? undefined : index + 1;
   }
 
-  /** How full the caps are, for `owner`. */
-  snapshot(owner: string, queued: readonly QueueItem[]): RunAdmissionSnapshot {
+  /** How full the caps are, for `owner`, whose live runs on every host are `ownerLive`. */
+  snapshot(owner: string, queued: readonly QueueItem[], ownerLive: number): RunAdmissionSnapshot {
     const { limits } = this;
     return {
       host_live: { used: this.#live.total, cap: limits.hostLiveGuests },
       host_queued: { used: queued.length, cap: limits.hostQueuedRuns },
-      owner_live: { used: this.#live.count(owner), cap: limits.ownerLiveRuns },
+      owner_live: {
+        used: Math.max(this.#live.count(owner), ownerLive),
+        cap: limits.ownerLiveRuns,
+      },
       owner_queued: {
         used: queued.filter((item) => item.owner === owner).length,
         cap: limits.ownerQueuedRuns,

@@ -32,7 +32,12 @@ import { DEFAULT_RUN_TIMEOUT_S, type JsonValue } from "../schemas/mod.ts";
 import { sweepScratch } from "../scratch/mod.ts";
 import { FinishedRuns } from "./finished_runs.ts";
 import { RunContext } from "./run_context.ts";
-import { RunAdmission, type RunAdmissionLimits, type RunAdmissionSnapshot } from "./admission.ts";
+import {
+  type AdmissionReads,
+  RunAdmission,
+  type RunAdmissionLimits,
+  type RunAdmissionSnapshot,
+} from "./admission.ts";
 import { CancelPoll, followToEnd, ownerQuery, requireVisible, stopLive } from "../lifecycle/mod.ts";
 import {
   type ExecuteContext,
@@ -99,6 +104,8 @@ export class RunManager {
   readonly #admission: RunAdmission;
   /** Set when close() begins: queued runs are no longer started. */
   #closing = false;
+  /** The next look at queued runs whose owners' live slots other hosts hold. */
+  #look: ReturnType<typeof setTimeout> | undefined;
   /** What preparing a request reads: the manager's settings and its view of runs. */
   readonly #preparing: PrepareContext;
   /** What executing and ending a run needs of this host. */
@@ -250,14 +257,20 @@ export class RunManager {
       // its turn and joins no queue, so its record (files and a commit) waits for no other
       // run's: a burst of N starts is not N records in a row.
       placement = await this.#admission.serial(async () => {
-        const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        if (placed === "queue") {
-          await this.#record(prepared, null);
-          this.#admission.recorded(runId);
-        }
+        const placed = await this.#admission.place(caller, runId, this.#reads);
+        if (placed === "queue") await this.#recordQueued(prepared);
         return placed;
       });
-      if (placement === "run") await this.#record(prepared, this.#host.ref);
+      // The record takes the owner's live slot in the ledger, every host's counted: one that
+      // finds them taken meanwhile (by another host) queues the run after all.
+      const ownerCap = caller.remote === true ? this.#admission.limits.ownerLiveRuns : undefined;
+      if (placement === "run" && !(await this.#record(prepared, this.#host.ref, { ownerCap }))) {
+        placement = "queue" as const;
+        await this.#admission.serial(async () => {
+          await this.#admission.requeue(caller, runId, this.#reads);
+          await this.#recordQueued(prepared);
+        });
+      }
     } catch (error) {
       this.#admission.release(runId);
       release();
@@ -291,6 +304,20 @@ export class RunManager {
     return await this.#withPosition(structuredClone(prepared.status));
   }
 
+  /** Records a run placed in the queue, in the admission's turn; then a freed slot may go to it. */
+  async #recordQueued(prepared: PreparedRun): Promise<void> {
+    await this.#record(prepared, null);
+    this.#admission.recorded(prepared.status.run_id);
+  }
+
+  /** What admission reads from the ledger: the queue, and an owner's live runs on every host. */
+  get #reads(): AdmissionReads {
+    return {
+      queued: () => this.#queuedRuns(),
+      ownerLive: (owner) => this.#ledger.countOwnerLive(owner),
+    };
+  }
+
   /** The runs in the ledger's queue (every owner's), oldest first, as far as admission looks. */
   #queuedRuns(): Promise<QueueItem[]> {
     return this.#ledger.listQueue({
@@ -312,7 +339,7 @@ export class RunManager {
    * (a surface that must refuse before it answers); {@linkcode start} admits the run again.
    */
   async checkAdmission(caller: Caller): Promise<void> {
-    await this.#admission.serial(() => this.#admission.check(caller, () => this.#queuedRuns()));
+    await this.#admission.serial(() => this.#admission.check(caller, this.#reads));
   }
 
   /**
@@ -326,7 +353,11 @@ export class RunManager {
 
   /** How full the caps are, host-wide and for the caller's owner. */
   async admission(caller: Caller): Promise<RunAdmissionSnapshot> {
-    return this.#admission.snapshot(caller.owner, await this.#queuedRuns());
+    const [queued, ownerLive] = await Promise.all([
+      this.#queuedRuns(),
+      this.#ledger.countOwnerLive(caller.owner),
+    ]);
+    return this.#admission.snapshot(caller.owner, queued, ownerLive);
   }
 
   /**
@@ -348,10 +379,23 @@ export class RunManager {
   /** Starts the runs this process queued, as far as live slots have freed, owners in turn. */
   #pump(): void {
     if (this.#closing) return;
-    for (const { runId } of this.#admission.startable()) {
-      if (!this.#admission.tryClaim(runId, this.#admission.ownerWaiting(runId) ?? "")) continue;
-      this.#claimHeld(runId).catch(() => this.#admission.release(runId));
+    for (const { runId, owner } of this.#admission.startable()) {
+      if (!this.#admission.tryClaim(runId, owner)) continue;
+      this.#claimHeld(runId, { owner, force: false }).catch(() => this.#admission.release(runId));
     }
+  }
+
+  /**
+   * Looks again, after a while, at the queued runs whose owners' live slots other hosts hold:
+   * a slot another host frees tells this one nothing, so it is found by looking.
+   */
+  #lookLater(): void {
+    if (this.#closing || this.#look !== undefined) return;
+    this.#look = setTimeout(() => {
+      this.#look = undefined;
+      this.#admission.unblock();
+      this.#pump();
+    }, this.#options.cancelPollMs);
   }
 
   /**
@@ -373,22 +417,36 @@ export class RunManager {
     if (owner === undefined) return undefined;
     if (!this.#admission.tryClaim(runId, owner, options)) return undefined;
     try {
-      return await this.#claimHeld(runId);
+      return await this.#claimHeld(runId, { owner, force: options.force });
     } catch (error) {
       this.#admission.release(runId);
       throw error;
     }
   }
 
-  /** Claims a queued run whose live slot is taken, and starts it; undefined when not claimed. */
-  async #claimHeld(runId: string): Promise<RunStatus | undefined> {
+  /**
+   * Claims a queued run of `owner` whose live slot here is taken, with the owner's live slot
+   * in the ledger (unless `force`), and starts it; undefined when not claimed. A run whose
+   * owner's slots other hosts hold goes on waiting, and is looked at again later.
+   */
+  async #claimHeld(
+    runId: string,
+    options: { owner: string; force: boolean },
+  ): Promise<RunStatus | undefined> {
     const release = await this.#host.hold();
     let claimed = false;
     try {
-      claimed = await this.#ledger.claimRun(runId, this.#host.ref);
+      const ownerCap = options.force ? {} : { ownerCap: this.#admission.limits.ownerLiveRuns };
+      const outcome = await this.#ledger.claimRun(runId, this.#host.ref, ownerCap);
+      claimed = outcome === "claimed";
       if (!claimed) {
         release();
-        this.#admission.release(runId);
+        if (outcome === "owner_full") {
+          this.#admission.blocked(runId, options.owner);
+          this.#lookLater();
+          // The host slot it held may start another owner's run now.
+          this.#pump();
+        } else this.#admission.release(runId);
         return undefined;
       }
       this.#admission.forgetWaiting(runId);
@@ -426,9 +484,17 @@ export class RunManager {
     return prepareRun(input, caller, this.#preparing, options);
   }
 
-  /** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */
-  #record(prepared: PreparedRun, host: HostRef | null): Promise<void> {
-    return recordRun(this.#ledger, prepared, host);
+  /**
+   * Records a prepared run: running on `host`, or queued for a worker when `host` is null.
+   * False when `ownerCap` is given and the owner's live runs on every host are at it.
+   */
+  #record(
+    prepared: PreparedRun,
+    host: HostRef | null,
+    options: { ownerCap?: number | undefined } = {},
+  ): Promise<boolean> {
+    const { ownerCap } = options;
+    return recordRun(this.#ledger, prepared, host, ownerCap === undefined ? {} : { ownerCap });
   }
 
   /** Runs a recorded run in this process, holding `release` (its part of the host lease). */
@@ -681,6 +747,8 @@ export class RunManager {
   /** Cancels every run that has not ended, waits for all of them, and says goodbye to the ledger. */
   async close(): Promise<void> {
     this.#closing = true;
+    clearTimeout(this.#look);
+    this.#look = undefined;
     await stopLive(this.#runs.values(), new RunStop("cancelled", "the host is shutting down"));
     this.#closed.abort();
     await Promise.all(this.#endings);
@@ -693,11 +761,14 @@ export class RunManager {
 
   /** Drops an ended run that the ledger holds: a long-lived host must not keep every run. */
   #forget(runId: string): void {
+    const owner = this.#runs.get(runId)?.status.owner;
     this.#holds.get(runId)?.();
     this.#holds.delete(runId);
     this.#runs.delete(runId);
-    // Its guest is gone: its live slot goes to the next queued run.
+    // Its guest is gone: its live slot (here, and its owner's in the ledger) goes to the next
+    // queued run.
     this.#admission.release(runId);
+    if (owner !== undefined) this.#admission.unblock(owner);
     this.#pump();
   }
 }

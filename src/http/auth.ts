@@ -59,7 +59,8 @@ export function dashboardAuth(options: DashboardAuthOptions): MiddlewareHandler<
   const allowed = new Set([...settings.allowedOrigins, ...(options.ownOrigins ?? [])]);
   const sameOrigin = options.sameOrigin ?? false;
   const matchToken = tokenMatcher(settings.tokens);
-  const local = callerOf(LOCAL_OWNER, { remote: true });
+  // A token bound to no owner (or none, with authentication off) is the operator's.
+  const local = callerOf(LOCAL_OWNER, { remote: true, operator: true });
 
   return async function authenticate(c, next) {
     const origin = c.req.header("origin");

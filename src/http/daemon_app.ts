@@ -10,7 +10,7 @@ import { Hono } from "hono";
 import { SvcError } from "../errors/mod.ts";
 import type { Daemon } from "../daemon/mod.ts";
 import { dashboardAuth } from "./auth.ts";
-import { type AuthSettings, LOCAL_OWNER } from "./auth_settings.ts";
+import type { AuthSettings } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
 import { errorResponse, renderError } from "./errors.ts";
 
@@ -48,7 +48,7 @@ export function daemonApp(daemon: Daemon, options: DaemonAppOptions): DaemonApp 
   app.use("/health/detail", dashboardAuth({ settings: options.auth }));
   app.get("/health/detail", async (c) => {
     const caller = c.get("caller");
-    if (caller.owner !== LOCAL_OWNER) {
+    if (caller.operator !== true) {
       throw new SvcError(
         "forbidden",
         "Cannot show the daemon's health detail: it spans every owner, so it needs a token bound to no owner",

@@ -16,6 +16,12 @@ export interface Caller {
    * names goes through the workspace policy, every run it starts through admission control.
    */
   readonly remote?: boolean;
+  /**
+   * The caller is the operator: a token bound to no owner (or a request with authentication
+   * off). Marked apart from the owner's name, since a token may be bound to any name, `local`
+   * included, and the name of the default owner gives no right over the host.
+   */
+  readonly operator?: boolean;
 }
 
 /** Longest owner name: owners come from tokens and flags, and end up in ledger keys. */
@@ -27,7 +33,7 @@ export const OWNER_LIMIT = 128;
  */
 export function callerOf(
   owner: string,
-  options: { admin?: boolean; remote?: boolean } = {},
+  options: { admin?: boolean; remote?: boolean; operator?: boolean } = {},
 ): Caller {
   // deno-lint-ignore no-control-regex
   if (owner.length === 0 || owner.length > OWNER_LIMIT || /[\u0000-\u001f\u007f]/.test(owner)) {
@@ -42,6 +48,7 @@ export function callerOf(
     owner,
     ...(options.admin ? { admin: true } : {}),
     ...(options.remote ? { remote: true } : {}),
+    ...(options.operator ? { operator: true } : {}),
   };
 }
 

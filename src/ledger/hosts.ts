@@ -157,12 +157,35 @@ async function recoverInterruptedTasks(ctx: LedgerContext, self: HostRef): Promi
         .set(KEYS.task(taskId), bytes)
         .set(KEYS.taskEvents(taskId, seq), toBytes(event))
         .delete(KEYS.activeTasks(taskId))
+        .delete(KEYS.ownerTasks(task.owner, taskId))
         .set(KEYS.feedTick, toBytes({})), taskActivity(task, event));
     if (!ok) continue;
     ctx.notify({ kind: "task", id: taskId });
     recovered.push(taskId);
   }
+  await freeDeadTaskSlots(ctx, self);
   return recovered;
+}
+
+/**
+ * Frees the owners' task slots that a dead host took for tasks no one will run: a task that
+ * has ended or is gone, or one its host recorded to run itself and died before it began (not
+ * in the queue, not running). A task waiting in the queue keeps its slot for the worker that
+ * takes it up; a running one is recovered with its worker.
+ */
+async function freeDeadTaskSlots(ctx: LedgerContext, self: HostRef): Promise<void> {
+  for await (const entry of ctx.kv.list(KEYS.allOwnerTasks)) {
+    const [, owner, taskId] = entry.key;
+    if (typeof owner !== "string" || typeof taskId !== "string" || !entry.value) continue;
+    const { host_id } = fromBytes<{ host_id: string }>(entry.value);
+    if (host_id === self.id || (await liveHost(ctx, host_id)).alive) continue;
+    const taskEntry = await ctx.kv.get(KEYS.task(taskId));
+    const task = taskEntry.value ? await taskOf(ctx, taskEntry.value) : undefined;
+    const waiting = task?.state === "queued" &&
+      (await ctx.kv.get(KEYS.queue("task", taskId))).value !== null;
+    if (waiting || task?.state === "running") continue;
+    await ctx.kv.atomic().check(entry.key, entry.versionstamp).delete(entry.key).commit();
+  }
 }
 
 /** The hosts sharing the ledger, with their role and whether they are alive. */

@@ -181,14 +181,16 @@ export interface RunLedger {
   /**
    * Records a new run, its input (script, args, ...) and its first event (seq 0), as running on
    * `host`, or, with `host` null, queued for a worker to claim ({@linkcode QueueLedger.claimRun});
-   * its state enters the owner's activity stream in the same commit. The input is
+   * its state enters the owner's activity stream in the same commit. A run taken by `host`
+   * takes its owner's live slot with it; with `ownerCap`, only while the owner has fewer live
+   * runs on every host together, else nothing is recorded and the answer is false. The input is
    * written before the run exists, so whoever sees the run can read its input. `args` over
    * `MAX_ARGS_BYTES` as JSON are refused (`invalid_request`).
    */
   createRun(
     status: RunStatus,
-    options: { input: RunInput; host: HostRef | null; event: RunEvent },
-  ): Promise<void>;
+    options: { input: RunInput; host: HostRef | null; event: RunEvent; ownerCap?: number },
+  ): Promise<boolean>;
   /**
    * Commits a run's writes in order; a terminal status ends the run's feed and its cancel
    * request. Each state change enters the owner's activity stream with it.
@@ -284,8 +286,16 @@ export interface TaskLedger {
   /**
    * Records a new task (queued) with its first event and its owner's activity item; with
    * `queue`, it waits in the queue for a worker to claim (by saving it with `expect: "queued"`).
+   * Made by `host`, it takes its owner's live slot (freed when it ends, or when its host dies
+   * before anyone took it up); with `ownerCap`, only while the owner has fewer live tasks on
+   * every host together, else nothing is recorded and the answer is false.
    */
-  createTask(task: TaskStatus, options?: { queue?: boolean }): Promise<void>;
+  createTask(
+    task: TaskStatus,
+    options?: { queue?: boolean; host?: HostRef; ownerCap?: number },
+  ): Promise<boolean>;
+  /** How many live (queued or running) tasks `owner` has, on every host sharing the ledger. */
+  countOwnerTasks(owner: string): Promise<number>;
   /**
    * Saves a task; with `eventSeq`, its state change joins its feed and its owner's activity
    * stream (with `approval`, the event is about its approval instead, and no activity item is
@@ -384,16 +394,26 @@ export interface QueueLedger {
   /** Queued runs and tasks (or, with `kind`, only runs or tasks) no worker has claimed yet, oldest first. */
   listQueue(options?: { limit?: number; kind?: "run" | "task" }): Promise<QueueItem[]>;
   /**
-   * Claims a queued run for `host`: takes it off the queue and records the host, atomically,
-   * so that two workers never both get it. False when it is not (or no longer) queued.
+   * Claims a queued run for `host`: takes it off the queue and records the host, with the
+   * owner's live slot, atomically, so that two workers never both get it. `not_queued` when it
+   * is not (or no longer) queued; `owner_full` when `ownerCap` is given and the owner has that
+   * many live runs on every host together (the run stays queued).
    */
-  claimRun(runId: string, host: HostRef): Promise<boolean>;
+  claimRun(runId: string, host: HostRef, options?: { ownerCap?: number }): Promise<ClaimOutcome>;
+  /**
+   * How many live runs `owner` has, on every host sharing the ledger: what
+   * `admission.owner_live_runs` caps.
+   */
+  countOwnerLive(owner: string): Promise<number>;
   /**
    * How many runs of `owner` (everyone's without it) wait in the queue and how many a host has
    * taken (from its record or its claim to its end), read without the runs' documents.
    */
   countActiveRuns(owner?: string): Promise<ActiveRunCounts>;
 }
+
+/** What {@linkcode QueueLedger.claimRun} did. */
+export type ClaimOutcome = "claimed" | "not_queued" | "owner_full";
 
 /** Runs waiting in the queue, and runs a host has taken (running, or about to). */
 export interface ActiveRunCounts {

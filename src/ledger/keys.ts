@@ -9,6 +9,10 @@ import type { KvKey, KvStore } from "../platform/mod.ts";
  * | `["runs", run_id]` | the run document (status without narration, security events, inline result) |
  * | `["runs_by_owner", owner, run_id]` | `{}`: index for listing |
  * | `["active", run_id]` | `{host_id, pid, owner}`: runs a host has taken (running, or about to), for recovery after a crash and the status's counts |
+ * | `["owner_live", owner, run_id]` | `{host_id}`: the owner's runs a host has taken, every host's: the count of `admission.owner_live_runs`; written and deleted with the run's `active` entry |
+ * | `["owner_live_head", owner]` | `{}`: rewritten by every take of an owner's live slot and checked by a capped take, so that two hosts never pass the cap together |
+ * | `["owner_tasks", owner, task_id]` | `{host_id}`: the owner's live (queued or running) dispatch tasks, every host's: the count of `admission.owner_live_tasks`; written with the task's record, deleted with its end |
+ * | `["owner_tasks_head", owner]` | `{}`: as `owner_live_head`, for tasks |
  * | `["narration", run_id, seq]` | one narration entry |
  * | `["security", run_id, seq]` | one security event |
  * | `["journal", run_id, seq]` | one journal entry, or a pack of consecutive replayed entries from `seq` on (`journal_pack.ts`) |
@@ -44,6 +48,13 @@ export const KEYS = {
     runId === undefined ? ["runs_by_owner", owner] : ["runs_by_owner", owner, runId],
   allRuns: ["runs"] as KvKey,
   active: (runId?: string): KvKey => runId === undefined ? ["active"] : ["active", runId],
+  ownerLive: (owner: string, runId?: string): KvKey =>
+    runId === undefined ? ["owner_live", owner] : ["owner_live", owner, runId],
+  ownerLiveHead: (owner: string): KvKey => ["owner_live_head", owner],
+  ownerTasks: (owner: string, taskId?: string): KvKey =>
+    taskId === undefined ? ["owner_tasks", owner] : ["owner_tasks", owner, taskId],
+  ownerTasksHead: (owner: string): KvKey => ["owner_tasks_head", owner],
+  allOwnerTasks: ["owner_tasks"] as KvKey,
   narration: (runId: string, seq?: number): KvKey =>
     seq === undefined ? ["narration", runId] : ["narration", runId, seq],
   security: (runId: string, seq?: number): KvKey =>

@@ -10,6 +10,7 @@ export type {
   ActiveRunCounts,
   ApprovalLedger,
   CallLedger,
+  ClaimOutcome,
   CollaborationLedger,
   DaemonLedger,
   FeedLedger,

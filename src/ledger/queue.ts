@@ -2,7 +2,8 @@ import { fromBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
 import type { LedgerContext } from "./context.ts";
 import { countActiveRuns } from "./active_runs.ts";
-import type { HostRef, QueueItem, QueueLedger } from "./interface.ts";
+import { countOwnerLive, OWNER_LIVE_ATTEMPTS, readOwnerLive, takeOwnerLive } from "./owner_live.ts";
+import type { ClaimOutcome, HostRef, QueueItem, QueueLedger } from "./interface.ts";
 
 /** Queued runs and tasks no worker has claimed yet, oldest first. */
 async function listQueue(
@@ -30,25 +31,43 @@ async function listQueue(
   return out.slice(0, limit);
 }
 
-/** Takes a queued run off the queue for `host`, atomically; false when it is not queued. */
-async function claimRun(ctx: LedgerContext, runId: string, host: HostRef): Promise<boolean> {
-  const queued = await ctx.kv.get(KEYS.queue("run", runId));
-  if (!queued.value) return false;
-  // The active entry names the owner, so that counting an owner's active runs reads no more.
-  const queuedOwner = fromBytes<{ owner: string }>(queued.value).owner;
-  return (await ctx.kv.atomic()
-    .check(KEYS.queue("run", runId), queued.versionstamp)
-    .check(KEYS.active(runId), null)
-    .delete(KEYS.queue("run", runId))
-    .set(KEYS.active(runId), toBytes({ host_id: host.id, pid: host.pid, owner: queuedOwner }))
-    .commit()).ok;
+/**
+ * Takes a queued run off the queue for `host`, atomically, with its owner's live slot
+ * (src/ledger/owner_live.ts): `not_queued` when it is not queued, `owner_full` when `ownerCap`
+ * is given and the owner holds that many live runs on any host.
+ */
+async function claimRun(
+  ctx: LedgerContext,
+  runId: string,
+  host: HostRef,
+  options: { ownerCap?: number } = {},
+): Promise<ClaimOutcome> {
+  for (let attempt = 1;; attempt++) {
+    const queued = await ctx.kv.get(KEYS.queue("run", runId));
+    if (!queued.value) return "not_queued";
+    // The active entry names the owner, so that counting an owner's active runs reads no more.
+    const owner = fromBytes<{ owner: string }>(queued.value).owner;
+    const gate = options.ownerCap === undefined ? undefined : await readOwnerLive(ctx, owner);
+    if (gate && gate.count >= options.ownerCap!) return "owner_full";
+    const atomic = ctx.kv.atomic()
+      .check(KEYS.queue("run", runId), queued.versionstamp)
+      .check(KEYS.active(runId), null)
+      .delete(KEYS.queue("run", runId))
+      .set(KEYS.active(runId), toBytes({ host_id: host.id, pid: host.pid, owner }));
+    takeOwnerLive(atomic, { owner, runId, host, gate });
+    if ((await atomic.commit()).ok) return "claimed";
+    // Another worker claimed it (the next look finds it gone), or another host took a slot.
+    if (gate === undefined) return "not_queued";
+    if (attempt >= OWNER_LIVE_ATTEMPTS) return "owner_full";
+  }
 }
 
 /** The queue of a ledger's context. */
 export function queueLedger(ctx: LedgerContext): QueueLedger {
   return {
     listQueue: (options) => listQueue(ctx, options),
-    claimRun: (runId, host) => claimRun(ctx, runId, host),
+    claimRun: (runId, host, options) => claimRun(ctx, runId, host, options),
     countActiveRuns: (owner) => countActiveRuns(ctx, owner),
+    countOwnerLive: (owner) => countOwnerLive(ctx, owner),
   };
 }

@@ -4,6 +4,7 @@ import { jsonByteLength, type JsonValue, MAX_ARGS_BYTES } from "../schemas/mod.t
 import { fitRecord, VALUE_LIMIT } from "./fit.ts";
 import { fromBytes, objectBytes, toBytes } from "./json_bytes.ts";
 import { KEYS } from "./keys.ts";
+import { giveOwnerLive, OWNER_LIVE_ATTEMPTS, readOwnerLive, takeOwnerLive } from "./owner_live.ts";
 import { checkBefore } from "./cursor.ts";
 import { isId } from "./ids.ts";
 import { JournalPacker, type StoredJournal, unpackJournal } from "./journal_pack.ts";
@@ -72,13 +73,15 @@ function bareStatus(status: RunStatus): RunStatus {
 /**
  * Records a new run and writes its input into the run directory: the script as `script.js`,
  * the rest as `input.json`. Both are written before the run's record, so that a reader who
- * finds the run finds its input.
+ * finds the run finds its input. A run recorded as taken by `host` takes its owner's live slot
+ * in the same commit (src/ledger/owner_live.ts); with `ownerCap` only while the owner holds
+ * fewer, else nothing is recorded and the answer is false (the caller queues the run).
  */
 async function createRun(
   ctx: LedgerContext,
   status: RunStatus,
-  options: { input: RunInput; host: HostRef | null; event: RunEvent },
-): Promise<void> {
+  options: { input: RunInput; host: HostRef | null; event: RunEvent; ownerCap?: number },
+): Promise<boolean> {
   const { script, ...rest } = options.input;
   const { host } = options;
   if (rest.args !== undefined && jsonByteLength(rest.args) > MAX_ARGS_BYTES) {
@@ -95,30 +98,45 @@ async function createRun(
   const record: RunDoc = { v: 1, status: fitRecord(bareStatus(status), VALUE_LIMIT).value };
   const doc = toBytes(record);
   const event = fitRecord(options.event).bytes;
-  const ok = await ctx.commit((atomic) =>
-    atomic
-      .check(KEYS.run(status.run_id), null)
-      .set(KEYS.run(status.run_id), doc)
-      .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
-      .set(
-        host ? KEYS.active(status.run_id) : KEYS.queue("run", status.run_id),
-        host
-          ? toBytes({ host_id: host.id, pid: host.pid, owner: status.owner })
-          : toBytes({ owner: status.owner, at: status.created_at }),
-      )
-      .set(KEYS.events(status.run_id, 0), event)
-      .set(KEYS.feedTick, toBytes({})), {
-    owner: status.owner,
-    items: [runActivity(status, { at: options.event.at, state: status.state })],
-  });
-  if (!ok) {
-    throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
+  const capped = host !== null && options.ownerCap !== undefined;
+  for (let attempt = 1;; attempt++) {
+    const gate = capped ? await readOwnerLive(ctx, status.owner) : undefined;
+    if (gate && gate.count >= options.ownerCap!) return false;
+    const ok = await ctx.commit((atomic) => {
+      atomic
+        .check(KEYS.run(status.run_id), null)
+        .set(KEYS.run(status.run_id), doc)
+        .set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({}))
+        .set(
+          host ? KEYS.active(status.run_id) : KEYS.queue("run", status.run_id),
+          host
+            ? toBytes({ host_id: host.id, pid: host.pid, owner: status.owner })
+            : toBytes({ owner: status.owner, at: status.created_at }),
+        )
+        .set(KEYS.events(status.run_id, 0), event)
+        .set(KEYS.feedTick, toBytes({}));
+      if (host) {
+        takeOwnerLive(atomic, { owner: status.owner, runId: status.run_id, host, gate });
+      }
+    }, {
+      owner: status.owner,
+      items: [runActivity(status, { at: options.event.at, state: status.state })],
+    });
+    if (ok) break;
+    // A failed capped commit lost to another host's take, unless the id is taken.
+    const taken = (await ctx.kv.get(KEYS.run(status.run_id))).value !== null;
+    if (!capped || taken) {
+      throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
+    }
+    // The owner's slots kept changing: the run queues rather than pass the cap.
+    if (attempt >= OWNER_LIVE_ATTEMPTS) return false;
   }
   // Only the process that runs it writes a live run's events: a queued run is left to others.
   ctx.notify(
     { kind: "run", id: status.run_id },
     host ? { head: 0, events: new Map([[0, event]]) } : undefined,
   );
+  return true;
 }
 
 type Mutation = { key: KvKey; value: Uint8Array };
@@ -319,6 +337,7 @@ async function write(ctx: LedgerContext, runId: string, ops: LedgerOp[]): Promis
         for (const { key, value } of mutations) atomic.set(key, value);
         if (doc) atomic.set(KEYS.run(runId), doc);
         if (ends) atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
+        if (ends && latest) giveOwnerLive(atomic, latest.owner, runId);
         if (events) atomic.set(KEYS.feedTick, toBytes({}));
       },
       activity,
@@ -518,6 +537,7 @@ export async function markInterrupted(
       .set(KEYS.run(runId), toBytes(doc))
       .set(KEYS.events(runId, last + 1), toBytes(event))
       .delete(KEYS.active(runId))
+      .delete(KEYS.ownerLive(doc.status.owner, runId))
       .delete(KEYS.runCancel(runId))
       .set(KEYS.feedTick, toBytes({})), {
     owner: doc.status.owner,

@@ -12,8 +12,15 @@ import {
   taskActivity,
   taskFiles,
 } from "./context.ts";
-import type { ListOptions, TaskApprovalNote, TaskLedger } from "./interface.ts";
-import type { CallRecord, TaskEvent, TaskStatus } from "./records.ts";
+import type { HostRef, ListOptions, TaskApprovalNote, TaskLedger } from "./interface.ts";
+import { type CallRecord, isTerminal, type TaskEvent, type TaskStatus } from "./records.ts";
+import {
+  countOwnerLive,
+  OWNER_LIVE_ATTEMPTS,
+  type OwnerLiveGate,
+  readOwnerLive,
+  takeOwnerLive,
+} from "./owner_live.ts";
 
 interface TaskDoc {
   v: 1;
@@ -41,15 +48,49 @@ export async function taskOf(ctx: LedgerContext, bytes: Uint8Array): Promise<Tas
   return task;
 }
 
-/** Records a new task (queued) with its first event. */
+/**
+ * Records a new task (queued) with its first event; made by `host`, it takes its owner's live
+ * slot with it (src/ledger/owner_live.ts), with `ownerCap` only while the owner has fewer live
+ * tasks on every host: false when it was not recorded for that.
+ */
 async function createTask(
   ctx: LedgerContext,
   task: TaskStatus,
-  options: { queue?: boolean } = {},
-): Promise<void> {
+  options: { queue?: boolean; host?: HostRef; ownerCap?: number } = {},
+): Promise<boolean> {
+  const { host } = options;
+  const capped = host !== undefined && options.ownerCap !== undefined;
+  for (let attempt = 1;; attempt++) {
+    const gate = capped ? await readOwnerLive(ctx, task.owner, "task") : undefined;
+    if (gate && gate.count >= options.ownerCap!) return false;
+    if (await commitNewTask(ctx, task, { ...options, gate })) return true;
+    const taken = (await ctx.kv.get(KEYS.task(task.task_id))).value !== null;
+    if (!capped || taken) {
+      throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
+    }
+    if (attempt >= OWNER_LIVE_ATTEMPTS) return false;
+  }
+}
+
+/** One attempt of {@linkcode createTask}'s commit; false when a check failed. */
+async function commitNewTask(
+  ctx: LedgerContext,
+  task: TaskStatus,
+  options: { queue?: boolean; host?: HostRef; gate?: OwnerLiveGate | undefined },
+): Promise<boolean> {
   const event: TaskEvent = { at: task.created_at, task_id: task.task_id, state: task.state };
   const bytes = await taskBytes(ctx, task);
+  const { host, gate } = options;
   const ok = await ctx.commit((atomic) => {
+    if (host) {
+      takeOwnerLive(atomic, {
+        owner: task.owner,
+        runId: task.task_id,
+        host,
+        kind: "task",
+        ...(gate ? { gate } : {}),
+      });
+    }
     if (options.queue) {
       // The provider it names, if any: only a host that has it claims the task.
       const provider = task.fake_dispatch ? undefined : task.options.provider;
@@ -69,10 +110,8 @@ async function createTask(
       .set(KEYS.taskEvents(task.task_id, 0), toBytes(event))
       .set(KEYS.feedTick, toBytes({}));
   }, taskActivity(task, event));
-  if (!ok) {
-    throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
-  }
-  ctx.notify({ kind: "task", id: task.task_id });
+  if (ok) ctx.notify({ kind: "task", id: task.task_id });
+  return ok;
 }
 
 /** A finished task's record in the call log. */
@@ -130,6 +169,8 @@ async function saveTask(
   } else if (task.state !== "queued") mutations.push([KEYS.activeTasks(task.task_id), null]);
   // Claimed or ended: no longer waiting for a worker.
   if (task.state !== "queued") mutations.push([KEYS.queue("task", task.task_id), null]);
+  // Ended: its owner's live slot is free.
+  if (isTerminal(task.state)) mutations.push([KEYS.ownerTasks(task.owner, task.task_id), null]);
   let activity: ActivityAppend | undefined;
   if (options.eventSeq !== undefined) {
     const { approval } = options;
@@ -241,6 +282,7 @@ async function requestCancel(ctx: LedgerContext, taskId: string): Promise<TaskSt
 export function taskLedger(ctx: LedgerContext): TaskLedger {
   return {
     createTask: (task, options) => createTask(ctx, task, options),
+    countOwnerTasks: (owner) => countOwnerLive(ctx, owner, "task"),
     saveTask: (task, options) => saveTask(ctx, task, options),
     appendTaskProgress: (taskId, options) => appendTaskProgress(ctx, taskId, options),
     getTask: (taskId) => getTask(ctx, taskId),

@@ -13,7 +13,7 @@ import type { Caller } from "../ledger/mod.ts";
 
 /** How full the caps are, host-wide and for one owner. */
 export interface AdmissionSnapshot extends RunAdmissionSnapshot {
-  /** The owner's live tasks in this process, and the cap of a remote caller. */
+  /** The owner's live tasks on every host sharing the ledger, and the cap of a remote caller. */
   owner_tasks: { used: number; cap: number };
   /** The owner's open event streams in this process, and the cap of a remote caller. */
   owner_streams: { used: number; cap: number };
@@ -77,7 +77,7 @@ export class Admission {
   async snapshot(caller: Caller): Promise<AdmissionSnapshot> {
     return {
       ...(await this.#runs.admission(caller)),
-      owner_tasks: this.#tasks.liveTasks(caller.owner),
+      owner_tasks: await this.#tasks.liveTasks(caller.owner),
       owner_streams: {
         used: this.#streams.count(caller.owner),
         cap: this.#config.owner_event_streams,

@@ -15,12 +15,6 @@ export const RESTART_KEYS: readonly string[] = [
   "daemon.catch_up_s",
 ];
 
-/**
- * The owner a token bound to no owner acts as (the dashboard's `LOCAL_OWNER`): the operator's
- * token. Reloading and reading the configuration are the operator's.
- */
-const OPERATOR_OWNER = "local";
-
 /** What a reload did. */
 export interface ConfigReloadOutcome {
   /** `reloaded`: the file was taken; `unchanged`: it says what runs already; `refused`: invalid. */
@@ -58,9 +52,13 @@ export interface ConfigReloadOptions {
   debounceMs?: number;
 }
 
-/** Whether `caller` is the operator: the terminal, or a token bound to no owner. */
+/**
+ * Whether `caller` is the operator: the terminal, or a token bound to no owner (marked
+ * `operator` by the authentication layer). Never by the owner's name: a token bound to an
+ * owner named `local`, the name a token bound to no owner acts under, is that owner's.
+ */
 export function isOperator(caller: Caller): boolean {
-  return caller.remote !== true || caller.admin === true || caller.owner === OPERATOR_OWNER;
+  return caller.remote !== true || caller.admin === true || caller.operator === true;
 }
 
 /** The value at a dotted key of a configuration, as JSON text. */

@@ -199,16 +199,10 @@ export class TaskManager {
     options: { trigger?: WorkTrigger } = {},
   ): Promise<TaskStatus> {
     if (!caller.remote) return this.#create(input, caller, { queue: true, ...options });
-    const next = this.#enqueueTurn.then(async () => {
-      const queued = await this.#options.ledger.listQueue({
-        kind: "task",
-        limit: this.#options.ownerLiveTasks + 1000,
-      });
-      const mine = queued.filter((item) => item.owner === caller.owner).length;
-      const held = this.#owners.count(caller.owner) + mine;
-      if (held >= this.#options.ownerLiveTasks) throw this.#refusal(caller.owner, held);
-      return await this.#create(input, caller, { queue: true, ...options });
-    });
+    // The ledger counts the owner's live tasks, queued ones included, every host's.
+    const next = this.#enqueueTurn.then(() =>
+      this.#create(input, caller, { queue: true, capped: true, ...options })
+    );
     this.#enqueueTurn = next.catch(() => {});
     return next;
   }
@@ -217,16 +211,24 @@ export class TaskManager {
    * Throws the `rate_limited` refusal a dispatch of `caller` would get now, taking nothing (a
    * surface that must refuse before it answers); {@linkcode start} admits the task again.
    */
-  checkAdmission(caller: Caller): void {
-    const held = this.#owners.count(caller.owner);
-    if (caller.remote && held >= this.#options.ownerLiveTasks) {
-      throw this.#refusal(caller.owner, held);
-    }
+  async checkAdmission(caller: Caller): Promise<void> {
+    if (!caller.remote) return;
+    const held = await this.#held(caller.owner);
+    if (held >= this.#options.ownerLiveTasks) throw this.#refusal(caller.owner, held);
   }
 
-  /** How many tasks the owner has live in this process, and the cap of a remote caller. */
-  liveTasks(owner: string): { used: number; cap: number } {
-    return { used: this.#owners.count(owner), cap: this.#options.ownerLiveTasks };
+  /**
+   * How many live tasks the owner has on every host sharing the ledger, and the cap of a
+   * remote caller.
+   */
+  async liveTasks(owner: string): Promise<{ used: number; cap: number }> {
+    return { used: await this.#held(owner), cap: this.#options.ownerLiveTasks };
+  }
+
+  /** The owner's live tasks: the ledger's count, or this process's while its records are on the way. */
+  async #held(owner: string): Promise<number> {
+    const counted = await this.#options.ledger.countOwnerTasks(owner);
+    return Math.max(counted, this.#owners.count(owner));
   }
 
   /** The refusal of a dispatch beyond a remote owner's cap of live tasks. */
@@ -242,7 +244,7 @@ export class TaskManager {
   async #create(
     input: unknown,
     caller: Caller,
-    options: { queue: boolean; trigger?: WorkTrigger },
+    options: { queue: boolean; trigger?: WorkTrigger; capped?: boolean },
   ): Promise<TaskStatus> {
     const parsed = this.#parse(input);
     if (parsed.prompt.length > PROMPT_LIMIT) {
@@ -269,7 +271,20 @@ export class TaskManager {
       schema_attempts,
       ...(options.trigger ? { trigger: options.trigger } : {}),
     });
-    await this.#options.ledger.createTask(task, { queue: options.queue });
+    // The host's record is written before the task's slot names it, so that no other host
+    // takes the slot for a dead host's.
+    const release = await this.#host.hold();
+    let recorded: boolean;
+    try {
+      recorded = await this.#options.ledger.createTask(task, {
+        queue: options.queue,
+        host: this.#host.ref,
+        ...(options.capped ? { ownerCap: this.#options.ownerLiveTasks } : {}),
+      });
+    } finally {
+      release();
+    }
+    if (!recorded) throw this.#refusal(caller.owner, await this.#held(caller.owner));
     return task;
   }
 
@@ -282,7 +297,7 @@ export class TaskManager {
     if (!hold) throw this.#refusal(caller.owner, this.#owners.count(caller.owner));
     let task: TaskStatus;
     try {
-      task = await this.#create(input, caller, { queue: false });
+      task = await this.#create(input, caller, { queue: false, capped: caller.remote === true });
     } catch (error) {
       hold();
       throw error;

@@ -159,14 +159,19 @@ export function refusedRun(
   };
 }
 
-/** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */
+/**
+ * Records a prepared run: running on `host`, or queued for a worker when `host` is null. With
+ * `ownerCap`, a run on `host` is recorded only while its owner has fewer live runs on every
+ * host of the ledger; false when it was not recorded for that.
+ */
 export async function recordRun(
   ledger: Pick<RunLedger, "createRun">,
   prepared: PreparedRun,
   host: HostRef | null,
-): Promise<void> {
+  options: { ownerCap?: number } = {},
+): Promise<boolean> {
   const { status, request } = prepared;
-  await ledger.createRun(status, {
+  return await ledger.createRun(status, {
     input: {
       script: request.script,
       ...(request.args !== undefined ? { args: request.args } : {}),
@@ -176,6 +181,7 @@ export async function recordRun(
     },
     host,
     event: { type: "state", run_id: status.run_id, at: status.created_at, state: "queued" },
+    ...(options.ownerCap !== undefined ? { ownerCap: options.ownerCap } : {}),
   });
 }
 
