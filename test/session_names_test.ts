@@ -78,7 +78,7 @@ Deno.test("the svc_dispatch tool refuses a hostile session name naming 'session'
   for (const session of HOSTILE) {
     const result = await c.call("svc_dispatch", { prompt: "hello", provider: "claude", session });
     assert.equal(result.isError, true, JSON.stringify(result));
-    assert.match(errorText(result), /session/);
+    assert.match(errorText(result), /Invalid arguments for tool svc_dispatch: session: must /);
   }
   assert.equal(claude.requests.length, 0);
   assert.deepEqual(await d.services.sessions.list(ALICE), []);
