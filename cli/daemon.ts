@@ -1,8 +1,9 @@
 /**
  * `svc daemon` (the resident process: queue worker, scheduler, webhooks, `/health`) and
  * `svc health` (reads a daemon's health, prints it, exits non-zero when it is unhealthy). The
- * open `/health` says liveness only; the snapshot is `/health/detail`, for a token bound to no
- * owner: `svc health` sends the one of `--token-file`, by default `$SVC_HOME/dashboard.token`.
+ * open `/health` says status, kernel policy and scheduler mode only; the snapshot is
+ * `/health/detail`, for a token bound to no owner: `svc health` sends the one of
+ * `--token-file`, by default `$SVC_HOME/dashboard.token`.
  * @module
  */
 import type { Command } from "commander";
@@ -152,6 +153,29 @@ function healthLines(url: URL, health: Record<string, unknown>): string[] {
   return lines;
 }
 
+/** Lines of the open `/health` answer: status, kernel and scheduler mode, as plain text. */
+function openHealthLines(url: URL, body: Record<string, unknown>): string[] {
+  const field = (value: unknown, key: string): string => {
+    const at = value !== null && typeof value === "object"
+      ? (value as Record<string, unknown>)[key]
+      : undefined;
+    // From whatever answers at the URL: bounded printable text.
+    return String(at ?? "-").replace(/[^\x20-\x7e]/g, "?").slice(0, 40);
+  };
+  const lines = [
+    `${url.href}: ${field(body, "status")} (the detail needs the operator's token: --token-file)`,
+  ];
+  if (body.kernel !== undefined) {
+    lines.push(
+      `  kernel     sandbox ceiling ${field(body.kernel, "sandbox_ceiling")}, full: ${
+        field(body.kernel, "full")
+      }`,
+    );
+  }
+  if (body.scheduler !== undefined) lines.push(`  scheduler  ${field(body.scheduler, "mode")}`);
+  return lines;
+}
+
 /** The token `svc health` sends for the detail: `--token-file`'s, else the generated one. */
 async function healthToken(flags: { tokenFile?: string }): Promise<string | undefined> {
   const path = flags.tokenFile ?? generatedTokenPath(svcHome());
@@ -197,11 +221,8 @@ async function printHealth(
 ): Promise<number> {
   const { response, body } = answer;
   if (flags.json) await printJson(body, 2);
-  else if (body.version === undefined) {
-    await printOut([
-      `${url.href}: ${String(body.status)} (the detail needs the operator's token: --token-file)`,
-    ]);
-  } else await printOut(healthLines(url, body));
+  else if (body.version === undefined) await printOut(openHealthLines(url, body));
+  else await printOut(healthLines(url, body));
   return response.status === 200 && body.status === "ok" ? EXIT.ok : EXIT.failed;
 }
 

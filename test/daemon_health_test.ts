@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { runCommand, tempDir } from "./helpers.ts";
+import { daemonApp } from "../src/http/mod.ts";
 import { configOf, DAEMON_TOKENS, startTestDaemon } from "./daemon_helpers.ts";
 import { svcTaskCommand } from "./helpers.ts";
 
@@ -14,7 +15,7 @@ async function svcHealth(url: string, home: string, json = false) {
   ], { env: { SVC_HOME: home, NO_COLOR: "1" } });
 }
 
-Deno.test("GET /health answers liveness only without authentication; the snapshot is /health/detail, for the operator's token", async () => {
+Deno.test("GET /health answers status, kernel and scheduler mode without authentication; the snapshot is /health/detail, for the operator's token", async () => {
   await using home = await tempDir("svc-health-");
   await using daemon = await startTestDaemon(home.path, {
     config: configOf({
@@ -25,7 +26,12 @@ Deno.test("GET /health answers liveness only without authentication; the snapsho
   assert.equal(open.status, 200);
   assert.equal(open.headers.get("cache-control"), "no-store");
   // No host name, pid, host id, webhook name, queue or version for a stranger.
-  assert.deepEqual(await open.json(), { status: "ok" });
+  const openBody = await open.json();
+  assert.deepEqual(Object.keys(openBody).sort(), ["kernel", "scheduler", "status"]);
+  assert.equal(openBody.status, "ok");
+  assert.deepEqual(openBody.kernel, { sandbox_ceiling: "write", full: "deny" });
+  assert.deepEqual(Object.keys(openBody.scheduler), ["mode"]);
+  assert.ok(["leader", "standby"].includes(openBody.scheduler.mode));
 
   const detail = (token?: string) =>
     fetch(`${daemon.url}/health/detail`, {
@@ -60,10 +66,12 @@ Deno.test("svc health prints a healthy daemon and exits 0, exits 1 once the ledg
   await using home = await tempDir("svc-health-cli-");
   const daemon = await startTestDaemon(home.path);
   try {
-    // Without a token svc health says only whether the daemon lives.
+    // Without a token svc health says what the open route says: status, kernel, scheduler.
     const bare = await svcHealth(`${daemon.url}/health`, home.path);
     assert.equal(bare.code, 0, bare.stderr);
     assert.match(bare.stdout, /: ok \(the detail needs the operator's token/);
+    assert.match(bare.stdout, /kernel {5}sandbox ceiling write, full: deny/);
+    assert.match(bare.stdout, /scheduler {2}(leader|standby)/);
     // With the operator's token in SVC_HOME (as svc daemon makes it), the whole snapshot.
     await Deno.writeTextFile(`${home.path}/dashboard.token`, `${DAEMON_TOKENS.operator}\n`);
     const healthy = await svcHealth(`${daemon.url}/health`, home.path);
@@ -95,6 +103,68 @@ Deno.test("svc health prints a healthy daemon and exits 0, exits 1 once the ledg
   const gone = await svcHealth(daemon.url, home.path);
   assert.equal(gone.code, 5);
   assert.match(gone.stderr, /Cannot read the health of .*: nothing answers there/);
+});
+
+Deno.test("the open GET /health of the daemon app names no path, token, owner, host or hook", async () => {
+  await using home = await tempDir("svc-health-open-");
+  const secrets = {
+    token: "operator-secret-token-0123456789",
+    ownerToken: "owner-secret-token-0123456789ab",
+    owner: "carol-the-owner",
+    hook: "hook-named-secretly",
+  };
+  await using daemon = await startTestDaemon(home.path, {
+    config: configOf({
+      webhooks: { [secrets.hook]: { secret_env: "NOPE", prompt_template: "x" } },
+      sandbox: { full: "ask" },
+    }),
+    auth: {
+      required: true,
+      requireOwner: false,
+      tokens: [{ token: secrets.token }, { token: secrets.ownerToken, owner: secrets.owner }],
+      allowedOrigins: [],
+    },
+  });
+  // A run of the owner's puts the owner's name in the ledger the snapshot reads.
+  await daemon.services.tasks.start({ prompt: "x", fake_dispatch: true }, { owner: secrets.owner });
+  const app = daemonApp(daemon.daemon, {
+    auth: {
+      required: true,
+      requireOwner: false,
+      tokens: [{ token: secrets.token }, { token: secrets.ownerToken, owner: secrets.owner }],
+      allowedOrigins: [],
+    },
+  });
+  const response = await app.fetch(new Request("http://127.0.0.1/health"));
+  assert.equal(response.status, 200);
+  const text = await response.text();
+  const body = JSON.parse(text);
+  assert.equal(body.status, "ok");
+  assert.deepEqual(body.kernel, { sandbox_ceiling: "full", full: "ask" });
+  assert.ok(["leader", "standby"].includes(body.scheduler.mode), text);
+  const health = await daemon.daemon.health();
+  for (
+    const secret of [
+      ...Object.values(secrets),
+      home.path,
+      String(health.host.pid),
+      health.host.id,
+      ...health.hosts.list.flatMap((host) => host.hostname ? [host.hostname] : []),
+    ]
+  ) {
+    assert.ok(!text.includes(secret), `the open health names ${secret}: ${text}`);
+  }
+  // The detail stays behind the operator's token.
+  const detail = await app.fetch(new Request("http://127.0.0.1/health/detail"));
+  assert.equal(detail.status, 401);
+  await detail.body?.cancel();
+  const owned = await app.fetch(
+    new Request("http://127.0.0.1/health/detail", {
+      headers: { authorization: `Bearer ${secrets.ownerToken}` },
+    }),
+  );
+  assert.equal(owned.status, 403);
+  await owned.body?.cancel();
 });
 
 Deno.test("the daemon answers unknown routes with the API error object", async () => {

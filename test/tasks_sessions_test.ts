@@ -424,3 +424,29 @@ Deno.test("a dispatch with a schema is validated and asked again until an answer
   );
   assert.match(unknown.error?.message ?? "", /^Cannot dispatch: no registered schema 'nope'/);
 });
+
+Deno.test("a session turn whose answer is over what one ledger value holds returns it whole; the history keeps it clipped", async () => {
+  const big = "y".repeat(300_000);
+  const claude = recordingProvider("claude", {
+    answer: () =>
+      Promise.resolve({
+        output: big,
+        usage: { input_tokens: 1, output_tokens: 1 },
+        cost_usd: 0,
+        provider: "claude",
+        model: null,
+      }),
+  });
+  await using t = await setup([claude]);
+  const prompt = "p".repeat(30_000);
+  const task = await t.tasks.start({ prompt, provider: "claude", session: "long" }, LOCAL);
+  const done = await t.tasks.wait(task.task_id, LOCAL);
+  assert.equal(done.state, "succeeded", JSON.stringify(done.error));
+  assert.equal(done.result, big);
+  const detail = await t.sessions.get("long", LOCAL);
+  assert.equal(detail.turns, 1);
+  assert.deepEqual(detail.messages.map((m) => m.role), ["user", "assistant"]);
+  assert.equal(detail.messages[0]!.content, prompt);
+  assert.ok(detail.messages[1]!.content.length < big.length);
+  assert.ok(detail.messages[1]!.content.startsWith("yyyy"));
+});

@@ -12,7 +12,7 @@
  */
 import type { Message } from "@a2a-js/sdk";
 import { SvcError } from "../errors/mod.ts";
-import type { JsonValue } from "../schemas/mod.ts";
+import { type JsonValue, SessionNameSchema } from "../schemas/mod.ts";
 
 /** Metadata key naming the workflow to run. */
 export const WORKFLOW_KEY = "svc.workflow";
@@ -130,7 +130,10 @@ function textFields(metadata: Record<string, unknown>): { title?: string; descri
 
 /** The svc session name of an A2A context: safe for a ledger key, bounded, one per context. */
 export async function sessionNameOf(contextId: string): Promise<string> {
-  if (/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(contextId)) return `a2a-${contextId}`;
+  // A context of the one rule's form (and short) is kept readable; any other is hashed.
+  if (contextId.length <= 100 && SessionNameSchema.safeParse(contextId).success) {
+    return `a2a-${contextId}`;
+  }
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(contextId));
   const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
   // The dot keeps a hashed name apart from every name of the first kind.

@@ -1,6 +1,6 @@
 /**
- * The daemon's HTTP side: `GET /health` (open, so it says liveness only: `{status}`, 503 when
- * unhealthy), `GET /health/detail` (the whole snapshot: hosts, pids, webhook names, queue; for
+ * The daemon's HTTP side: `GET /health` (open, so it says only what is no one's secret: status,
+ * kernel policy and scheduler mode; 503 when unhealthy), `GET /health/detail` (the whole snapshot: hosts, pids, webhook names, queue; for
  * the operator's token only, as it spans every owner) and `POST /webhooks/{name}` (each hook
  * authenticated by its own signature, not by a bearer token). Errors are the API's error object,
  * rendered in one place.
@@ -8,7 +8,7 @@
  */
 import { Hono } from "hono";
 import { SvcError } from "../errors/mod.ts";
-import type { Daemon } from "../daemon/mod.ts";
+import type { Daemon, HealthSnapshot } from "../daemon/mod.ts";
 import { dashboardAuth } from "./auth.ts";
 import type { AuthSettings } from "./auth_settings.ts";
 import type { DashboardEnv } from "./env.ts";
@@ -28,6 +28,28 @@ export interface DaemonAppOptions {
 
 const NO_STORE = { "cache-control": "no-store" };
 
+/** What the open `GET /health` answers: the specification's snapshot of kernel and scheduler. */
+export interface OpenHealth {
+  /** `ok`, or `unhealthy` (the detail says why). */
+  status: HealthSnapshot["status"];
+  /** The admission policy in force: the highest sandbox level and what `full` gets. */
+  kernel: HealthSnapshot["kernel"];
+  /** Whether this daemon's scheduler leads, stands by or is off. */
+  scheduler: { mode: HealthSnapshot["scheduler"]["mode"] };
+}
+
+/**
+ * The part of a health snapshot anyone who reaches the port may read: fixed words only, picked
+ * field by field, so that no path, token, owner, host, hook or error text can ever be in it.
+ */
+export function openHealth(health: HealthSnapshot): OpenHealth {
+  return {
+    status: health.status,
+    kernel: { sandbox_ceiling: health.kernel.sandbox_ceiling, full: health.kernel.full },
+    scheduler: { mode: health.scheduler.mode },
+  };
+}
+
 /** The daemon's app over a started daemon. */
 export function daemonApp(daemon: Daemon, options: DaemonAppOptions): DaemonApp {
   const app = new Hono<DashboardEnv>();
@@ -41,9 +63,8 @@ export function daemonApp(daemon: Daemon, options: DaemonAppOptions): DaemonApp 
     )
   );
   app.get("/health", async (c) => {
-    // Anyone who can reach the port may ask: liveness, nothing of the host, its owners or hooks.
-    const { status } = await daemon.health();
-    return c.json({ status }, status === "ok" ? 200 : 503, NO_STORE);
+    const health = openHealth(await daemon.health());
+    return c.json(health, health.status === "ok" ? 200 : 503, NO_STORE);
   });
   app.use("/health/detail", dashboardAuth({ settings: options.auth }));
   app.get("/health/detail", async (c) => {

@@ -1,5 +1,6 @@
 import { SvcError } from "../errors/mod.ts";
 import { fromBytes, toBytes } from "./json_bytes.ts";
+import { fitRecord } from "./fit.ts";
 import { KEYS } from "./keys.ts";
 import { checkBefore } from "./cursor.ts";
 import { below, type LedgerContext } from "./context.ts";
@@ -78,7 +79,11 @@ async function listSessions(
   return out;
 }
 
-/** Saves a session after a turn, with the turn's messages, in one atomic write. */
+/**
+ * Saves a session after a turn, with the turn's messages, in one atomic write. A message over
+ * what one value holds is stored clipped (saying how much was cut): the turn has run, and its
+ * answer must reach the caller whatever its size.
+ */
 async function saveSessionTurn(
   ctx: LedgerContext,
   session: SessionRecord,
@@ -87,7 +92,7 @@ async function saveSessionTurn(
   const atomic = ctx.kv.atomic().set(KEYS.session(session.session_id), toBytes(session));
   let seq = (await ctx.lastSeq(KEYS.sessionMessages(session.session_id))) + 1;
   for (const message of messages) {
-    atomic.set(KEYS.sessionMessages(session.session_id, seq++), toBytes(message));
+    atomic.set(KEYS.sessionMessages(session.session_id, seq++), fitRecord(message).bytes);
   }
   await atomic.commit();
 }

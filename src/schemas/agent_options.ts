@@ -1,6 +1,7 @@
 import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 import { jsonProblem } from "./json.ts";
+import { SessionNameSchema } from "./session_name.ts";
 
 /**
  * How much a call's agent may touch: `read-only` reads the workdir, `write` may change it, `full`
@@ -76,7 +77,7 @@ export const AgentOptionsSchema = z.strictObject({
   model: nonEmpty.optional(),
   sandbox: SandboxLevelSchema.optional(),
   workdir: nonEmpty.optional(),
-  session: nonEmpty.optional(),
+  session: SessionNameSchema.optional(),
   tag: nonEmpty.optional(),
   estimate: EstimateSchema.optional(),
   /** A subagent definition (`.claude/agents/<name>.md`, or a built-in type), as in Claude Code. */
@@ -116,7 +117,10 @@ export interface AgentOptions {
   sandbox?: SandboxLevel;
   /** The folder the agent works in. */
   workdir?: string;
-  /** A session (its `ses_` id or a name): the call continues that conversation. */
+  /**
+   * A session (its `ses_` id or a name): the call continues that conversation. A name follows
+   * the one rule of session names ({@linkcode SessionNameSchema}), checked before the call starts.
+   */
   session?: string;
   /** A routing tag: providers configured for it are tried first. */
   tag?: string;

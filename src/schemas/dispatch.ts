@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { AgentOptionsSchema, SandboxLevelSchema } from "./agent_options.ts";
+import { SessionNameSchema } from "./session_name.ts";
 
 /**
  * A direct dispatch (`svc dispatch`, `POST /api/dispatch`, the tool protocol): one prompt with
@@ -20,14 +21,9 @@ export const DispatchRequestSchema = AgentOptionsSchema.safeExtend({
 /** A validated dispatch request. */
 export type DispatchTaskRequest = z.infer<typeof DispatchRequestSchema>;
 
-/** Longest session name: a name is part of a ledger key. */
-export const SESSION_NAME_LIMIT = 128;
-
 /** Creating a session: which provider (or profile) it talks to, and a name to find it by. */
 export const SessionCreateSchema = z.strictObject({
-  name: z.string().max(SESSION_NAME_LIMIT)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'")
-    .optional(),
+  name: SessionNameSchema.optional(),
   provider: z.string().min(1).optional(),
   profile: z.string().min(1).optional(),
 });

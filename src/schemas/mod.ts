@@ -45,10 +45,10 @@ export {
 export {
   DispatchRequestSchema,
   type DispatchTaskRequest,
-  SESSION_NAME_LIMIT,
   type SessionCreateRequest,
   SessionCreateSchema,
 } from "./dispatch.ts";
+export { SESSION_NAME_LIMIT, SessionNameSchema } from "./session_name.ts";
 export {
   BOARD_ACTIONS,
   type BoardAction,

@@ -11,9 +11,11 @@ import {
   shownId,
 } from "../ledger/mod.ts";
 import {
+  describeIssue,
   SESSION_NAME_LIMIT,
   type SessionCreateRequest,
   SessionCreateSchema,
+  SessionNameSchema,
 } from "../schemas/mod.ts";
 import type {
   DispatchContext,
@@ -27,6 +29,14 @@ export interface SessionDetail extends SessionRecord {
   /** An API session's history, oldest first (empty for a harness session). */
   messages: ChatMessage[];
 }
+
+/** Where a turn goes: the owner's session `ref`, and who hears which session it took. */
+export type TurnContext = DispatchContext & {
+  owner: string;
+  ref: string;
+  /** Told the session's id before its turn is dispatched (a new one's too). */
+  onSession?: (sessionId: string) => void;
+};
 
 /**
  * Persistent multi-turn conversations. A session talks to one provider: a harness continues
@@ -121,12 +131,19 @@ export class SessionStore {
    * Under fake dispatch (`fakeOnly`) the turn is a shadow: the session is looked up (so that a
    * bad reference fails as it would for real) but neither created nor changed, and its history
    * and harness session id are not sent; a fake run never rebinds a real session to `fake`.
+   * A `ref` outside the rule of session names is refused before anything is dispatched.
    */
   dispatch(
     dispatcher: Dispatcher,
     input: DispatchInput,
-    context: DispatchContext & { owner: string; ref: string },
+    context: TurnContext,
   ): Promise<DispatchOutcome> {
+    const ref = SessionNameSchema.safeParse(context.ref);
+    if (!ref.success) {
+      return Promise.reject(
+        new SvcError("invalid_request", `Cannot continue the session: ${describeIssue(ref.error)}`),
+      );
+    }
     const key = `${context.owner}\u0000${context.ref}`;
     const turn = (this.#locks.get(key) ?? Promise.resolve()).then(() =>
       context.fakeOnly
@@ -140,7 +157,7 @@ export class SessionStore {
   async #shadowTurn(
     dispatcher: Dispatcher,
     input: DispatchInput,
-    context: DispatchContext & { owner: string; ref: string },
+    context: TurnContext,
   ): Promise<DispatchOutcome> {
     const session = await this.#find(context.ref, context.owner);
     if (!session && context.ref.startsWith("ses_")) {
@@ -173,7 +190,7 @@ export class SessionStore {
   async #turn(
     dispatcher: Dispatcher,
     input: DispatchInput,
-    context: DispatchContext & { owner: string; ref: string },
+    context: TurnContext,
   ): Promise<DispatchOutcome> {
     let session = await this.#find(context.ref, context.owner);
     if (!session) {
@@ -191,6 +208,7 @@ export class SessionStore {
       });
     }
     const options = this.#bind(session, input, context.ref);
+    context.onSession?.(session.session_id);
     const history = await this.#ledger.getSessionMessages(session.session_id);
     const outcome = await dispatcher.dispatch({
       ...input,

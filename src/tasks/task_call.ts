@@ -107,17 +107,15 @@ export function dispatchTaskOnce(
   };
   const { dispatcher, sessions } = through;
   if (options.session === undefined) return dispatcher.dispatch(input, context);
+  // Told before the turn runs, so that nothing after the agent's answer can lose it. A
+  // fake-dispatch turn leaves the session alone, and may not have one at all.
   return sessions.dispatch(dispatcher, input, {
     ...context,
     owner: status.owner,
     ref: options.session,
-  }).then(async (outcome) => {
-    // A fake-dispatch turn leaves the session alone, and may not have one at all.
-    if (!status.fake_dispatch) {
-      const session = await sessions.get(options.session!, { owner: status.owner });
-      status.session_id = session.session_id;
-    }
-    return outcome;
+    onSession(sessionId) {
+      status.session_id = sessionId;
+    },
   });
 }
 
