@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { denoPlatform } from "../src/platform/deno.ts";
+import { type Platform, setPlatform } from "../src/platform/mod.ts";
+import { LOCAL, tempDir, testManager } from "./helpers.ts";
+
+async function write(path: string, text: string): Promise<void> {
+  await Deno.mkdir(path.replace(/\/[^/]+$/, ""), { recursive: true });
+  await Deno.writeTextFile(path, text);
+}
+
+/**
+ * The real platform, with `swap` done once, the moment the check has resolved `checked` (the
+ * script's real path): the swap lands between the check and the read, every time.
+ */
+function swappingAfterCheck(checked: string, swap: () => Promise<void>): Platform {
+  let done = false;
+  return {
+    ...denoPlatform,
+    async realPath(path) {
+      const real = await denoPlatform.realPath(path);
+      if (!done && real === checked) {
+        done = true;
+        await swap();
+      }
+      return real;
+    },
+  };
+}
+
+/** Runs `scriptPath` of `project` in a fresh manager with `platform` installed. */
+async function runBy(
+  scriptPath: string,
+  project: string,
+  swapping: Platform,
+): Promise<{ result?: unknown; error?: string }> {
+  await using t = await testManager();
+  setPlatform(swapping);
+  try {
+    const run = await t.manager.start({ scriptPath, workdir: project }, LOCAL);
+    const done = await t.manager.wait(run.run_id, LOCAL);
+    return done.state === "succeeded" ? { result: done.result } : { error: done.error?.message };
+  } catch (error) {
+    return { error: (error as Error).message };
+  } finally {
+    setPlatform(denoPlatform);
+  }
+}
+
+Deno.test("a run by scriptPath whose project folder is swapped for a link out after the check is refused, and the outside file is never run", async () => {
+  await using project = await tempDir();
+  await using outside = await tempDir();
+  await write(`${project.path}/flows/job.js`, `return "inside";`);
+  await write(`${outside.path}/flows/job.js`, `return "outside";`);
+  const checked = await Deno.realPath(`${project.path}/flows/job.js`);
+  const outcome = await runBy(
+    "flows/job.js",
+    project.path,
+    swappingAfterCheck(checked, async () => {
+      await Deno.rename(`${project.path}/flows`, `${project.path}/flows-before`);
+      await Deno.symlink(`${outside.path}/flows`, `${project.path}/flows`);
+    }),
+  );
+  assert.notEqual(outcome.result, "outside");
+  assert.match(
+    outcome.error ?? "",
+    /^Cannot start the run: 'flows\/job\.js' changed after it was checked \(a symbolic link or another file now stands on its path\), so it was not read$/,
+  );
+});
+
+Deno.test("a run by scriptPath whose file is replaced by a link out after the check is refused", async () => {
+  await using project = await tempDir();
+  await using outside = await tempDir();
+  await write(`${project.path}/flows/job.js`, `return "inside";`);
+  await write(`${outside.path}/secret.js`, `return "outside";`);
+  const checked = await Deno.realPath(`${project.path}/flows/job.js`);
+  const outcome = await runBy(
+    "flows/job.js",
+    project.path,
+    swappingAfterCheck(checked, async () => {
+      await Deno.remove(checked);
+      await Deno.symlink(`${outside.path}/secret.js`, checked);
+    }),
+  );
+  assert.notEqual(outcome.result, "outside");
+  assert.match(outcome.error ?? "", /'flows\/job\.js' changed after it was checked/);
+});
+
+Deno.test("a run by scriptPath with nothing swapped reads the checked file", async () => {
+  await using project = await tempDir();
+  await write(`${project.path}/flows/job.js`, `return "inside";`);
+  const outcome = await runBy("flows/job.js", project.path, denoPlatform);
+  assert.deepEqual(outcome, { result: "inside" });
+});
