@@ -7,7 +7,10 @@
 import assert from "node:assert/strict";
 import { ConfigSchema } from "../src/config/mod.ts";
 import { claudeProvider } from "../src/dispatch/mod.ts";
+import { workingDir } from "../src/dispatch/harness/mod.ts";
+import { openServices } from "../src/services/mod.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
+import { startTestDaemon } from "./daemon_helpers.ts";
 import { fixture, narration, tempDir } from "./helpers.ts";
 
 /** Alice's dashboard: `root` her only workspace root, the swapping agent as `claude`. */
@@ -82,4 +85,56 @@ Deno.test("a call whose workdir is untouched starts in the real path of the run'
   const done = await d.services.runs.wait(started.body.run_id as string, { owner: "alice" });
   assert.equal(done.state, "succeeded", JSON.stringify(done.error));
   assert.deepEqual(await lines(log), [`${real}/proj`]);
+});
+
+Deno.test("a queued remote task whose workdir was swapped for a link after its check is refused when its worker starts it", async () => {
+  await using home = await tempDir("svc-home-");
+  await using root = await tempDir("svc-root-");
+  await using other = await tempDir("svc-other-");
+  await using logs = await tempDir("svc-log-");
+  const project = `${await Deno.realPath(root.path)}/proj`;
+  await Deno.mkdir(project);
+  const log = `${logs.path}/cwd.log`;
+  const config = ConfigSchema.parse({ workspaces: { alice: [root.path] } });
+  const alice = { owner: "alice", remote: true };
+  await using queuer = await openServices({ home: home.path, config });
+  const task = await queuer.tasks.enqueue(
+    { prompt: "work", provider: "claude", sandbox: "write", workdir: project },
+    alice,
+  );
+  // Checked and queued; then the directory is renamed and a link to another project left.
+  await Deno.rename(project, `${project}-moved`);
+  await Deno.symlink(other.path, project);
+  const provider = claudeProvider({
+    command: fixture("workspace_swap/claude"),
+    env: { SWAP_LOG: log, SWAP_TARGET: other.path },
+  });
+  await using _daemon = await startTestDaemon(home.path, { config, providers: [provider] });
+  const end = await queuer.tasks.wait(task.task_id, alice);
+  assert.equal(end.state, "failed");
+  assert.equal(end.error?.code, "forbidden");
+  assert.match(
+    end.error?.message ?? "",
+    /Cannot start the call: its working directory now leads outside the directory checked when the run or task started/,
+  );
+  assert.deepEqual(await lines(log), []);
+});
+
+Deno.test("a session's kept directory replaced by a link is refused at the next turn's spawn", async () => {
+  await using dirs = await tempDir("svc-dirs-");
+  await using other = await tempDir("svc-other-");
+  const options = {
+    session: "s1",
+    root: `${dirs.path}/tmp`,
+    sessionRoot: `${dirs.path}/session_dirs`,
+  };
+  await Deno.mkdir(options.root);
+  const first = await workingDir("claude", options);
+  assert.equal(first.path, await Deno.realPath(first.path));
+  await Deno.rename(first.path, `${first.path}-moved`);
+  await Deno.symlink(other.path, first.path);
+  await assert.rejects(
+    workingDir("claude", options),
+    /^SvcError: Cannot start the call: the directory svc keeps for it was replaced \(by a symbolic link or a file\), so nothing was started there$/,
+  );
 });
