@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { ConfigSchema } from "../src/config/mod.ts";
-import { claudeProvider } from "../src/dispatch/mod.ts";
+import { claudeProvider, createDispatcher } from "../src/dispatch/mod.ts";
+import { WorktreeManager } from "../src/worktrees/mod.ts";
 import { workingDir } from "../src/dispatch/harness/mod.ts";
 import { openServices } from "../src/services/mod.ts";
 import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
@@ -137,4 +138,58 @@ Deno.test("a session's kept directory replaced by a link is refused at the next 
     workingDir("claude", options),
     /^SvcError: Cannot start the call: the directory svc keeps for it was replaced \(by a symbolic link or a file\), so nothing was started there$/,
   );
+});
+
+/** Worktrees as the host makes them, with the repositories they were asked of. */
+class RecordingWorktrees extends WorktreeManager {
+  readonly asked: string[] = [];
+  override create(repo: string): ReturnType<WorktreeManager["create"]> {
+    this.asked.push(repo);
+    return super.create(repo);
+  }
+}
+
+async function gitRepo(dir: string): Promise<void> {
+  const git = (...args: string[]) =>
+    new Deno.Command("git", {
+      args: ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", ...args],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+  await git("init", "-q");
+  await Deno.writeTextFile(`${dir}/README`, "x\n");
+  await git("add", "README");
+  await git("commit", "-q", "-m", "x");
+}
+
+Deno.test("a worktree call whose workdir now leads outside the checked one is refused before any worktree is made of the other repository", async () => {
+  await using home = await tempDir("svc-home-");
+  await using root = await tempDir("svc-root-");
+  await using other = await tempDir("svc-other-");
+  await using logs = await tempDir("svc-log-");
+  const project = `${await Deno.realPath(root.path)}/proj`;
+  await Deno.mkdir(project);
+  await gitRepo(other.path);
+  // The run checked `project`; since then it became a link to another user's repository.
+  await Deno.rename(project, `${project}-moved`);
+  await Deno.symlink(other.path, project);
+  const log = `${logs.path}/cwd.log`;
+  const provider = claudeProvider({
+    command: fixture("workspace_swap/claude"),
+    env: { SWAP_LOG: log, SWAP_TARGET: other.path },
+  });
+  const worktrees = new RecordingWorktrees({ home: home.path });
+  const dispatcher = createDispatcher({ providers: [provider], worktrees });
+  await assert.rejects(
+    dispatcher.dispatch({
+      prompt: "work",
+      options: { provider: "claude", sandbox: "write", isolation: "worktree" },
+      signal: new AbortController().signal,
+      cwd: project,
+      cwdRoot: project,
+    }, {}),
+    /Cannot start the call: its working directory now leads outside the directory checked/,
+  );
+  assert.deepEqual(await lines(log), []);
+  assert.deepEqual(worktrees.asked, []);
 });
