@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { denoPlatform } from "../src/platform/deno.ts";
+import { nodePlatform } from "../src/platform/node.ts";
 import { type Platform, setPlatform } from "../src/platform/mod.ts";
 import { LOCAL, tempDir, testManager } from "./helpers.ts";
 
@@ -12,12 +13,16 @@ async function write(path: string, text: string): Promise<void> {
  * The real platform, with `swap` done once, the moment the check has resolved `checked` (the
  * script's real path): the swap lands between the check and the read, every time.
  */
-function swappingAfterCheck(checked: string, swap: () => Promise<void>): Platform {
+function swappingAfterCheck(
+  checked: string,
+  swap: () => Promise<void>,
+  base: Platform = denoPlatform,
+): Platform {
   let done = false;
   return {
-    ...denoPlatform,
+    ...base,
     async realPath(path) {
-      const real = await denoPlatform.realPath(path);
+      const real = await base.realPath(path);
       if (!done && real === checked) {
         done = true;
         await swap();
@@ -90,4 +95,30 @@ Deno.test("a run by scriptPath with nothing swapped reads the checked file", asy
   await write(`${project.path}/flows/job.js`, `return "inside";`);
   const outcome = await runBy("flows/job.js", project.path, denoPlatform);
   assert.deepEqual(outcome, { result: "inside" });
+});
+
+Deno.test("the Node platform's read of a script swapped after its check is refused as well (O_NOFOLLOW and the identity check)", async () => {
+  for (const swapFile of [false, true]) {
+    await using project = await tempDir();
+    await using outside = await tempDir();
+    await write(`${project.path}/flows/job.js`, `return "inside";`);
+    await write(`${outside.path}/flows/job.js`, `return "outside";`);
+    const checked = await Deno.realPath(`${project.path}/flows/job.js`);
+    const swap = swapFile
+      ? async () => {
+        await Deno.remove(checked);
+        await Deno.symlink(`${outside.path}/flows/job.js`, checked);
+      }
+      : async () => {
+        await Deno.rename(`${project.path}/flows`, `${project.path}/flows-before`);
+        await Deno.symlink(`${outside.path}/flows`, `${project.path}/flows`);
+      };
+    const outcome = await runBy(
+      "flows/job.js",
+      project.path,
+      swappingAfterCheck(checked, swap, nodePlatform),
+    );
+    assert.notEqual(outcome.result, "outside");
+    assert.match(outcome.error ?? "", /'flows\/job\.js' changed after it was checked/);
+  }
 });
