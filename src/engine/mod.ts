@@ -3,6 +3,7 @@
  * @module
  */
 export { RunManager } from "./run_manager.ts";
+export { type CheckedReadOptions, readCheckedFile } from "./checked_read.ts";
 export {
   DEFAULT_RUN_ADMISSION,
   fairOrder,
@@ -12,7 +13,7 @@ export {
   type RunAdmissionSnapshot,
 } from "./admission.ts";
 export type { RunEventsOptions, RunManagerLedger, RunManagerOptions } from "./run_manager.ts";
-export { newRunStatus, type NewRunStatusOptions } from "./run/mod.ts";
+export { MAX_SCRIPT_FILE_BYTES, newRunStatus, type NewRunStatusOptions } from "./run/mod.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";
 export type { CheckedScript, MetaPhase, ScriptMeta } from "./script_check.ts";
