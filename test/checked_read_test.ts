@@ -10,24 +10,33 @@ async function write(path: string, text: string): Promise<void> {
 }
 
 /**
- * The real platform, with `swap` done once, the moment the check has resolved `checked` (the
- * script's real path): the swap lands between the check and the read, every time.
+ * The real platform (`base`), with `swap` done once, the moment the check has resolved
+ * (`realPath`) or described (`stat`) `checked`, the file's real path: the swap lands between
+ * the check and the read, every time.
  */
 function swappingAfterCheck(
   checked: string,
   swap: () => Promise<void>,
   base: Platform = denoPlatform,
+  on: "realPath" | "stat" = "realPath",
 ): Platform {
   let done = false;
+  const after = async <T>(path: string, value: T): Promise<T> => {
+    if (!done && path === checked) {
+      done = true;
+      await swap();
+    }
+    return value;
+  };
   return {
     ...base,
     async realPath(path) {
       const real = await base.realPath(path);
-      if (!done && real === checked) {
-        done = true;
-        await swap();
-      }
-      return real;
+      return on === "realPath" ? await after(real, real) : real;
+    },
+    async stat(path) {
+      const info = await base.stat(path);
+      return on === "stat" ? await after(path, info) : info;
     },
   };
 }
@@ -120,5 +129,38 @@ Deno.test("the Node platform's read of a script swapped after its check is refus
     );
     assert.notEqual(outcome.result, "outside");
     assert.match(outcome.error ?? "", /'flows\/job\.js' changed after it was checked/);
+  }
+});
+
+Deno.test("an agent type whose folder is swapped for a link out after its check is refused, and the outside definition never reaches a call", async () => {
+  await using project = await tempDir();
+  await using outside = await tempDir();
+  const definition = (body: string) => `---\nname: helper\ndescription: helps\n---\n${body}\n`;
+  await write(`${project.path}/.claude/agents/helper.md`, definition("inside"));
+  await write(`${outside.path}/agents/helper.md`, definition("outside"));
+  const checked = await Deno.realPath(`${project.path}/.claude/agents/helper.md`);
+  await using t = await testManager();
+  const run = await t.manager.start({
+    script: `try { await agent("hi", { agentType: "helper" }); return "ran"; }
+catch (error) { return String(error.message); }`,
+    workdir: project.path,
+    fake_dispatch: true,
+  }, LOCAL);
+  // Armed once the run started: the swap lands once the call's check has measured the file.
+  setPlatform(swappingAfterCheck(
+    checked,
+    async () => {
+      await Deno.rename(`${project.path}/.claude/agents`, `${project.path}/.claude/agents-before`);
+      await Deno.symlink(`${outside.path}/agents`, `${project.path}/.claude/agents`);
+    },
+    denoPlatform,
+    "stat",
+  ));
+  try {
+    const done = await t.manager.wait(run.run_id, LOCAL);
+    assert.equal(done.state, "succeeded", JSON.stringify(done.error));
+    assert.match(String(done.result), /agent type helper\.md .* changed after it was checked/);
+  } finally {
+    setPlatform(denoPlatform);
   }
 });

@@ -11,7 +11,8 @@ import {
   type ExecutionEventBus,
   type RequestContext,
 } from "@a2a-js/sdk/server";
-import { readCheckedFile, type WorkflowPlaces } from "../engine/mod.ts";
+import type { WorkflowPlaces } from "../engine/mod.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import type { Caller, CollaborationRecord, RunState } from "../services/mod.ts";
 import { platform } from "../platform/mod.ts";

@@ -1,4 +1,5 @@
-import { findWorkflow, MAX_SCRIPT_FILE_BYTES, readCheckedFile } from "../engine/mod.ts";
+import { findWorkflow, MAX_SCRIPT_FILE_BYTES } from "../engine/mod.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 import { dirName, platform } from "../platform/mod.ts";
 import type { Caller, WorkTrigger } from "../ledger/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";

@@ -8,7 +8,7 @@
  * @module
  */
 import { joinPath, platform } from "../platform/mod.ts";
-import { readCheckedFile } from "./checked_read.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 import { metaNameOf } from "./script_check.ts";
 
 /** Most `.js` files of one folder whose meta is read when a name is looked up. */

@@ -3,7 +3,6 @@
  * @module
  */
 export { RunManager } from "./run_manager.ts";
-export { type CheckedReadOptions, readCheckedFile } from "./checked_read.ts";
 export {
   DEFAULT_RUN_ADMISSION,
   fairOrder,

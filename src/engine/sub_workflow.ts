@@ -1,6 +1,6 @@
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
-import { readCheckedFile } from "./checked_read.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 import { fileWithMetaName, MAX_SCANNED_BYTES } from "./meta_name_lookup.ts";
 import { checkScript } from "./script_check.ts";
 

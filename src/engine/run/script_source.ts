@@ -4,7 +4,7 @@
  * @module
  */
 import { SvcError, toSvcError } from "../../errors/mod.ts";
-import { readCheckedFile } from "../checked_read.ts";
+import { readCheckedFile } from "../../workspace/mod.ts";
 import type { WorkflowRunRequest } from "../../schemas/mod.ts";
 import { locateWorkflow, type WorkflowPlaces } from "../sub_workflow.ts";
 
