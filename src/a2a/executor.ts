@@ -12,6 +12,7 @@ import {
   type RequestContext,
 } from "@a2a-js/sdk/server";
 import type { WorkflowPlaces } from "../engine/mod.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 import { SvcError, toSvcError } from "../errors/mod.ts";
 import type { Caller, CollaborationRecord, RunState } from "../services/mod.ts";
 import { platform } from "../platform/mod.ts";
@@ -335,9 +336,16 @@ export class SvcExecutor implements AgentExecutor {
       );
     }
     const slash = path.lastIndexOf("/");
+    // The very file found and checked, from one open handle (a swap since is refused).
+    const script = await readCheckedFile(path, {
+      maxBytes: SCRIPT_LIMIT,
+      shown: `'${path.slice(slash + 1)}'`,
+    }).catch((error: SvcError) => {
+      throw new SvcError(error.code, `Cannot run workflow '${request.name}': ${error.message}`);
+    });
     const status = await this.#services.runs.start(
       {
-        script: await p.readTextFile(path),
+        script,
         filename: path.slice(slash + 1),
         script_dir: path.slice(0, slash) || "/",
         ...(request.args !== undefined ? { args: request.args } : {}),

@@ -11,6 +11,7 @@ import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
 import type { AgentOptions } from "../schemas/mod.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 
 /** Limits of agent definitions. */
 export const AGENT_TYPE_LIMITS = {
@@ -257,7 +258,11 @@ export class AgentTypeRegistry {
         `agent(): the agent type ${shown} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`,
       );
     }
-    const text = await p.readTextFile(real);
+    // The very file checked, from one open handle: a swap since the check is refused.
+    const text = await readCheckedFile(real, {
+      maxBytes: AGENT_TYPE_LIMITS.fileBytes,
+      shown: `agent(): the agent type ${shown}`,
+    });
     // The file may have grown since it was measured.
     if (text.length > AGENT_TYPE_LIMITS.fileBytes) {
       throw new SvcError(

@@ -1,4 +1,5 @@
-import { findWorkflow } from "../engine/mod.ts";
+import { findWorkflow, MAX_SCRIPT_FILE_BYTES } from "../engine/mod.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 import { dirName, platform } from "../platform/mod.ts";
 import type { Caller, WorkTrigger } from "../ledger/mod.ts";
 import type { JsonValue } from "../schemas/mod.ts";
@@ -35,7 +36,11 @@ export async function startWork(
   });
   const run = await services.runs.enqueue(
     {
-      script: await p.readTextFile(path),
+      // The very file found, from one open handle (a swap since is refused).
+      script: await readCheckedFile(path, {
+        maxBytes: MAX_SCRIPT_FILE_BYTES,
+        shown: `'${action.workflow}.js'`,
+      }),
       filename: `${action.workflow}.js`,
       script_dir: dirName(path),
       ...(action.args !== undefined ? { args: action.args } : {}),

@@ -4,6 +4,7 @@ import type { AgentOptions, SandboxLevel } from "../schemas/mod.ts";
 import { admitSandbox, type SandboxAdmission } from "./kernel.ts";
 import { candidates, type ProviderPool, providerPool, send, spentBy } from "./provider_pool.ts";
 import { chooseRoute, type RouteDecision } from "./router.ts";
+import { spawnDir } from "./spawn_dir.ts";
 import type { DispatchResult, ProbeRequest, Usage } from "./types.ts";
 import type { Worktree, WorktreeManager, WorktreeResult } from "../worktrees/mod.ts";
 import type { DispatcherOptions, DispatchInput } from "./dispatcher_options.ts";
@@ -245,7 +246,7 @@ async function dispatchCall(
     result = await send(
       pool,
       provider,
-      worktree ? { ...input, cwd: worktree.path } : input,
+      worktree ? { ...input, cwd: worktree.path, cwdRoot: worktree.root } : input,
       route.model,
       admission.level,
     );
@@ -272,7 +273,7 @@ async function dispatchCall(
 function openWorktree(
   worktrees: WorktreeManager | undefined,
   input: DispatchInput,
-): Promise<Worktree> {
+): Promise<Worktree & { root: string }> {
   const dir = input.cwd;
   if (!worktrees) {
     return Promise.reject(
@@ -290,5 +291,25 @@ function openWorktree(
       ),
     );
   }
-  return worktrees.create(dir);
+  return openChecked(worktrees, dir, input.cwdRoot);
+}
+
+/**
+ * A worktree branched from the repository at `dir`, resolved and checked inside `root` right
+ * before (see `spawnDir`); its agent starts in the worktree's real path, which must stay
+ * inside itself.
+ */
+async function openChecked(
+  worktrees: WorktreeManager,
+  dir: string,
+  root: string | undefined,
+): Promise<Worktree & { root: string }> {
+  const repo = await spawnDir(dir, root);
+  const worktree = await worktrees.create(repo);
+  try {
+    return { ...worktree, root: await spawnDir(worktree.path, undefined) };
+  } catch (error) {
+    await worktrees.finish(worktree).catch(() => {});
+    throw error;
+  }
 }

@@ -22,6 +22,11 @@ export interface DispatchInput {
   signal: AbortSignal;
   /** Working directory of the call; a fresh scratch directory for a harness when absent. */
   cwd?: string;
+  /**
+   * The real path checked when the call's run or task started: `cwd`, resolved again right
+   * before a process starts, must still lie inside it (a link made since is refused).
+   */
+  cwdRoot?: string;
   /** A harness's own session id to continue (a session's turn). */
   resumeSession?: string;
   /** An API session's earlier messages, oldest first. */

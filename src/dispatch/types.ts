@@ -54,6 +54,12 @@ export interface DispatchRequest {
   sandbox?: SandboxLevel;
   /** Working directory of the call (a fresh worktree with `isolation: "worktree"`). */
   cwd?: string;
+  /**
+   * The real path checked when the call's run or task started: a harness resolves `cwd` again
+   * right before it starts the tool, refuses it outside this, and starts the tool in the real
+   * path it checked.
+   */
+  cwdRoot?: string;
   /** The model to use; the provider's default when absent. */
   model?: string;
   /** A harness's own session id to continue (`claude --resume`, `codex exec resume`, ...). */

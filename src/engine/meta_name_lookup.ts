@@ -8,6 +8,7 @@
  * @module
  */
 import { joinPath, platform } from "../platform/mod.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
 import { metaNameOf } from "./script_check.ts";
 
 /** Most `.js` files of one folder whose meta is read when a name is looked up. */
@@ -64,7 +65,8 @@ export async function fileWithMetaName(
   for (const file of files) {
     const real = await readable(joinPath(dir, file), roots);
     if (real === undefined) continue;
-    const source = await p.readTextFile(real).catch(() => undefined);
+    const source = await readCheckedFile(real, { maxBytes: MAX_SCANNED_BYTES, shown: file })
+      .catch(() => undefined);
     if (source !== undefined && metaNameOf(source) === name) return real;
   }
   return undefined;

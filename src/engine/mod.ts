@@ -12,7 +12,7 @@ export {
   type RunAdmissionSnapshot,
 } from "./admission.ts";
 export type { RunEventsOptions, RunManagerLedger, RunManagerOptions } from "./run_manager.ts";
-export { newRunStatus, type NewRunStatusOptions } from "./run/mod.ts";
+export { MAX_SCRIPT_FILE_BYTES, newRunStatus, type NewRunStatusOptions } from "./run/mod.ts";
 export { describeItemError } from "./run_context.ts";
 export { checkScript, phaseTitles, ScriptMetaSchema } from "./script_check.ts";
 export type { CheckedScript, MetaPhase, ScriptMeta } from "./script_check.ts";

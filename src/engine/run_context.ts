@@ -49,6 +49,11 @@ export interface RunContextOptions {
    * timeout.
    */
   maxRefusedCalls: number;
+  /**
+   * The real path the run's workdir had when it was checked at the start: every call's
+   * directory, resolved again right before its process starts, must lie inside it.
+   */
+  workdirRoot?: string;
 }
 
 const TEXT_LIMIT = 8 * 1024;
@@ -122,6 +127,8 @@ export class RunContext {
   readonly semaphore: Semaphore;
   readonly budget: BudgetGate;
   readonly replay: ReplaySource | undefined;
+  /** The real path of the run's workdir as checked at its start (see `RunContextOptions`). */
+  readonly workdirRoot: string | undefined;
   /** Calls not yet answered: a run ends only after they have (and their entries are written). */
   readonly inflight = new Set<Promise<AgentReply>>();
   /** Settles with the final status once the run has ended and is written. */
@@ -163,6 +170,7 @@ export class RunContext {
     this.semaphore = new Semaphore(options.concurrency);
     this.budget = options.budget;
     this.replay = options.replay;
+    this.workdirRoot = options.workdirRoot;
     this.done = Promise.resolve(status);
     this.#commits = new GroupCommit(async (ops) => {
       // One copy of the status per commit, taken now: its counters are exactly those of the

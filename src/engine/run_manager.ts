@@ -517,6 +517,7 @@ export class RunManager {
       maxJournalBytes: this.#options.maxJournalBytes,
       maxBlobBytes: this.#options.maxBlobBytes,
       maxRefusedCalls: this.#options.maxRefusedCalls,
+      ...(prepared.workdirRoot !== undefined ? { workdirRoot: prepared.workdirRoot } : {}),
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);

@@ -1,6 +1,7 @@
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
-import { fileWithMetaName } from "./meta_name_lookup.ts";
+import { readCheckedFile } from "../workspace/mod.ts";
+import { fileWithMetaName, MAX_SCANNED_BYTES } from "./meta_name_lookup.ts";
 import { checkScript } from "./script_check.ts";
 
 /** A sub-workflow ready for the guest: its checked body and the file name errors should show. */
@@ -23,6 +24,9 @@ export interface WorkflowPlaces {
 
 /** What `workflow()` was given: a saved workflow's name, or a script file. */
 export type WorkflowRef = string | { scriptPath: string };
+
+/** The largest file `workflow()` reads: Claude Code's limit of a script's size. */
+const MAX_WORKFLOW_FILE_BYTES = MAX_SCANNED_BYTES;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 
@@ -329,9 +333,13 @@ export async function resolveWorkflow(
   const { real, filename } = await locateWorkflow(nameOrRef, options);
   let source: string;
   try {
-    source = await platform().readTextFile(real);
-  } catch {
-    throw new SvcError("not_found", `workflow(): ${shown(filename)} could not be read`);
+    source = await readCheckedFile(real, {
+      maxBytes: MAX_WORKFLOW_FILE_BYTES,
+      shown: shown(filename),
+    });
+  } catch (error) {
+    const why = error instanceof SvcError ? error.message : `${shown(filename)} could not be read`;
+    throw new SvcError("not_found", `workflow(): ${why}`);
   }
   const checked = checkScript(source, { filename });
   return { body: checked.body, filename, warnings: checked.warnings };

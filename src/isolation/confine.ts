@@ -51,6 +51,28 @@ function unavailable(reason: string, fix: string): SvcError {
   );
 }
 
+/**
+ * The real paths of the directories a guest may read, as bubblewrap mounts them: each is
+ * resolved once, here, and only the real path is bound, so that a link on the way (made since
+ * the directory was chosen) cannot widen what the guest sees. One that no longer resolves is a
+ * refusal: the guest would not find its files.
+ */
+async function realReadable(paths: readonly string[]): Promise<string[]> {
+  const p = platform();
+  const real: string[] = [];
+  for (const path of paths) {
+    const resolved = await p.realPath(path).catch(() => undefined);
+    if (resolved === undefined) {
+      throw new SvcError(
+        "guest_failed",
+        "Cannot start the guest: a directory it must read no longer exists",
+      );
+    }
+    if (!real.includes(resolved)) real.push(resolved);
+  }
+  return real;
+}
+
 /** Wraps the guest's command in this host's OS sandbox, as `mode` asks. */
 export async function confine(guest: GuestCommand, mode: SandboxMode): Promise<ConfinedCommand> {
   if (mode === "off") return plain(guest, "SVC_WORKFLOW_SANDBOX=off");
@@ -66,7 +88,7 @@ export async function confine(guest: GuestCommand, mode: SandboxMode): Promise<C
     return {
       command: probe.sandbox.bwrap,
       args: bubblewrapArgv(probe.sandbox, {
-        readOnly: guest.readable,
+        readOnly: await realReadable(guest.readable),
         env: guest.env,
         denoArgs: guest.args,
       }),

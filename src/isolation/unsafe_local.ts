@@ -143,7 +143,9 @@ async function spawnGuest(
   // Checked per guest, so that a wrong value fails this run clearly rather than the host's start.
   const mode = parseSandboxMode(host.env("SVC_WORKFLOW_SANDBOX"));
   const deno = await guestDeno(host.env);
-  const scratch = await makeScratchDir(request.scratchRoot, { prefix: "guest-" });
+  // At its real path: bubblewrap binds only real paths, and the guest's files are named in it.
+  const made = await makeScratchDir(request.scratchRoot, { prefix: "guest-" });
+  const scratch = await p.realPath(made).catch(() => made);
   // DENO_DIR names an empty file: whatever Deno would keep there (the Cache API, localStorage,
   // code caches) fails with "not a directory", even for root. The guest needs none of it.
   const denoDir = joinPath(scratch, "deno_dir");
@@ -155,6 +157,7 @@ async function spawnGuest(
       p.writeTextFile(denoDir, ""),
       p.writeTextFile(importMap, guestImportMap()),
     ]);
+    main = await p.realPath(main);
   } catch (error) {
     await p.remove(scratch).catch(() => {});
     throw error;

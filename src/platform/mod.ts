@@ -10,6 +10,7 @@ import type { Platform } from "./types.ts";
 export type {
   ChildProcess,
   ExitStatus,
+  FileIdentity,
   FileInfo,
   HttpServer,
   KvAtomic,
@@ -18,6 +19,7 @@ export type {
   KvKey,
   KvKeyPart,
   KvStore,
+  OpenFile,
   Platform,
   ServeOptions,
   SpawnOptions,

@@ -29,9 +29,11 @@ import { descendantsOf, procParents, type ProcReader } from "./process_tree.ts";
 import type {
   ChildProcess,
   ExitStatus,
+  FileIdentity,
   FileInfo,
   HttpServer,
   KvStore,
+  OpenFile,
   Platform,
   ServeOptions,
   SpawnOptions,
@@ -284,6 +286,49 @@ function spawnDetached(
   return child.pid ?? 0;
 }
 
+/** The identity fields of a Node file description. */
+function identityOf(info: import("node:fs").Stats): FileIdentity {
+  return {
+    dev: info.dev,
+    ino: info.ino,
+    isFile: info.isFile(),
+    isDirectory: info.isDirectory(),
+    isSymlink: info.isSymbolicLink(),
+    size: info.size,
+  };
+}
+
+/** Opens a file for reading, refusing a final symbolic link (`O_NOFOLLOW`). */
+async function openRead(path: string): Promise<OpenFile> {
+  const flags = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0);
+  const handle = await fsCall(() => fs.open(path, flags));
+  return {
+    identity: () => fsCall(async () => identityOf(await handle.stat())),
+    readText: (maxBytes) =>
+      fsCall(async () => {
+        const chunks: Uint8Array[] = [];
+        let size = 0;
+        while (true) {
+          const { bytesRead, buffer } = await handle.read({ buffer: new Uint8Array(64 * 1024) });
+          if (bytesRead === 0) break;
+          size += bytesRead;
+          if (size > maxBytes) throw new RangeError(`the file is larger than ${maxBytes} bytes`);
+          chunks.push(buffer.subarray(0, bytesRead));
+        }
+        const out = new Uint8Array(size);
+        let offset = 0;
+        for (const chunk of chunks) {
+          out.set(chunk, offset);
+          offset += chunk.length;
+        }
+        return new TextDecoder().decode(out);
+      }),
+    close() {
+      handle.close().catch(() => {});
+    },
+  };
+}
+
 /** The Node implementation of {@linkcode Platform}, installed by the npm package's entry. */
 export const nodePlatform: Platform = {
   runtime: `node ${process.versions.node}`,
@@ -316,6 +361,8 @@ export const nodePlatform: Platform = {
       };
     }),
   realPath: (path) => fsCall(() => fs.realpath(path)),
+  fileIdentity: (path) => fsCall(async () => identityOf(await fs.lstat(path))),
+  openRead,
   mkdir: (path) =>
     fsCall(async () => void await fs.mkdir(path, { recursive: true, mode: PRIVATE_DIR_MODE })),
   makeTempDir: ({ dir, prefix }) => fsCall(() => fs.mkdtemp(`${dir}/${prefix}`)),

@@ -86,6 +86,35 @@ export interface FileInfo {
   mode: number | null;
 }
 
+/**
+ * Which file a path or an open handle is, as the kernel knows it: device and inode. Two
+ * handles with the same identity are the same file, whatever path reached them.
+ */
+export interface FileIdentity {
+  /** The device; null where the system reports none (Windows). */
+  dev: number | null;
+  /** The inode; null where the system reports none (Windows). */
+  ino: number | null;
+  /** A regular file. */
+  isFile: boolean;
+  /** A directory. */
+  isDirectory: boolean;
+  /** A symbolic link (only a path's own identity, never an open handle's, can be one). */
+  isSymlink: boolean;
+  /** Size in bytes. */
+  size: number;
+}
+
+/** A file opened for reading: what it is, and its text, read from the handle, never again by path. */
+export interface OpenFile {
+  /** The identity of the opened file (`fstat`). */
+  identity(): Promise<FileIdentity>;
+  /** Reads the whole file as UTF-8 from the handle; fails when it holds over `maxBytes`. */
+  readText(maxBytes: number): Promise<string>;
+  /** Closes the handle. Never throws. */
+  close(): void;
+}
+
 /** The mode of every directory svc creates: its user's alone. */
 export const PRIVATE_DIR_MODE = 0o700;
 /** The mode of every file svc writes unless told otherwise: its user's alone. */
@@ -212,6 +241,13 @@ export interface Platform {
   writeTextFile(path: string, text: string, options?: { mode?: number }): Promise<void>;
   /** Describes a path, following symbolic links. */
   stat(path: string): Promise<FileInfo>;
+  /** The identity of `path` itself: a final symbolic link is described, not followed (`lstat`). */
+  fileIdentity(path: string): Promise<FileIdentity>;
+  /**
+   * Opens a file for reading. Where the runtime can (Node), a final symbolic link is refused
+   * (`O_NOFOLLOW`); callers compare the handle's identity with the path they checked either way.
+   */
+  openRead(path: string): Promise<OpenFile>;
   /**
    * The absolute path of `path` with every symbolic link and `.`/`..` resolved, as the kernel
    * opens it. Fails with `NotFound` when it does not exist.

@@ -27,6 +27,8 @@ export interface TaskCall {
   /** The agent type's system prompt, when the task names one. */
   system: string | undefined;
   schema: CompiledSchema | undefined;
+  /** The real path the task's workdir had when it was checked, which its call must stay in. */
+  cwdRoot: string | undefined;
 }
 
 /**
@@ -57,7 +59,8 @@ export async function prepareTaskCall(
     }
     throw error;
   }
-  return { options, system: agent?.system, schema };
+  const cwdRoot = await host.workspace.rootOf(given.workdir);
+  return { options, system: agent?.system, schema, cwdRoot };
 }
 
 /** A direct dispatch's own ask is its default; `sandbox_max` alone can bound it lower. */
@@ -90,9 +93,11 @@ export function dispatchTaskOnce(
     system: string | undefined;
     fullApproved: boolean;
     onProgress?: ProgressListener;
+    /** The real path the task's workdir had when it was checked. */
+    cwdRoot?: string;
   },
 ): Promise<DispatchOutcome> {
-  const { signal, system, onProgress } = call;
+  const { signal, system, onProgress, cwdRoot } = call;
   const input = {
     prompt: status.prompt,
     options,
@@ -100,6 +105,7 @@ export function dispatchTaskOnce(
     signal,
     ...(onProgress ? { onProgress } : {}),
     ...(options.workdir ? { cwd: options.workdir } : {}),
+    ...(options.workdir && cwdRoot !== undefined ? { cwdRoot } : {}),
   };
   const context: DispatchContext = {
     ...taskContext(status, options),

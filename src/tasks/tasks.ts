@@ -507,7 +507,7 @@ export class TaskManager {
   async #dispatch(live: LiveTask, signal: AbortSignal): Promise<DispatchOutcome> {
     const { status } = live;
     const { dispatcher, sessions, workspace } = this.#options;
-    const { options, system, schema } = await prepareTaskCall(status, {
+    const { options, system, schema, cwdRoot } = await prepareTaskCall(status, {
       workspace,
       home: this.#options.ledger.home,
     });
@@ -528,6 +528,7 @@ export class TaskManager {
             signal,
             system,
             fullApproved,
+            ...(cwdRoot !== undefined ? { cwdRoot } : {}),
             ...(bytes > 0 ? { onProgress: progress.listener } : {}),
           }),
       });

@@ -82,7 +82,8 @@ export class WorkspacePolicy {
   }
 
   /**
-   * The directory a request of `caller` works in. Not remote: `asked` unchanged. Remote: the
+   * The directory a request of `caller` works in. Not remote: `asked` at its real path (as
+   * given when it does not exist). Remote: the
    * real path of `asked` once it passed the roots and forbidden directories (a `forbidden`
    * SvcError naming the asked path and the roots otherwise); without `asked`, a fresh scratch
    * directory when `options.scratch`.
@@ -92,7 +93,10 @@ export class WorkspacePolicy {
     asked: string | undefined,
     options: WorkdirOptions,
   ): Promise<string | undefined> {
-    if (caller.remote !== true) return asked;
+    if (caller.remote !== true) {
+      // The operator's own choice, at its real path (as given when it does not exist yet).
+      return asked === undefined ? undefined : await platform().realPath(asked).catch(() => asked);
+    }
     if (asked === undefined) return options.scratch ? await this.#makeScratch() : undefined;
     if (options.inherited !== undefined && asked === options.inherited) {
       const scratch = await this.#ownScratch(asked);
@@ -147,6 +151,20 @@ export class WorkspacePolicy {
   placeOf(workdir: string | undefined): string | undefined {
     const name = workdir === undefined ? undefined : SCRATCH_REF.exec(workdir)?.[1];
     return name === undefined ? workdir : joinPath(this.#scratchRoot, name);
+  }
+
+  /**
+   * The directory the calls of a run or task whose recorded workdir is `workdir` must stay
+   * inside, checked again right before each process starts: the recorded workdir itself (the
+   * real path {@linkcode WorkspacePolicy.workdirFor} gave), a scratch workdir at its place with
+   * the scratch root's real path. Undefined without a workdir.
+   */
+  async rootOf(workdir: string | undefined): Promise<string | undefined> {
+    if (workdir === undefined) return undefined;
+    const name = SCRATCH_REF.exec(workdir)?.[1];
+    if (name === undefined) return workdir;
+    const root = await platform().realPath(this.#scratchRoot).catch(() => this.#scratchRoot);
+    return joinPath(root, name);
   }
 
   /** A scratch workdir's reference when it still exists, or undefined for any other path. */

@@ -627,6 +627,7 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
       await tool.prepare?.(call, env);
       const dir = await workingDir(name, {
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+        ...(request.cwdRoot !== undefined ? { cwdRoot: request.cwdRoot } : {}),
         ...(request.options.session !== undefined ? { session: request.options.session } : {}),
         root: options.scratchRoot ?? joinPath(svcHome(), "tmp"),
         sessionRoot: options.sessionRoot ?? joinPath(svcHome(), "session_dirs"),

@@ -46,6 +46,10 @@ export async function dispatch(
           ...(call.agent?.system !== undefined ? { system: call.agent.system } : {}),
           signal: call.signal,
           ...(call.cwd !== undefined ? { cwd: call.cwd } : {}),
+          // Checked again right before the process starts, against the run's checked workdir.
+          ...(call.cwd !== undefined && ctx.workdirRoot !== undefined
+            ? { cwdRoot: ctx.workdirRoot }
+            : {}),
           ...(ctx.progressBytes > 0 ? { onProgress: progress.listener } : {}),
         };
         return call.call.options.session === undefined

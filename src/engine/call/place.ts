@@ -18,7 +18,7 @@ export async function place(
   signal: AbortSignal,
 ): Promise<PlacedCall> {
   const { call, position, replay, given, group } = request;
-  const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir);
+  const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir, ctx.workdirRoot);
   const agent = await agentType(deps, call.options.agentType);
   return {
     call,

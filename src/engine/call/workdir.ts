@@ -15,11 +15,13 @@ function within(path: string, root: string): boolean {
  * that, with every symbolic link resolved, is the run's workdir or a directory inside it. So a
  * script cannot send a write agent, or a worktree, to another repository on the machine.
  * Without a run workdir the option is refused, and the call gets no cwd (a harness then runs in
- * a fresh scratch directory).
+ * a fresh scratch directory). `checkedRoot` is the run's workdir as checked at its start; the
+ * harness checks the call's directory against it again right before the process starts.
  */
 export async function callWorkdir(
   runWorkdir: string | undefined,
   asked: string | undefined,
+  checkedRoot?: string,
 ): Promise<string | undefined> {
   if (asked === undefined) return runWorkdir;
   const refuse = (why: string) =>
@@ -31,7 +33,9 @@ export async function callWorkdir(
     throw refuse(`it must be a path of at most ${MAX_WORKDIR_CHARS} characters`);
   }
   const p = platform();
-  const root = await p.realPath(runWorkdir).catch(() => undefined);
+  // The run's workdir as checked at its start, not as it resolves now: a link made since
+  // must not move the root the option is confined to.
+  const root = checkedRoot ?? await p.realPath(runWorkdir).catch(() => undefined);
   if (root === undefined) throw refuse("the run's workdir does not exist");
   const target = asked.startsWith("/") ? asked : joinPath(root, asked);
   const real = await p.realPath(target).catch(() => undefined);

@@ -38,3 +38,4 @@ export {
 } from "./replay.ts";
 export { newRunStatus, type NewRunStatusOptions } from "./status.ts";
 export { STARTED_BY_CHARS, startedBy } from "./started_by.ts";
+export { MAX_SCRIPT_FILE_BYTES } from "./script_source.ts";

@@ -33,6 +33,8 @@ export interface PreparedRun {
   scriptDir: string | undefined;
   /** What a resumed run may replay. */
   replay: ReplaySource | undefined;
+  /** The real path the run's workdir had when it was checked, which its calls must stay in. */
+  workdirRoot?: string;
   /** The run's budget gate. */
   budget: BudgetGate;
   /** Set when a queued run can no longer start: it fails with this error at once. */
@@ -112,7 +114,16 @@ export async function prepareRun(
   // A queued run's request carries its limits as they were set: its notes were recorded then.
   const notes = queued ? options.notes ?? [] : [...source.warnings, ...limits.warnings];
   const warnings = [...notes, ...checked.warnings];
-  const common = { request, body: checked.body, warnings, notes, scriptDir, replay };
+  const workdirRoot = await context.workspace.rootOf(request.workdir);
+  const common = {
+    request,
+    body: checked.body,
+    warnings,
+    notes,
+    scriptDir,
+    replay,
+    ...(workdirRoot !== undefined ? { workdirRoot } : {}),
+  };
   if (queued) return { ...common, status: queued, budget };
   // With nothing configured, the fake is the only provider: calls "succeed" with fake
   // answers, which the user must hear about unless they asked for exactly that.
@@ -195,7 +206,13 @@ async function placedRequest(
   caller: Caller,
   context: PrepareContext,
 ): Promise<WorkflowRunRequest> {
-  if (caller.remote !== true) return request;
+  if (caller.remote !== true) {
+    // The operator's choice, recorded at its real path: what its calls are checked against.
+    const workdir = await context.workspace.workdirFor(caller, request.workdir, {
+      what: "workdir",
+    });
+    return workdir === undefined ? request : { ...request, workdir };
+  }
   const source = request.resume_from ? await context.get(request.resume_from, caller) : undefined;
   const inherited = source?.workdir ?? undefined;
   const workdir = await context.workspace.workdirFor(caller, request.workdir, {

@@ -4,7 +4,7 @@
  * @module
  */
 import { SvcError, toSvcError } from "../../errors/mod.ts";
-import { platform } from "../../platform/mod.ts";
+import { readCheckedFile } from "../../workspace/mod.ts";
 import type { WorkflowRunRequest } from "../../schemas/mod.ts";
 import { locateWorkflow, type WorkflowPlaces } from "../sub_workflow.ts";
 
@@ -49,18 +49,15 @@ export async function scriptSource(
   const ref = request.scriptPath !== undefined ? { scriptPath: request.scriptPath } : request.name;
   if (ref === undefined) return { request: { ...request, script: request.script! }, warnings: [] };
   const winner = typeof ref === "string" ? "name" : "scriptPath";
-  const p = platform();
   let located: { real: string; filename: string };
   let script: string;
   try {
     located = await locateWorkflow(ref, places);
-    if ((await p.stat(located.real)).size > MAX_SCRIPT_FILE_BYTES) {
-      throw new SvcError(
-        "invalid_request",
-        `'${located.filename}' is over ${MAX_SCRIPT_FILE_BYTES} bytes`,
-      );
-    }
-    script = await p.readTextFile(located.real);
+    // The checked file itself, from one open handle: a swap since the check is refused.
+    script = await readCheckedFile(located.real, {
+      maxBytes: MAX_SCRIPT_FILE_BYTES,
+      shown: `'${located.filename}'`,
+    });
   } catch (error) {
     throw refusal(error);
   }
