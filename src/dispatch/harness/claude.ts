@@ -23,6 +23,7 @@ import {
   type OutputReader,
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
+import { ARG_TEXT_LIMIT } from "./arg_values.ts";
 import { NATIVE_CLAUDE_ALIASES } from "../model_aliases.ts";
 import type { ProgressChannel } from "../progress.ts";
 import { fileChange, toolTarget } from "./tool_target.ts";
@@ -33,17 +34,49 @@ export const CLAUDE_READ_ONLY_DENIED = "Bash,Edit,Write,NotebookEdit";
 /**
  * The permission flags of a sandbox level. Read-only names the default mode explicitly (so that a
  * user's settings cannot widen it) and denies the writing tools; in print mode nobody can approve
- * anything, so whatever would ask is refused.
+ * anything, so whatever would ask is refused. A clamped shell cannot bypass permissions: `full`
+ * then accepts edits, and allows the clamp's commands and the web tools (`narrowingArgs`).
  */
-function sandboxArgs(level: SandboxLevel): string[] {
+function sandboxArgs(level: SandboxLevel, clamped: boolean): string[] {
   switch (level) {
     case "read-only":
       return ["--permission-mode", "default", "--disallowedTools", CLAUDE_READ_ONLY_DENIED];
     case "write":
       return ["--permission-mode", "acceptEdits"];
     case "full":
-      return ["--dangerously-skip-permissions"];
+      return clamped ? ["--permission-mode", "acceptEdits"] : ["--dangerously-skip-permissions"];
   }
+}
+
+/** What `full` allows beyond edits when its shell is clamped: the network tools. */
+const FULL_CLAMPED_ALLOWED = ["WebFetch", "WebSearch"];
+
+/**
+ * The call's narrowing options as Claude Code's own permission rules, in a `--settings` JSON
+ * (whole rules, never split as a flag's list is): `disallowedTools` are deny rules, which take
+ * a tool out of what the model is offered; a clamp's rules are the only Bash rules allowed, and
+ * in print mode every other command would ask, so it is refused. A read-only call has no Bash
+ * at all, which a clamp cannot widen.
+ */
+function narrowingSettings(call: HarnessCall): string | undefined {
+  if (call.narrowing === undefined) return undefined;
+  const { disallowedTools, bashCommandClamp } = call.narrowing;
+  const allow = call.sandbox === "read-only" || bashCommandClamp.length === 0
+    ? []
+    : [...bashCommandClamp, ...(call.sandbox === "full" ? FULL_CLAMPED_ALLOWED : [])];
+  const permissions = {
+    ...(disallowedTools.length > 0 ? { deny: disallowedTools } : {}),
+    ...(allow.length > 0 ? { allow } : {}),
+  };
+  return JSON.stringify({ permissions });
+}
+
+/** Claude Code holds every narrowing its settings can say, up to one argument's length. */
+function claudeNarrowing(call: HarnessCall): string | undefined {
+  const settings = narrowingSettings(call) ?? "";
+  return settings.length > ARG_TEXT_LIMIT
+    ? `its settings would be longer than one argument (${ARG_TEXT_LIMIT} characters)`
+    : undefined;
 }
 
 /**
@@ -64,7 +97,8 @@ function claudeArgs(call: HarnessCall): string[] {
     // An agent type's body replaces the system prompt, as in Claude Code's own subagents.
     ...(call.system !== undefined ? [`--system-prompt=${call.system}`] : []),
     ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
-    ...sandboxArgs(call.sandbox),
+    ...sandboxArgs(call.sandbox, (call.narrowing?.bashCommandClamp.length ?? 0) > 0),
+    ...(call.narrowing !== undefined ? [`--settings=${narrowingSettings(call)}`] : []),
     ...call.extraArgs,
   ];
 }
@@ -300,6 +334,7 @@ export const CLAUDE: HarnessTool = {
   systemPrompt: "native",
   modelAliases: NATIVE_CLAUDE_ALIASES,
   args: claudeArgs,
+  narrowing: claudeNarrowing,
   defaultEnv: CLAUDE_DEFAULT_ENV,
   // The configured endpoint is Claude Code's own variable (a gateway, a local server).
   env: (call) => (call.baseUrl !== undefined ? { ANTHROPIC_BASE_URL: call.baseUrl } : undefined),
