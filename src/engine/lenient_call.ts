@@ -22,7 +22,8 @@ const NAME_CHARS = 40;
  * Unknown option names that may restrict the agent: refused rather than dropped. Dropping a
  * restriction would run the agent with more than the script allowed.
  */
-const MAY_NARROW = /tool|allow|deny|clamp|restrict|permission|sandbox|read_?only|forbid|block|limit|max/i;
+const MAY_NARROW =
+  /tool|allow|deny|clamp|restrict|permission|sandbox|read_?only|forbid|block|limit|max/i;
 
 /** The names `agent()` knows. */
 const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(AgentOptionsSchema.shape));

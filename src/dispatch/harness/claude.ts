@@ -24,6 +24,8 @@ import {
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { ARG_TEXT_LIMIT } from "./arg_values.ts";
+import { clampHookSettings } from "./claude_clamp_hook.ts";
+import { platform } from "../../platform/mod.ts";
 import { NATIVE_CLAUDE_ALIASES } from "../model_aliases.ts";
 import type { ProgressChannel } from "../progress.ts";
 import { fileChange, toolTarget } from "./tool_target.ts";
@@ -58,22 +60,36 @@ const FULL_CLAMPED_ALLOWED = ["WebFetch", "WebSearch"];
  * in print mode every other command would ask, so it is refused. A read-only call has no Bash
  * at all, which a clamp cannot widen.
  */
-function narrowingSettings(call: HarnessCall): string | undefined {
+function narrowingSettings(call: HarnessCall, deno: string | undefined): string | undefined {
   if (call.narrowing === undefined) return undefined;
   const { disallowedTools, bashCommandClamp } = call.narrowing;
-  const allow = call.sandbox === "read-only" || bashCommandClamp.length === 0
-    ? []
-    : [...bashCommandClamp, ...(call.sandbox === "full" ? FULL_CLAMPED_ALLOWED : [])];
+  const clamped = call.sandbox !== "read-only" && bashCommandClamp.length > 0;
+  const allow = clamped
+    ? [...bashCommandClamp, ...(call.sandbox === "full" ? FULL_CLAMPED_ALLOWED : [])]
+    : [];
   const permissions = {
     ...(disallowedTools.length > 0 ? { deny: disallowedTools } : {}),
     ...(allow.length > 0 ? { allow } : {}),
   };
-  return JSON.stringify({ permissions });
+  // The rules allow the clamp's commands without asking; the hook denies every other command.
+  const hooks = clamped && deno !== undefined
+    ? { disableAllHooks: false, hooks: clampHookSettings(deno, bashCommandClamp) }
+    : {};
+  return JSON.stringify({ permissions, ...hooks });
 }
 
-/** Claude Code holds every narrowing its settings can say, up to one argument's length. */
+/**
+ * Why Claude Code cannot hold this call's narrowing: a clamp needs svc's Deno for its hook,
+ * and the settings must fit one argument.
+ */
 function claudeNarrowing(call: HarnessCall): string | undefined {
-  const settings = narrowingSettings(call) ?? "";
+  const deno = platform().denoExecutable();
+  const clamped = call.sandbox !== "read-only" &&
+    (call.narrowing?.bashCommandClamp.length ?? 0) > 0;
+  if (clamped && deno === undefined) {
+    return "no deno executable was found to run the hook that clamps its shell";
+  }
+  const settings = narrowingSettings(call, deno) ?? "";
   return settings.length > ARG_TEXT_LIMIT
     ? `its settings would be longer than one argument (${ARG_TEXT_LIMIT} characters)`
     : undefined;
@@ -98,7 +114,9 @@ function claudeArgs(call: HarnessCall): string[] {
     ...(call.system !== undefined ? [`--system-prompt=${call.system}`] : []),
     ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
     ...sandboxArgs(call.sandbox, (call.narrowing?.bashCommandClamp.length ?? 0) > 0),
-    ...(call.narrowing !== undefined ? [`--settings=${narrowingSettings(call)}`] : []),
+    ...(call.narrowing !== undefined
+      ? [`--settings=${narrowingSettings(call, platform().denoExecutable())}`]
+      : []),
     ...call.extraArgs,
   ];
 }

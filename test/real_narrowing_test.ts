@@ -1,0 +1,144 @@
+/**
+ * `agent()`'s narrowing options against the real tools, through svc's providers and the model
+ * stand-in: the request a tool sends shows the tools it offers (no Bash after
+ * `disallowedTools: ["Bash"]`), and a shell command outside a `bashCommandClamp` shows as
+ * denied and leaves nothing behind, at `write` and at `full`. A tool that cannot hold them
+ * refuses the call before anything starts.
+ */
+import assert from "node:assert/strict";
+import type { DispatchRequest, Provider } from "../src/dispatch/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import type { SandboxLevel } from "../src/schemas/mod.ts";
+import { harnessRequest } from "./harness_helpers.ts";
+import { exists } from "./helpers.ts";
+import { type ModelStandIn, type Responder, startModelStandIn } from "./model_standin/mod.ts";
+import { type AgentHome, agentHome, claudeAt, realToolTest } from "./real_agents.ts";
+
+/** A stand-in, a throw-away HOME and a provider pointed at both. */
+interface Rig extends AsyncDisposable {
+  standin: ModelStandIn;
+  home: AgentHome;
+  provider: Provider;
+}
+
+type ProviderAt = (bin: string, url: string, home: AgentHome) => Provider | Promise<Provider>;
+
+async function rig(bin: string, at: ProviderAt, responder: Responder): Promise<Rig> {
+  const standin = startModelStandIn(responder);
+  const home = await agentHome();
+  return {
+    standin,
+    home,
+    provider: await at(bin, standin.url, home),
+    async [Symbol.asyncDispose]() {
+      await standin.close();
+      await home[Symbol.asyncDispose]();
+    },
+  };
+}
+
+function request(
+  r: Rig,
+  sandbox: SandboxLevel,
+  options: DispatchRequest["options"],
+): DispatchRequest {
+  return harnessRequest("work on it", { cwd: r.home.work, sandbox, options });
+}
+
+/** The tools the first model request offered. */
+function offered(standin: ModelStandIn): string[] {
+  return standin.modelRequests()[0]?.tools ?? [];
+}
+
+/**
+ * Scripts shell commands, one per tool call, then a text quoting every result: the first
+ * request gets the calls, the one carrying their results gets `results: …`.
+ */
+function shellThenText(tool: string, commands: string[], input: (c: string) => object): Responder {
+  return (req) =>
+    req.toolResults.length === 0
+      ? {
+        toolCalls: commands.map((command, i) => ({
+          name: tool,
+          id: `call_${i}`,
+          input: input(command) as Record<string, unknown>,
+        })),
+      }
+      : { text: `results: ${req.toolResults.map((t) => t.content).join(" | ")}` };
+}
+
+const claude: ProviderAt = (bin, url, home) => claudeAt(bin, url, home);
+const bashInput = (command: string) => ({ command, description: "run it" });
+
+realToolTest(
+  "claude",
+  "disallowedTools Bash at write: the model is offered no Bash, and still Write",
+  async (bin) => {
+    await using r = await rig(bin, claude, () => ({ text: "done" }));
+    await r.provider.dispatch(request(r, "write", { disallowedTools: ["Bash"] }));
+    const tools = offered(r.standin);
+    assert.ok(!tools.includes("Bash"), tools.join(","));
+    assert.ok(tools.includes("Write") && tools.includes("Edit"), tools.join(","));
+  },
+);
+
+realToolTest(
+  "claude",
+  "disallowedTools Write and Edit at write: neither is offered, Bash is",
+  async (bin) => {
+    await using r = await rig(bin, claude, () => ({ text: "done" }));
+    await r.provider.dispatch(request(r, "write", { disallowedTools: ["Write", "Edit"] }));
+    const tools = offered(r.standin);
+    assert.ok(!tools.includes("Write") && !tools.includes("Edit"), tools.join(","));
+    assert.ok(tools.includes("Bash"), tools.join(","));
+  },
+);
+
+for (const sandbox of ["write", "full"] as const) {
+  realToolTest(
+    "claude",
+    `bashCommandClamp at ${sandbox}: clamped commands run; others, read-only ones too, are denied and leave nothing`,
+    async (bin) => {
+      await using r = await rig(bin, claude, () => ({ text: "unused" }));
+      const work = r.home.work;
+      await Deno.writeTextFile(`${work}/secret.txt`, "the-secret-text\n");
+      r.standin.respond(shellThenText("Bash", [
+        "echo clamped-ok",
+        "ls -a",
+        `touch ${work}/outside.txt`,
+        `mkdir ${work}/made`,
+        "echo clamped-ok && touch also.txt",
+        "ls -a; touch semi.txt",
+        "pwd",
+        "cat secret.txt",
+      ], bashInput));
+      const result = await r.provider.dispatch(
+        request(r, sandbox, { bashCommandClamp: ["Bash(echo clamped-ok)", "Bash(ls:*)"] }),
+      );
+      const answered = r.standin.modelRequests().at(-1)!.toolResults;
+      assert.equal(answered.length, 8, String(result.output));
+      // In the order of the calls: a tool may answer them in any order.
+      const results = answered.map((_, i) => answered.find((t) => t.id === `call_${i}`)!);
+      assert.match(results[0]!.content, /clamped-ok/);
+      assert.match(results[1]!.content, /secret\.txt/, "ls -a is clamped in");
+      for (const denied of results.slice(2)) {
+        assert.ok(denied.isError, denied.content);
+        assert.match(denied.content, /clamped to a fixed set of command forms/, denied.content);
+        assert.doesNotMatch(denied.content, /the-secret-text/);
+      }
+      for (const left of ["outside.txt", "made", "also.txt", "semi.txt"]) {
+        assert.equal(await exists(`${work}/${left}`), false, left);
+      }
+    },
+  );
+}
+
+/** Rejects with an SvcError of `code` whose message matches. */
+async function rejectsWith(promise: Promise<unknown>, code: string, message: RegExp) {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  assert.ok(error instanceof SvcError, `expected an SvcError, got ${error}`);
+  assert.equal(error.code, code, error.message);
+  assert.match(error.message, message);
+}
+
+export { rejectsWith, rig, shellThenText };
