@@ -6,7 +6,7 @@
  * refuses the call before anything starts.
  */
 import assert from "node:assert/strict";
-import type { DispatchRequest, Provider } from "../src/dispatch/mod.ts";
+import { type DispatchRequest, geminiProvider, type Provider } from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { SandboxLevel } from "../src/schemas/mod.ts";
 import { harnessRequest } from "./harness_helpers.ts";
@@ -128,6 +128,77 @@ for (const sandbox of ["write", "full"] as const) {
       }
       for (const left of ["outside.txt", "made", "also.txt", "semi.txt"]) {
         assert.equal(await exists(`${work}/${left}`), false, left);
+      }
+    },
+  );
+}
+
+/** Gemini CLI at the stand-in, with svc's Gemini home under the throw-away HOME. */
+const gemini: ProviderAt = (bin, url, home) =>
+  geminiProvider({
+    command: bin,
+    baseUrl: url,
+    passEnv: [],
+    env: { HOME: home.home, TMPDIR: home.tmp, GEMINI_API_KEY: "stand-in-key" },
+    stateRoot: `${home.home}/svc_state`,
+    sessionRoot: `${home.home}/sessions`,
+    scratchRoot: home.tmp,
+    timeoutMs: 120_000,
+  });
+
+/** Gemini's routing call (not streamed) gets the JSON it needs; the answer gets `answer`. */
+function geminiReplies(answer: Responder): Responder {
+  return (req) => req.stream ? answer(req) : { text: '{"reasoning":"x","model_choice":"flash"}' };
+}
+
+realToolTest(
+  "gemini",
+  "disallowedTools Bash and Write at write: the model is offered neither shell nor write_file",
+  async (bin) => {
+    await using r = await rig(bin, gemini, geminiReplies(() => ({ text: "done" })));
+    await r.provider.dispatch(request(r, "write", { disallowedTools: ["Bash", "Write"] }));
+    const tools = r.standin.modelRequests().find((q) => q.stream)!.tools;
+    for (const gone of ["run_shell_command", "write_file"]) {
+      assert.ok(!tools.includes(gone), tools.join(","));
+    }
+    assert.ok(tools.includes("replace") && tools.includes("read_file"), tools.join(","));
+  },
+);
+
+for (const sandbox of ["write", "full"] as const) {
+  realToolTest(
+    "gemini",
+    `bashCommandClamp at ${sandbox}: clamped commands run; others, chained or redirected, are denied`,
+    async (bin) => {
+      const commands = [
+        "echo clamped-ok",
+        "ls -a",
+        "echo clamped-ok extra",
+        "touch t1.txt",
+        "echo clamped-ok; touch t2.txt",
+        "ls -a && touch t3.txt",
+        "echo clamped-ok > t4.txt",
+        "ls $(touch t5.txt)",
+        "pwd",
+      ];
+      await using r = await rig(
+        bin,
+        gemini,
+        geminiReplies(shellThenText("run_shell_command", commands, (command) => ({ command }))),
+      );
+      await Deno.writeTextFile(`${r.home.work}/secret.txt`, "x\n");
+      await r.provider.dispatch(
+        request(r, sandbox, { bashCommandClamp: ["Bash(echo clamped-ok)", "Bash(ls:*)"] }),
+      );
+      const answered = r.standin.modelRequests().filter((q) => q.stream).at(-1)!.toolResults;
+      const results = commands.map((_, i) => answered.find((t) => t.id === `call_${i}`)!);
+      assert.match(results[0]!.content, /clamped-ok/);
+      assert.match(results[1]!.content, /secret\.txt/);
+      for (const [i, denied] of results.slice(2).entries()) {
+        assert.match(denied.content, /denied by policy/, `${commands[i + 2]}: ${denied.content}`);
+      }
+      for (const n of [1, 2, 3, 4, 5]) {
+        assert.equal(await exists(`${r.home.work}/t${n}.txt`), false, `t${n}.txt`);
       }
     },
   );
