@@ -6,7 +6,12 @@
  * refuses the call before anything starts.
  */
 import assert from "node:assert/strict";
-import { type DispatchRequest, geminiProvider, type Provider } from "../src/dispatch/mod.ts";
+import {
+  type DispatchRequest,
+  geminiProvider,
+  opencodeProvider,
+  type Provider,
+} from "../src/dispatch/mod.ts";
 import { SvcError } from "../src/errors/mod.ts";
 import type { SandboxLevel } from "../src/schemas/mod.ts";
 import { harnessRequest } from "./harness_helpers.ts";
@@ -203,6 +208,78 @@ for (const sandbox of ["write", "full"] as const) {
     },
   );
 }
+
+/** opencode at the stand-in's OpenAI-compatible endpoint, its state under the throw-away HOME. */
+const opencode: ProviderAt = (bin, url, home) =>
+  opencodeProvider({
+    command: bin,
+    baseUrl: `${url}/v1`,
+    model: "standin/m1",
+    timeoutMs: 120_000,
+    env: {
+      HOME: home.home,
+      TMPDIR: home.tmp,
+      XDG_CONFIG_HOME: `${home.home}/.config`,
+      XDG_DATA_HOME: `${home.home}/.local/share`,
+      XDG_CACHE_HOME: `${home.home}/.cache`,
+      XDG_STATE_HOME: `${home.home}/.local/state`,
+    },
+    scratchRoot: home.tmp,
+    sessionRoot: home.tmp,
+  });
+
+realToolTest(
+  "opencode",
+  "disallowedTools Bash and Read at full: the model is offered neither bash nor read",
+  async (bin) => {
+    await using r = await rig(bin, opencode, () => ({ text: "done" }));
+    await r.provider.dispatch(request(r, "full", { disallowedTools: ["Bash", "Read"] }));
+    const tools = r.standin.modelRequests()[0]!.tools;
+    assert.ok(!tools.includes("bash") && !tools.includes("read"), tools.join(","));
+    assert.ok(tools.includes("edit") || tools.includes("write"), tools.join(","));
+  },
+);
+
+realToolTest(
+  "opencode",
+  "bashCommandClamp at full: clamped commands run; others, chained or redirected, are denied",
+  async (bin) => {
+    const commands = [
+      "echo clamped-ok",
+      "ls -a",
+      "echo clamped-ok extra",
+      "touch t1.txt",
+      "echo clamped-ok; touch t2.txt",
+      "ls -a && touch t3.txt",
+      "echo clamped-ok > t4.txt",
+      "ls $(touch t5.txt)",
+      "pwd",
+    ];
+    await using r = await rig(
+      bin,
+      opencode,
+      shellThenText("bash", commands, (command) => ({ command, description: "run it" })),
+    );
+    await Deno.writeTextFile(`${r.home.work}/secret.txt`, "x\n");
+    const result = await r.provider.dispatch(
+      request(r, "full", { bashCommandClamp: ["Bash(echo clamped-ok)", "Bash(ls:*)"] }),
+    );
+    const answered = r.standin.modelRequests().at(-1)!.toolResults;
+    const results = commands.map((_, i) => answered.find((t) => t.id === `call_${i}`));
+    assert.match(results[0]!.content, /clamped-ok/, String(result.output));
+    assert.match(results[1]!.content, /secret\.txt/);
+    for (const [i, denied] of results.slice(2).entries()) {
+      assert.match(
+        denied?.content ?? "",
+        /a rule which prevents you from using this specific tool call/,
+        commands[i + 2],
+      );
+    }
+    for (const n of [1, 2, 3, 4, 5]) {
+      assert.equal(await exists(`${r.home.work}/t${n}.txt`), false, `t${n}.txt`);
+    }
+  },
+);
 
 /** Rejects with an SvcError of `code` whose message matches. */
 async function rejectsWith(promise: Promise<unknown>, code: string, message: RegExp) {
