@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  codexProvider,
   type DispatchRequest,
   geminiProvider,
   opencodeProvider,
@@ -289,4 +290,51 @@ async function rejectsWith(promise: Promise<unknown>, code: string, message: Reg
   assert.match(error.message, message);
 }
 
-export { rejectsWith, rig, shellThenText };
+/** Codex at the stand-in's Responses endpoint, its state under the throw-away HOME. */
+const codex: ProviderAt = (bin, url, home) =>
+  codexProvider({
+    command: bin,
+    baseUrl: `${url}/v1`,
+    timeoutMs: 120_000,
+    env: { HOME: home.home, TMPDIR: home.tmp, CODEX_API_KEY: "sk-standin-codex-key" },
+    scratchRoot: home.tmp,
+    sessionRoot: home.tmp,
+  });
+
+for (
+  const [sandbox, options] of [
+    ["full", { bashCommandClamp: ["Bash(ls:*)"] }],
+    ["read-only", { bashCommandClamp: ["Bash(ls:*)"] }],
+    ["write", { disallowedTools: ["Write"] }],
+    ["read-only", { disallowedTools: ["Bash"] }],
+  ] as [SandboxLevel, DispatchRequest["options"]][]
+) {
+  realToolTest(
+    "codex",
+    `${Object.keys(options)[0]} at ${sandbox} is refused before Codex starts, naming why`,
+    async (bin) => {
+      await using r = await rig(bin, codex, () => ({ text: "never asked" }));
+      await rejectsWith(
+        r.provider.dispatch({ ...request(r, sandbox, options), model: "gpt-5-codex" }),
+        "invalid_argument",
+        /^Cannot dispatch to codex: the call restricts its agent \(.*\) and Codex has no setting that .*; refused rather than run without the restriction$/,
+      );
+      assert.equal(r.standin.requests.length, 0);
+    },
+  );
+}
+
+realToolTest(
+  "codex",
+  "disallowedTools Write and Edit at read-only runs: the read-only sandbox makes them true",
+  async (bin) => {
+    await using r = await rig(bin, codex, () => ({ text: "read only answer" }));
+    const result = await r.provider.dispatch({
+      ...request(r, "read-only", { disallowedTools: ["Write", "Edit"] }),
+      model: "gpt-5-codex",
+    });
+    assert.equal(result.output, "read only answer");
+  },
+);
+
+export { rig, shellThenText };

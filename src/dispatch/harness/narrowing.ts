@@ -33,3 +33,30 @@ export function ruleTool(rule: string): string {
   const open = rule.indexOf("(");
   return open <= 0 ? rule : rule.slice(0, open);
 }
+
+/** Claude Code's editing tools: a read-only sandbox makes denying them true by itself. */
+const EDITING_TOOLS: ReadonlySet<string> = new Set(["Write", "Edit", "MultiEdit", "NotebookEdit"]);
+
+/**
+ * Why Codex cannot hold a call's narrowing. Codex has no setting that takes a tool away or
+ * limits its shell to given commands; only its sandbox restricts, so the one narrowing it holds
+ * is a denial of the editing tools in a `read-only` call, whose sandbox writes nothing anyway.
+ */
+export function codexNarrowingProblem(call: {
+  sandbox: string;
+  narrowing?: Narrowing;
+}): string | undefined {
+  const narrowing = call.narrowing;
+  if (narrowing === undefined) return undefined;
+  if (narrowing.bashCommandClamp.length > 0) {
+    return "Codex has no setting that limits its shell to given commands";
+  }
+  const held = call.sandbox === "read-only"
+    ? narrowing.disallowedTools.filter((tool) => EDITING_TOOLS.has(tool))
+    : [];
+  const other = narrowing.disallowedTools.find((tool) => !held.includes(tool));
+  if (other === undefined) return undefined;
+  return `Codex has no setting that takes away a tool (${
+    JSON.stringify(other.slice(0, 60))
+  }); only its read-only sandbox makes a denial of the editing tools true`;
+}
