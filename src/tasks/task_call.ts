@@ -11,6 +11,7 @@ import {
   type AgentDefinition,
   agentFolders,
   AgentTypeRegistry,
+  agentTypeNarrowingProblem,
   applyAgentType,
 } from "../agent_types/mod.ts";
 import { SvcError } from "../errors/mod.ts";
@@ -42,6 +43,8 @@ export async function prepareTaskCall(
   const asked = place === undefined ? given : { ...given, workdir: place };
   const workdir = asked.workdir ?? platform().cwd();
   const agent = await taskAgentType(asked.agentType, workdir);
+  const problem = agent ? agentTypeNarrowingProblem(asked, agent) : undefined;
+  if (problem !== undefined) throw new SvcError("invalid_request", problem);
   const options = agent ? { ...asked, ...applyAgentType(asked, agent) } : asked;
   const registry = schemaRegistryFor({ projectDir: workdir, home: host.home });
   let schema: CompiledSchema | undefined;
