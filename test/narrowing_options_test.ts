@@ -94,6 +94,7 @@ Deno.test("the narrowing options are bounded in entries and characters, and thei
   assert.match(message, /is longer than 1024 characters\. .*un-clamped/);
   assert.ok(message.length < 400, message);
   const escape = refusal({ disallowedTools: ["ba\u001b[31msh\nx*"] });
+  // deno-lint-ignore no-control-regex
   assert.doesNotMatch(escape, /[\u0000-\u001f]/);
 });
 

@@ -10,8 +10,8 @@ import {
 import {
   type AgentDefinition,
   agentFolders,
-  AgentTypeRegistry,
   agentTypeNarrowingProblem,
+  AgentTypeRegistry,
   applyAgentType,
 } from "../agent_types/mod.ts";
 import { SvcError } from "../errors/mod.ts";
