@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import {
   codexProvider,
+  createDispatcher,
   type DispatchRequest,
   geminiProvider,
   opencodeProvider,
@@ -16,7 +17,7 @@ import {
 import { SvcError } from "../src/errors/mod.ts";
 import type { SandboxLevel } from "../src/schemas/mod.ts";
 import { harnessRequest } from "./harness_helpers.ts";
-import { exists } from "./helpers.ts";
+import { exists, runScript } from "./helpers.ts";
 import { type ModelStandIn, type Responder, startModelStandIn } from "./model_standin/mod.ts";
 import { type AgentHome, agentHome, claudeAt, realToolTest } from "./real_agents.ts";
 
@@ -97,6 +98,28 @@ realToolTest(
     const tools = offered(r.standin);
     assert.ok(!tools.includes("Write") && !tools.includes("Edit"), tools.join(","));
     assert.ok(tools.includes("Bash"), tools.join(","));
+  },
+);
+
+realToolTest(
+  "claude",
+  "a workflow run's agent() with disallowedTools, and an agent type's, reaches Claude Code: no Bash or Edit offered",
+  async (bin) => {
+    await using r = await rig(bin, claude, () => ({ text: "done" }));
+    await Deno.mkdir(`${r.home.work}/.claude/agents`, { recursive: true });
+    await Deno.writeTextFile(
+      `${r.home.work}/.claude/agents/careful.md`,
+      "---\nname: careful\ndisallowedTools: Edit\n---\nBe careful.\n",
+    );
+    const status = await runScript(
+      `return await agent("narrowed", { provider: "claude", sandbox: "write", agentType: "careful", disallowedTools: ["Bash"] })`,
+      { workdir: r.home.work, sandbox_default: "write" },
+      { dispatcher: createDispatcher({ providers: [r.provider], fakeLatencyMs: 0 }) },
+    );
+    assert.equal(status.state, "succeeded", JSON.stringify(status.error));
+    const tools = offered(r.standin);
+    assert.ok(!tools.includes("Bash") && !tools.includes("Edit"), tools.join(","));
+    assert.ok(tools.includes("Write"), tools.join(","));
   },
 );
 
