@@ -10,6 +10,7 @@ import { createDispatcher, createFakeProvider, type Provider } from "../src/disp
 import { CLAUDE } from "../src/dispatch/harness/claude.ts";
 import type { HarnessCall } from "../src/dispatch/harness/run_harness.ts";
 import { clampHookSettings } from "../src/dispatch/harness/claude_clamp_hook.ts";
+import { geminiNarrowingProblem, geminiPolicies } from "../src/dispatch/harness/gemini_policy.ts";
 import {
   type AgentOptions,
   NARROWING_LIMITS,
@@ -323,5 +324,43 @@ Deno.test("the clamp hook lets through only the clamp's command forms, and denie
     await hookVerdict([`Bash(${slow})`], "a".repeat(4000)),
     2,
     "no backtracking blow-up",
+  );
+});
+
+Deno.test("Gemini's denies sit in a policy file of svc's own strings, apart from the clamp's commands", () => {
+  const call: HarnessCall = {
+    provider: "gemini",
+    prompt: "p",
+    sandbox: "write",
+    extraArgs: [],
+    stateDir: "/state",
+    narrowing: {
+      disallowedTools: ["Write"],
+      bashCommandClamp: ['Bash(echo "a\\b")', "Bash(ls:*)"],
+    },
+  };
+  const [denies, allows] = geminiPolicies(call);
+  assert.doesNotMatch(denies!, /echo|ls/);
+  assert.match(denies!, /toolName = \["write_file"\]\ndecision = "deny"/);
+  // The exact rule matches the command's JSON as Gemini matches it, and nothing longer.
+  const regex = JSON.parse(/commandRegex = (.*)/.exec(allows!)![1]!);
+  const matches = (command: string) =>
+    new RegExp(`"command":"${regex}`).test(JSON.stringify({ command }));
+  assert.ok(matches('echo "a\\b"'));
+  assert.ok(!matches('echo "a\\b" x') && !matches("echo a"));
+  assert.match(allows!, /commandPrefix = "ls"/);
+  assert.match(
+    geminiNarrowingProblem({
+      ...call,
+      narrowing: { disallowedTools: [], bashCommandClamp: ["Bash(\ud800)"] },
+    })!,
+    /lone surrogate/,
+  );
+  assert.match(
+    geminiNarrowingProblem({
+      ...call,
+      narrowing: { disallowedTools: ["mcp__x"], bashCommandClamp: [] },
+    })!,
+    /no tool known to be "mcp__x"/,
   );
 });

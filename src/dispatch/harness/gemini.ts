@@ -20,7 +20,7 @@ import {
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { ensureGeminiHome } from "./gemini_home.ts";
-import { geminiNarrowingProblem, geminiPolicyPath, writeGeminiPolicy } from "./gemini_policy.ts";
+import { geminiNarrowingProblem, geminiPolicyPaths, writeGeminiPolicies } from "./gemini_policy.ts";
 import type { ProgressChannel } from "../progress.ts";
 
 /**
@@ -53,7 +53,9 @@ function geminiArgs(call: HarnessCall): string[] {
     GEMINI_APPROVAL[call.sandbox],
     ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
     // The call's narrowing options, as a policy file (gemini_policy.ts).
-    ...(call.narrowing !== undefined ? [`--policy=${geminiPolicyPath(call)}`] : []),
+    ...(call.narrowing !== undefined
+      ? geminiPolicyPaths(call).map((path) => `--policy=${path}`)
+      : []),
     ...call.extraArgs,
   ];
 }
@@ -242,7 +244,7 @@ async function prepareGemini(call: HarnessCall, env: Record<string, string>): Pr
 /** Gemini's home and, for a call with narrowing options, its policy file. */
 async function prepareGeminiCall(call: HarnessCall, env: Record<string, string>): Promise<void> {
   await prepareGemini(call, env);
-  if (call.narrowing !== undefined) await writeGeminiPolicy(call);
+  if (call.narrowing !== undefined) await writeGeminiPolicies(call);
 }
 
 /** How svc drives the Gemini CLI (exported for the command-line tests). */

@@ -64,6 +64,10 @@ export function geminiNarrowingProblem(call: HarnessCall): string | undefined {
   if (unmapped !== undefined) {
     return `Gemini CLI has no tool known to be ${JSON.stringify(unmapped.slice(0, 60))}`;
   }
+  const unwritable = narrowing.bashCommandClamp.find((rule) => !rule.isWellFormed());
+  if (unwritable !== undefined) {
+    return "a clamp rule holds a lone surrogate, which no Gemini policy file can hold";
+  }
   const wild = narrowing.bashCommandClamp.find((rule) => {
     const content = clampContent(rule);
     return (content.endsWith(":*") ? content.slice(0, -2) : content).includes("*");
@@ -90,45 +94,56 @@ function allowRule(rule: string): string {
   return `[[rule]]\ntoolName = "${SHELL}"\n${match}\ndecision = "allow"\npriority = ${ALLOW}\n`;
 }
 
-/** The policy file's text for this call's narrowing. */
-export function geminiPolicy(call: HarnessCall): string {
+/**
+ * The call's policy files: the denies, made of svc's own strings only, and the clamp's allows,
+ * which hold the script's commands. Gemini skips a policy file it cannot read and runs on; apart,
+ * a file it cannot read costs only allows, which narrows, never a deny.
+ */
+export function geminiPolicies(call: HarnessCall): string[] {
   const { disallowedTools = [], bashCommandClamp = [] } = call.narrowing ?? {};
   const denied = [...new Set(disallowedTools.flatMap((tool) => GEMINI_TOOLS[tool] ?? []))];
-  const rules: string[] = [];
+  const denies: string[] = [];
   if (denied.length > 0) {
-    rules.push(
+    denies.push(
       `[[rule]]\ntoolName = [${
         denied.map(toml).join(", ")
       }]\ndecision = "deny"\npriority = ${DENY}\n`,
     );
   }
   // A read-only call has no shell at all, which a clamp cannot widen.
-  if (bashCommandClamp.length > 0 && call.sandbox !== "read-only") {
-    rules.push(
+  const clamped = bashCommandClamp.length > 0 && call.sandbox !== "read-only";
+  if (clamped) {
+    denies.push(
       `[[rule]]\ntoolName = "${SHELL}"\nargsPattern = "[<>]"\ndecision = "deny"\npriority = ${DENY}\n`,
-      ...bashCommandClamp.map(allowRule),
       `[[rule]]\ntoolName = "${SHELL}"\ndecision = "deny"\npriority = ${OTHER_SHELL}\n`,
     );
   }
-  return rules.join("\n");
+  return [denies.join("\n"), clamped ? bashCommandClamp.map(allowRule).join("\n") : ""]
+    .filter((text) => text !== "");
 }
 
-/** Where the policy of a call with this narrowing is kept: named by its content. */
-export function geminiPolicyPath(call: HarnessCall): string {
-  const bytes = platform().sha256(new TextEncoder().encode(geminiPolicy(call)));
+function policyPath(call: HarnessCall, text: string): string {
+  const bytes = platform().sha256(new TextEncoder().encode(text));
   const hash = Array.from(bytes.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
   return joinPath(call.stateDir!, "policies", `narrowing-${hash}.toml`);
 }
 
+/** Where the call's policy files are kept: named by their content. */
+export function geminiPolicyPaths(call: HarnessCall): string[] {
+  return geminiPolicies(call).map((text) => policyPath(call, text));
+}
+
 /**
- * Writes the call's policy under the provider's state directory (calls with the same narrowing
- * share one file, replaced whole through a rename so that none reads half of it).
+ * Writes the call's policy files under the provider's state directory (calls with the same
+ * narrowing share them, each replaced whole through a rename so that none reads half of one).
  */
-export async function writeGeminiPolicy(call: HarnessCall): Promise<void> {
+export async function writeGeminiPolicies(call: HarnessCall): Promise<void> {
   const p = platform();
-  const path = geminiPolicyPath(call);
   await p.mkdir(joinPath(call.stateDir!, "policies"));
-  const temp = `${path}.${p.pid()}.${crypto.randomUUID()}.tmp`;
-  await p.writeTextFile(temp, geminiPolicy(call), { mode: 0o600 });
-  await p.rename(temp, path);
+  for (const text of geminiPolicies(call)) {
+    const path = policyPath(call, text);
+    const temp = `${path}.${p.pid()}.${crypto.randomUUID()}.tmp`;
+    await p.writeTextFile(temp, text, { mode: 0o600 });
+    await p.rename(temp, path);
+  }
 }
