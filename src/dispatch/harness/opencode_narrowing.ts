@@ -53,9 +53,10 @@ export function opencodeNarrowingProblem(call: HarnessCall): string | undefined 
   if (unmapped !== undefined) {
     return `opencode has no tool known to be ${JSON.stringify(unmapped.slice(0, 60))}`;
   }
+  // opencode's patterns read `*` and `?` as wildcards: a rule holding one would match more.
   const wild = narrowing.bashCommandClamp.find((rule) => {
     const body = content(rule);
-    return (body.endsWith(":*") ? body.slice(0, -2) : body).includes("*");
+    return /[*?]/.test(body.endsWith(":*") ? body.slice(0, -2) : body);
   });
   if (wild !== undefined) {
     return `opencode's permissions have no pattern for the wildcard clamp ${
