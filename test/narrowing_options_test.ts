@@ -273,8 +273,12 @@ Deno.test("Claude Code gets disallowedTools as deny rules, and a clamp as allow 
       "acceptEdits",
     ],
   );
-  const settings = settingsOf(full) as { permissions: { allow: string[] }; hooks: unknown };
+  const settings = settingsOf(full) as {
+    permissions: { allow: string[]; deny: string[] };
+    hooks: unknown;
+  };
   assert.deepEqual(settings.permissions.allow, ["Bash(ls:*)", "WebFetch", "WebSearch"]);
+  assert.deepEqual(settings.permissions.deny, ["Monitor", "PowerShell"], "other shells");
   assert.ok(settings.hooks, JSON.stringify(settings));
   const plain = claudeCall("full", undefined);
   assert.ok(plain.includes("--dangerously-skip-permissions"));

@@ -50,6 +50,9 @@ function sandboxArgs(level: SandboxLevel, clamped: boolean): string[] {
   }
 }
 
+/** Claude Code's tools besides Bash that run shell commands: denied while Bash is clamped. */
+const OTHER_SHELL_TOOLS = ["Monitor", "PowerShell"];
+
 /** What `full` allows beyond edits when its shell is clamped: the network tools. */
 const FULL_CLAMPED_ALLOWED = ["WebFetch", "WebSearch"];
 
@@ -67,8 +70,10 @@ function narrowingSettings(call: HarnessCall, deno: string | undefined): string 
   const allow = clamped
     ? [...bashCommandClamp, ...(call.sandbox === "full" ? FULL_CLAMPED_ALLOWED : [])]
     : [];
+  // Claude Code's other shell surfaces cannot match a clamp's Bash forms: it denies them too.
+  const deny = [...disallowedTools, ...(clamped ? OTHER_SHELL_TOOLS : [])];
   const permissions = {
-    ...(disallowedTools.length > 0 ? { deny: disallowedTools } : {}),
+    ...(deny.length > 0 ? { deny } : {}),
     ...(allow.length > 0 ? { allow } : {}),
   };
   // The rules allow the clamp's commands without asking; the hook denies every other command.
