@@ -345,7 +345,7 @@ Deno.test("Gemini's denies sit in a policy file of svc's own strings, apart from
   };
   const [denies, allows] = geminiPolicies(call);
   assert.doesNotMatch(denies!, /echo|ls/);
-  assert.match(denies!, /toolName = \["write_file"\]\ndecision = "deny"/);
+  assert.match(denies!, /toolName = \["write_file", "invoke_agent"\]\ndecision = "deny"/);
   // The exact rule matches the command's JSON as Gemini matches it, and nothing longer.
   const regex = JSON.parse(/commandRegex = (.*)/.exec(allows!)![1]!);
   const matches = (command: string) =>

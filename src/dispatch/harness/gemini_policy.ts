@@ -38,6 +38,7 @@ export const GEMINI_TOOLS: Readonly<Record<string, readonly string[]>> = {
 };
 
 const SHELL = "run_shell_command";
+const SUBAGENTS = "invoke_agent";
 /** Gemini's policy priorities run from 0 to 999: svc's rules take the top. */
 const DENY = 999;
 const ALLOW = 998;
@@ -101,7 +102,10 @@ function allowRule(rule: string): string {
  */
 export function geminiPolicies(call: HarnessCall): string[] {
   const { disallowedTools = [], bashCommandClamp = [] } = call.narrowing ?? {};
-  const denied = [...new Set(disallowedTools.flatMap((tool) => GEMINI_TOOLS[tool] ?? []))];
+  // A sub-agent runs on a policy of its own: a narrowed call starts none.
+  const denied = [
+    ...new Set([...disallowedTools.flatMap((tool) => GEMINI_TOOLS[tool] ?? []), SUBAGENTS]),
+  ];
   const denies: string[] = [];
   if (denied.length > 0) {
     denies.push(

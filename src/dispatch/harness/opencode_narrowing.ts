@@ -6,7 +6,8 @@
  * stricter side). A `bashCommandClamp` turns `bash` into patterns: every command denied but the
  * clamp's forms (`cmd` exactly, `prefix:*` as `prefix` and `prefix *`); opencode splits chained
  * commands and checks each part. Where the level already denies `bash` (read-only, write), it
- * stays denied, which a clamp cannot widen.
+ * stays denied, which a clamp cannot widen. A narrowed call gets no sub-agents (`task`): their
+ * permissions come from their own agent definitions, not from the call's.
  *
  * A Claude Code name opencode has no tool for (`NotebookEdit`) holds by itself; an entry with no
  * mapping (an MCP tool, a rule such as `Bash(rm:*)`) and a clamp rule with a `*` inside are
@@ -91,5 +92,7 @@ export function narrowedPermission(
   for (const tool of narrowing.disallowedTools) {
     for (const key of OPENCODE_TOOLS[tool] ?? []) permission[key] = "deny";
   }
+  // A sub-agent's permissions are its agent's own: a narrowed call starts none.
+  permission.task = "deny";
   return permission;
 }
