@@ -82,6 +82,16 @@ Deno.test("a clamp beside a Bash deny is refused: it would keep no command", () 
     refusal({ disallowedTools: ["Bash"], bashCommandClamp: ["Bash(ls:*)"] }),
     /^agent\(\) opts\.bashCommandClamp can bind nothing: .* Drop the clamp or the Bash deny\.$/,
   );
+  assert.match(
+    refusal({ disallowedTools: ["Bash(*)"], bashCommandClamp: ["Bash(ls:*)"] }),
+    /can bind nothing/,
+  );
+  assert.ok(
+    parseAgentCall({
+      prompt: "p",
+      options: { disallowedTools: ["Bash(rm:*)"], bashCommandClamp: ["Bash(ls:*)"] },
+    }).ok,
+  );
 });
 
 Deno.test("the narrowing options are bounded in entries and characters, and their messages are clipped", () => {

@@ -327,7 +327,7 @@ export function agentTypeNarrowingProblem(
   agent: AgentDefinition,
 ): string | undefined {
   const bashless = agent.tools !== undefined && !agent.tools.map(toolName).includes("Bash");
-  const denied = [...(agent.disallowedTools ?? []).map(toolName), ...(bashless ? ["Bash"] : [])];
+  const denied = [...(agent.disallowedTools ?? []), ...(bashless ? ["Bash"] : [])];
   return clampWithoutBashProblem(denied, options.bashCommandClamp);
 }
 

@@ -157,7 +157,12 @@ export function clampWithoutBashProblem(
   disallowedTools: readonly string[] | undefined,
   bashCommandClamp: readonly string[] | undefined,
 ): string | undefined {
-  if (!bashCommandClamp?.length || !disallowedTools?.includes(CLAMPED_TOOL)) return undefined;
+  // `Bash`, `Bash()` and `Bash(*)` all deny the whole tool.
+  const bashless = disallowedTools?.some((entry) => {
+    const rule = parsePermissionRule(entry);
+    return rule.toolName === CLAMPED_TOOL && rule.ruleContent === undefined;
+  });
+  if (!bashCommandClamp?.length || !bashless) return undefined;
   return `agent() opts.bashCommandClamp can bind nothing: the spawned agent's resolved tool pool has no ${CLAMPED_TOOL} (removed by this spawn's disallowedTools, the agent definition's denies, or absent from the session pool). A clamp on a Bash-less agent means the commands it was meant to keep are unavailable \u2014 refusing the spawn rather than running a blind agent. Drop the clamp or the Bash deny.`;
 }
 
