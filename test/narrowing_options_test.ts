@@ -6,7 +6,14 @@
  * restrict the agent is refused rather than ignored.
  */
 import assert from "node:assert/strict";
-import { createDispatcher, createFakeProvider, type Provider } from "../src/dispatch/mod.ts";
+import {
+  a2aAgentProvider,
+  createDispatcher,
+  createFakeProvider,
+  type Provider,
+} from "../src/dispatch/mod.ts";
+import { SvcError } from "../src/errors/mod.ts";
+import { harnessRequest } from "./harness_helpers.ts";
 import { CLAUDE } from "../src/dispatch/harness/claude.ts";
 import type { HarnessCall } from "../src/dispatch/harness/run_harness.ts";
 import { clampHookSettings } from "../src/dispatch/harness/claude_clamp_hook.ts";
@@ -377,4 +384,18 @@ Deno.test("Gemini's denies sit in a policy file of svc's own strings, apart from
     })!,
     /no tool known to be "mcp__x"/,
   );
+});
+
+Deno.test("a remote A2A agent refuses a narrowed call before it connects: its tools are beyond svc's reach", async () => {
+  // Nothing listens on the port: a refusal that came after connecting would say so instead.
+  const provider = a2aAgentProvider({ name: "remote", url: "http://127.0.0.1:9" });
+  for (const options of [{ disallowedTools: ["Bash"] }, { bashCommandClamp: ["Bash(ls:*)"] }]) {
+    const error = await provider.dispatch(harnessRequest("p", { options })).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof SvcError, String(error));
+    assert.equal(error.code, "invalid_argument");
+    assert.match(error.message, /^Cannot dispatch to remote: the call restricts its agent/);
+  }
 });
