@@ -97,6 +97,7 @@ var stdoutWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
 var stderrWriteSync = Deno.stderr.writeSync.bind(Deno.stderr);
 var exitProcess = Deno.exit.bind(Deno);
 var addEventListener = globalThis.addEventListener.bind(globalThis);
+var isProxy = core.isProxy;
 
 // guest/protocol.js
 var AGENT = "agent";
@@ -557,6 +558,51 @@ function lockDeterminism(global) {
   pin(global, "Worker", Worker);
 }
 
+// guest/plain_options.js
+var NARROWING = [
+  "agentType",
+  "bashCommandClamp",
+  "disallowedTools",
+  "isolation"
+];
+var MAX_ELEMENTS = 4096;
+function notPlainDataMessage(where) {
+  return `agent() could not read ${where} as plain data, so the agent was not started. Write the options as an object literal: agentType and isolation as strings, disallowedTools and bashCommandClamp as arrays of strings, and no Proxy, getter, or inherited or non-enumerable property.`;
+}
+function plainElements(array) {
+  const length = ObjectGetOwnPropertyDescriptor(array, "length")?.value;
+  if (typeof length !== "number" || length > MAX_ELEMENTS) return false;
+  for (let i = 0; i < length; i++) {
+    const element = ObjectGetOwnPropertyDescriptor(array, i);
+    if (element === void 0 || !element.enumerable || !("value" in element)) return false;
+  }
+  return true;
+}
+function keyProblem(options, key) {
+  for (let owner = options; owner !== null; owner = ObjectGetPrototypeOf(owner)) {
+    if (owner !== options && isProxy(owner)) return `opts.${key}`;
+    const found = ObjectGetOwnPropertyDescriptor(owner, key);
+    if (found === void 0) continue;
+    if (owner !== options || !found.enumerable || !("value" in found)) return `opts.${key}`;
+    const value = found.value;
+    if (value === null || typeof value !== "object" && typeof value !== "function") {
+      return void 0;
+    }
+    if (key === "agentType" || key === "isolation") return `opts.${key}`;
+    if (isProxy(value) || !ArrayIsArray(value) || !plainElements(value)) return `opts.${key}`;
+    return void 0;
+  }
+  return void 0;
+}
+function notPlainOptions(options) {
+  if (isProxy(options)) return "opts";
+  for (const key of NARROWING) {
+    const problem = keyProblem(options, key);
+    if (problem !== void 0) return problem;
+  }
+  return void 0;
+}
+
 // guest/sha256.js
 var K = new Int32ArrayCtor([
   1116352408,
@@ -935,6 +981,10 @@ function createPrimitives(channel, init, compile) {
       return PromiseReject(new TypeErrorCtor(`agent(): prompt must be a string, got ${describe(prompt)}`));
     }
     const ignored = options !== void 0 && (options === null || typeof options !== "object" || ArrayIsArray(options)) ? describe(options) : null;
+    if (ignored === null && options !== void 0) {
+      const where = notPlainOptions(options);
+      if (where !== void 0) return PromiseReject(new TypeErrorCtor(notPlainDataMessage(where)));
+    }
     let params;
     try {
       params = ignored === null ? JSONStringify({

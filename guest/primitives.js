@@ -28,6 +28,7 @@ import {
   WeakMapPrototypeSet,
 } from "./primordials.js";
 import { describeError } from "./describe_error.js";
+import { notPlainDataMessage, notPlainOptions } from "./plain_options.js";
 import { createPositions } from "./positions.js";
 import { AGENT, ITEM_ERROR, LOG, PHASE, WORKFLOW } from "./protocol.js";
 
@@ -176,6 +177,10 @@ export function createPrimitives(channel, init, compile) {
         (options === null || typeof options !== "object" || ArrayIsArray(options))
       ? describe(options)
       : null;
+    if (ignored === null && options !== undefined) {
+      const where = notPlainOptions(options);
+      if (where !== undefined) return PromiseReject(new TypeErrorCtor(notPlainDataMessage(where)));
+    }
     let params;
     try {
       params = ignored === null

@@ -19,3 +19,6 @@ export const stdoutWriteSync = Deno.stdout.writeSync.bind(Deno.stdout);
 export const stderrWriteSync = Deno.stderr.writeSync.bind(Deno.stderr);
 export const exitProcess = Deno.exit.bind(Deno);
 export const addEventListener = globalThis.addEventListener.bind(globalThis);
+// Whether a value is a Proxy: a script's options must be plain data (plain_options.js), which no
+// JavaScript of the script's own realm can tell apart from a Proxy.
+export const isProxy = core.isProxy;

@@ -124,6 +124,7 @@ const CASES: Case[] = [
   { script: "claude_probes/labels.js" },
   { script: "claude_probes/item_failures.js" },
   { script: "claude_probes/lenient_options.js" },
+  { script: "claude_probes/narrowing.js" },
   { script: "claude_probes/empty_prompt.js" },
   {
     script: "claude_probes/globals.js",

@@ -10,7 +10,11 @@
 import * as z from "zod";
 import { SvcError } from "../errors/mod.ts";
 import { joinPath, platform } from "../platform/mod.ts";
-import type { AgentOptions } from "../schemas/mod.ts";
+import {
+  type AgentOptions,
+  clampWithoutBashProblem,
+  disallowedToolsProblem,
+} from "../schemas/mod.ts";
 import { readCheckedFile } from "../workspace/mod.ts";
 
 /** Limits of agent definitions. */
@@ -33,6 +37,8 @@ export interface AgentDefinition {
   model?: string;
   /** The tool list as written; undefined when the type has every tool. */
   tools?: string[];
+  /** Tools the type denies (`disallowedTools`), enforced on every call of it as the option is. */
+  disallowedTools?: string[];
   /** Whether the type has no tool that edits files or runs commands: its calls run read-only. */
   readOnly: boolean;
   /** Where it came from: a file path, or `built-in`. */
@@ -141,7 +147,10 @@ export async function parseAgentFile(text: string, source: string): Promise<Agen
   }
   const front = parsed.data;
   const given = tools(front.tools);
-  const denied = new Set((tools(front.disallowedTools) ?? []).map(toolName));
+  const deniedList = tools(front.disallowedTools);
+  const problem = deniedList === undefined ? undefined : disallowedToolsProblem(deniedList);
+  if (problem !== undefined) return fail(`front matter disallowedTools: ${problem}`);
+  const denied = new Set((deniedList ?? []).map(toolName));
   const usable = (given ?? WRITING_TOOLS).map(toolName).filter((tool) => !denied.has(tool));
   const model = front.model?.trim();
   const system = text.slice(match[0].length).trim();
@@ -151,6 +160,7 @@ export async function parseAgentFile(text: string, source: string): Promise<Agen
     ...(system !== "" ? { system } : {}),
     ...(model && model !== "inherit" ? { model } : {}),
     ...(given !== undefined ? { tools: given } : {}),
+    ...(deniedList?.length ? { disallowedTools: deniedList } : {}),
     readOnly: !usable.some((tool) => WRITING_TOOLS.includes(tool)),
     source,
   };
@@ -314,12 +324,30 @@ export function agentFolders(options: { projectDir: string; userHome?: string })
 }
 
 /**
+ * Why a call's clamp cannot hold with its agent type: a type without Bash (denied, or not in
+ * its tool list) keeps none of the clamp's commands, and Claude Code refuses that blind agent.
+ */
+export function agentTypeNarrowingProblem(
+  options: AgentOptions,
+  agent: AgentDefinition,
+): string | undefined {
+  const bashless = agent.tools !== undefined && !agent.tools.map(toolName).includes("Bash");
+  const denied = [...(agent.disallowedTools ?? []), ...(bashless ? ["Bash"] : [])];
+  return clampWithoutBashProblem(denied, options.bashCommandClamp);
+}
+
+/**
  * A call's options with its agent type applied: the type's model when the call names neither a
- * model nor a profile, and `read-only` when the type cannot write (the stricter level wins).
+ * model nor a profile, `read-only` when the type cannot write (the stricter level wins), and
+ * the type's denied tools added to the call's.
  */
 export function applyAgentType(options: AgentOptions, agent: AgentDefinition): AgentOptions {
+  const denied = [
+    ...new Set([...(options.disallowedTools ?? []), ...(agent.disallowedTools ?? [])]),
+  ];
   return {
     ...options,
+    ...(denied.length > 0 ? { disallowedTools: denied } : {}),
     ...(agent.model !== undefined && options.model === undefined && options.profile === undefined
       ? { model: agent.model }
       : {}),

@@ -11,6 +11,7 @@ export {
   type AgentDefinition,
   type AgentFolder,
   agentFolders,
+  agentTypeNarrowingProblem,
   AgentTypeRegistry,
   applyAgentType,
   BUILT_IN_AGENT_TYPES,

@@ -108,6 +108,7 @@ export function parseAgentRequest(params: unknown, context: ParamsContext): Agen
     replay = asked === true && position !== undefined;
   }
   const lenient = lenientCall(raw, ignored);
+  if (lenient.refusal !== undefined) throw new ScriptCallError("TypeError", lenient.refusal);
   const parsed = parseAgentCall(lenient.params);
   if (!parsed.ok) throw new ScriptCallError("TypeError", parsed.message);
   const given = lenient.given === undefined ? {} : { given: lenient.given };

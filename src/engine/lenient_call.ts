@@ -4,6 +4,12 @@
  * `medium`, options that are not an object count as none, and an empty prompt is sent as it
  * is. Claude Code does this silently; svc does the same and narrates a warning for each, so a
  * typo is seen and a public script written with extra options still runs.
+ *
+ * The rule of what may be dropped: only an option that cannot widen what the agent may do. An
+ * option that narrows it (`disallowedTools`, `bashCommandClamp`, `agentType`, `isolation`) is a
+ * known option, checked strictly and enforced or refused by the harness; an unknown option
+ * whose name says it may restrict the agent (tools, permissions, a sandbox, a limit) is refused,
+ * never dropped, so that a restriction svc does not know never runs the agent without it.
  * @module
  */
 import { AgentOptionsSchema, EffortSchema } from "../schemas/mod.ts";
@@ -11,6 +17,13 @@ import { AgentOptionsSchema, EffortSchema } from "../schemas/mod.ts";
 /** Option names one warning lists, and the characters of each: the names come from a script. */
 const LISTED_NAMES = 5;
 const NAME_CHARS = 40;
+
+/**
+ * Unknown option names that may restrict the agent: refused rather than dropped. Dropping a
+ * restriction would run the agent with more than the script allowed.
+ */
+const MAY_NARROW =
+  /tool|allow|deny|clamp|restrict|permission|sandbox|read_?only|forbid|block|limit|max/i;
 
 /** The names `agent()` knows. */
 const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(AgentOptionsSchema.shape));
@@ -35,6 +48,8 @@ export interface LenientCall {
   warnings: string[];
   /** The options as given, when some were dropped or replaced. */
   given?: Record<string, unknown>;
+  /** Why the call is refused: an unknown option that may restrict the agent. */
+  refusal?: string;
 }
 
 function quoted(names: string[]): string {
@@ -65,7 +80,18 @@ export function lenientCall(params: unknown, ignored: unknown): LenientCall {
   }
   if (params.prompt === "") warnings.push("agent(): the prompt is empty: sent as it is");
   if (!isRecord(options) || !isRecord(params.options)) return { params, warnings };
-  const unknown = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
+  const strange = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
+  const narrowing = strange.filter((name) => MAY_NARROW.test(name));
+  if (narrowing.length > 0) {
+    const noun = narrowing.length === 1 ? "option" : "options";
+    const refusal = `agent(): unknown ${noun} ${
+      quoted(narrowing)
+    } may restrict the agent, and svc does not know ${
+      narrowing.length === 1 ? "it" : "them"
+    }: the call is refused rather than run without the restriction`;
+    return { params, warnings, refusal };
+  }
+  const unknown = strange;
   for (const name of unknown) delete options[name];
   if (unknown.length > 0) {
     const noun = unknown.length === 1 ? "option" : "options";

@@ -2,6 +2,11 @@ import * as z from "zod";
 import type { Assert, SameType } from "./same_type.ts";
 import { jsonProblem } from "./json.ts";
 import { SessionNameSchema } from "./session_name.ts";
+import {
+  BashCommandClampSchema,
+  clampWithoutBashProblem,
+  DisallowedToolsSchema,
+} from "./narrowing.ts";
 
 /**
  * How much a call's agent may touch: `read-only` reads the workdir, `write` may change it, `full`
@@ -86,8 +91,15 @@ export const AgentOptionsSchema = z.strictObject({
   stallMs: StallMsSchema.optional(),
   /** How many characters at the prompt's start are shared by sibling calls (label, cache). */
   sharedHeadLength: SharedHeadLengthSchema.optional(),
+  /** Tools the agent does not get, as in Claude Code (`narrowing.ts`). */
+  disallowedTools: DisallowedToolsSchema.optional(),
+  /** `Bash(<command or prefix>)` rules the agent's shell is limited to, as in Claude Code. */
+  bashCommandClamp: BashCommandClampSchema.optional(),
 }).refine((o) => !(o.schema !== undefined && o.schema_id !== undefined), {
   message: "'schema' and 'schema_id' are mutually exclusive: pass one of them",
+}).superRefine((o, ctx) => {
+  const problem = clampWithoutBashProblem(o.disallowedTools, o.bashCommandClamp);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
 });
 
 /**
@@ -143,6 +155,13 @@ export interface AgentOptions {
    * after it, and the Anthropic API gets a prompt-cache breakpoint there.
    */
   sharedHeadLength?: number;
+  /**
+   * Tools the agent does not get (Claude Code's names, or rules such as `Bash(rm:*)`): each
+   * harness enforces them or refuses the call (docs/SCRIPTS.md, "Narrowing options").
+   */
+  disallowedTools?: string[];
+  /** `Bash(<command or prefix>)` rules: the agent's shell runs only those command forms. */
+  bashCommandClamp?: string[];
 }
 type _AgentOptionsMatches = Assert<SameType<AgentOptions, z.infer<typeof AgentOptionsSchema>>>;
 
@@ -165,6 +184,8 @@ export function parseAgentCall(params: unknown): ParsedAgentCall {
   if (parsed.success) return { ok: true, call: parsed.data };
   const issue = parsed.error.issues[0];
   if (!issue) return { ok: false, message: "agent(): invalid call" };
+  // The narrowing options' messages are Claude Code's, whole.
+  if (issue.message.startsWith("agent() ")) return { ok: false, message: issue.message };
   const [head, name, ...rest] = issue.path.map(String);
   if (issue.code === "unrecognized_keys") {
     const keys = issue.keys.map((k) => `'${k}'`).join(", ");

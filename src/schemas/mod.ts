@@ -17,6 +17,14 @@ export {
   SandboxLevelSchema,
 } from "./agent_options.ts";
 export {
+  bashCommandClampProblem,
+  clampWithoutBashProblem,
+  disallowedToolsProblem,
+  NARROWING_LIMITS,
+  notPlainDataMessage,
+  parsePermissionRule,
+} from "./narrowing.ts";
+export {
   boundedJson,
   BoundedJsonSchema,
   jsonByteLength,

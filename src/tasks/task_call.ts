@@ -10,6 +10,7 @@ import {
 import {
   type AgentDefinition,
   agentFolders,
+  agentTypeNarrowingProblem,
   AgentTypeRegistry,
   applyAgentType,
 } from "../agent_types/mod.ts";
@@ -44,6 +45,8 @@ export async function prepareTaskCall(
   const asked = place === undefined ? given : { ...given, workdir: place };
   const workdir = asked.workdir ?? platform().cwd();
   const agent = await taskAgentType(asked.agentType, workdir);
+  const problem = agent ? agentTypeNarrowingProblem(asked, agent) : undefined;
+  if (problem !== undefined) throw new SvcError("invalid_request", problem);
   const options = agent ? { ...asked, ...applyAgentType(asked, agent) } : asked;
   const registry = schemaRegistryFor({ projectDir: workdir, home: host.home });
   let schema: CompiledSchema | undefined;

@@ -105,6 +105,13 @@ export function a2aAgentProvider(options: A2aAgentOptions): Provider {
     name,
     kind: "api",
     async dispatch(request: DispatchRequest): Promise<DispatchResult> {
+      // The remote agent's tools are its own: a restriction of them cannot be sent or checked.
+      if (request.options.disallowedTools?.length || request.options.bashCommandClamp?.length) {
+        throw new SvcError(
+          "invalid_argument",
+          `Cannot dispatch to ${name}: the call restricts its agent (disallowedTools or bashCommandClamp) and a remote A2A agent's tools are beyond svc's reach; refused rather than run without the restriction`,
+        );
+      }
       const token = apiKey(name, tokenEnv);
       const { signal } = request;
       let client: Client;

@@ -23,6 +23,9 @@ import {
   type OutputReader,
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
+import { ARG_TEXT_LIMIT } from "./arg_values.ts";
+import { clampHookSettings } from "./claude_clamp_hook.ts";
+import { platform } from "../../platform/mod.ts";
 import { NATIVE_CLAUDE_ALIASES } from "../model_aliases.ts";
 import type { ProgressChannel } from "../progress.ts";
 import { fileChange, toolTarget } from "./tool_target.ts";
@@ -33,17 +36,68 @@ export const CLAUDE_READ_ONLY_DENIED = "Bash,Edit,Write,NotebookEdit";
 /**
  * The permission flags of a sandbox level. Read-only names the default mode explicitly (so that a
  * user's settings cannot widen it) and denies the writing tools; in print mode nobody can approve
- * anything, so whatever would ask is refused.
+ * anything, so whatever would ask is refused. A clamped shell cannot bypass permissions: `full`
+ * then accepts edits, and allows the clamp's commands and the web tools (`narrowingArgs`).
  */
-function sandboxArgs(level: SandboxLevel): string[] {
+function sandboxArgs(level: SandboxLevel, clamped: boolean): string[] {
   switch (level) {
     case "read-only":
       return ["--permission-mode", "default", "--disallowedTools", CLAUDE_READ_ONLY_DENIED];
     case "write":
       return ["--permission-mode", "acceptEdits"];
     case "full":
-      return ["--dangerously-skip-permissions"];
+      return clamped ? ["--permission-mode", "acceptEdits"] : ["--dangerously-skip-permissions"];
   }
+}
+
+/** Claude Code's tools besides Bash that run shell commands: denied while Bash is clamped. */
+const OTHER_SHELL_TOOLS = ["Monitor", "PowerShell"];
+
+/** What `full` allows beyond edits when its shell is clamped: the network tools. */
+const FULL_CLAMPED_ALLOWED = ["WebFetch", "WebSearch"];
+
+/**
+ * The call's narrowing options as Claude Code's own permission rules, in a `--settings` JSON
+ * (whole rules, never split as a flag's list is): `disallowedTools` are deny rules, which take
+ * a tool out of what the model is offered; a clamp's rules are the only Bash rules allowed, and
+ * in print mode every other command would ask, so it is refused. A read-only call has no Bash
+ * at all, which a clamp cannot widen.
+ */
+function narrowingSettings(call: HarnessCall, deno: string | undefined): string | undefined {
+  if (call.narrowing === undefined) return undefined;
+  const { disallowedTools, bashCommandClamp } = call.narrowing;
+  const clamped = call.sandbox !== "read-only" && bashCommandClamp.length > 0;
+  const allow = clamped
+    ? [...bashCommandClamp, ...(call.sandbox === "full" ? FULL_CLAMPED_ALLOWED : [])]
+    : [];
+  // Claude Code's other shell surfaces cannot match a clamp's Bash forms: it denies them too.
+  const deny = [...disallowedTools, ...(clamped ? OTHER_SHELL_TOOLS : [])];
+  const permissions = {
+    ...(deny.length > 0 ? { deny } : {}),
+    ...(allow.length > 0 ? { allow } : {}),
+  };
+  // The rules allow the clamp's commands without asking; the hook denies every other command.
+  const hooks = clamped && deno !== undefined
+    ? { disableAllHooks: false, hooks: clampHookSettings(deno, bashCommandClamp) }
+    : {};
+  return JSON.stringify({ permissions, ...hooks });
+}
+
+/**
+ * Why Claude Code cannot hold this call's narrowing: a clamp needs svc's Deno for its hook,
+ * and the settings must fit one argument.
+ */
+function claudeNarrowing(call: HarnessCall): string | undefined {
+  const deno = platform().denoExecutable();
+  const clamped = call.sandbox !== "read-only" &&
+    (call.narrowing?.bashCommandClamp.length ?? 0) > 0;
+  if (clamped && deno === undefined) {
+    return "no deno executable was found to run the hook that clamps its shell";
+  }
+  const settings = narrowingSettings(call, deno) ?? "";
+  return settings.length > ARG_TEXT_LIMIT
+    ? `its settings would be longer than one argument (${ARG_TEXT_LIMIT} characters)`
+    : undefined;
 }
 
 /**
@@ -64,7 +118,10 @@ function claudeArgs(call: HarnessCall): string[] {
     // An agent type's body replaces the system prompt, as in Claude Code's own subagents.
     ...(call.system !== undefined ? [`--system-prompt=${call.system}`] : []),
     ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
-    ...sandboxArgs(call.sandbox),
+    ...sandboxArgs(call.sandbox, (call.narrowing?.bashCommandClamp.length ?? 0) > 0),
+    ...(call.narrowing !== undefined
+      ? [`--settings=${narrowingSettings(call, platform().denoExecutable())}`]
+      : []),
     ...call.extraArgs,
   ];
 }
@@ -321,6 +378,7 @@ export const CLAUDE: HarnessTool = {
   systemPrompt: "native",
   modelAliases: NATIVE_CLAUDE_ALIASES,
   args: claudeArgs,
+  narrowing: claudeNarrowing,
   defaultEnv: CLAUDE_DEFAULT_ENV,
   // The configured endpoint is Claude Code's own variable (a gateway, a local server).
   env: (call) => (call.baseUrl !== undefined ? { ANTHROPIC_BASE_URL: call.baseUrl } : undefined),

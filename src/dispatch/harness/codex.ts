@@ -19,6 +19,7 @@ import { CODEX_REASONING_EFFORT } from "../effort.ts";
 import { type CodexTokens, threadUsage } from "./codex_threads.ts";
 import { codexProgress } from "./codex_progress.ts";
 import { CODEX_HELPER_LEVELS, prepareCodexHelper } from "./codex_helper.ts";
+import { codexNarrowingProblem } from "./narrowing.ts";
 import type { ProgressChannel } from "../progress.ts";
 
 /** Codex's sandbox mode of each svc sandbox level. */
@@ -248,6 +249,7 @@ export const CODEX: HarnessTool = {
     /401 Unauthorized|not logged in|codex login|missing bearer|invalid api key|incorrect api key|invalid_api_key/i,
   args: codexArgs,
   reader: codexReader,
+  narrowing: codexNarrowingProblem,
 };
 
 /** Refuses a base URL Codex could not be given safely (it reaches a `-c` override). */

@@ -20,6 +20,7 @@ import {
 } from "./run_harness.ts";
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import { ensureGeminiHome } from "./gemini_home.ts";
+import { geminiNarrowingProblem, geminiPolicyPaths, writeGeminiPolicies } from "./gemini_policy.ts";
 import type { ProgressChannel } from "../progress.ts";
 
 /**
@@ -51,6 +52,10 @@ function geminiArgs(call: HarnessCall): string[] {
     "--approval-mode",
     GEMINI_APPROVAL[call.sandbox],
     ...(call.resumeSession !== undefined ? [`--resume=${call.resumeSession}`] : []),
+    // The call's narrowing options, as a policy file (gemini_policy.ts).
+    ...(call.narrowing !== undefined
+      ? geminiPolicyPaths(call).map((path) => `--policy=${path}`)
+      : []),
     ...call.extraArgs,
   ];
 }
@@ -236,6 +241,12 @@ async function prepareGemini(call: HarnessCall, env: Record<string, string>): Pr
   env.GEMINI_CLI_HOME = home;
 }
 
+/** Gemini's home and, for a call with narrowing options, its policy file. */
+async function prepareGeminiCall(call: HarnessCall, env: Record<string, string>): Promise<void> {
+  await prepareGemini(call, env);
+  if (call.narrowing !== undefined) await writeGeminiPolicies(call);
+}
+
 /** How svc drives the Gemini CLI (exported for the command-line tests). */
 export const GEMINI: HarnessTool = {
   tool: "gemini",
@@ -248,8 +259,9 @@ export const GEMINI: HarnessTool = {
   // Usage statistics have no variable: the settings of svc's Gemini home turn them off.
   defaultEnv: { GEMINI_TELEMETRY_ENABLED: "false" },
   env: (call) => call.baseUrl !== undefined ? { GOOGLE_GEMINI_BASE_URL: call.baseUrl } : undefined,
-  prepare: prepareGemini,
+  prepare: prepareGeminiCall,
   args: geminiArgs,
+  narrowing: geminiNarrowingProblem,
   reader: geminiReader,
 };
 

@@ -17,6 +17,7 @@ import {
 import { HARNESS_KEY_ENV } from "./harness_env.ts";
 import type { ProgressChannel } from "../progress.ts";
 import { fileChange, toolTarget } from "./tool_target.ts";
+import { narrowedPermission, opencodeNarrowingProblem } from "./opencode_narrowing.ts";
 import {
   checkOpencodeBaseUrl,
   opencodeEndpointConfig,
@@ -247,7 +248,8 @@ function opencodeReader(
  * points the model's provider at it (see {@linkcode opencodeEndpointConfig}).
  */
 function opencodeEnv(call: HarnessCall): Record<string, string> {
-  const env = { OPENCODE_PERMISSION: JSON.stringify(OPENCODE_PERMISSION[call.sandbox]) };
+  const permission = narrowedPermission(OPENCODE_PERMISSION[call.sandbox], call);
+  const env = { OPENCODE_PERMISSION: JSON.stringify(permission) };
   if (call.baseUrl === undefined) return env;
   const target = opencodeModel(call.provider, call.model);
   return { ...env, OPENCODE_CONFIG_CONTENT: opencodeEndpointConfig(call.baseUrl, target) };
@@ -260,6 +262,7 @@ export const OPENCODE: HarnessTool = {
   authHint: "run `opencode auth login` for the model's provider",
   authPattern: /ProviderAuthError|HTTP 40[13]\b|api key|unauthori[sz]ed|authentication/i,
   args: opencodeArgs,
+  narrowing: opencodeNarrowingProblem,
   defaultEnv: OPENCODE_DEFAULT_ENV,
   env: opencodeEnv,
   reader: opencodeReader,

@@ -29,6 +29,7 @@ import { locate } from "./locate.ts";
 import { TOOL_PROBES, type ToolProbe, type VersionOutcome } from "./probe_cache.ts";
 import { stripTerminalCodes } from "./terminal_codes.ts";
 import { workingDir } from "./scratch.ts";
+import { describeNarrowing, type Narrowing } from "./narrowing.ts";
 import type { ModelAliases } from "../model_aliases.ts";
 
 /** Options of every harness provider factory. */
@@ -96,6 +97,8 @@ export interface HarnessCall {
   sandbox: SandboxLevel;
   /** The tool's own session id to continue. */
   resumeSession?: string;
+  /** The call's narrowing options: each tool enforces them, or refuses the call (`narrowing`). */
+  narrowing?: Narrowing;
   /** The model endpoint the configuration names, for the tool to map onto its own settings. */
   baseUrl?: string;
   /**
@@ -166,6 +169,12 @@ export interface HarnessTool {
    * off the tool's telemetry, update checks and other traffic svc's runs do not need.
    */
   defaultEnv?: Readonly<Record<string, string>>;
+  /**
+   * Why the tool cannot hold a call's narrowing options (`disallowedTools`, `bashCommandClamp`),
+   * or undefined when it holds them. A tool without this refuses every call that has any: an
+   * option that narrows the agent is enforced or refused, never dropped.
+   */
+  narrowing?(call: HarnessCall): string | undefined;
   /** Variables the tool gets for one call (its sandbox settings); they win over every other. */
   env?(call: HarnessCall): Record<string, string> | undefined;
   /**
@@ -441,6 +450,28 @@ function answerOf(
   return { ...report.answer, provider: name };
 }
 
+/** The call's narrowing options, when it has any. */
+function narrowingOf(options: DispatchRequest["options"]): { narrowing?: Narrowing } {
+  const disallowedTools = options.disallowedTools ?? [];
+  const bashCommandClamp = options.bashCommandClamp ?? [];
+  if (disallowedTools.length === 0 && bashCommandClamp.length === 0) return {};
+  return { narrowing: { disallowedTools, bashCommandClamp } };
+}
+
+/** Refuses, before anything starts, a call whose narrowing options the tool cannot hold. */
+function refuseUnheld(tool: HarnessTool, call: HarnessCall): void {
+  if (call.narrowing === undefined) return;
+  const reason = tool.narrowing?.(call) ??
+    (tool.narrowing === undefined ? `${tool.tool} cannot enforce them` : undefined);
+  if (reason === undefined) return;
+  throw new SvcError(
+    "invalid_argument",
+    `Cannot dispatch to ${call.provider}: the call restricts its agent (${
+      describeNarrowing(call.narrowing)
+    }) and ${reason}; refused rather than run without the restriction`,
+  );
+}
+
 /** Why a spawn failed, for people. */
 function spawnFailure(provider: string, path: string, error: unknown): SvcError {
   const grant = platform().missingGrant(error);
@@ -616,10 +647,12 @@ export function createHarnessProvider(tool: HarnessTool, options: HarnessOptions
         ...(request.options.effort !== undefined ? { effort: request.options.effort } : {}),
         sandbox: request.sandbox ?? "read-only",
         ...(request.resumeSession !== undefined ? { resumeSession: request.resumeSession } : {}),
+        ...narrowingOf(request.options),
         ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
         stateDir: joinPath(options.stateRoot ?? joinPath(svcHome(), "harness"), name),
         extraArgs,
       };
+      refuseUnheld(tool, call);
       const found = await locate(command);
       if (!found.ok) throw failure(name, found.reason);
       const { env, secrets } = harnessEnv(name, { pass, fixed, defaults: tool.defaultEnv });

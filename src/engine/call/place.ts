@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../../agent_types/mod.ts";
+import { type AgentDefinition, agentTypeNarrowingProblem } from "../../agent_types/mod.ts";
 import { SvcError } from "../../errors/mod.ts";
 import type { AgentRequest } from "../guest_protocol.ts";
 import { ScriptCallError } from "../guest_session.ts";
@@ -20,6 +20,8 @@ export async function place(
   const { call, position, replay, given, group } = request;
   const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir, ctx.workdirRoot);
   const agent = await agentType(deps, call.options.agentType);
+  const problem = agent ? agentTypeNarrowingProblem(call.options, agent) : undefined;
+  if (problem !== undefined) throw new ScriptCallError("Error", problem);
   return {
     call,
     position,
