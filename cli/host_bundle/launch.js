@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   printLine
-} from "./chunk-NWZ67DMC.js";
+} from "./chunk-34U235QV.js";
 import {
   HARNESS_BASE_ENV,
   HARNESS_KEY_ENV,
@@ -15,15 +15,15 @@ import {
   ledgerUrl,
   microvmBackendName,
   svcHome
-} from "./chunk-5FRVAQRD.js";
+} from "./chunk-JFUYKHLH.js";
 import {
   LIFELINE_SHELL,
   joinPath,
   platform
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 import "./chunk-4VNS5WPM.js";
 
 // cli/permissions.ts
@@ -108,7 +108,7 @@ async function configuration(home) {
       webhooks: {}
     };
   }
-  const { loadConfig } = await import("./mod-WTIQGZAF.js");
+  const { loadConfig } = await import("./mod-44FEU2WK.js");
   return (await loadConfig(home)).config;
 }
 function grantsOf(home, config) {

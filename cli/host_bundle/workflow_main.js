@@ -6,17 +6,17 @@ import {
   createUnsafeLocalBackend,
   guestClock,
   prestartedBackend
-} from "./chunk-BEZKQD2S.js";
+} from "./chunk-JK5MRRBT.js";
 import {
   GUEST_ENV_VARS,
   snapshotEnv,
   svcHome
-} from "./chunk-5FRVAQRD.js";
+} from "./chunk-JFUYKHLH.js";
 import {
   joinPath,
   platform
-} from "./chunk-6BTX6JAF.js";
-import "./chunk-WUOOGSIF.js";
+} from "./chunk-E5L2PZRK.js";
+import "./chunk-7CRVTMN3.js";
 import "./chunk-4VNS5WPM.js";
 
 // src/engine/early_guest.ts
@@ -176,8 +176,8 @@ async function earlyGuestOf(flags) {
 }
 function loadRunModules() {
   return Promise.all([
-    import("./workflow_run-PYWWL6ZM.js"),
-    import("./command_failure-CHZGW67Z.js")
+    import("./workflow_run-G2FRI36B.js"),
+    import("./command_failure-TDF6S3MW.js")
   ]);
 }
 async function runQuick(command) {
@@ -199,8 +199,8 @@ async function main(argv) {
   const quick = quickWorkflowArgs(argv);
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
-    import("./program-GBNO5FLT.js"),
-    import("./workflow_commands-A5V5OAN4.js")
+    import("./program-7S5PN45M.js"),
+    import("./workflow_commands-AJLCTZFL.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

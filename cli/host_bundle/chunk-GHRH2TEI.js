@@ -8,7 +8,7 @@ import {
   parseArgsOption,
   readScriptSource,
   workdirOption
-} from "./chunk-INI3FXG6.js";
+} from "./chunk-3Y5HFK7D.js";
 import {
   DEFAULT_GUEST_HEAP_MB,
   defaultIsolationBackends,
@@ -17,16 +17,16 @@ import {
   prestartedBackend,
   primeGuest,
   sweepScratch
-} from "./chunk-BEZKQD2S.js";
+} from "./chunk-JK5MRRBT.js";
 import {
   printJson,
   printLine,
   visible
-} from "./chunk-NWZ67DMC.js";
+} from "./chunk-34U235QV.js";
 import {
   defaultConfig,
   loadConfig
-} from "./chunk-ZDUIPRRR.js";
+} from "./chunk-RAFUATCO.js";
 import {
   AgentOptionsSchema,
   AutomationRequestSchema,
@@ -48,12 +48,15 @@ import {
   RUN_CONCURRENCY_CEILING,
   SESSION_NAME_LIMIT,
   SessionCreateSchema,
+  SessionNameSchema,
   WorkflowResumeRequestSchema,
   WorkflowRunRequestSchema,
   _enum,
   array,
   boolean,
+  clampWithoutBashProblem,
   describeIssue,
+  disallowedToolsProblem,
   isCardNumber,
   j,
   jsonByteLength,
@@ -67,7 +70,7 @@ import {
   strictObject,
   string,
   union
-} from "./chunk-CJYNJTQ7.js";
+} from "./chunk-O25VB6M6.js";
 import {
   GUEST_ENV_VARS,
   HARNESS_BASE_ENV,
@@ -77,16 +80,16 @@ import {
   ledgerUrl,
   snapshotEnv,
   svcHome
-} from "./chunk-5FRVAQRD.js";
+} from "./chunk-JFUYKHLH.js";
 import {
   joinPath,
   platform,
   timingSafeEqual
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 import {
   SvcError,
   toSvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 import {
   SchemaError,
   WorkLimitExceeded,
@@ -204,6 +207,33 @@ var KEYS = {
   ] : [
     "active",
     runId
+  ],
+  ownerLive: (owner, runId) => runId === void 0 ? [
+    "owner_live",
+    owner
+  ] : [
+    "owner_live",
+    owner,
+    runId
+  ],
+  ownerLiveHead: (owner) => [
+    "owner_live_head",
+    owner
+  ],
+  ownerTasks: (owner, taskId) => taskId === void 0 ? [
+    "owner_tasks",
+    owner
+  ] : [
+    "owner_tasks",
+    owner,
+    taskId
+  ],
+  ownerTasksHead: (owner) => [
+    "owner_tasks_head",
+    owner
+  ],
+  allOwnerTasks: [
+    "owner_tasks"
   ],
   narration: (runId, seq) => seq === void 0 ? [
     "narration",
@@ -1256,6 +1286,41 @@ function feedLedger(ctx) {
   };
 }
 
+// src/ledger/owner_live.ts
+var OWNER_LIVE_ATTEMPTS = 32;
+function keysOf(kind) {
+  return kind === "run" ? {
+    slot: KEYS.ownerLive,
+    head: KEYS.ownerLiveHead
+  } : {
+    slot: KEYS.ownerTasks,
+    head: KEYS.ownerTasksHead
+  };
+}
+async function countOwnerLive(ctx, owner, kind = "run") {
+  let count3 = 0;
+  for await (const _ of ctx.kv.list(keysOf(kind).slot(owner))) count3++;
+  return count3;
+}
+async function readOwnerLive(ctx, owner, kind = "run") {
+  const head = await ctx.kv.get(keysOf(kind).head(owner));
+  return {
+    stamp: head.versionstamp,
+    count: await countOwnerLive(ctx, owner, kind)
+  };
+}
+function takeOwnerLive(atomic, take) {
+  const keys = keysOf(take.kind ?? "run");
+  const head = keys.head(take.owner);
+  if (take.gate) atomic.check(head, take.gate.stamp);
+  atomic.set(head, toBytes({})).set(keys.slot(take.owner, take.runId), toBytes({
+    host_id: take.host.id
+  }));
+}
+function giveOwnerLive(atomic, owner, id, kind = "run") {
+  atomic.delete(keysOf(kind).slot(owner, id));
+}
+
 // src/ledger/ids.ts
 var ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 function isId(prefix, value) {
@@ -1405,24 +1470,42 @@ async function createRun(ctx, status, options) {
   };
   const doc = toBytes(record2);
   const event = fitRecord(options.event).bytes;
-  const ok = await ctx.commit((atomic) => atomic.check(KEYS.run(status.run_id), null).set(KEYS.run(status.run_id), doc).set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({})).set(host ? KEYS.active(status.run_id) : KEYS.queue("run", status.run_id), host ? toBytes({
-    host_id: host.id,
-    pid: host.pid,
-    owner: status.owner
-  }) : toBytes({
-    owner: status.owner,
-    at: status.created_at
-  })).set(KEYS.events(status.run_id, 0), event).set(KEYS.feedTick, toBytes({})), {
-    owner: status.owner,
-    items: [
-      runActivity(status, {
-        at: options.event.at,
-        state: status.state
-      })
-    ]
-  });
-  if (!ok) {
-    throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
+  const capped = host !== null && options.ownerCap !== void 0;
+  for (let attempt = 1; ; attempt++) {
+    const gate = capped ? await readOwnerLive(ctx, status.owner) : void 0;
+    if (gate && gate.count >= options.ownerCap) return false;
+    const ok = await ctx.commit((atomic) => {
+      atomic.check(KEYS.run(status.run_id), null).set(KEYS.run(status.run_id), doc).set(KEYS.runsByOwner(status.owner, status.run_id), toBytes({})).set(host ? KEYS.active(status.run_id) : KEYS.queue("run", status.run_id), host ? toBytes({
+        host_id: host.id,
+        pid: host.pid,
+        owner: status.owner
+      }) : toBytes({
+        owner: status.owner,
+        at: status.created_at
+      })).set(KEYS.events(status.run_id, 0), event).set(KEYS.feedTick, toBytes({}));
+      if (host) {
+        takeOwnerLive(atomic, {
+          owner: status.owner,
+          runId: status.run_id,
+          host,
+          gate
+        });
+      }
+    }, {
+      owner: status.owner,
+      items: [
+        runActivity(status, {
+          at: options.event.at,
+          state: status.state
+        })
+      ]
+    });
+    if (ok) break;
+    const taken = (await ctx.kv.get(KEYS.run(status.run_id))).value !== null;
+    if (!capped || taken) {
+      throw new SvcError("internal", `Cannot record run ${status.run_id}: the id is taken`);
+    }
+    if (attempt >= OWNER_LIVE_ATTEMPTS) return false;
   }
   ctx.notify({
     kind: "run",
@@ -1436,6 +1519,7 @@ async function createRun(ctx, status, options) {
       ]
     ])
   } : void 0);
+  return true;
 }
 function callRecord(runId, op) {
   return {
@@ -1614,6 +1698,7 @@ async function write(ctx, runId, ops) {
       for (const { key, value } of mutations) atomic.set(key, value);
       if (doc) atomic.set(KEYS.run(runId), doc);
       if (ends) atomic.delete(KEYS.active(runId)).delete(KEYS.runCancel(runId));
+      if (ends && latest) giveOwnerLive(atomic, latest.owner, runId);
       if (events) atomic.set(KEYS.feedTick, toBytes({}));
     }, activity, {
       lazy
@@ -1767,7 +1852,7 @@ async function markInterrupted(ctx, runId, activeStamp, error) {
     at: at3,
     state: "interrupted"
   };
-  const ok = await ctx.commit((atomic) => atomic.check(KEYS.run(runId), runEntry.versionstamp).check(KEYS.active(runId), activeStamp).set(KEYS.run(runId), toBytes(doc)).set(KEYS.events(runId, last + 1), toBytes(event)).delete(KEYS.active(runId)).delete(KEYS.runCancel(runId)).set(KEYS.feedTick, toBytes({})), {
+  const ok = await ctx.commit((atomic) => atomic.check(KEYS.run(runId), runEntry.versionstamp).check(KEYS.active(runId), activeStamp).set(KEYS.run(runId), toBytes(doc)).set(KEYS.events(runId, last + 1), toBytes(event)).delete(KEYS.active(runId)).delete(KEYS.ownerLive(doc.status.owner, runId)).delete(KEYS.runCancel(runId)).set(KEYS.feedTick, toBytes({})), {
     owner: doc.status.owner,
     items: [
       runActivity(doc.status, event)
@@ -1823,13 +1908,42 @@ async function taskOf(ctx, bytes) {
   return task;
 }
 async function createTask(ctx, task, options = {}) {
+  const { host } = options;
+  const capped = host !== void 0 && options.ownerCap !== void 0;
+  for (let attempt = 1; ; attempt++) {
+    const gate = capped ? await readOwnerLive(ctx, task.owner, "task") : void 0;
+    if (gate && gate.count >= options.ownerCap) return false;
+    if (await commitNewTask(ctx, task, {
+      ...options,
+      gate
+    })) return true;
+    const taken = (await ctx.kv.get(KEYS.task(task.task_id))).value !== null;
+    if (!capped || taken) {
+      throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
+    }
+    if (attempt >= OWNER_LIVE_ATTEMPTS) return false;
+  }
+}
+async function commitNewTask(ctx, task, options) {
   const event = {
     at: task.created_at,
     task_id: task.task_id,
     state: task.state
   };
   const bytes = await taskBytes(ctx, task);
+  const { host, gate } = options;
   const ok = await ctx.commit((atomic) => {
+    if (host) {
+      takeOwnerLive(atomic, {
+        owner: task.owner,
+        runId: task.task_id,
+        host,
+        kind: "task",
+        ...gate ? {
+          gate
+        } : {}
+      });
+    }
     if (options.queue) {
       const provider = task.fake_dispatch ? void 0 : task.options.provider;
       atomic.set(KEYS.queue("task", task.task_id), toBytes({
@@ -1842,13 +1956,11 @@ async function createTask(ctx, task, options = {}) {
     }
     return atomic.check(KEYS.task(task.task_id), null).set(KEYS.task(task.task_id), bytes).set(KEYS.tasksByOwner(task.owner, task.task_id), toBytes({})).set(KEYS.taskEvents(task.task_id, 0), toBytes(event)).set(KEYS.feedTick, toBytes({}));
   }, taskActivity(task, event));
-  if (!ok) {
-    throw new SvcError("internal", `Cannot record task ${task.task_id}: the id is taken`);
-  }
-  ctx.notify({
+  if (ok) ctx.notify({
     kind: "task",
     id: task.task_id
   });
+  return ok;
 }
 function taskCall(task) {
   return {
@@ -1893,6 +2005,10 @@ async function saveTask(ctx, task, options = {}) {
   ]);
   if (task.state !== "queued") mutations.push([
     KEYS.queue("task", task.task_id),
+    null
+  ]);
+  if (isTerminal(task.state)) mutations.push([
+    KEYS.ownerTasks(task.owner, task.task_id),
     null
   ]);
   let activity;
@@ -2011,6 +2127,7 @@ async function requestCancel(ctx, taskId) {
 function taskLedger(ctx) {
   return {
     createTask: (task, options) => createTask(ctx, task, options),
+    countOwnerTasks: (owner) => countOwnerLive(ctx, owner, "task"),
     saveTask: (task, options) => saveTask(ctx, task, options),
     appendTaskProgress: (taskId, options) => appendTaskProgress(ctx, taskId, options),
     getTask: (taskId) => getTask(ctx, taskId),
@@ -2071,7 +2188,7 @@ async function saveSessionTurn(ctx, session, messages) {
   const atomic = ctx.kv.atomic().set(KEYS.session(session.session_id), toBytes(session));
   let seq = await ctx.lastSeq(KEYS.sessionMessages(session.session_id)) + 1;
   for (const message of messages) {
-    atomic.set(KEYS.sessionMessages(session.session_id, seq++), toBytes(message));
+    atomic.set(KEYS.sessionMessages(session.session_id, seq++), fitRecord(message).bytes);
   }
   await atomic.commit();
 }
@@ -2494,7 +2611,7 @@ async function recoverInterruptedTasks(ctx, self) {
       state: "interrupted"
     };
     const bytes = await taskBytes(ctx, task);
-    const ok = await ctx.commit((atomic) => atomic.check(KEYS.task(taskId), taskEntry.versionstamp).check(KEYS.activeTasks(taskId), entry.versionstamp).set(KEYS.task(taskId), bytes).set(KEYS.taskEvents(taskId, seq), toBytes(event)).delete(KEYS.activeTasks(taskId)).set(KEYS.feedTick, toBytes({})), taskActivity(task, event));
+    const ok = await ctx.commit((atomic) => atomic.check(KEYS.task(taskId), taskEntry.versionstamp).check(KEYS.activeTasks(taskId), entry.versionstamp).set(KEYS.task(taskId), bytes).set(KEYS.taskEvents(taskId, seq), toBytes(event)).delete(KEYS.activeTasks(taskId)).delete(KEYS.ownerTasks(task.owner, taskId)).set(KEYS.feedTick, toBytes({})), taskActivity(task, event));
     if (!ok) continue;
     ctx.notify({
       kind: "task",
@@ -2502,7 +2619,21 @@ async function recoverInterruptedTasks(ctx, self) {
     });
     recovered.push(taskId);
   }
+  await freeDeadTaskSlots(ctx, self);
   return recovered;
+}
+async function freeDeadTaskSlots(ctx, self) {
+  for await (const entry of ctx.kv.list(KEYS.allOwnerTasks)) {
+    const [, owner, taskId] = entry.key;
+    if (typeof owner !== "string" || typeof taskId !== "string" || !entry.value) continue;
+    const { host_id } = fromBytes(entry.value);
+    if (host_id === self.id || (await liveHost(ctx, host_id)).alive) continue;
+    const taskEntry = await ctx.kv.get(KEYS.task(taskId));
+    const task = taskEntry.value ? await taskOf(ctx, taskEntry.value) : void 0;
+    const waiting = task?.state === "queued" && (await ctx.kv.get(KEYS.queue("task", taskId))).value !== null;
+    if (waiting || task?.state === "running") continue;
+    await ctx.kv.atomic().check(entry.key, entry.versionstamp).delete(entry.key).commit();
+  }
 }
 async function listHosts(ctx) {
   const out = [];
@@ -2611,21 +2742,35 @@ async function listQueue(ctx, options = {}) {
   out.sort((a, b) => a.id.slice(a.kind.length).localeCompare(b.id.slice(b.kind.length)));
   return out.slice(0, limit2);
 }
-async function claimRun(ctx, runId, host) {
-  const queued = await ctx.kv.get(KEYS.queue("run", runId));
-  if (!queued.value) return false;
-  const queuedOwner = fromBytes(queued.value).owner;
-  return (await ctx.kv.atomic().check(KEYS.queue("run", runId), queued.versionstamp).check(KEYS.active(runId), null).delete(KEYS.queue("run", runId)).set(KEYS.active(runId), toBytes({
-    host_id: host.id,
-    pid: host.pid,
-    owner: queuedOwner
-  })).commit()).ok;
+async function claimRun(ctx, runId, host, options = {}) {
+  for (let attempt = 1; ; attempt++) {
+    const queued = await ctx.kv.get(KEYS.queue("run", runId));
+    if (!queued.value) return "not_queued";
+    const owner = fromBytes(queued.value).owner;
+    const gate = options.ownerCap === void 0 ? void 0 : await readOwnerLive(ctx, owner);
+    if (gate && gate.count >= options.ownerCap) return "owner_full";
+    const atomic = ctx.kv.atomic().check(KEYS.queue("run", runId), queued.versionstamp).check(KEYS.active(runId), null).delete(KEYS.queue("run", runId)).set(KEYS.active(runId), toBytes({
+      host_id: host.id,
+      pid: host.pid,
+      owner
+    }));
+    takeOwnerLive(atomic, {
+      owner,
+      runId,
+      host,
+      gate
+    });
+    if ((await atomic.commit()).ok) return "claimed";
+    if (gate === void 0) return "not_queued";
+    if (attempt >= OWNER_LIVE_ATTEMPTS) return "owner_full";
+  }
 }
 function queueLedger(ctx) {
   return {
     listQueue: (options) => listQueue(ctx, options),
-    claimRun: (runId, host) => claimRun(ctx, runId, host),
-    countActiveRuns: (owner) => countActiveRuns(ctx, owner)
+    claimRun: (runId, host, options) => claimRun(ctx, runId, host, options),
+    countActiveRuns: (owner) => countActiveRuns(ctx, owner),
+    countOwnerLive: (owner) => countOwnerLive(ctx, owner)
   };
 }
 
@@ -3104,7 +3249,7 @@ async function openStore(options) {
   if (!options.url) return {
     kv: await p.openKv(joinPath(options.dir, options.file))
   };
-  const { openPostgresKv } = await import("./postgres-ZYBJGEG4.js");
+  const { openPostgresKv } = await import("./postgres-U2T2NDPR.js");
   const shared = await openPostgresKv(options.url, {
     namespace: options.namespace,
     watch: options.watch,
@@ -3322,6 +3467,9 @@ function callerOf(owner, options = {}) {
     } : {},
     ...options.remote ? {
       remote: true
+    } : {},
+    ...options.operator ? {
+      operator: true
     } : {}
   };
 }
@@ -4087,7 +4235,11 @@ function postJson(post, policy, read2) {
       if (type !== "" && !type.includes("text/event-stream")) {
         throw new SvcError("provider_failed", `Cannot dispatch to ${rest.provider}: the API answered with content type ${mediaType(type)}, not an event stream or JSON`);
       }
-      return await read2.stream(rest, response.body.pipeThrough(progress(touch)));
+      const arrived = () => {
+        touch();
+        rest.activity?.();
+      };
+      return await read2.stream(rest, response.body.pipeThrough(progress(arrived)));
     }
     const { text: text2, over } = await boundedText(response, MAX_ANSWER_BYTES);
     if (over) {
@@ -4136,10 +4288,17 @@ var SILENT = {
   error() {
   },
   flush() {
+  },
+  toolsRunning() {
   }
 };
 function progressChannel(listener, options = {}) {
-  if (listener === void 0) return SILENT;
+  if (listener === void 0) {
+    return options.onToolsRunning ? {
+      ...SILENT,
+      toolsRunning: options.onToolsRunning
+    } : SILENT;
+  }
   const secrets = options.secrets ?? [];
   let budget = options.maxChars ?? 1024 * 1024;
   let held = "";
@@ -4205,6 +4364,9 @@ function progressChannel(listener, options = {}) {
     flush() {
       if (held !== "") sendText(held);
       held = "";
+    },
+    toolsRunning(count3) {
+      options.onToolsRunning?.(count3);
     }
   };
 }
@@ -4344,9 +4506,9 @@ function mergeUsage(earlier, later) {
 function readMessage(post, text2) {
   const parsed2 = MessageSchema.safeParse(parseJson(post, text2, "the answer"));
   if (!parsed2.success) throw unexpectedShape(post.provider, "the answer", parsed2.error);
-  const { content, usage, model } = parsed2.data;
+  const { content: content2, usage, model } = parsed2.data;
   return {
-    text: content.filter((block) => block.type === "text").map((block) => block.text ?? "").join(""),
+    text: content2.filter((block) => block.type === "text").map((block) => block.text ?? "").join(""),
     model: model ?? null,
     usage
   };
@@ -4402,6 +4564,32 @@ async function readStream(post, body) {
     }
   }
   throw new RetryableFailure("the stream ended before message_stop");
+}
+function anthropicMessages(request) {
+  const messages = chatMessages(request);
+  const head = request.options.sharedHeadLength ?? 0;
+  const [shared, rest] = [
+    request.prompt.slice(0, head),
+    request.prompt.slice(head)
+  ];
+  if (!/\S/.test(shared) || !/\S/.test(rest)) return messages;
+  messages[messages.length - 1] = {
+    role: "user",
+    content: [
+      {
+        type: "text",
+        text: shared,
+        cache_control: {
+          type: "ephemeral"
+        }
+      },
+      {
+        type: "text",
+        text: rest
+      }
+    ]
+  };
+  return messages;
 }
 function schemaInstruction(schema) {
   return [
@@ -4462,7 +4650,7 @@ function anthropicProvider(options) {
     const body = {
       model,
       ...fields,
-      messages: chatMessages(request)
+      messages: anthropicMessages(request)
     };
     const schema = request.options.schema;
     const system = [
@@ -4470,7 +4658,7 @@ function anthropicProvider(options) {
       typeof schema === "object" ? schemaInstruction(schema) : void 0
     ].filter((part) => part !== void 0);
     if (system.length > 0) body.system = system.join("\n\n");
-    const streamed = stream || mustStream(model, fields.max_tokens);
+    const streamed = stream || mustStream(model, fields.max_tokens) || (request.options.stallMs ?? 0) > 0;
     if (streamed) body.stream = true;
     const headers = new Headers(options.headers);
     headers.set("anthropic-version", options.anthropicVersion ?? "2023-06-01");
@@ -4492,7 +4680,8 @@ function anthropicProvider(options) {
     const answer = await postJson({
       ...post,
       stream: streamed,
-      progress: progress2
+      progress: progress2,
+      activity: request.onActivity
     }, policy, {
       stream: readStream,
       document: readMessage
@@ -4623,7 +4812,8 @@ function openaiCompatibleProvider(options) {
         }
       };
     }
-    if (stream) {
+    const streamed = stream || (request.options.stallMs ?? 0) > 0;
+    if (streamed) {
       body.stream = true;
       body.stream_options = {
         include_usage: true
@@ -4647,8 +4837,9 @@ function openaiCompatibleProvider(options) {
     };
     const answer = await postJson({
       ...post,
-      stream,
-      progress: progress2
+      stream: streamed,
+      progress: progress2,
+      activity: request.onActivity
     }, policy, {
       stream: readStream2,
       document: readCompletion
@@ -4774,6 +4965,9 @@ function a2aAgentProvider(options) {
     name,
     kind: "api",
     async dispatch(request) {
+      if (request.options.disallowedTools?.length || request.options.bashCommandClamp?.length) {
+        throw new SvcError("invalid_argument", `Cannot dispatch to ${name}: the call restricts its agent (disallowedTools or bashCommandClamp) and a remote A2A agent's tools are beyond svc's reach; refused rather than run without the restriction`);
+      }
       const token = apiKey(name, tokenEnv);
       const { signal } = request;
       let client;
@@ -5061,6 +5255,68 @@ var AvailabilityTracker = class {
   }
 };
 
+// src/dispatch/stall_watch.ts
+function stalledError(provider, stallMs) {
+  return new SvcError("provider_timeout", `Cannot dispatch to ${provider}: the call stalled: its agent showed no progress for ${stallMs} ms (stallMs), and it was stopped`);
+}
+function stallWatch(provider, input) {
+  const stallMs = input.options.stallMs ?? 0;
+  if (stallMs <= 0) return {
+    input,
+    stalled: () => void 0,
+    stop() {
+    }
+  };
+  const controller = new AbortController();
+  const parent = input.signal;
+  const onParentAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) onParentAbort();
+  else parent.addEventListener("abort", onParentAbort, {
+    once: true
+  });
+  let timer;
+  let stall;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      stall = stalledError(provider, stallMs);
+      controller.abort(stall);
+    }, stallMs);
+  };
+  const pause = () => {
+    clearTimeout(timer);
+    timer = void 0;
+  };
+  const { onProgress, onActivity, onToolsRunning } = input;
+  let toolsRunning = 0;
+  const live = () => !controller.signal.aborted && toolsRunning === 0;
+  arm();
+  return {
+    input: {
+      ...input,
+      signal: controller.signal,
+      onActivity() {
+        if (live()) arm();
+        onActivity?.();
+      },
+      onProgress(event) {
+        if (live()) event.kind === "tool" ? pause() : arm();
+        onProgress?.(event);
+      },
+      onToolsRunning(count3) {
+        toolsRunning = count3;
+        if (!controller.signal.aborted) count3 > 0 ? pause() : arm();
+        onToolsRunning?.(count3);
+      }
+    },
+    stalled: () => stall,
+    stop() {
+      pause();
+      parent.removeEventListener("abort", onParentAbort);
+    }
+  };
+}
+
 // src/structured/structured_output.ts
 var VALIDATION_LIMITS = {
   /**
@@ -5329,6 +5585,7 @@ async function streamOver(request, text2, ms) {
   const size = Math.ceil(text2.length / FAKE_PIECES);
   for (let piece = 0; piece < FAKE_PIECES; piece++) {
     await abortableSleep(ms / FAKE_PIECES, request.signal);
+    request.onActivity?.();
     progress2.text(text2.slice(piece * size, (piece + 1) * size));
   }
   progress2.flush();
@@ -5468,9 +5725,10 @@ async function send(pool, provider, input, model, sandbox) {
     throw input.signal.reason;
   }
   running2.set(provider.name, (running2.get(provider.name) ?? 0) + 1);
+  const watch = stallWatch(provider.name, input);
   try {
     const result2 = await provider.dispatch({
-      ...input,
+      ...watch.input,
       sandbox,
       ...model !== null ? {
         model
@@ -5481,11 +5739,14 @@ async function send(pool, provider, input, model, sandbox) {
     if (result2.cost_usd === null && price) result2.cost_usd = priced(result2.usage, price);
     return result2;
   } catch (error) {
+    const stalled = input.signal.aborted ? void 0 : watch.stalled();
+    if (stalled) throw stalled;
     if (!input.signal.aborted && !callersFault(error)) {
       tracker.record(provider.name, false);
     }
     throw error;
   } finally {
+    watch.stop();
     running2.set(provider.name, (running2.get(provider.name) ?? 1) - 1);
     release?.();
   }
@@ -5645,6 +5906,38 @@ function ranked(pool, options, routing) {
   };
 }
 
+// src/dispatch/spawn_dir.ts
+function within(path, root) {
+  return path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`);
+}
+async function spawnDir(cwd, root) {
+  const p = platform();
+  const real = await p.realPath(cwd).catch(() => void 0);
+  if (real === void 0) {
+    throw new SvcError("invalid_request", "Cannot start the call: its working directory no longer exists");
+  }
+  if (root !== void 0 && !within(real, root)) {
+    throw new SvcError("forbidden", "Cannot start the call: its working directory now leads outside the directory checked when the run or task started (a symbolic link replaced a directory on its path), so nothing was started there");
+  }
+  const info = await p.stat(real).catch(() => void 0);
+  if (!info?.isDirectory) {
+    throw new SvcError("invalid_request", "Cannot start the call: its working directory is not a directory");
+  }
+  return real;
+}
+async function ownDir(path, root) {
+  const p = platform();
+  const own = await p.fileIdentity(path).catch(() => void 0);
+  const [real, realRoot] = await Promise.all([
+    p.realPath(path).catch(() => void 0),
+    p.realPath(root).catch(() => void 0)
+  ]);
+  if (!own?.isDirectory || own.isSymlink || real === void 0 || realRoot === void 0 || !within(real, realRoot)) {
+    throw new SvcError("forbidden", "Cannot start the call: the directory svc keeps for it was replaced (by a symbolic link or a file), so nothing was started there");
+  }
+  return real;
+}
+
 // src/dispatch/dispatcher.ts
 var ProviderError = class extends SvcError {
   /** The provider that failed. */
@@ -5749,7 +6042,8 @@ async function dispatchCall(parts, input, context) {
   try {
     result2 = await send(pool, provider, worktree ? {
       ...input,
-      cwd: worktree.path
+      cwd: worktree.path,
+      cwdRoot: worktree.root
     } : input, route.model, admission.level);
   } catch (error) {
     if (input.signal.aborted) throw error;
@@ -5775,7 +6069,21 @@ function openWorktree(worktrees, input) {
   if (!dir) {
     return Promise.reject(new SvcError("invalid_request", "Cannot use a worktree: the call has no workdir (the repository to branch from)"));
   }
-  return worktrees.create(dir);
+  return openChecked(worktrees, dir, input.cwdRoot);
+}
+async function openChecked(worktrees, dir, root) {
+  const repo = await spawnDir(dir, root);
+  const worktree = await worktrees.create(repo);
+  try {
+    return {
+      ...worktree,
+      root: await spawnDir(worktree.path, void 0)
+    };
+  } catch (error) {
+    await worktrees.finish(worktree).catch(() => {
+    });
+    throw error;
+  }
 }
 
 // src/dispatch/harness/json_fields.ts
@@ -6000,7 +6308,32 @@ function harnessEnv(provider, options) {
   };
 }
 
+// src/dispatch/harness/tested_versions.ts
+var TESTED_VERSIONS = {
+  claude: {
+    package: "@anthropic-ai/claude-code",
+    version: "2.1.337"
+  },
+  codex: {
+    package: "@openai/codex",
+    version: "0.171.0"
+  },
+  gemini: {
+    package: "@google/gemini-cli",
+    version: "0.61.0"
+  },
+  opencode: {
+    package: "opencode-ai",
+    version: "1.18.33"
+  }
+};
+
 // src/dispatch/harness/locate.ts
+function installHint(command) {
+  if (!Object.hasOwn(TESTED_VERSIONS, command)) return "";
+  const tool = TESTED_VERSIONS[command];
+  return tool ? ` (install it with: npm install -g ${tool.package}@${tool.version})` : "";
+}
 async function locate(command) {
   if (command.includes("/")) {
     try {
@@ -6025,7 +6358,7 @@ async function locate(command) {
     path: found
   } : {
     ok: false,
-    reason: `${command} not found on PATH`
+    reason: `${command} not found on PATH${installHint(command)}`
   };
 }
 
@@ -6136,27 +6469,71 @@ async function sessionKey(provider, session) {
 }
 async function workingDir(provider, options) {
   const p = platform();
-  if (options.cwd !== void 0) return {
-    path: options.cwd,
-    release: () => Promise.resolve()
-  };
-  if (options.session !== void 0) {
-    const key = await sessionKey(provider, options.session);
-    const path2 = joinPath(options.sessionRoot, `session-${key}`);
-    await p.mkdir(path2);
+  if (options.cwd !== void 0) {
+    const path2 = await spawnDir(options.cwd, options.cwdRoot);
     return {
       path: path2,
       release: () => Promise.resolve()
     };
   }
-  const path = await makeScratchDir(options.root, {
+  if (options.session !== void 0) {
+    const key = await sessionKey(provider, options.session);
+    const kept = joinPath(options.sessionRoot, `session-${key}`);
+    await p.mkdir(kept);
+    return {
+      path: await ownDir(kept, options.sessionRoot),
+      release: () => Promise.resolve()
+    };
+  }
+  const made = await makeScratchDir(options.root, {
     prefix: CALL_DIR_PREFIX
   });
+  let path;
+  try {
+    path = await ownDir(made, options.root);
+  } catch (error) {
+    await p.remove(made).catch(() => {
+    });
+    throw error;
+  }
   return {
     path,
-    release: () => p.remove(path).catch(() => {
+    release: () => p.remove(made).catch(() => {
     })
   };
+}
+
+// src/dispatch/harness/narrowing.ts
+function describeNarrowing(narrowing) {
+  const part = (name, list) => {
+    if (list.length === 0) return [];
+    const shown3 = list.slice(0, 5).map((entry) => JSON.stringify(entry.slice(0, 60)));
+    const more = list.length > 5 ? ` and ${list.length - 5} more` : "";
+    return [
+      `${name} ${shown3.join(", ")}${more}`
+    ];
+  };
+  return [
+    ...part("disallowedTools", narrowing.disallowedTools),
+    ...part("bashCommandClamp", narrowing.bashCommandClamp)
+  ].join("; ");
+}
+var EDITING_TOOLS = /* @__PURE__ */ new Set([
+  "Write",
+  "Edit",
+  "MultiEdit",
+  "NotebookEdit"
+]);
+function codexNarrowingProblem(call) {
+  const narrowing = call.narrowing;
+  if (narrowing === void 0) return void 0;
+  if (narrowing.bashCommandClamp.length > 0) {
+    return "Codex has no setting that limits its shell to given commands";
+  }
+  const held = call.sandbox === "read-only" ? narrowing.disallowedTools.filter((tool) => EDITING_TOOLS.has(tool)) : [];
+  const other = narrowing.disallowedTools.find((tool) => !held.includes(tool));
+  if (other === void 0) return void 0;
+  return `Codex has no setting that takes away a tool (${JSON.stringify(other.slice(0, 60))}); only its read-only sandbox makes a denial of the editing tools true`;
 }
 
 // src/dispatch/harness/run_harness.ts
@@ -6254,6 +6631,7 @@ async function runProcess(run) {
       signal: io.signal
     });
     for await (const line of readLines(stream, STDERR_LINE_LIMIT)) {
+      run.onStderrLine?.();
       stderrTail.push(line.kind === "line" ? line.text : `[${line.bytes} bytes: line too long]`);
       if (stderrTail.length > STDERR_TAIL) stderrTail.shift();
     }
@@ -6349,6 +6727,23 @@ function answerOf2(tool, call, end, report) {
     ...report.answer,
     provider: name
   };
+}
+function narrowingOf(options) {
+  const disallowedTools = options.disallowedTools ?? [];
+  const bashCommandClamp = options.bashCommandClamp ?? [];
+  if (disallowedTools.length === 0 && bashCommandClamp.length === 0) return {};
+  return {
+    narrowing: {
+      disallowedTools,
+      bashCommandClamp
+    }
+  };
+}
+function refuseUnheld(tool, call) {
+  if (call.narrowing === void 0) return;
+  const reason = tool.narrowing?.(call) ?? (tool.narrowing === void 0 ? `${tool.tool} cannot enforce them` : void 0);
+  if (reason === void 0) return;
+  throw new SvcError("invalid_argument", `Cannot dispatch to ${call.provider}: the call restricts its agent (${describeNarrowing(call.narrowing)}) and ${reason}; refused rather than run without the restriction`);
 }
 function spawnFailure(provider, path, error) {
   const grant = platform().missingGrant(error);
@@ -6528,12 +6923,14 @@ ${prompt}` : prompt,
         ...request.resumeSession !== void 0 ? {
           resumeSession: request.resumeSession
         } : {},
+        ...narrowingOf(request.options),
         ...options.baseUrl !== void 0 ? {
           baseUrl: options.baseUrl
         } : {},
         stateDir: joinPath(options.stateRoot ?? joinPath(svcHome(), "harness"), name),
         extraArgs
       };
+      refuseUnheld(tool, call);
       const found = await locate(command);
       if (!found.ok) throw failure2(name, found.reason);
       const { env, secrets } = harnessEnv(name, {
@@ -6547,6 +6944,9 @@ ${prompt}` : prompt,
         ...request.cwd !== void 0 ? {
           cwd: request.cwd
         } : {},
+        ...request.cwdRoot !== void 0 ? {
+          cwdRoot: request.cwdRoot
+        } : {},
         ...request.options.session !== void 0 ? {
           session: request.options.session
         } : {},
@@ -6554,7 +6954,10 @@ ${prompt}` : prompt,
         sessionRoot: options.sessionRoot ?? joinPath(svcHome(), "session_dirs")
       });
       const progress2 = progressChannel(request.onProgress, {
-        secrets: progressSecrets(env, pass, fixed)
+        secrets: progressSecrets(env, pass, fixed),
+        ...request.onToolsRunning ? {
+          onToolsRunning: request.onToolsRunning
+        } : {}
       });
       try {
         const reader = await tool.reader(call, env, progress2);
@@ -6570,13 +6973,18 @@ ${prompt}` : prompt,
             signal: request.signal,
             timeoutMs,
             onLine: (line) => {
+              request.onActivity?.();
               try {
                 reader.line(line);
               } catch {
                 oversize++;
               }
             },
-            onOversize: () => oversize++
+            onOversize: () => {
+              request.onActivity?.();
+              oversize++;
+            },
+            onStderrLine: () => request.onActivity?.()
           });
         } catch (error) {
           throw spawnFailure(name, found.path, error);
@@ -6600,6 +7008,70 @@ ${prompt}` : prompt,
         await dir.release();
       }
     }
+  };
+}
+
+// src/dispatch/harness/claude_clamp_hook.ts
+var CLAMP_HOOK_TIMEOUT_S = 30;
+var HOOK_SOURCE = `
+const rules = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(Deno.args[0]), (c) => c.charCodeAt(0))));
+const OPERATOR = /[;&|\`$<>()\\\\\\n\\r]/;
+function glob(pattern, text) {
+  let p = 0, t = 0, star = -1, mark = 0;
+  while (t < text.length) {
+    if (p < pattern.length && pattern[p] === "*") { star = p++; mark = t; }
+    else if (p < pattern.length && pattern[p] === text[t]) { p++; t++; }
+    else if (star !== -1) { p = star + 1; t = ++mark; }
+    else return false;
+  }
+  while (p < pattern.length && pattern[p] === "*") p++;
+  return p === pattern.length;
+}
+function matches(rule, command) {
+  if (command === rule) return true;
+  if (OPERATOR.test(command)) return false;
+  if (rule.endsWith(":*")) {
+    const prefix = rule.slice(0, -2);
+    return command === prefix || command.startsWith(prefix + " ");
+  }
+  return rule.includes("*") && glob(rule, command);
+}
+const event = JSON.parse(await new Response(Deno.stdin.readable).text());
+if (event.tool_name !== "Bash") Deno.exit(0);
+const command = event.tool_input?.command;
+if (typeof command === "string" && rules.some((rule) => matches(rule, command))) Deno.exit(0);
+console.error("Permission to use Bash has been denied: this agent's Bash use is clamped to a fixed set of command forms (bashCommandClamp: " + rules.map((r) => "Bash(" + r + ")").join(", ") + "), and " + JSON.stringify(String(command).slice(0, 200)) + " is none of them. Use only those commands.");
+Deno.exit(2);
+`;
+function base642(text2) {
+  const bytes = new TextEncoder().encode(text2);
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+function shellWord(path) {
+  return `'${path.replaceAll("'", `'\\''`)}'`;
+}
+function clampContents(clamp) {
+  return clamp.map((rule) => rule.slice(rule.indexOf("(") + 1, -1));
+}
+function clampHookSettings(deno, clamp) {
+  const source = `data:application/javascript;base64,${base642(HOOK_SOURCE)}`;
+  const rules = base642(JSON.stringify(clampContents(clamp)));
+  const command = `DENO_NO_UPDATE_CHECK=1 ${shellWord(deno)} run --quiet --no-config --no-lock --no-prompt '${source}' '${rules}' || exit 2`;
+  return {
+    PreToolUse: [
+      {
+        matcher: "Bash",
+        hooks: [
+          {
+            type: "command",
+            command,
+            timeout: CLAMP_HOOK_TIMEOUT_S
+          }
+        ]
+      }
+    ]
   };
 }
 
@@ -6645,7 +7117,7 @@ function fileChange(tool) {
 
 // src/dispatch/harness/claude.ts
 var CLAUDE_READ_ONLY_DENIED = "Bash,Edit,Write,NotebookEdit";
-function sandboxArgs(level) {
+function sandboxArgs(level, clamped) {
   switch (level) {
     case "read-only":
       return [
@@ -6660,10 +7132,59 @@ function sandboxArgs(level) {
         "acceptEdits"
       ];
     case "full":
-      return [
+      return clamped ? [
+        "--permission-mode",
+        "acceptEdits"
+      ] : [
         "--dangerously-skip-permissions"
       ];
   }
+}
+var OTHER_SHELL_TOOLS = [
+  "Monitor",
+  "PowerShell"
+];
+var FULL_CLAMPED_ALLOWED = [
+  "WebFetch",
+  "WebSearch"
+];
+function narrowingSettings(call, deno) {
+  if (call.narrowing === void 0) return void 0;
+  const { disallowedTools, bashCommandClamp } = call.narrowing;
+  const clamped = call.sandbox !== "read-only" && bashCommandClamp.length > 0;
+  const allow = clamped ? [
+    ...bashCommandClamp,
+    ...call.sandbox === "full" ? FULL_CLAMPED_ALLOWED : []
+  ] : [];
+  const deny = [
+    ...disallowedTools,
+    ...clamped ? OTHER_SHELL_TOOLS : []
+  ];
+  const permissions = {
+    ...deny.length > 0 ? {
+      deny
+    } : {},
+    ...allow.length > 0 ? {
+      allow
+    } : {}
+  };
+  const hooks = clamped && deno !== void 0 ? {
+    disableAllHooks: false,
+    hooks: clampHookSettings(deno, bashCommandClamp)
+  } : {};
+  return JSON.stringify({
+    permissions,
+    ...hooks
+  });
+}
+function claudeNarrowing(call) {
+  const deno = platform().denoExecutable();
+  const clamped = call.sandbox !== "read-only" && (call.narrowing?.bashCommandClamp.length ?? 0) > 0;
+  if (clamped && deno === void 0) {
+    return "no deno executable was found to run the hook that clamps its shell";
+  }
+  const settings = narrowingSettings(call, deno) ?? "";
+  return settings.length > ARG_TEXT_LIMIT ? `its settings would be longer than one argument (${ARG_TEXT_LIMIT} characters)` : void 0;
 }
 function claudeArgs(call) {
   return [
@@ -6685,14 +7206,17 @@ function claudeArgs(call) {
     ...call.resumeSession !== void 0 ? [
       `--resume=${call.resumeSession}`
     ] : [],
-    ...sandboxArgs(call.sandbox),
+    ...sandboxArgs(call.sandbox, (call.narrowing?.bashCommandClamp.length ?? 0) > 0),
+    ...call.narrowing !== void 0 ? [
+      `--settings=${narrowingSettings(call, platform().denoExecutable())}`
+    ] : [],
     ...call.extraArgs
   ];
 }
 function assistantText(event) {
-  const content = field(event, "message")?.content;
-  if (!Array.isArray(content)) return "";
-  return content.filter((block) => isRecord(block) && block.type === "text").map((block) => text(block, "text") ?? "").join("\n");
+  const content2 = field(event, "message")?.content;
+  if (!Array.isArray(content2)) return "";
+  return content2.filter((block) => isRecord(block) && block.type === "text").map((block) => text(block, "text") ?? "").join("\n");
 }
 function resultSpend(result2, options) {
   const perModel = field(result2, "model_usage_since_last_result");
@@ -6745,9 +7269,9 @@ function claudeRootRefusal(provider) {
 function claudeProgress(event, progress2) {
   const type = text(event, "type");
   if (type !== "assistant" && type !== "user") return;
-  const content = field(event, "message")?.content;
-  if (!Array.isArray(content)) return;
-  for (const block of content) {
+  const content2 = field(event, "message")?.content;
+  if (!Array.isArray(content2)) return;
+  for (const block of content2) {
     if (!isRecord(block)) continue;
     if (type === "assistant" && block.type === "text") {
       const said = text(block, "text");
@@ -6765,7 +7289,22 @@ function claudeProgress(event, progress2) {
     }
   }
 }
+function trackTools(event, running2, progress2) {
+  const type = text(event, "type");
+  const content2 = field(event, "message")?.content;
+  if (type !== "assistant" && type !== "user" || !Array.isArray(content2)) return;
+  const before = running2.size;
+  for (const block of content2) {
+    if (!isRecord(block)) continue;
+    const id = text(block, type === "assistant" ? "id" : "tool_use_id");
+    if (id === void 0) continue;
+    if (type === "assistant" && block.type === "tool_use") running2.add(id);
+    else if (type === "user" && block.type === "tool_result") running2.delete(id);
+  }
+  if (running2.size !== before) progress2.toolsRunning?.(running2.size);
+}
 function claudeReader(call, _env, progress2) {
+  const tools2 = /* @__PURE__ */ new Set();
   let malformed = 0;
   let model;
   let sessionId;
@@ -6781,6 +7320,7 @@ function claudeReader(call, _env, progress2) {
       }
       sessionId = text(event, "session_id") ?? sessionId;
       claudeProgress(event, progress2);
+      trackTools(event, tools2, progress2);
       const type = text(event, "type");
       if (type === "system" && text(event, "subtype") === "init") {
         model = text(event, "model") ?? model;
@@ -6874,6 +7414,7 @@ var CLAUDE = {
   systemPrompt: "native",
   modelAliases: NATIVE_CLAUDE_ALIASES,
   args: claudeArgs,
+  narrowing: claudeNarrowing,
   defaultEnv: CLAUDE_DEFAULT_ENV,
   // The configured endpoint is Claude Code's own variable (a gateway, a local server).
   env: (call) => call.baseUrl !== void 0 ? {
@@ -6995,6 +7536,115 @@ function codexProgress(event, progress2) {
   const kind = text(item, "type") ?? text(item, "item_type");
   if (type === "item.started") started(item, kind, progress2);
   else completed(item, kind, progress2);
+}
+
+// src/dispatch/harness/codex_helper.ts
+var CODEX_HELPER_LEVELS = [
+  "read-only",
+  "write"
+];
+function components(path) {
+  const parts = path.split("/").filter((part) => part !== "" && part !== ".");
+  return path.startsWith("/") ? [
+    "/",
+    ...parts
+  ] : parts;
+}
+function pathStartsWith(path, base) {
+  const [p, b] = [
+    components(path),
+    components(base)
+  ];
+  return b.length <= p.length && b.every((part, i) => p[i] === part);
+}
+function homeOf(env, canonical) {
+  if (env.CODEX_HOME) return canonical ?? env.CODEX_HOME;
+  return env.HOME ? joinPath(env.HOME, ".codex") : void 0;
+}
+function refusal(codexHome2, tempDir, cause) {
+  return `Codex's sandbox helper (codex-linux-sandbox) cannot work: CODEX_HOME ${codexHome2} lies under the temp directory ${tempDir} (TMPDIR), where Codex refuses to create it, so every shell command of sandbox read-only or write would fail; ${cause}`;
+}
+function codexHelperPlan(env, options) {
+  const codexHome2 = homeOf(env, options.canonicalHome);
+  const tempDir = env.TMPDIR ?? "/tmp";
+  if (codexHome2 === void 0 || !pathStartsWith(codexHome2, tempDir)) return {
+    kind: "fine"
+  };
+  if (options.fixedTmpdir) {
+    return {
+      kind: "refused",
+      codexHome: codexHome2,
+      tempDir,
+      reason: refusal(codexHome2, tempDir, "the provider's env sets TMPDIR, so svc leaves it: set TMPDIR or CODEX_HOME there so that CODEX_HOME is not under TMPDIR")
+    };
+  }
+  const tmpdir = joinPath(options.stateDir, "tmp");
+  if (pathStartsWith(codexHome2, tmpdir)) {
+    return {
+      kind: "refused",
+      codexHome: codexHome2,
+      tempDir,
+      reason: refusal(codexHome2, tempDir, `and it lies under svc's own ${tmpdir} too: move it`)
+    };
+  }
+  return {
+    kind: "moved",
+    codexHome: codexHome2,
+    tempDir,
+    tmpdir
+  };
+}
+async function resolvedPlan(env, options) {
+  const canonicalHome = env.CODEX_HOME ? await platform().realPath(env.CODEX_HOME).catch(() => void 0) : void 0;
+  return codexHelperPlan(env, {
+    ...options,
+    ...canonicalHome !== void 0 ? {
+      canonicalHome
+    } : {}
+  });
+}
+async function prepareCodexHelper(call, env, fixedTmpdir) {
+  const plan = await resolvedPlan(env, {
+    fixedTmpdir,
+    stateDir: call.stateDir ?? ""
+  });
+  if (plan.kind === "fine") return;
+  if (plan.kind === "refused") {
+    if (!CODEX_HELPER_LEVELS.includes(call.sandbox)) return;
+    throw new SvcError("unavailable", `Cannot dispatch to ${call.provider}: ${plan.reason}`);
+  }
+  await platform().mkdir(plan.tmpdir);
+  env.TMPDIR = plan.tmpdir;
+}
+async function codexHelperReport(env, options) {
+  const plan = await resolvedPlan(env, options);
+  switch (plan.kind) {
+    case "fine":
+      return {
+        levels: [
+          "read-only",
+          "write",
+          "full"
+        ],
+        detail: null
+      };
+    case "moved":
+      return {
+        levels: [
+          "read-only",
+          "write",
+          "full"
+        ],
+        detail: `CODEX_HOME ${plan.codexHome} lies under the temp directory ${plan.tempDir} (TMPDIR), where Codex will not create its sandbox helper: svc runs Codex with TMPDIR=${plan.tmpdir}`
+      };
+    case "refused":
+      return {
+        levels: [
+          "full"
+        ],
+        detail: plan.reason
+      };
+  }
 }
 
 // src/dispatch/harness/codex.ts
@@ -7148,6 +7798,7 @@ async function codexReader(call, env, progress2) {
       }
     },
     finish(stderrTail) {
+      helperMissing ||= CODEX_HELPER_LEVELS.includes(call.sandbox) && stderrTail.some((line) => HELPER_REFUSED.test(line));
       if (helperMissing) {
         return {
           failed: true,
@@ -7186,7 +7837,8 @@ var CODEX = {
   authHint: "run `codex login`, or set CODEX_API_KEY",
   authPattern: /401 Unauthorized|not logged in|codex login|missing bearer|invalid api key|incorrect api key|invalid_api_key/i,
   args: codexArgs,
-  reader: codexReader
+  reader: codexReader,
+  narrowing: codexNarrowingProblem
 };
 function checkBaseUrl(baseUrl) {
   let protocol;
@@ -7201,7 +7853,11 @@ function checkBaseUrl(baseUrl) {
 }
 function codexProvider(options = {}) {
   if (options.baseUrl !== void 0) checkBaseUrl(options.baseUrl);
-  return createHarnessProvider(CODEX, options);
+  const fixedTmpdir = options.env?.TMPDIR !== void 0;
+  return createHarnessProvider({
+    ...CODEX,
+    prepare: (call, env) => prepareCodexHelper(call, env, fixedTmpdir)
+  }, options);
 }
 
 // src/dispatch/remote_view.ts
@@ -7285,6 +7941,159 @@ async function ensureGeminiHome(provider, dir) {
   }
 }
 
+// src/dispatch/harness/gemini_policy.ts
+var GEMINI_TOOLS = {
+  Bash: [
+    "run_shell_command",
+    "list_background_processes",
+    "read_background_output"
+  ],
+  BashOutput: [
+    "read_background_output"
+  ],
+  KillShell: [],
+  Write: [
+    "write_file"
+  ],
+  Edit: [
+    "replace"
+  ],
+  MultiEdit: [
+    "replace"
+  ],
+  NotebookEdit: [],
+  NotebookRead: [],
+  Read: [
+    "read_file",
+    "read_many_files"
+  ],
+  Glob: [
+    "glob"
+  ],
+  Grep: [
+    "grep_search"
+  ],
+  LS: [
+    "list_directory"
+  ],
+  WebFetch: [
+    "web_fetch"
+  ],
+  WebSearch: [
+    "google_web_search"
+  ],
+  TodoWrite: [
+    "write_todos"
+  ],
+  Task: [
+    "invoke_agent"
+  ],
+  Agent: [
+    "invoke_agent"
+  ],
+  Skill: [
+    "activate_skill"
+  ]
+};
+var SHELL = "run_shell_command";
+var SUBAGENTS = "invoke_agent";
+var DENY = 999;
+var ALLOW = 998;
+var OTHER_SHELL = 997;
+function toml(value) {
+  return JSON.stringify(value).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+function literal2(text2) {
+  return text2.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+function geminiNarrowingProblem(call) {
+  const narrowing = call.narrowing;
+  if (narrowing === void 0) return void 0;
+  const unmapped = narrowing.disallowedTools.find((tool) => GEMINI_TOOLS[tool] === void 0);
+  if (unmapped !== void 0) {
+    return `Gemini CLI has no tool known to be ${JSON.stringify(unmapped.slice(0, 60))}`;
+  }
+  const unwritable = narrowing.bashCommandClamp.find((rule) => !rule.isWellFormed());
+  if (unwritable !== void 0) {
+    return "a clamp rule holds a lone surrogate, which no Gemini policy file can hold";
+  }
+  const wild = narrowing.bashCommandClamp.find((rule) => {
+    const content2 = clampContent(rule);
+    return (content2.endsWith(":*") ? content2.slice(0, -2) : content2).includes("*");
+  });
+  if (wild !== void 0) {
+    return `Gemini CLI's policy has no rule for the wildcard clamp ${JSON.stringify(wild.slice(0, 60))}`;
+  }
+  return void 0;
+}
+function clampContent(rule) {
+  return rule.slice(rule.indexOf("(") + 1, -1);
+}
+function allowRule(rule) {
+  const content2 = clampContent(rule);
+  const match = content2.endsWith(":*") ? `commandPrefix = ${toml(content2.slice(0, -2))}` : `commandRegex = ${toml(`${literal2(JSON.stringify(content2).slice(1, -1))}"`)}`;
+  return `[[rule]]
+toolName = "${SHELL}"
+${match}
+decision = "allow"
+priority = ${ALLOW}
+`;
+}
+function geminiPolicies(call) {
+  const { disallowedTools = [], bashCommandClamp = [] } = call.narrowing ?? {};
+  const denied = [
+    .../* @__PURE__ */ new Set([
+      ...disallowedTools.flatMap((tool) => GEMINI_TOOLS[tool] ?? []),
+      SUBAGENTS
+    ])
+  ];
+  const denies = [];
+  if (denied.length > 0) {
+    denies.push(`[[rule]]
+toolName = [${denied.map(toml).join(", ")}]
+decision = "deny"
+priority = ${DENY}
+`);
+  }
+  const clamped = bashCommandClamp.length > 0 && call.sandbox !== "read-only";
+  if (clamped) {
+    denies.push(`[[rule]]
+toolName = "${SHELL}"
+argsPattern = "[<>]"
+decision = "deny"
+priority = ${DENY}
+`, `[[rule]]
+toolName = "${SHELL}"
+decision = "deny"
+priority = ${OTHER_SHELL}
+`);
+  }
+  return [
+    denies.join("\n"),
+    clamped ? bashCommandClamp.map(allowRule).join("\n") : ""
+  ].filter((text2) => text2 !== "");
+}
+function policyPath(call, text2) {
+  const bytes = platform().sha256(new TextEncoder().encode(text2));
+  const hash = Array.from(bytes.slice(0, 16), (b) => b.toString(16).padStart(2, "0")).join("");
+  return joinPath(call.stateDir, "policies", `narrowing-${hash}.toml`);
+}
+function geminiPolicyPaths(call) {
+  return geminiPolicies(call).map((text2) => policyPath(call, text2));
+}
+async function writeGeminiPolicies(call) {
+  const p = platform();
+  await p.mkdir(joinPath(call.stateDir, "policies"));
+  for (const text2 of geminiPolicies(call)) {
+    const path = policyPath(call, text2);
+    const temp = `${path}.${p.pid()}.${crypto.randomUUID()}.tmp`;
+    await p.writeTextFile(temp, text2, {
+      mode: 384
+    });
+    await p.rename(temp, path);
+  }
+}
+
 // src/dispatch/harness/gemini.ts
 var GEMINI_APPROVAL = {
   "read-only": "default",
@@ -7304,6 +8113,8 @@ function geminiArgs(call) {
     ...call.resumeSession !== void 0 ? [
       `--resume=${call.resumeSession}`
     ] : [],
+    // The call's narrowing options, as a policy file (gemini_policy.ts).
+    ...call.narrowing !== void 0 ? geminiPolicyPaths(call).map((path) => `--policy=${path}`) : [],
     ...call.extraArgs
   ];
 }
@@ -7487,6 +8298,10 @@ async function prepareGemini(call, env) {
   await ensureGeminiHome(call.provider, home);
   env.GEMINI_CLI_HOME = home;
 }
+async function prepareGeminiCall(call, env) {
+  await prepareGemini(call, env);
+  if (call.narrowing !== void 0) await writeGeminiPolicies(call);
+}
 var GEMINI = {
   tool: "gemini",
   keyEnv: HARNESS_KEY_ENV.gemini,
@@ -7505,12 +8320,110 @@ var GEMINI = {
   env: (call) => call.baseUrl !== void 0 ? {
     GOOGLE_GEMINI_BASE_URL: call.baseUrl
   } : void 0,
-  prepare: prepareGemini,
+  prepare: prepareGeminiCall,
   args: geminiArgs,
+  narrowing: geminiNarrowingProblem,
   reader: geminiReader
 };
 function geminiProvider(options = {}) {
   return createHarnessProvider(GEMINI, options);
+}
+
+// src/dispatch/harness/opencode_narrowing.ts
+var OPENCODE_TOOLS = {
+  Bash: [
+    "bash"
+  ],
+  BashOutput: [],
+  KillShell: [],
+  Write: [
+    "edit"
+  ],
+  Edit: [
+    "edit"
+  ],
+  MultiEdit: [
+    "edit"
+  ],
+  NotebookEdit: [],
+  NotebookRead: [],
+  Read: [
+    "read"
+  ],
+  Glob: [
+    "glob"
+  ],
+  Grep: [
+    "grep"
+  ],
+  LS: [
+    "list"
+  ],
+  WebFetch: [
+    "webfetch"
+  ],
+  WebSearch: [
+    "websearch"
+  ],
+  TodoWrite: [
+    "todowrite"
+  ],
+  Task: [
+    "task"
+  ],
+  Agent: [
+    "task"
+  ],
+  Skill: [
+    "skill"
+  ]
+};
+function content(rule) {
+  return rule.slice(rule.indexOf("(") + 1, -1);
+}
+function opencodeNarrowingProblem(call) {
+  const narrowing = call.narrowing;
+  if (narrowing === void 0) return void 0;
+  const unmapped = narrowing.disallowedTools.find((tool) => OPENCODE_TOOLS[tool] === void 0);
+  if (unmapped !== void 0) {
+    return `opencode has no tool known to be ${JSON.stringify(unmapped.slice(0, 60))}`;
+  }
+  const wild = narrowing.bashCommandClamp.find((rule) => {
+    const body = content(rule);
+    return /[*?]/.test(body.endsWith(":*") ? body.slice(0, -2) : body);
+  });
+  if (wild !== void 0) {
+    return `opencode's permissions have no pattern for the wildcard clamp ${JSON.stringify(wild.slice(0, 60))}`;
+  }
+  return void 0;
+}
+function narrowedPermission(base, call) {
+  const permission = {
+    ...base
+  };
+  const narrowing = call.narrowing;
+  if (narrowing === void 0) return permission;
+  if (narrowing.bashCommandClamp.length > 0 && permission.bash === "allow") {
+    const patterns = {
+      "*": "deny"
+    };
+    for (const rule of narrowing.bashCommandClamp) {
+      const body = content(rule);
+      if (body.endsWith(":*")) {
+        const prefix = body.slice(0, -2);
+        patterns[prefix] = "allow";
+        patterns[`${prefix} *`] = "allow";
+      } else {
+        patterns[body] = "allow";
+      }
+    }
+    permission.bash = patterns;
+  }
+  for (const tool of narrowing.disallowedTools) {
+    for (const key of OPENCODE_TOOLS[tool] ?? []) permission[key] = "deny";
+  }
+  permission.task = "deny";
+  return permission;
 }
 
 // src/dispatch/harness/opencode_endpoint.ts
@@ -7751,8 +8664,9 @@ function opencodeReader(call, _env, progress2) {
   };
 }
 function opencodeEnv(call) {
+  const permission = narrowedPermission(OPENCODE_PERMISSION[call.sandbox], call);
   const env = {
-    OPENCODE_PERMISSION: JSON.stringify(OPENCODE_PERMISSION[call.sandbox])
+    OPENCODE_PERMISSION: JSON.stringify(permission)
   };
   if (call.baseUrl === void 0) return env;
   const target = opencodeModel(call.provider, call.model);
@@ -7767,6 +8681,7 @@ var OPENCODE = {
   authHint: "run `opencode auth login` for the model's provider",
   authPattern: /ProviderAuthError|HTTP 40[13]\b|api key|unauthori[sz]ed|authentication/i,
   args: opencodeArgs,
+  narrowing: opencodeNarrowingProblem,
   defaultEnv: OPENCODE_DEFAULT_ENV,
   env: opencodeEnv,
   reader: opencodeReader
@@ -7775,26 +8690,6 @@ function opencodeProvider(options = {}) {
   if (options.baseUrl !== void 0) checkOpencodeBaseUrl(options.baseUrl);
   return createHarnessProvider(OPENCODE, options);
 }
-
-// src/dispatch/harness/tested_versions.ts
-var TESTED_VERSIONS = {
-  claude: {
-    package: "@anthropic-ai/claude-code",
-    version: "2.1.332"
-  },
-  codex: {
-    package: "@openai/codex",
-    version: "0.169.0"
-  },
-  gemini: {
-    package: "@google/gemini-cli",
-    version: "0.61.0"
-  },
-  opencode: {
-    package: "opencode-ai",
-    version: "1.18.33"
-  }
-};
 
 // src/dispatch/stop.ts
 var StopReason = class extends Error {
@@ -8277,6 +9172,33 @@ function levelsOf(kind) {
     "full"
   ];
 }
+async function sandboxOf(name, settings, kind, hostEnv2) {
+  if (settings.type !== "codex") return {
+    levels: levelsOf(kind),
+    detail: null
+  };
+  const passed = [
+    ...HARNESS_BASE_ENV,
+    ...settings.pass_env ?? HARNESS_KEY_ENV.codex
+  ];
+  const env = {};
+  for (const variable of [
+    "HOME",
+    "TMPDIR",
+    "CODEX_HOME"
+  ]) {
+    const value = settings.env?.[variable] ?? (passed.includes(variable) ? hostEnv2(variable) : void 0);
+    if (value !== void 0) env[variable] = value;
+  }
+  const report = await codexHelperReport(env, {
+    fixedTmpdir: settings.env?.TMPDIR !== void 0,
+    stateDir: joinPath(svcHome(), "harness", name)
+  });
+  return {
+    levels: report.levels,
+    detail: report.detail
+  };
+}
 function createCapabilities(options) {
   const deadlineMs = options.deadlineMs ?? CAPABILITY_DEADLINE_MS;
   const endpointTimeoutMs = Math.min(options.endpointTimeoutMs ?? ENDPOINT_TIMEOUT_MS, deadlineMs);
@@ -8363,9 +9285,10 @@ function createCapabilities(options) {
       const started2 = Date.now();
       const entries = await Promise.all(providers.map(async ([name, settings]) => {
         const plan = planOf(settings);
-        const [tool, credentials] = await Promise.all([
+        const [tool, credentials, sandbox] = await Promise.all([
           plan.command !== void 0 ? toolOf(settings.type, plan.command, Math.max(0, deadlineMs - endpointTimeoutMs)) : Promise.resolve(null),
-          credentialsOf(plan)
+          credentialsOf(plan),
+          sandboxOf(name, settings, plan.kind, options.env)
         ]);
         return {
           name,
@@ -8373,7 +9296,8 @@ function createCapabilities(options) {
           kind: plan.kind,
           tool,
           credentials,
-          sandbox_levels: levelsOf(plan.kind)
+          sandbox_levels: sandbox.levels,
+          sandbox_detail: sandbox.detail
         };
       }));
       return {
@@ -10271,7 +11195,7 @@ Parser.tokenizer = function tokenizer(input, options) {
 };
 Object.defineProperties(Parser.prototype, prototypeAccessors);
 var pp$9 = Parser.prototype;
-var literal2 = /^(?:'((?:\\[^]|[^'\\])*?)'|"((?:\\[^]|[^"\\])*?)")/;
+var literal3 = /^(?:'((?:\\[^]|[^'\\])*?)'|"((?:\\[^]|[^"\\])*?)")/;
 pp$9.strictDirective = function(start2) {
   if (this.options.ecmaVersion < 5) {
     return false;
@@ -10279,7 +11203,7 @@ pp$9.strictDirective = function(start2) {
   for (; ; ) {
     skipWhiteSpace.lastIndex = start2;
     start2 += skipWhiteSpace.exec(this.input)[0].length;
-    var match = literal2.exec(this.input.slice(start2));
+    var match = literal3.exec(this.input.slice(start2));
     if (!match) {
       return false;
     }
@@ -15879,6 +16803,8 @@ var RunContext = class {
   semaphore;
   budget;
   replay;
+  /** The real path of the run's workdir as checked at its start (see `RunContextOptions`). */
+  workdirRoot;
   /** Calls not yet answered: a run ends only after they have (and their entries are written). */
   inflight = /* @__PURE__ */ new Set();
   /** Settles with the final status once the run has ended and is written. */
@@ -15928,6 +16854,7 @@ var RunContext = class {
     this.semaphore = new Semaphore(options.concurrency);
     this.budget = options.budget;
     this.replay = options.replay;
+    this.workdirRoot = options.workdirRoot;
     this.done = Promise.resolve(status);
     this.#commits = new GroupCommit(async (ops) => {
       let snapshot;
@@ -16541,6 +17468,11 @@ var RunAdmission = class {
   #recording = /* @__PURE__ */ new Map();
   /** The owner whose queued run this process started last: the next turn is another's. */
   #lastServed;
+  /**
+   * Owners whose queued runs found the owner's live slots taken by other hosts: their runs are
+   * not offered again until {@linkcode unblock} (a slot of theirs freed, or the next look).
+   */
+  #blocked = /* @__PURE__ */ new Set();
   /** Decisions one at a time: a decision reads the queue and records a run before the next. */
   #turn = Promise.resolve();
   /** Admission with `limits` (the defaults for those not given). */
@@ -16600,11 +17532,21 @@ var RunAdmission = class {
    * slot frees) while the queue, and a remote owner's share of it, is under its cap. Beyond
    * that: `rate_limited` with a `Retry-After`.
    */
-  async place(caller, runId, queued) {
-    const placement = await this.#decide(caller, queued);
+  async place(caller, runId, reads) {
+    const placement = await this.#decide(caller, reads);
     if (placement === "run") this.#takeLive(runId, caller.owner);
     else this.#recording.set(runId, caller.owner);
     return placement;
+  }
+  /**
+   * Places in the queue the run `runId` of `caller` that {@linkcode place} let run but whose
+   * record found the owner's live slots taken (by other hosts, meanwhile): its live slot here
+   * is given back, and it queues while the queue's caps allow, else `rate_limited`.
+   */
+  async requeue(caller, runId, reads) {
+    this.release(runId);
+    await this.#queueOrRefuse(caller, reads);
+    this.#recording.set(runId, caller.owner);
   }
   /**
    * Tells that the run `runId` placed in the queue is recorded there: from now on a freed slot
@@ -16621,28 +17563,36 @@ var RunAdmission = class {
    * for a surface that must refuse before it answers (an A2A send becomes a JSON-RPC error,
    * not a rejected task). The run itself is admitted again when it starts.
    */
-  async check(caller, queued) {
-    await this.#decide(caller, queued);
+  async check(caller, reads) {
+    await this.#decide(caller, reads);
   }
   /**
    * Where a new run of `caller` would go, or the refusal; nothing is taken. The ledger's queue
    * is read only when the run cannot start at once: a run under the live caps, the common
    * case, costs no read.
    */
-  async #decide(caller, queue) {
+  async #decide(caller, reads) {
     const { owner } = caller;
     const remote = caller.remote === true;
-    const underLive = this.#live.total < this.limits.hostLiveGuests && (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns);
-    if (underLive && !this.#queuesFor(owner)) return "run";
-    const queued = await queue();
+    const underLive = this.#live.total < this.limits.hostLiveGuests && (!remote || this.#live.count(owner) < this.limits.ownerLiveRuns) && !this.#queuesFor(owner);
+    if (underLive && (!remote || await reads.ownerLive(owner) < this.limits.ownerLiveRuns)) {
+      return "run";
+    }
+    await this.#queueOrRefuse(caller, reads);
+    return "queue";
+  }
+  /** Refuses a run of `caller` that must queue when the queue, or the owner's share, is full. */
+  async #queueOrRefuse(caller, reads) {
+    const { owner } = caller;
+    const queued = await reads.queued();
     const mine = queued.filter((item) => item.owner === owner).length;
     if (queued.length >= this.limits.hostQueuedRuns) {
       throw this.#refusal(`the host's queue holds ${queued.length} runs, the most allowed (admission.host_queued_runs)`);
     }
-    if (remote && mine >= this.limits.ownerQueuedRuns) {
-      throw this.#refusal(`owner '${owner}' has ${this.#live.count(owner)} live runs and ${mine} queued, the most allowed (admission.owner_live_runs, admission.owner_queued_runs)`);
+    if (caller.remote === true && mine >= this.limits.ownerQueuedRuns) {
+      const live = Math.max(this.#live.count(owner), await reads.ownerLive(owner));
+      throw this.#refusal(`owner '${owner}' has ${live} live runs and ${mine} queued, the most allowed (admission.owner_live_runs, admission.owner_queued_runs)`);
     }
-    return "queue";
   }
   /**
    * Checks a run for a worker's queue (no live slot is taken): the host's queue, and for a
@@ -16668,6 +17618,25 @@ var RunAdmission = class {
     this.#takeLive(runId, owner);
     this.#lastServed = owner;
     return true;
+  }
+  /**
+   * Gives back the live slot taken for the queued run `runId` whose claim found its owner's
+   * slots taken by other hosts: the run goes on waiting, and its owner's runs are not offered
+   * again until {@linkcode unblock}.
+   */
+  blocked(runId, owner) {
+    this.#liveHolds.get(runId)?.();
+    this.#liveHolds.delete(runId);
+    this.#blocked.add(owner);
+  }
+  /** Offers the queued runs of `owner` (of every owner without it) again. */
+  unblock(owner) {
+    if (owner === void 0) this.#blocked.clear();
+    else this.#blocked.delete(owner);
+  }
+  /** Whether queued runs wait for slots that other hosts hold. */
+  get blockedOwners() {
+    return this.#blocked.size;
   }
   /** Frees the live slot of `runId` (it ended, or its claim failed), and forgets its wait. */
   release(runId) {
@@ -16718,15 +17687,15 @@ var RunAdmission = class {
       runId,
       owner
     }));
-    return fairOrder(waiting, this.#lastServed).filter((run) => this.#live.count(run.owner) < this.limits.ownerLiveRuns).slice(0, free);
+    return fairOrder(waiting, this.#lastServed).filter((run) => !this.#blocked.has(run.owner) && this.#live.count(run.owner) < this.limits.ownerLiveRuns).slice(0, free);
   }
   /** The 1-based place of `runId` in the fair order of `queued`; undefined when not in it. */
   position(runId, queued) {
     const index = fairOrder(queued, this.#lastServed).findIndex((item) => item.id === runId);
     return index < 0 ? void 0 : index + 1;
   }
-  /** How full the caps are, for `owner`. */
-  snapshot(owner, queued) {
+  /** How full the caps are, for `owner`, whose live runs on every host are `ownerLive`. */
+  snapshot(owner, queued, ownerLive) {
     const { limits } = this;
     return {
       host_live: {
@@ -16738,7 +17707,7 @@ var RunAdmission = class {
         cap: limits.hostQueuedRuns
       },
       owner_live: {
-        used: this.#live.count(owner),
+        used: Math.max(this.#live.count(owner), ownerLive),
         cap: limits.ownerLiveRuns
       },
       owner_queued: {
@@ -16852,6 +17821,157 @@ async function writeUntilTaken(write2, options) {
   }
 }
 
+// src/workspace/within.ts
+function within2(path, root) {
+  return path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`);
+}
+
+// src/workspace/policy.ts
+var SCRATCH_PREFIX = "work-";
+var SCRATCH_REF = /^\$SVC_HOME\/tmp\/(work-[A-Za-z0-9_]{1,64})$/;
+var WorkspacePolicy = class {
+  #roots;
+  #fallback;
+  #forbidden;
+  #scratchRoot;
+  /** A policy over `options`; it reads nothing until asked. */
+  constructor(options) {
+    this.#roots = options.roots ?? {};
+    this.#fallback = options.fallbackRoots ?? [];
+    this.#forbidden = options.forbidden ?? [];
+    this.#scratchRoot = joinPath(options.home, "tmp");
+  }
+  /**
+   * Takes reloaded roots (the configuration's `workspaces`): later requests are checked against
+   * them; a run or dispatch already working stays where it is.
+   */
+  setRoots(roots) {
+    this.#roots = roots;
+  }
+  /** The roots that apply to `owner`: its own, else the fallback. */
+  rootsOf(owner) {
+    const own = Object.hasOwn(this.#roots, owner) ? this.#roots[owner] : void 0;
+    return own && own.length > 0 ? own : this.#fallback;
+  }
+  /**
+   * The directory a request of `caller` works in. Not remote: `asked` at its real path (as
+   * given when it does not exist). Remote: the
+   * real path of `asked` once it passed the roots and forbidden directories (a `forbidden`
+   * SvcError naming the asked path and the roots otherwise); without `asked`, a fresh scratch
+   * directory when `options.scratch`.
+   */
+  async workdirFor(caller, asked2, options) {
+    if (caller.remote !== true) {
+      return asked2 === void 0 ? void 0 : await platform().realPath(asked2).catch(() => asked2);
+    }
+    if (asked2 === void 0) return options.scratch ? await this.#makeScratch() : void 0;
+    if (options.inherited !== void 0 && asked2 === options.inherited) {
+      const scratch = await this.#ownScratch(asked2);
+      if (scratch !== void 0) return scratch;
+    }
+    return await this.#check(caller.owner, asked2, options.what);
+  }
+  async #check(owner, asked2, what) {
+    const shown3 = JSON.stringify(asked2.slice(0, 200)).slice(1, -1);
+    const roots = this.rootsOf(owner);
+    const refuse2 = (why) => new SvcError("forbidden", `Cannot use ${what} '${shown3}': ${why}`);
+    if (roots.length === 0) {
+      throw refuse2(`no workspace root is configured for owner '${owner}'; remote callers work in a fresh scratch directory (leave ${what} out)`);
+    }
+    const named = roots.join("', '");
+    if (!asked2.startsWith("/") || asked2.includes("\0")) {
+      throw refuse2(`a remote caller names an absolute directory inside a workspace root ('${named}')`);
+    }
+    const p = platform();
+    const real = await p.realPath(asked2).catch(() => void 0);
+    if (real === void 0) throw refuse2("no such directory");
+    const realRoots = await Promise.all(roots.map((root) => p.realPath(root).catch(() => root)));
+    if (!realRoots.some((root) => within2(real, root))) {
+      throw refuse2(`it is outside the workspace roots of owner '${owner}' ('${named}')`);
+    }
+    const forbidden = await Promise.all(this.#forbidden.map((dir) => p.realPath(dir).catch(() => dir)));
+    if (forbidden.some((dir) => within2(real, dir) || within2(dir, real))) {
+      throw refuse2("it holds, or lies inside, the service's own data or source, which no remote caller may reach");
+    }
+    const info = await p.stat(real).catch(() => void 0);
+    if (!info?.isDirectory) throw refuse2("it is not a directory");
+    return real;
+  }
+  placeOf(workdir) {
+    const name = workdir === void 0 ? void 0 : SCRATCH_REF.exec(workdir)?.[1];
+    return name === void 0 ? workdir : joinPath(this.#scratchRoot, name);
+  }
+  /**
+   * The directory the calls of a run or task whose recorded workdir is `workdir` must stay
+   * inside, checked again right before each process starts: the recorded workdir itself (the
+   * real path {@linkcode WorkspacePolicy.workdirFor} gave), a scratch workdir at its place with
+   * the scratch root's real path. Undefined without a workdir.
+   */
+  async rootOf(workdir) {
+    if (workdir === void 0) return void 0;
+    const name = SCRATCH_REF.exec(workdir)?.[1];
+    if (name === void 0) return workdir;
+    const root = await platform().realPath(this.#scratchRoot).catch(() => this.#scratchRoot);
+    return joinPath(root, name);
+  }
+  /** A scratch workdir's reference when it still exists, or undefined for any other path. */
+  async #ownScratch(ref2) {
+    if (!SCRATCH_REF.test(ref2)) return void 0;
+    const info = await platform().stat(this.placeOf(ref2)).catch(() => void 0);
+    return info?.isDirectory ? ref2 : void 0;
+  }
+  /**
+   * A fresh private directory under the scratch root, as its reference. Its name carries no
+   * process, so the sweep of a later host leaves it for 8 days: a run queued for a daemon
+   * still finds it.
+   */
+  async #makeScratch() {
+    const p = platform();
+    await p.mkdir(this.#scratchRoot);
+    const path = await p.makeTempDir({
+      dir: this.#scratchRoot,
+      prefix: SCRATCH_PREFIX
+    });
+    return `$SVC_HOME/tmp/${path.slice(path.lastIndexOf("/") + 1)}`;
+  }
+};
+
+// src/workspace/checked_read.ts
+function same(a, b) {
+  return a.dev !== null && a.ino !== null && a.dev === b.dev && a.ino === b.ino;
+}
+async function readCheckedFile(real, options) {
+  const p = platform();
+  const swapped = () => new SvcError("invalid_argument", `${options.shown} changed after it was checked (a symbolic link or another file now stands on its path), so it was not read`);
+  let file;
+  try {
+    file = await p.openRead(real);
+  } catch {
+    throw swapped();
+  }
+  try {
+    const opened = await file.identity();
+    const now4 = await p.realPath(real).catch(() => void 0);
+    const there = await p.fileIdentity(real).catch(() => void 0);
+    if (now4 !== real || there === void 0 || there.isSymlink || !same(opened, there)) {
+      throw swapped();
+    }
+    if (!opened.isFile) {
+      throw new SvcError("invalid_argument", `${options.shown} is not a regular file`);
+    }
+    if (opened.size > options.maxBytes) {
+      throw new SvcError("invalid_argument", `${options.shown} is over ${options.maxBytes} bytes`);
+    }
+    try {
+      return await file.readText(options.maxBytes);
+    } catch {
+      throw new SvcError("invalid_argument", `${options.shown} could not be read`);
+    }
+  } finally {
+    file.close();
+  }
+}
+
 // src/agent_types/agent_types.ts
 var AGENT_TYPE_LIMITS = {
   /** Longest agent type name. */
@@ -16954,7 +18074,10 @@ async function parseAgentFile(text2, source) {
   }
   const front = parsed2.data;
   const given = tools(front.tools);
-  const denied = new Set((tools(front.disallowedTools) ?? []).map(toolName));
+  const deniedList = tools(front.disallowedTools);
+  const problem = deniedList === void 0 ? void 0 : disallowedToolsProblem(deniedList);
+  if (problem !== void 0) return fail2(`front matter disallowedTools: ${problem}`);
+  const denied = new Set((deniedList ?? []).map(toolName));
   const usable2 = (given ?? WRITING_TOOLS).map(toolName).filter((tool) => !denied.has(tool));
   const model = front.model?.trim();
   const system = text2.slice(match[0].length).trim();
@@ -16971,6 +18094,9 @@ async function parseAgentFile(text2, source) {
     } : {},
     ...given !== void 0 ? {
       tools: given
+    } : {},
+    ...deniedList?.length ? {
+      disallowedTools: deniedList
     } : {},
     readOnly: !usable2.some((tool) => WRITING_TOOLS.includes(tool)),
     source
@@ -17049,7 +18175,10 @@ var AgentTypeRegistry = class {
     if (info.size > AGENT_TYPE_LIMITS.fileBytes) {
       throw new SvcError("invalid_argument", `agent(): the agent type ${shown3} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`);
     }
-    const text2 = await p.readTextFile(real);
+    const text2 = await readCheckedFile(real, {
+      maxBytes: AGENT_TYPE_LIMITS.fileBytes,
+      shown: `agent(): the agent type ${shown3}`
+    });
     if (text2.length > AGENT_TYPE_LIMITS.fileBytes) {
       throw new SvcError("invalid_argument", `agent(): the agent type ${shown3} is larger than ${AGENT_TYPE_LIMITS.fileBytes} bytes`);
     }
@@ -17098,9 +18227,28 @@ function agentFolders(options) {
   }
   return folders;
 }
+function agentTypeNarrowingProblem(options, agent) {
+  const bashless = agent.tools !== void 0 && !agent.tools.map(toolName).includes("Bash");
+  const denied = [
+    ...agent.disallowedTools ?? [],
+    ...bashless ? [
+      "Bash"
+    ] : []
+  ];
+  return clampWithoutBashProblem(denied, options.bashCommandClamp);
+}
 function applyAgentType(options, agent) {
+  const denied = [
+    .../* @__PURE__ */ new Set([
+      ...options.disallowedTools ?? [],
+      ...agent.disallowedTools ?? []
+    ])
+  ];
   return {
     ...options,
+    ...denied.length > 0 ? {
+      disallowedTools: denied
+    } : {},
     ...agent.model !== void 0 && options.model === void 0 && options.profile === void 0 ? {
       model: agent.model
     } : {},
@@ -17399,6 +18547,7 @@ var ReplaySource = class {
 // src/engine/lenient_call.ts
 var LISTED_NAMES = 5;
 var NAME_CHARS = 40;
+var MAY_NARROW = /tool|allow|deny|clamp|restrict|permission|sandbox|read_?only|forbid|block|limit|max/i;
 var KNOWN_OPTIONS = new Set(Object.keys(AgentOptionsSchema.shape));
 var NOT_OBJECT = /* @__PURE__ */ new Set([
   "null",
@@ -17435,7 +18584,18 @@ function lenientCall(params, ignored) {
     params,
     warnings
   };
-  const unknown = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
+  const strange = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
+  const narrowing = strange.filter((name) => MAY_NARROW.test(name));
+  if (narrowing.length > 0) {
+    const noun = narrowing.length === 1 ? "option" : "options";
+    const refusal3 = `agent(): unknown ${noun} ${quoted3(narrowing)} may restrict the agent, and svc does not know ${narrowing.length === 1 ? "it" : "them"}: the call is refused rather than run without the restriction`;
+    return {
+      params,
+      warnings,
+      refusal: refusal3
+    };
+  }
+  const unknown = strange;
   for (const name of unknown) delete options[name];
   if (unknown.length > 0) {
     const noun = unknown.length === 1 ? "option" : "options";
@@ -17534,6 +18694,7 @@ function parseAgentRequest(params, context) {
     replay = asked2 === true && position !== void 0;
   }
   const lenient = lenientCall(raw, ignored);
+  if (lenient.refusal !== void 0) throw new ScriptCallError("TypeError", lenient.refusal);
   const parsed2 = parseAgentCall(lenient.params);
   if (!parsed2.ok) throw new ScriptCallError("TypeError", parsed2.message);
   const given = lenient.given === void 0 ? {} : {
@@ -17953,9 +19114,9 @@ async function admit(ctx, deps, placed) {
 async function decide(ctx, deps, placed) {
   const { call, position, replay } = placed;
   const { options } = call;
-  const refuse2 = (refusal2, reason) => ({
+  const refuse2 = (refusal3, reason) => ({
     kind: "refused",
-    refusal: refusal2,
+    refusal: refusal3,
     seq: ctx.callPlaced(),
     reason
   });
@@ -18133,11 +19294,16 @@ function denialText(approval) {
 var PROMPT_LABEL_CHARS = 60;
 var PROMPT_READ_CHARS = 1024;
 var promptLabels = /* @__PURE__ */ new WeakMap();
+function labelSource(call) {
+  const head = call.options.sharedHeadLength ?? 0;
+  const tail = call.prompt.slice(head);
+  return /\S/.test(tail) ? tail : call.prompt;
+}
 function callLabel(call) {
   if (call.options.label !== void 0) return call.options.label;
   const known = promptLabels.get(call);
   if (known !== void 0) return known.label;
-  const start2 = redactSecrets(call.prompt.slice(0, PROMPT_READ_CHARS).replace(/\s+/g, " ")).trim().slice(0, PROMPT_LABEL_CHARS);
+  const start2 = redactSecrets(labelSource(call).slice(0, PROMPT_READ_CHARS).replace(/\s+/g, " ")).trim().slice(0, PROMPT_LABEL_CHARS);
   const label = start2 === "" ? null : start2;
   promptLabels.set(call, {
     label
@@ -18460,6 +19626,10 @@ async function dispatch(ctx, deps, call, { options, context }) {
           ...call.cwd !== void 0 ? {
             cwd: call.cwd
           } : {},
+          // Checked again right before the process starts, against the run's checked workdir.
+          ...call.cwd !== void 0 && ctx.workdirRoot !== void 0 ? {
+            cwdRoot: ctx.workdirRoot
+          } : {},
           ...ctx.progressBytes > 0 ? {
             onProgress: progress2.listener
           } : {}
@@ -18503,10 +19673,10 @@ async function takePermit(ctx, signal) {
 
 // src/engine/call/workdir.ts
 var MAX_WORKDIR_CHARS = 4096;
-function within(path, root) {
+function within3(path, root) {
   return path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`);
 }
-async function callWorkdir(runWorkdir, asked2) {
+async function callWorkdir(runWorkdir, asked2, checkedRoot) {
   if (asked2 === void 0) return runWorkdir;
   const refuse2 = (why) => new ScriptCallError("Error", `agent(): option 'workdir' cannot be used: ${why}`);
   if (runWorkdir === void 0) {
@@ -18516,12 +19686,12 @@ async function callWorkdir(runWorkdir, asked2) {
     throw refuse2(`it must be a path of at most ${MAX_WORKDIR_CHARS} characters`);
   }
   const p = platform();
-  const root = await p.realPath(runWorkdir).catch(() => void 0);
+  const root = checkedRoot ?? await p.realPath(runWorkdir).catch(() => void 0);
   if (root === void 0) throw refuse2("the run's workdir does not exist");
   const target = asked2.startsWith("/") ? asked2 : joinPath(root, asked2);
   const real = await p.realPath(target).catch(() => void 0);
   if (real === void 0) throw refuse2(`'${asked2}' does not exist`);
-  if (!within(real, root)) throw refuse2(`'${asked2}' is outside the run's workdir`);
+  if (!within3(real, root)) throw refuse2(`'${asked2}' is outside the run's workdir`);
   if (!(await p.stat(real)).isDirectory) throw refuse2(`'${asked2}' is not a directory`);
   return real;
 }
@@ -18529,8 +19699,10 @@ async function callWorkdir(runWorkdir, asked2) {
 // src/engine/call/place.ts
 async function place(ctx, deps, request, signal) {
   const { call, position, replay, given, group } = request;
-  const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir);
+  const cwd = await callWorkdir(ctx.request.workdir, call.options.workdir, ctx.workdirRoot);
   const agent = await agentType(deps, call.options.agentType);
+  const problem = agent ? agentTypeNarrowingProblem(call.options, agent) : void 0;
+  if (problem !== void 0) throw new ScriptCallError("Error", problem);
   return {
     call,
     position,
@@ -18819,22 +19991,26 @@ async function readable(path, roots) {
     return void 0;
   }
 }
-async function fileWithMetaName(dir, name, within3) {
+async function fileWithMetaName(dir, name, within4) {
   const p = platform();
-  const roots = await realDirs(within3);
+  const roots = await realDirs(within4);
   if (roots === void 0) return void 0;
   const entries = await p.readDir(dir).catch(() => []);
   const files = entries.filter((entry) => entry.endsWith(".js")).sort().slice(0, MAX_SCANNED_FILES);
   for (const file of files) {
     const real = await readable(joinPath(dir, file), roots);
     if (real === void 0) continue;
-    const source = await p.readTextFile(real).catch(() => void 0);
+    const source = await readCheckedFile(real, {
+      maxBytes: MAX_SCANNED_BYTES,
+      shown: file
+    }).catch(() => void 0);
     if (source !== void 0 && metaNameOf(source) === name) return real;
   }
   return void 0;
 }
 
 // src/engine/sub_workflow.ts
+var MAX_WORKFLOW_FILE_BYTES = MAX_SCANNED_BYTES;
 var NAME2 = /^[A-Za-z0-9][A-Za-z0-9_-]*$/;
 function normalise(segments) {
   const out = [];
@@ -19068,9 +20244,13 @@ async function resolveWorkflow(nameOrRef, options) {
   const { real, filename } = await locateWorkflow(nameOrRef, options);
   let source;
   try {
-    source = await platform().readTextFile(real);
-  } catch {
-    throw new SvcError("not_found", `workflow(): ${shown(filename)} could not be read`);
+    source = await readCheckedFile(real, {
+      maxBytes: MAX_WORKFLOW_FILE_BYTES,
+      shown: shown(filename)
+    });
+  } catch (error) {
+    const why = error instanceof SvcError ? error.message : `${shown(filename)} could not be read`;
+    throw new SvcError("not_found", `workflow(): ${why}`);
   }
   const checked = checkScript(source, {
     filename
@@ -19300,105 +20480,6 @@ function withDefaults(defaults, options) {
   ]);
 }
 
-// src/workspace/within.ts
-function within2(path, root) {
-  return path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`);
-}
-
-// src/workspace/policy.ts
-var SCRATCH_PREFIX = "work-";
-var SCRATCH_REF = /^\$SVC_HOME\/tmp\/(work-[A-Za-z0-9_]{1,64})$/;
-var WorkspacePolicy = class {
-  #roots;
-  #fallback;
-  #forbidden;
-  #scratchRoot;
-  /** A policy over `options`; it reads nothing until asked. */
-  constructor(options) {
-    this.#roots = options.roots ?? {};
-    this.#fallback = options.fallbackRoots ?? [];
-    this.#forbidden = options.forbidden ?? [];
-    this.#scratchRoot = joinPath(options.home, "tmp");
-  }
-  /**
-   * Takes reloaded roots (the configuration's `workspaces`): later requests are checked against
-   * them; a run or dispatch already working stays where it is.
-   */
-  setRoots(roots) {
-    this.#roots = roots;
-  }
-  /** The roots that apply to `owner`: its own, else the fallback. */
-  rootsOf(owner) {
-    const own = Object.hasOwn(this.#roots, owner) ? this.#roots[owner] : void 0;
-    return own && own.length > 0 ? own : this.#fallback;
-  }
-  /**
-   * The directory a request of `caller` works in. Not remote: `asked` unchanged. Remote: the
-   * real path of `asked` once it passed the roots and forbidden directories (a `forbidden`
-   * SvcError naming the asked path and the roots otherwise); without `asked`, a fresh scratch
-   * directory when `options.scratch`.
-   */
-  async workdirFor(caller, asked2, options) {
-    if (caller.remote !== true) return asked2;
-    if (asked2 === void 0) return options.scratch ? await this.#makeScratch() : void 0;
-    if (options.inherited !== void 0 && asked2 === options.inherited) {
-      const scratch = await this.#ownScratch(asked2);
-      if (scratch !== void 0) return scratch;
-    }
-    return await this.#check(caller.owner, asked2, options.what);
-  }
-  async #check(owner, asked2, what) {
-    const shown3 = JSON.stringify(asked2.slice(0, 200)).slice(1, -1);
-    const roots = this.rootsOf(owner);
-    const refuse2 = (why) => new SvcError("forbidden", `Cannot use ${what} '${shown3}': ${why}`);
-    if (roots.length === 0) {
-      throw refuse2(`no workspace root is configured for owner '${owner}'; remote callers work in a fresh scratch directory (leave ${what} out)`);
-    }
-    const named = roots.join("', '");
-    if (!asked2.startsWith("/") || asked2.includes("\0")) {
-      throw refuse2(`a remote caller names an absolute directory inside a workspace root ('${named}')`);
-    }
-    const p = platform();
-    const real = await p.realPath(asked2).catch(() => void 0);
-    if (real === void 0) throw refuse2("no such directory");
-    const realRoots = await Promise.all(roots.map((root) => p.realPath(root).catch(() => root)));
-    if (!realRoots.some((root) => within2(real, root))) {
-      throw refuse2(`it is outside the workspace roots of owner '${owner}' ('${named}')`);
-    }
-    const forbidden = await Promise.all(this.#forbidden.map((dir) => p.realPath(dir).catch(() => dir)));
-    if (forbidden.some((dir) => within2(real, dir) || within2(dir, real))) {
-      throw refuse2("it holds, or lies inside, the service's own data or source, which no remote caller may reach");
-    }
-    const info = await p.stat(real).catch(() => void 0);
-    if (!info?.isDirectory) throw refuse2("it is not a directory");
-    return real;
-  }
-  placeOf(workdir) {
-    const name = workdir === void 0 ? void 0 : SCRATCH_REF.exec(workdir)?.[1];
-    return name === void 0 ? workdir : joinPath(this.#scratchRoot, name);
-  }
-  /** A scratch workdir's reference when it still exists, or undefined for any other path. */
-  async #ownScratch(ref2) {
-    if (!SCRATCH_REF.test(ref2)) return void 0;
-    const info = await platform().stat(this.placeOf(ref2)).catch(() => void 0);
-    return info?.isDirectory ? ref2 : void 0;
-  }
-  /**
-   * A fresh private directory under the scratch root, as its reference. Its name carries no
-   * process, so the sweep of a later host leaves it for 8 days: a run queued for a daemon
-   * still finds it.
-   */
-  async #makeScratch() {
-    const p = platform();
-    await p.mkdir(this.#scratchRoot);
-    const path = await p.makeTempDir({
-      dir: this.#scratchRoot,
-      prefix: SCRATCH_PREFIX
-    });
-    return `$SVC_HOME/tmp/${path.slice(path.lastIndexOf("/") + 1)}`;
-  }
-};
-
 // src/tasks/task_call.ts
 async function prepareTaskCall(status, host) {
   const given = status.options;
@@ -19409,6 +20490,8 @@ async function prepareTaskCall(status, host) {
   };
   const workdir = asked2.workdir ?? platform().cwd();
   const agent = await taskAgentType(asked2.agentType, workdir);
+  const problem = agent ? agentTypeNarrowingProblem(asked2, agent) : void 0;
+  if (problem !== void 0) throw new SvcError("invalid_request", problem);
   const options = agent ? {
     ...asked2,
     ...applyAgentType(asked2, agent)
@@ -19427,10 +20510,12 @@ async function prepareTaskCall(status, host) {
     }
     throw error;
   }
+  const cwdRoot = await host.workspace.rootOf(given.workdir);
   return {
     options,
     system: agent?.system,
-    schema
+    schema,
+    cwdRoot
   };
 }
 function taskContext(status, options) {
@@ -19454,7 +20539,7 @@ function settleTask(status, outcome) {
   status.worktree = outcome.worktree ?? null;
 }
 function dispatchTaskOnce(through, status, options, call) {
-  const { signal, system, onProgress } = call;
+  const { signal, system, onProgress, cwdRoot } = call;
   const input = {
     prompt: status.prompt,
     options,
@@ -19467,6 +20552,9 @@ function dispatchTaskOnce(through, status, options, call) {
     } : {},
     ...options.workdir ? {
       cwd: options.workdir
+    } : {},
+    ...options.workdir && cwdRoot !== void 0 ? {
+      cwdRoot
     } : {}
   };
   const context = {
@@ -19480,15 +20568,10 @@ function dispatchTaskOnce(through, status, options, call) {
   return sessions.dispatch(dispatcher, input, {
     ...context,
     owner: status.owner,
-    ref: options.session
-  }).then(async (outcome) => {
-    if (!status.fake_dispatch) {
-      const session = await sessions.get(options.session, {
-        owner: status.owner
-      });
-      status.session_id = session.session_id;
+    ref: options.session,
+    onSession(sessionId) {
+      status.session_id = sessionId;
     }
-    return outcome;
   });
 }
 function stepFailure(status, step) {
@@ -19599,19 +20682,11 @@ var TaskManager = class {
       queue: true,
       ...options
     });
-    const next = this.#enqueueTurn.then(async () => {
-      const queued = await this.#options.ledger.listQueue({
-        kind: "task",
-        limit: this.#options.ownerLiveTasks + 1e3
-      });
-      const mine = queued.filter((item) => item.owner === caller.owner).length;
-      const held = this.#owners.count(caller.owner) + mine;
-      if (held >= this.#options.ownerLiveTasks) throw this.#refusal(caller.owner, held);
-      return await this.#create(input, caller, {
-        queue: true,
-        ...options
-      });
-    });
+    const next = this.#enqueueTurn.then(() => this.#create(input, caller, {
+      queue: true,
+      capped: true,
+      ...options
+    }));
     this.#enqueueTurn = next.catch(() => {
     });
     return next;
@@ -19620,18 +20695,25 @@ var TaskManager = class {
    * Throws the `rate_limited` refusal a dispatch of `caller` would get now, taking nothing (a
    * surface that must refuse before it answers); {@linkcode start} admits the task again.
    */
-  checkAdmission(caller) {
-    const held = this.#owners.count(caller.owner);
-    if (caller.remote && held >= this.#options.ownerLiveTasks) {
-      throw this.#refusal(caller.owner, held);
-    }
+  async checkAdmission(caller) {
+    if (!caller.remote) return;
+    const held = await this.#held(caller.owner);
+    if (held >= this.#options.ownerLiveTasks) throw this.#refusal(caller.owner, held);
   }
-  /** How many tasks the owner has live in this process, and the cap of a remote caller. */
-  liveTasks(owner) {
+  /**
+   * How many live tasks the owner has on every host sharing the ledger, and the cap of a
+   * remote caller.
+   */
+  async liveTasks(owner) {
     return {
-      used: this.#owners.count(owner),
+      used: await this.#held(owner),
       cap: this.#options.ownerLiveTasks
     };
+  }
+  /** The owner's live tasks: the ledger's count, or this process's while its records are on the way. */
+  async #held(owner) {
+    const counted = await this.#options.ledger.countOwnerTasks(owner);
+    return Math.max(counted, this.#owners.count(owner));
   }
   /** The refusal of a dispatch beyond a remote owner's cap of live tasks. */
   #refusal(owner, held) {
@@ -19666,9 +20748,20 @@ var TaskManager = class {
         trigger: options.trigger
       } : {}
     });
-    await this.#options.ledger.createTask(task, {
-      queue: options.queue
-    });
+    const release = await this.#host.hold();
+    let recorded;
+    try {
+      recorded = await this.#options.ledger.createTask(task, {
+        queue: options.queue,
+        host: this.#host.ref,
+        ...options.capped ? {
+          ownerCap: this.#options.ownerLiveTasks
+        } : {}
+      });
+    } finally {
+      release();
+    }
+    if (!recorded) throw this.#refusal(caller.owner, await this.#held(caller.owner));
     return task;
   }
   /** Records a task of the caller and runs it in this process; returns its first status (`queued`) at once. */
@@ -19678,7 +20771,8 @@ var TaskManager = class {
     let task;
     try {
       task = await this.#create(input, caller, {
-        queue: false
+        queue: false,
+        capped: caller.remote === true
       });
     } catch (error) {
       hold();
@@ -19889,7 +20983,7 @@ var TaskManager = class {
   async #dispatch(live, signal) {
     const { status } = live;
     const { dispatcher, sessions, workspace } = this.#options;
-    const { options, system, schema } = await prepareTaskCall(status, {
+    const { options, system, schema, cwdRoot } = await prepareTaskCall(status, {
       workspace,
       home: this.#options.ledger.home
     });
@@ -19910,6 +21004,9 @@ var TaskManager = class {
           signal,
           system,
           fullApproved,
+          ...cwdRoot !== void 0 ? {
+            cwdRoot
+          } : {},
           ...bytes > 0 ? {
             onProgress: progress2.listener
           } : {}
@@ -20121,8 +21218,13 @@ var SessionStore = class {
    * Under fake dispatch (`fakeOnly`) the turn is a shadow: the session is looked up (so that a
    * bad reference fails as it would for real) but neither created nor changed, and its history
    * and harness session id are not sent; a fake run never rebinds a real session to `fake`.
+   * A `ref` outside the rule of session names is refused before anything is dispatched.
    */
   dispatch(dispatcher, input, context) {
+    const ref2 = SessionNameSchema.safeParse(context.ref);
+    if (!ref2.success) {
+      return Promise.reject(new SvcError("invalid_request", `Cannot continue the session: ${describeIssue(ref2.error)}`));
+    }
     const key = `${context.owner}\0${context.ref}`;
     const turn = (this.#locks.get(key) ?? Promise.resolve()).then(() => context.fakeOnly ? this.#shadowTurn(dispatcher, input, context) : this.#turn(dispatcher, input, context));
     this.#locks.set(key, turn.catch(() => {
@@ -20170,6 +21272,7 @@ var SessionStore = class {
       });
     }
     const options = this.#bind(session, input, context.ref);
+    context.onSession?.(session.session_id);
     const history = await this.#ledger.getSessionMessages(session.session_id);
     const outcome = await dispatcher.dispatch({
       ...input,
@@ -20506,7 +21609,7 @@ function overruled(request, winner) {
   ];
   return fields.filter((field2) => request[field2] !== void 0);
 }
-function refusal(error) {
+function refusal2(error) {
   const e = toSvcError(error);
   return new SvcError(e.code, `Cannot start the run: ${e.message.replace(/^workflow\(\): /, "")}`);
 }
@@ -20522,17 +21625,16 @@ async function scriptSource(request, places) {
     warnings: []
   };
   const winner = typeof ref2 === "string" ? "name" : "scriptPath";
-  const p = platform();
   let located;
   let script;
   try {
     located = await locateWorkflow(ref2, places);
-    if ((await p.stat(located.real)).size > MAX_SCRIPT_FILE_BYTES) {
-      throw new SvcError("invalid_request", `'${located.filename}' is over ${MAX_SCRIPT_FILE_BYTES} bytes`);
-    }
-    script = await p.readTextFile(located.real);
+    script = await readCheckedFile(located.real, {
+      maxBytes: MAX_SCRIPT_FILE_BYTES,
+      shown: `'${located.filename}'`
+    });
   } catch (error) {
-    throw refusal(error);
+    throw refusal2(error);
   }
   const slash = located.real.lastIndexOf("/");
   const ignored = overruled(request, winner);
@@ -20655,13 +21757,17 @@ async function prepareRun(input, caller, context, options = {}) {
     ...notes,
     ...checked.warnings
   ];
+  const workdirRoot = await context.workspace.rootOf(request.workdir);
   const common = {
     request,
     body: checked.body,
     warnings,
     notes,
     scriptDir,
-    replay
+    replay,
+    ...workdirRoot !== void 0 ? {
+      workdirRoot
+    } : {}
   };
   if (queued) return {
     ...common,
@@ -20711,9 +21817,9 @@ function refusedRun(status, request, error) {
     }
   };
 }
-async function recordRun(ledger, prepared, host) {
+async function recordRun(ledger, prepared, host, options = {}) {
   const { status, request } = prepared;
-  await ledger.createRun(status, {
+  return await ledger.createRun(status, {
     input: {
       script: request.script,
       ...request.args !== void 0 ? {
@@ -20733,11 +21839,22 @@ async function recordRun(ledger, prepared, host) {
       run_id: status.run_id,
       at: status.created_at,
       state: "queued"
-    }
+    },
+    ...options.ownerCap !== void 0 ? {
+      ownerCap: options.ownerCap
+    } : {}
   });
 }
 async function placedRequest(request, caller, context) {
-  if (caller.remote !== true) return request;
+  if (caller.remote !== true) {
+    const workdir2 = await context.workspace.workdirFor(caller, request.workdir, {
+      what: "workdir"
+    });
+    return workdir2 === void 0 ? request : {
+      ...request,
+      workdir: workdir2
+    };
+  }
   const source = request.resume_from ? await context.get(request.resume_from, caller) : void 0;
   const inherited = source?.workdir ?? void 0;
   const workdir = await context.workspace.workdirFor(caller, request.workdir, {
@@ -20813,6 +21930,8 @@ var RunManager = class _RunManager {
   #admission;
   /** Set when close() begins: queued runs are no longer started. */
   #closing = false;
+  /** The next look at queued runs whose owners' live slots other hosts hold. */
+  #look;
   /** What preparing a request reads: the manager's settings and its view of runs. */
   #preparing;
   /** What executing and ending a run needs of this host. */
@@ -20947,14 +22066,20 @@ var RunManager = class _RunManager {
     let placement;
     try {
       placement = await this.#admission.serial(async () => {
-        const placed = await this.#admission.place(caller, runId, () => this.#queuedRuns());
-        if (placed === "queue") {
-          await this.#record(prepared, null);
-          this.#admission.recorded(runId);
-        }
+        const placed = await this.#admission.place(caller, runId, this.#reads);
+        if (placed === "queue") await this.#recordQueued(prepared);
         return placed;
       });
-      if (placement === "run") await this.#record(prepared, this.#host.ref);
+      const ownerCap = caller.remote === true ? this.#admission.limits.ownerLiveRuns : void 0;
+      if (placement === "run" && !await this.#record(prepared, this.#host.ref, {
+        ownerCap
+      })) {
+        placement = "queue";
+        await this.#admission.serial(async () => {
+          await this.#admission.requeue(caller, runId, this.#reads);
+          await this.#recordQueued(prepared);
+        });
+      }
     } catch (error) {
       this.#admission.release(runId);
       release();
@@ -20981,6 +22106,18 @@ var RunManager = class _RunManager {
     });
     return await this.#withPosition(structuredClone(prepared.status));
   }
+  /** Records a run placed in the queue, in the admission's turn; then a freed slot may go to it. */
+  async #recordQueued(prepared) {
+    await this.#record(prepared, null);
+    this.#admission.recorded(prepared.status.run_id);
+  }
+  /** What admission reads from the ledger: the queue, and an owner's live runs on every host. */
+  get #reads() {
+    return {
+      queued: () => this.#queuedRuns(),
+      ownerLive: (owner) => this.#ledger.countOwnerLive(owner)
+    };
+  }
   /** The runs in the ledger's queue (every owner's), oldest first, as far as admission looks. */
   #queuedRuns() {
     return this.#ledger.listQueue({
@@ -21000,7 +22137,7 @@ var RunManager = class _RunManager {
    * (a surface that must refuse before it answers); {@linkcode start} admits the run again.
    */
   async checkAdmission(caller) {
-    await this.#admission.serial(() => this.#admission.check(caller, () => this.#queuedRuns()));
+    await this.#admission.serial(() => this.#admission.check(caller, this.#reads));
   }
   /**
    * How many of the caller's runs (everyone's for an administrator) are queued and running,
@@ -21012,7 +22149,11 @@ var RunManager = class _RunManager {
   }
   /** How full the caps are, host-wide and for the caller's owner. */
   async admission(caller) {
-    return this.#admission.snapshot(caller.owner, await this.#queuedRuns());
+    const [queued, ownerLive] = await Promise.all([
+      this.#queuedRuns(),
+      this.#ledger.countOwnerLive(caller.owner)
+    ]);
+    return this.#admission.snapshot(caller.owner, queued, ownerLive);
   }
   /**
    * Takes up the runs waiting in the ledger's queue that this process does not wait for yet
@@ -21032,10 +22173,25 @@ var RunManager = class _RunManager {
   /** Starts the runs this process queued, as far as live slots have freed, owners in turn. */
   #pump() {
     if (this.#closing) return;
-    for (const { runId } of this.#admission.startable()) {
-      if (!this.#admission.tryClaim(runId, this.#admission.ownerWaiting(runId) ?? "")) continue;
-      this.#claimHeld(runId).catch(() => this.#admission.release(runId));
+    for (const { runId, owner } of this.#admission.startable()) {
+      if (!this.#admission.tryClaim(runId, owner)) continue;
+      this.#claimHeld(runId, {
+        owner,
+        force: false
+      }).catch(() => this.#admission.release(runId));
     }
+  }
+  /**
+   * Looks again, after a while, at the queued runs whose owners' live slots other hosts hold:
+   * a slot another host frees tells this one nothing, so it is found by looking.
+   */
+  #lookLater() {
+    if (this.#closing || this.#look !== void 0) return;
+    this.#look = setTimeout(() => {
+      this.#look = void 0;
+      this.#admission.unblock();
+      this.#pump();
+    }, this.#options.cancelPollMs);
   }
   /**
    * Claims a queued run and runs it in this process; resolves with its first status once it
@@ -21057,21 +22213,36 @@ var RunManager = class _RunManager {
     if (owner === void 0) return void 0;
     if (!this.#admission.tryClaim(runId, owner, options)) return void 0;
     try {
-      return await this.#claimHeld(runId);
+      return await this.#claimHeld(runId, {
+        owner,
+        force: options.force
+      });
     } catch (error) {
       this.#admission.release(runId);
       throw error;
     }
   }
-  /** Claims a queued run whose live slot is taken, and starts it; undefined when not claimed. */
-  async #claimHeld(runId) {
+  /**
+   * Claims a queued run of `owner` whose live slot here is taken, with the owner's live slot
+   * in the ledger (unless `force`), and starts it; undefined when not claimed. A run whose
+   * owner's slots other hosts hold goes on waiting, and is looked at again later.
+   */
+  async #claimHeld(runId, options) {
     const release = await this.#host.hold();
     let claimed = false;
     try {
-      claimed = await this.#ledger.claimRun(runId, this.#host.ref);
+      const ownerCap = options.force ? {} : {
+        ownerCap: this.#admission.limits.ownerLiveRuns
+      };
+      const outcome = await this.#ledger.claimRun(runId, this.#host.ref, ownerCap);
+      claimed = outcome === "claimed";
       if (!claimed) {
         release();
-        this.#admission.release(runId);
+        if (outcome === "owner_full") {
+          this.#admission.blocked(runId, options.owner);
+          this.#lookLater();
+          this.#pump();
+        } else this.#admission.release(runId);
         return void 0;
       }
       this.#admission.forgetWaiting(runId);
@@ -21110,9 +22281,15 @@ var RunManager = class _RunManager {
   #prepare(input, caller, options) {
     return prepareRun(input, caller, this.#preparing, options);
   }
-  /** Records a prepared run: running on `host`, or queued for a worker when `host` is null. */
-  #record(prepared, host) {
-    return recordRun(this.#ledger, prepared, host);
+  /**
+   * Records a prepared run: running on `host`, or queued for a worker when `host` is null.
+   * False when `ownerCap` is given and the owner's live runs on every host are at it.
+   */
+  #record(prepared, host, options = {}) {
+    const { ownerCap } = options;
+    return recordRun(this.#ledger, prepared, host, ownerCap === void 0 ? {} : {
+      ownerCap
+    });
   }
   /** Runs a recorded run in this process, holding `release` (its part of the host lease). */
   #launch(prepared, release) {
@@ -21135,7 +22312,10 @@ var RunManager = class _RunManager {
       maxProgressBytes: this.#options.maxProgressBytes,
       maxJournalBytes: this.#options.maxJournalBytes,
       maxBlobBytes: this.#options.maxBlobBytes,
-      maxRefusedCalls: this.#options.maxRefusedCalls
+      maxRefusedCalls: this.#options.maxRefusedCalls,
+      ...prepared.workdirRoot !== void 0 ? {
+        workdirRoot: prepared.workdirRoot
+      } : {}
     });
     this.#runs.set(status.run_id, run);
     const snapshot = structuredClone(status);
@@ -21326,6 +22506,8 @@ var RunManager = class _RunManager {
   /** Cancels every run that has not ended, waits for all of them, and says goodbye to the ledger. */
   async close() {
     this.#closing = true;
+    clearTimeout(this.#look);
+    this.#look = void 0;
     await stopLive(this.#runs.values(), new StopReason("cancelled", "the host is shutting down"));
     this.#closed.abort();
     await Promise.all(this.#endings);
@@ -21337,10 +22519,12 @@ var RunManager = class _RunManager {
   }
   /** Drops an ended run that the ledger holds: a long-lived host must not keep every run. */
   #forget(runId) {
+    const owner = this.#runs.get(runId)?.status.owner;
     this.#holds.get(runId)?.();
     this.#holds.delete(runId);
     this.#runs.delete(runId);
     this.#admission.release(runId);
+    if (owner !== void 0) this.#admission.unblock(owner);
     this.#pump();
   }
 };
@@ -21971,7 +23155,9 @@ function gitEnv() {
 async function spawnGit(args, cwd, maxStdoutBytes = Infinity) {
   const p = platform();
   const command = p.which("git");
-  if (!command) throw new SvcError("unavailable", "Cannot run git: it is not installed");
+  if (!command) {
+    throw new SvcError("unavailable", "Cannot run git: it is not installed (install it with: apt-get install -y git)");
+  }
   const child = p.spawn(command, {
     args,
     cwd,
@@ -23103,13 +24289,13 @@ function configuredAutomations(config, at3) {
     created_at: at3
   }));
 }
-function refuse(refusal2, record2) {
-  if (refusal2 === void 0) return;
-  if (refusal2.reason === "name") {
+function refuse(refusal3, record2) {
+  if (refusal3 === void 0) return;
+  if (refusal3.reason === "name") {
     throw new SvcError("conflict", `Cannot create the automation: '${record2.name}' exists already`);
   }
-  const who = refusal2.reason === "owner" ? `owner '${record2.owner}'` : "the host";
-  throw new SvcError("rate_limited", `Cannot create the automation: ${who} has ${refusal2.count} automations, the most allowed`);
+  const who = refusal3.reason === "owner" ? `owner '${record2.owner}'` : "the host";
+  throw new SvcError("rate_limited", `Cannot create the automation: ${who} has ${refusal3.count} automations, the most allowed`);
 }
 var Automations = class {
   #ledger;
@@ -23148,7 +24334,7 @@ var Automations = class {
       record2.automation_id,
       record2
     ]));
-    const same = (a, b) => b !== void 0 && JSON.stringify({
+    const same2 = (a, b) => b !== void 0 && JSON.stringify({
       ...a,
       created_at: ""
     }) === JSON.stringify({
@@ -23157,7 +24343,7 @@ var Automations = class {
     });
     this.#configured = configuredAutomations(config, (/* @__PURE__ */ new Date()).toISOString()).map((record2) => {
       const earlier = before.get(record2.automation_id);
-      return same(record2, earlier) ? earlier : record2;
+      return same2(record2, earlier) ? earlier : record2;
     });
     const { daemon } = config;
     this.#quota = {
@@ -23301,7 +24487,7 @@ var Admission = class {
   async snapshot(caller) {
     return {
       ...await this.#runs.admission(caller),
-      owner_tasks: this.#tasks.liveTasks(caller.owner),
+      owner_tasks: await this.#tasks.liveTasks(caller.owner),
       owner_streams: {
         used: this.#streams.count(caller.owner),
         cap: this.#config.owner_event_streams
@@ -24189,9 +25375,8 @@ var RESTART_KEYS = [
   "daemon.scheduler",
   "daemon.catch_up_s"
 ];
-var OPERATOR_OWNER = "local";
 function isOperator(caller) {
-  return caller.remote !== true || caller.admin === true || caller.owner === OPERATOR_OWNER;
+  return caller.remote !== true || caller.admin === true || caller.operator === true;
 }
 function valueAt(config, key) {
   const value = key.split(".").reduce((at3, part) => at3 !== null && typeof at3 === "object" ? at3[part] : void 0, config);
@@ -24293,11 +25478,11 @@ var ConfigReload = class {
   async #reloadNow() {
     const at3 = (/* @__PURE__ */ new Date()).toISOString();
     let loaded;
-    let same;
+    let same2;
     try {
       loaded = await this.#options.read();
-      same = JSON.stringify(loaded.config) === JSON.stringify(this.#config) && loaded.path === this.#state.source;
-      if (!same) this.#options.apply(loaded.config);
+      same2 = JSON.stringify(loaded.config) === JSON.stringify(this.#config) && loaded.path === this.#state.source;
+      if (!same2) this.#options.apply(loaded.config);
     } catch (error) {
       const message = toSvcError(error).message.replace(/[\x00-\x1f\x7f]/g, " ").slice(0, CONFIG_ERROR_CHARS);
       this.#state = {
@@ -24311,16 +25496,16 @@ var ConfigReload = class {
       };
     }
     const restart = RESTART_KEYS.filter((key) => valueAt(loaded.config, key) !== valueAt(this.#started, key));
-    if (!same) this.#config = loaded.config;
+    if (!same2) this.#config = loaded.config;
     this.#state = {
-      loaded_at: same ? this.#state.loaded_at : at3,
+      loaded_at: same2 ? this.#state.loaded_at : at3,
       source: loaded.path,
       checked_at: at3,
-      reloads: this.#state.reloads + (same ? 0 : 1),
+      reloads: this.#state.reloads + (same2 ? 0 : 1),
       restart_needed: restart
     };
     return {
-      outcome: same ? "unchanged" : "reloaded",
+      outcome: same2 ? "unchanged" : "reloaded",
       state: this.state()
     };
   }
@@ -24874,7 +26059,7 @@ function createNarrationPrinter(options) {
 }
 
 // cli/resume_hint.ts
-function shellWord(word) {
+function shellWord2(word) {
   return /^[A-Za-z0-9_\/.,:=@%+-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 function resumeCommand(status, options = {}) {
@@ -24885,7 +26070,7 @@ function resumeCommand(status, options = {}) {
       "workflow",
       "resume",
       status.run_id
-    ].map(shellWord).join(" ");
+    ].map(shellWord2).join(" ");
   }
   const words = [
     "svc",
@@ -24912,7 +26097,7 @@ function resumeCommand(status, options = {}) {
   add("--concurrency", flags.concurrency);
   if (flags.fakeDispatch) words.push("--fake-dispatch");
   words.push("--resume-from", status.run_id);
-  return words.map(shellWord).join(" ");
+  return words.map(shellWord2).join(" ");
 }
 
 // cli/run_report.ts

@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   platform
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 
 // cli/terminal.ts
 var CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;

@@ -79,7 +79,7 @@ var ERROR_TABLE = {
     http: 504,
     jsonRpc: -32054,
     exit: EXIT_STATUS.timeout,
-    meaning: "the provider did not answer within the time limit"
+    meaning: "the provider did not answer within the time limit, or the call stalled (no progress for its `stallMs`)"
   },
   guest_failed: {
     http: 500,

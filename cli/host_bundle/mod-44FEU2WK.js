@@ -8,14 +8,14 @@ import {
   WEBHOOK_BODY_LIMIT,
   defaultConfig,
   loadConfig
-} from "./chunk-ZDUIPRRR.js";
-import "./chunk-CJYNJTQ7.js";
+} from "./chunk-RAFUATCO.js";
+import "./chunk-O25VB6M6.js";
 import {
   configFile,
   svcHome
-} from "./chunk-5FRVAQRD.js";
-import "./chunk-6BTX6JAF.js";
-import "./chunk-WUOOGSIF.js";
+} from "./chunk-JFUYKHLH.js";
+import "./chunk-E5L2PZRK.js";
+import "./chunk-7CRVTMN3.js";
 import "./chunk-4VNS5WPM.js";
 export {
   AdmissionConfigSchema,

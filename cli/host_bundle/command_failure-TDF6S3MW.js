@@ -3,12 +3,12 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-DZKWYQC5.js";
-import "./chunk-INI3FXG6.js";
-import "./chunk-NWZ67DMC.js";
-import "./chunk-CJYNJTQ7.js";
-import "./chunk-6BTX6JAF.js";
-import "./chunk-WUOOGSIF.js";
+} from "./chunk-54NALQFE.js";
+import "./chunk-3Y5HFK7D.js";
+import "./chunk-34U235QV.js";
+import "./chunk-O25VB6M6.js";
+import "./chunk-E5L2PZRK.js";
+import "./chunk-7CRVTMN3.js";
 import "./chunk-4VNS5WPM.js";
 export {
   commandFailure

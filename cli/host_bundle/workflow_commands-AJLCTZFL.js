@@ -5,19 +5,19 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-4DN5NYZH.js";
+} from "./chunk-GHRH2TEI.js";
 import {
   Option
 } from "./chunk-XWPP7URQ.js";
 import "./chunk-HI6AAJID.js";
-import "./chunk-INI3FXG6.js";
-import "./chunk-BEZKQD2S.js";
-import "./chunk-NWZ67DMC.js";
-import "./chunk-ZDUIPRRR.js";
-import "./chunk-CJYNJTQ7.js";
-import "./chunk-5FRVAQRD.js";
-import "./chunk-6BTX6JAF.js";
-import "./chunk-WUOOGSIF.js";
+import "./chunk-3Y5HFK7D.js";
+import "./chunk-JK5MRRBT.js";
+import "./chunk-34U235QV.js";
+import "./chunk-RAFUATCO.js";
+import "./chunk-O25VB6M6.js";
+import "./chunk-JFUYKHLH.js";
+import "./chunk-E5L2PZRK.js";
+import "./chunk-7CRVTMN3.js";
 import "./chunk-G7MHXGU2.js";
 import "./chunk-4VNS5WPM.js";
 

@@ -5,16 +5,16 @@ import {
   EXIT,
   UsageError,
   exitStatusOfError
-} from "./chunk-INI3FXG6.js";
+} from "./chunk-3Y5HFK7D.js";
 import {
   printLine
-} from "./chunk-NWZ67DMC.js";
+} from "./chunk-34U235QV.js";
 import {
   platform
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 
 // cli/command_failure.ts
 function commandFailure(error) {

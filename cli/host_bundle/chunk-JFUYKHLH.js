@@ -4,10 +4,10 @@
 import {
   joinPath,
   platform
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 
 // src/host_env/home.ts
 function svcHome() {

@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 
 // src/platform/kv.ts
 function entry(raw) {
@@ -773,6 +773,49 @@ function spawnDetached(command, options) {
   child.unref();
   return child.pid;
 }
+function identityOf(info) {
+  return {
+    dev: info.dev,
+    ino: info.ino,
+    isFile: info.isFile,
+    isDirectory: info.isDirectory,
+    isSymlink: info.isSymlink,
+    size: info.size
+  };
+}
+async function openRead(path) {
+  const file = await Deno.open(path, {
+    read: true
+  });
+  return {
+    identity: async () => identityOf(await file.stat()),
+    async readText(maxBytes) {
+      const chunks = [];
+      let size = 0;
+      const buffer = new Uint8Array(64 * 1024);
+      while (true) {
+        const n = await file.read(buffer);
+        if (n === null) break;
+        size += n;
+        if (size > maxBytes) throw new RangeError(`the file is larger than ${maxBytes} bytes`);
+        chunks.push(buffer.slice(0, n));
+      }
+      const out = new Uint8Array(size);
+      let offset = 0;
+      for (const chunk of chunks) {
+        out.set(chunk, offset);
+        offset += chunk.length;
+      }
+      return new TextDecoder().decode(out);
+    },
+    close() {
+      try {
+        file.close();
+      } catch {
+      }
+    }
+  };
+}
 var denoPlatform = {
   get runtime() {
     return `deno ${Deno.version.deno}`;
@@ -812,6 +855,8 @@ var denoPlatform = {
     };
   },
   realPath: (path) => Deno.realPath(path),
+  fileIdentity: async (path) => identityOf(await Deno.lstat(path)),
+  openRead,
   mkdir: (path) => Deno.mkdir(path, {
     recursive: true,
     mode: PRIVATE_DIR_MODE

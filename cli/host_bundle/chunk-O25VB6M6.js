@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 import {
   __export
 } from "./chunk-4VNS5WPM.js";
@@ -6687,6 +6687,144 @@ function boundedJson(options = {}) {
 }
 var BoundedJsonSchema = boundedJson();
 
+// src/schemas/session_name.ts
+var SESSION_NAME_LIMIT = 128;
+var SessionNameSchema = string2().min(1, "must not be empty").max(SESSION_NAME_LIMIT, `must be at most ${SESSION_NAME_LIMIT} characters`).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must start with a letter or digit and hold only letters, digits, '.', '_' or '-'");
+
+// src/schemas/narrowing.ts
+var NARROWING_LIMITS = {
+  /** Entries of one list (Claude Code's own bound on `disallowedTools` elsewhere). */
+  entries: 512,
+  /** Characters of one entry. */
+  entryChars: 1024
+};
+var CLAMPED_TOOL = "Bash";
+var CLAUDE_TOOL_NAMES = [
+  "Agent",
+  "Bash",
+  "BashOutput",
+  "Edit",
+  "ExitPlanMode",
+  "Glob",
+  "Grep",
+  "KillShell",
+  "LS",
+  "MultiEdit",
+  "NotebookEdit",
+  "NotebookRead",
+  "Read",
+  "Skill",
+  "SlashCommand",
+  "StructuredOutput",
+  "Task",
+  "TodoWrite",
+  "WebFetch",
+  "WebSearch",
+  "Write"
+];
+function shownEntry(entry) {
+  const clipped = entry.length > 60 ? `${entry.slice(0, 60)}\u2026` : entry;
+  return JSON.stringify(clipped).slice(1, -1);
+}
+function parsePermissionRule(rule) {
+  const open2 = rule.indexOf("(");
+  if (open2 <= 0 || !rule.endsWith(")")) return {
+    toolName: rule
+  };
+  const content = rule.slice(open2 + 1, -1);
+  const toolName = rule.slice(0, open2);
+  return content === "" || content === "*" ? {
+    toolName
+  } : {
+    toolName,
+    ruleContent: content
+  };
+}
+function badEntries(value) {
+  return !Array.isArray(value) || value.some((entry) => typeof entry !== "string" || entry === "" || entry !== entry.trim());
+}
+function got(value) {
+  return Array.isArray(value) ? "an array with non-string, empty, or whitespace-padded entries" : typeof value;
+}
+function tooMany(option, value, ending) {
+  if (value.length > NARROWING_LIMITS.entries) {
+    return `agent() opts.${option} has ${value.length} entries, more than ${NARROWING_LIMITS.entries}. ${ending}`;
+  }
+  const long = value.find((entry) => entry.length > NARROWING_LIMITS.entryChars);
+  if (long !== void 0) {
+    return `agent() opts.${option} entry '${shownEntry(long)}' is longer than ${NARROWING_LIMITS.entryChars} characters. ${ending}`;
+  }
+  return void 0;
+}
+var UN_NARROWED = "Refusing the spawn rather than running it un-narrowed.";
+var UN_CLAMPED = "Refusing the spawn rather than running it un-clamped.";
+function disallowedToolsProblem(value) {
+  if (badEntries(value)) {
+    return `agent() opts.disallowedTools must be an array of non-empty tool-name strings (e.g. ['Bash', 'Write']); got ${got(value)}. ${UN_NARROWED}`;
+  }
+  const entries = value;
+  const bound = tooMany("disallowedTools", entries, UN_NARROWED);
+  if (bound !== void 0) return bound;
+  for (const entry of entries) {
+    const { toolName } = parsePermissionRule(entry);
+    if (toolName.includes("*") && !/^mcp__/i.test(toolName)) {
+      return `agent() opts.disallowedTools entry '${shownEntry(entry)}' cannot match any tool \u2014 '*' is not a deny wildcard outside mcp__ server specs. Enumerate the tools to deny (e.g. ['Bash', 'Write']), or use 'mcp__*' to deny every MCP server's tools. ${UN_NARROWED}`;
+    }
+    const lower = toolName.toLowerCase();
+    const exists = CLAUDE_TOOL_NAMES.find((name) => name.toLowerCase() === lower);
+    if (exists !== void 0 && exists !== toolName) {
+      return `agent() opts.disallowedTools entry '${shownEntry(entry)}'${toolName !== entry ? ` (parsed tool name '${shownEntry(toolName)}')` : ""} does not match any tool, but '${exists}' exists \u2014 tool names are case-sensitive. Refusing the spawn rather than running it with this deny silently dropped.`;
+    }
+  }
+  return void 0;
+}
+function bashCommandClampProblem(value) {
+  if (badEntries(value)) {
+    return `agent() opts.bashCommandClamp must be an array of non-empty strings; got ${got(value)}. ${UN_CLAMPED}`;
+  }
+  const entries = value;
+  const bound = tooMany("bashCommandClamp", entries, UN_CLAMPED);
+  if (bound !== void 0) return bound;
+  for (const entry of entries) {
+    const { toolName, ruleContent } = parsePermissionRule(entry);
+    const padded = ruleContent !== void 0 && ruleContent !== ruleContent.trim();
+    if (toolName !== CLAMPED_TOOL || ruleContent === void 0 || padded) {
+      return `agent() opts.bashCommandClamp entry '${shownEntry(entry)}' must be a '${CLAMPED_TOOL}(<command or prefix>)' permission rule (tool name case-sensitive, non-empty content with no leading/trailing whitespace inside the parens); it parses to tool '${shownEntry(toolName)}'${ruleContent === void 0 ? " with no rule content" : padded ? " with whitespace-padded rule content" : ""}. Refusing the spawn rather than running it with an inert clamp entry.`;
+    }
+  }
+  return void 0;
+}
+function clampWithoutBashProblem(disallowedTools, bashCommandClamp) {
+  const bashless = disallowedTools?.some((entry) => {
+    const rule = parsePermissionRule(entry);
+    return rule.toolName === CLAMPED_TOOL && rule.ruleContent === void 0;
+  });
+  if (!bashCommandClamp?.length || !bashless) return void 0;
+  return `agent() opts.bashCommandClamp can bind nothing: the spawned agent's resolved tool pool has no ${CLAMPED_TOOL} (removed by this spawn's disallowedTools, the agent definition's denies, or absent from the session pool). A clamp on a Bash-less agent means the commands it was meant to keep are unavailable \u2014 refusing the spawn rather than running a blind agent. Drop the clamp or the Bash deny.`;
+}
+function listSchema(problem) {
+  const entry = string2({
+    error: () => ({
+      message: problem([
+        null
+      ]) ?? ""
+    })
+  });
+  return array(entry, {
+    error: (issue2) => ({
+      message: problem(issue2.input) ?? ""
+    })
+  }).superRefine((value, ctx) => {
+    const found = problem(value);
+    if (found !== void 0) ctx.addIssue({
+      code: "custom",
+      message: found
+    });
+  });
+}
+var DisallowedToolsSchema = listSchema(disallowedToolsProblem);
+var BashCommandClampSchema = listSchema(bashCommandClampProblem);
+
 // src/schemas/agent_options.ts
 var SandboxLevelSchema = _enum([
   "read-only",
@@ -6709,6 +6847,10 @@ var EffortSchema = _enum([
   "max"
 ]);
 var nonEmpty = string2().min(1, "must not be empty");
+var STALL_MS_MIN = 1e3;
+var STALL_MS_MAX = 864e5;
+var StallMsSchema = number2().refine((ms) => ms === 0 || Number.isInteger(ms) && ms >= STALL_MS_MIN && ms <= STALL_MS_MAX, `must be a whole number of milliseconds from ${STALL_MS_MIN} to ${STALL_MS_MAX}, or 0 for no stall watch`);
+var SharedHeadLengthSchema = number2().refine((n) => Number.isSafeInteger(n) && n >= 0, "must be a whole number of characters, 0 or more (for example head.length). Pass one, or leave the option out.");
 var EstimateSchema = union([
   number2().nonnegative(),
   strictObject({
@@ -6742,13 +6884,27 @@ var AgentOptionsSchema = strictObject({
   model: nonEmpty.optional(),
   sandbox: SandboxLevelSchema.optional(),
   workdir: nonEmpty.optional(),
-  session: nonEmpty.optional(),
+  session: SessionNameSchema.optional(),
   tag: nonEmpty.optional(),
   estimate: EstimateSchema.optional(),
   /** A subagent definition (`.claude/agents/<name>.md`, or a built-in type), as in Claude Code. */
-  agentType: nonEmpty.optional()
+  agentType: nonEmpty.optional(),
+  /** Stop the call as stalled once its agent shows no progress for this many ms (0: never). */
+  stallMs: StallMsSchema.optional(),
+  /** How many characters at the prompt's start are shared by sibling calls (label, cache). */
+  sharedHeadLength: SharedHeadLengthSchema.optional(),
+  /** Tools the agent does not get, as in Claude Code (`narrowing.ts`). */
+  disallowedTools: DisallowedToolsSchema.optional(),
+  /** `Bash(<command or prefix>)` rules the agent's shell is limited to, as in Claude Code. */
+  bashCommandClamp: BashCommandClampSchema.optional()
 }).refine((o) => !(o.schema !== void 0 && o.schema_id !== void 0), {
   message: "'schema' and 'schema_id' are mutually exclusive: pass one of them"
+}).superRefine((o, ctx) => {
+  const problem = clampWithoutBashProblem(o.disallowedTools, o.bashCommandClamp);
+  if (problem !== void 0) ctx.addIssue({
+    code: "custom",
+    message: problem
+  });
 });
 var AgentCallSchema = strictObject({
   // Empty is allowed: Claude Code sends it, and svc narrates a warning (engine/lenient_call.ts).
@@ -6765,6 +6921,10 @@ function parseAgentCall(params) {
   if (!issue2) return {
     ok: false,
     message: "agent(): invalid call"
+  };
+  if (issue2.message.startsWith("agent() ")) return {
+    ok: false,
+    message: issue2.message
   };
   const [head, name, ...rest] = issue2.path.map(String);
   if (issue2.code === "unrecognized_keys") {
@@ -6923,9 +7083,8 @@ var DispatchRequestSchema = AgentOptionsSchema.safeExtend({
   /** Attempts of a schema call whose answer fails validation (first try included). */
   schema_attempts: number2().int().min(1).max(10).default(3)
 });
-var SESSION_NAME_LIMIT = 128;
 var SessionCreateSchema = strictObject({
-  name: string2().max(SESSION_NAME_LIMIT).regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'").optional(),
+  name: SessionNameSchema.optional(),
   provider: string2().min(1).optional(),
   profile: string2().min(1).optional()
 });
@@ -8318,6 +8477,9 @@ var ProviderCapabilitySchema = object({
     "full"
   ])).meta({
     description: "the levels its calls can run at (full also needs the configuration's sandbox.full)"
+  }),
+  sandbox_detail: string2().nullable().meta({
+    description: "why a level is missing, or what svc changes so that the levels work (Codex: CODEX_HOME under the temp directory); null when nothing needs saying"
   })
 }).meta({
   id: "ProviderCapability"
@@ -8715,6 +8877,10 @@ export {
   jsonProblem,
   jsonByteLength,
   boundedJson,
+  SESSION_NAME_LIMIT,
+  SessionNameSchema,
+  disallowedToolsProblem,
+  clampWithoutBashProblem,
   sandboxAbove,
   EffortSchema,
   AgentOptionsSchema,
@@ -8727,7 +8893,6 @@ export {
   WorkflowRunRequestSchema,
   WorkflowResumeRequestSchema,
   DispatchRequestSchema,
-  SESSION_NAME_LIMIT,
   SessionCreateSchema,
   CARD_STATES,
   isCardNumber,

@@ -21,16 +21,16 @@ import {
   string,
   union,
   url
-} from "./chunk-CJYNJTQ7.js";
+} from "./chunk-O25VB6M6.js";
 import {
   configFile
-} from "./chunk-5FRVAQRD.js";
+} from "./chunk-JFUYKHLH.js";
 import {
   platform
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 
 // src/config/schema.ts
 var name = string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '.', '_' or '-'");
@@ -248,11 +248,17 @@ var admissionSchema = strictObject({
   host_live_guests: number().int().positive().max(1024).default(32),
   /** Runs waiting in the queue, every owner's together; beyond it, 429. */
   host_queued_runs: number().int().nonnegative().max(1e5).default(200),
-  /** Live runs of one remote owner in one host; more wait in the queue. */
+  /**
+   * Live runs of one remote owner on every host sharing the ledger (the ledger holds the
+   * count); more wait in the queue.
+   */
   owner_live_runs: number().int().positive().max(1024).default(16),
-  /** Queued runs of one remote owner; beyond it, 429. */
+  /** Queued runs of one remote owner in the ledger's queue; beyond it, 429. */
   owner_queued_runs: number().int().nonnegative().max(1e5).default(20),
-  /** Live (queued or running) dispatch tasks of one remote owner in one host; beyond it, 429. */
+  /**
+   * Live (queued or running) dispatch tasks of one remote owner on every host sharing the
+   * ledger; beyond it, 429.
+   */
   owner_live_tasks: number().int().positive().max(1024).default(8),
   /** Open event streams of one remote owner in one host; beyond it, 429. */
   owner_event_streams: number().int().positive().max(1024).default(16),

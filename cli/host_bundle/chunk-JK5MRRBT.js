@@ -7,17 +7,17 @@ import {
   microvmUnavailable,
   shown,
   svcHome
-} from "./chunk-5FRVAQRD.js";
+} from "./chunk-JFUYKHLH.js";
 import {
   LIFELINE_SHELL,
   dirName,
   joinPath,
   platform,
   readBounded
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 
 // src/scratch/owner.ts
 async function processStart(pid) {
@@ -265,10 +265,12 @@ async function cacheVerdict(file, identity, sandbox) {
 }
 async function findBubblewrap(deno, options = {}) {
   const bwrap = platform().which("bwrap");
-  if (!bwrap) return {
-    ok: false,
-    reason: "bubblewrap (bwrap) is not installed"
-  };
+  if (!bwrap) {
+    return {
+      ok: false,
+      reason: "bubblewrap (bwrap) is not installed (install it with: apt-get install -y bubblewrap)"
+    };
+  }
   const identity = await identify(bwrap, deno);
   const file = options.dataDir && identity ? joinPath(options.dataDir, ...CACHE_FILE) : void 0;
   const key = JSON.stringify([
@@ -407,6 +409,18 @@ function plain(guest, note) {
 function unavailable(reason, fix) {
   return new SvcError("isolation_unavailable", `Cannot start the guest: SVC_WORKFLOW_SANDBOX=on, but ${reason}; ${fix}, or set SVC_WORKFLOW_SANDBOX=auto to run it unconfined (the script was not run)`);
 }
+async function realReadable(paths) {
+  const p = platform();
+  const real = [];
+  for (const path of paths) {
+    const resolved = await p.realPath(path).catch(() => void 0);
+    if (resolved === void 0) {
+      throw new SvcError("guest_failed", "Cannot start the guest: a directory it must read no longer exists");
+    }
+    if (!real.includes(resolved)) real.push(resolved);
+  }
+  return real;
+}
 async function confine(guest, mode) {
   if (mode === "off") return plain(guest, "SVC_WORKFLOW_SANDBOX=off");
   const p = platform();
@@ -423,7 +437,7 @@ async function confine(guest, mode) {
     return {
       command: probe.sandbox.bwrap,
       args: bubblewrapArgv(probe.sandbox, {
-        readOnly: guest.readable,
+        readOnly: await realReadable(guest.readable),
         env: guest.env,
         denoArgs: guest.args
       }),
@@ -634,9 +648,10 @@ async function spawnGuest(request, host) {
   const p = platform();
   const mode = parseSandboxMode(host.env("SVC_WORKFLOW_SANDBOX"));
   const deno = await guestDeno(host.env);
-  const scratch = await makeScratchDir(request.scratchRoot, {
+  const made = await makeScratchDir(request.scratchRoot, {
     prefix: "guest-"
   });
+  const scratch = await p.realPath(made).catch(() => made);
   const denoDir = joinPath(scratch, "deno_dir");
   const importMap = joinPath(scratch, "import_map.json");
   let main;
@@ -646,6 +661,7 @@ async function spawnGuest(request, host) {
       p.writeTextFile(denoDir, ""),
       p.writeTextFile(importMap, guestImportMap())
     ]);
+    main = await p.realPath(main);
   } catch (error) {
     await p.remove(scratch).catch(() => {
     });

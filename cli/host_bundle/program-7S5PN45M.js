@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   commandFailure
-} from "./chunk-DZKWYQC5.js";
+} from "./chunk-54NALQFE.js";
 import {
   Command,
   CommanderError
@@ -14,13 +14,13 @@ import {
 import {
   EXIT,
   exitStatusOfError
-} from "./chunk-INI3FXG6.js";
-import "./chunk-NWZ67DMC.js";
-import "./chunk-CJYNJTQ7.js";
+} from "./chunk-3Y5HFK7D.js";
+import "./chunk-34U235QV.js";
+import "./chunk-O25VB6M6.js";
 import {
   platform
-} from "./chunk-6BTX6JAF.js";
-import "./chunk-WUOOGSIF.js";
+} from "./chunk-E5L2PZRK.js";
+import "./chunk-7CRVTMN3.js";
 import "./chunk-4VNS5WPM.js";
 
 // cli/program.ts

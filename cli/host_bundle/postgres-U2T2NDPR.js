@@ -3,7 +3,7 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   SvcError
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 import "./chunk-4VNS5WPM.js";
 
 // src/platform/postgres.ts

@@ -3,16 +3,16 @@
 // test/host_bundle_test.ts fails when this file is older than its sources.
 import {
   jsonProblem
-} from "./chunk-CJYNJTQ7.js";
+} from "./chunk-O25VB6M6.js";
 import {
   joinPath,
   platform
-} from "./chunk-6BTX6JAF.js";
+} from "./chunk-E5L2PZRK.js";
 import {
   EXIT_STATUS,
   SvcError,
   exitStatusOf
-} from "./chunk-WUOOGSIF.js";
+} from "./chunk-7CRVTMN3.js";
 
 // cli/workflow_input.ts
 var UsageError = class extends Error {
