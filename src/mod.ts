@@ -60,6 +60,7 @@ export {
 } from "./dispatch/mod.ts";
 export { schemaInstance } from "./structured/mod.ts";
 export { SessionStore, TaskManager } from "./tasks/mod.ts";
+export type { TurnContext } from "./tasks/mod.ts";
 export { WorktreeManager } from "./worktrees/mod.ts";
 export type {
   AnthropicOptions,
@@ -97,6 +98,7 @@ export type { SessionDetail } from "./tasks/mod.ts";
 export type { StaleWorktree, Worktree, WorktreeResult } from "./worktrees/mod.ts";
 export { checkScript, isTerminal, RunManager, TERMINAL_STATES } from "./engine/mod.ts";
 export {
+  type AdmissionReads,
   DEFAULT_RUN_ADMISSION,
   fairOrder,
   type Placement,
@@ -160,6 +162,7 @@ export type {
   CallLedger,
   CallOutcome,
   CallRecord,
+  ClaimOutcome,
   CollaborationLedger,
   CollaborationRecord,
   CollaborationState,
@@ -322,6 +325,7 @@ export { platform, setPlatform } from "./platform/mod.ts";
 export type {
   ChildProcess,
   ExitStatus,
+  FileIdentity,
   FileInfo,
   HttpServer,
   KvAtomic,
@@ -330,6 +334,7 @@ export type {
   KvKey,
   KvKeyPart,
   KvStore,
+  OpenFile,
   Platform,
   ServeOptions,
   SpawnOptions,

@@ -4,6 +4,7 @@
  */
 export { RunManager } from "./run_manager.ts";
 export {
+  type AdmissionReads,
   DEFAULT_RUN_ADMISSION,
   fairOrder,
   type Placement,

@@ -11,4 +11,4 @@
  */
 export { type NewTaskStatus, newTaskStatus } from "./task_status.ts";
 export { TaskManager, type TaskManagerOptions } from "./tasks.ts";
-export { type SessionDetail, SessionStore } from "./sessions.ts";
+export { type SessionDetail, SessionStore, type TurnContext } from "./sessions.ts";
