@@ -7,7 +7,12 @@
  */
 import { TESTED_VERSIONS } from "../src/dispatch/harness/tested_versions.ts";
 import assert from "node:assert/strict";
-import { claudeProvider, createDispatcher, type Provider } from "../src/dispatch/mod.ts";
+import {
+  claudeProvider,
+  createDispatcher,
+  type HarnessOptions,
+  type Provider,
+} from "../src/dispatch/mod.ts";
 import { WorktreeManager } from "../src/worktrees/mod.ts";
 import type { JsonValue } from "../src/schemas/mod.ts";
 import type { Reply, Responder } from "./model_standin/mod.ts";
@@ -71,9 +76,17 @@ export function realToolTest(
   });
 }
 
-/** Claude Code pointed at the stand-in at `url`, with a throw-away HOME and a fake key only. */
-export function claudeAt(bin: string, url: string, home: { home: string; tmp: string }): Provider {
-  return claudeProvider({
+/**
+ * Claude Code's harness options pointed at the stand-in at `url`, with a throw-away HOME and a
+ * fake key only; `env` adds variables (such as `IS_SANDBOX` for `full` as root).
+ */
+export function claudeOptions(
+  bin: string,
+  url: string,
+  home: { home: string; tmp: string },
+  env: Record<string, string> = {},
+): HarnessOptions {
+  return {
     command: bin,
     baseUrl: url,
     passEnv: [],
@@ -83,10 +96,16 @@ export function claudeAt(bin: string, url: string, home: { home: string; tmp: st
       CLAUDE_CODE_TMPDIR: home.tmp,
       ANTHROPIC_API_KEY: "sk-ant-standin-key",
       CLAUDE_CODE_MAX_RETRIES: "0",
+      ...env,
     },
     scratchRoot: home.tmp,
     sessionRoot: home.tmp,
-  });
+  };
+}
+
+/** Claude Code pointed at the stand-in at `url`, with a throw-away HOME and a fake key only. */
+export function claudeAt(bin: string, url: string, home: { home: string; tmp: string }): Provider {
+  return claudeProvider(claudeOptions(bin, url, home));
 }
 
 /**

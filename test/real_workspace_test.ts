@@ -10,7 +10,7 @@ import { startDashboard, TOKENS } from "./dashboard_helpers.ts";
 import { narration, tempDir } from "./helpers.ts";
 import { startModelStandIn } from "./model_standin/mod.ts";
 import { claudeProvider } from "../src/dispatch/mod.ts";
-import { agentHome, realToolTest, toolThenText } from "./real_agents.ts";
+import { agentHome, claudeOptions, realToolTest, toolThenText } from "./real_agents.ts";
 
 realToolTest(
   "claude",
@@ -35,21 +35,7 @@ realToolTest(
         sandbox: { full: "allow" },
       }),
       // Full, for the first agent's shell; this test host runs as root, as containers do.
-      providers: [claudeProvider({
-        command: bin,
-        baseUrl: standin.url,
-        passEnv: [],
-        env: {
-          HOME: home.home,
-          TMPDIR: home.tmp,
-          CLAUDE_CODE_TMPDIR: home.tmp,
-          ANTHROPIC_API_KEY: "sk-ant-standin-key",
-          CLAUDE_CODE_MAX_RETRIES: "0",
-          IS_SANDBOX: "1",
-        },
-        scratchRoot: home.tmp,
-        sessionRoot: home.tmp,
-      })],
+      providers: [claudeProvider(claudeOptions(bin, standin.url, home, { IS_SANDBOX: "1" }))],
     });
     const started = await d.json("/api/workflow/run", {
       token: TOKENS.alice,

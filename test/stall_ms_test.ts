@@ -24,7 +24,14 @@ import { withEnv } from "./api_helpers.ts";
 import { assertAllGone, killAll, running } from "./harness_helpers.ts";
 import { LOCAL, narration, testManager } from "./helpers.ts";
 import { startModelStandIn } from "./model_standin/mod.ts";
-import { agentHome, claudeAt, realToolTest, toolThenText, until } from "./real_agents.ts";
+import {
+  agentHome,
+  claudeAt,
+  claudeOptions,
+  realToolTest,
+  toolThenText,
+  until,
+} from "./real_agents.ts";
 
 /** A provider that reports through `steps`, then answers; its signal's abort ends it at once. */
 function stepsProvider(
@@ -225,24 +232,6 @@ Deno.test("stallMs: an OpenAI-compatible API's silent stream is stopped as stall
   assert.equal(standin.modelRequests()[0]!.stream, true);
 });
 
-/** Claude Code's options as `claudeAt` sets them: the stand-in, a throw-away HOME, a fake key. */
-function claudeOptions(bin: string, url: string, home: { home: string; tmp: string }) {
-  return {
-    command: bin,
-    baseUrl: url,
-    passEnv: [],
-    env: {
-      HOME: home.home,
-      TMPDIR: home.tmp,
-      CLAUDE_CODE_TMPDIR: home.tmp,
-      ANTHROPIC_API_KEY: "sk-ant-standin-key",
-      CLAUDE_CODE_MAX_RETRIES: "0",
-    },
-    scratchRoot: home.tmp,
-    sessionRoot: home.tmp,
-  };
-}
-
 /** The pids of running processes whose working directory is `dir`. */
 async function processesIn(dir: string): Promise<number[]> {
   const script = `for p in /proc/[0-9]*; do
@@ -314,8 +303,7 @@ realToolTest(
       input: { command: "sleep 6 && echo slept", description: "wait" },
     }]));
     const claude = claudeProvider({
-      ...claudeOptions(bin, standin.url, home),
-      env: { ...claudeOptions(bin, standin.url, home).env, IS_SANDBOX: "1" },
+      ...claudeOptions(bin, standin.url, home, { IS_SANDBOX: "1" }),
       timeoutMs: 60_000,
     });
     const dispatcher = createDispatcher({
