@@ -15,44 +15,10 @@
  * goes wrong in the hook (no Deno, a crash) denies too: its command ends in `|| exit 2`.
  * @module
  */
+import { CLAMP_HOOK_SOURCE as HOOK_SOURCE } from "../../../guest/clamp_hook.js";
 
 /** Longest Claude Code may wait for the hook, in seconds. */
 export const CLAMP_HOOK_TIMEOUT_S = 30;
-
-/**
- * The hook's program. The glob match is the linear two-pointer one (no regular expression
- * built from a script's rule, so no rule can make it backtrack for long).
- */
-const HOOK_SOURCE = `
-const rules = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(Deno.args[0]), (c) => c.charCodeAt(0))));
-const OPERATOR = /[;&|\`$<>()\\\\\\n\\r]/;
-function glob(pattern, text) {
-  let p = 0, t = 0, star = -1, mark = 0;
-  while (t < text.length) {
-    if (p < pattern.length && pattern[p] === "*") { star = p++; mark = t; }
-    else if (p < pattern.length && pattern[p] === text[t]) { p++; t++; }
-    else if (star !== -1) { p = star + 1; t = ++mark; }
-    else return false;
-  }
-  while (p < pattern.length && pattern[p] === "*") p++;
-  return p === pattern.length;
-}
-function matches(rule, command) {
-  if (command === rule) return true;
-  if (OPERATOR.test(command)) return false;
-  if (rule.endsWith(":*")) {
-    const prefix = rule.slice(0, -2);
-    return command === prefix || command.startsWith(prefix + " ");
-  }
-  return rule.includes("*") && glob(rule, command);
-}
-const event = JSON.parse(await new Response(Deno.stdin.readable).text());
-if (event.tool_name !== "Bash") Deno.exit(0);
-const command = event.tool_input?.command;
-if (typeof command === "string" && rules.some((rule) => matches(rule, command))) Deno.exit(0);
-console.error("Permission to use Bash has been denied: this agent's Bash use is clamped to a fixed set of command forms (bashCommandClamp: " + rules.map((r) => "Bash(" + r + ")").join(", ") + "), and " + JSON.stringify(String(command).slice(0, 200)) + " is none of them. Use only those commands.");
-Deno.exit(2);
-`;
 
 function base64(text: string): string {
   const bytes = new TextEncoder().encode(text);

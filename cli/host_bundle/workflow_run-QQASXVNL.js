@@ -7,7 +7,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-GHRH2TEI.js";
+} from "./chunk-TBBSZGQM.js";
 import "./chunk-HI6AAJID.js";
 import {
   EXIT,

@@ -5,7 +5,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-GHRH2TEI.js";
+} from "./chunk-TBBSZGQM.js";
 import {
   Option
 } from "./chunk-XWPP7URQ.js";

@@ -7011,9 +7011,8 @@ ${prompt}` : prompt,
   };
 }
 
-// src/dispatch/harness/claude_clamp_hook.ts
-var CLAMP_HOOK_TIMEOUT_S = 30;
-var HOOK_SOURCE = `
+// guest/clamp_hook.js
+var CLAMP_HOOK_SOURCE = `
 const rules = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(Deno.args[0]), (c) => c.charCodeAt(0))));
 const OPERATOR = /[;&|\`$<>()\\\\\\n\\r]/;
 function glob(pattern, text) {
@@ -7043,6 +7042,9 @@ if (typeof command === "string" && rules.some((rule) => matches(rule, command)))
 console.error("Permission to use Bash has been denied: this agent's Bash use is clamped to a fixed set of command forms (bashCommandClamp: " + rules.map((r) => "Bash(" + r + ")").join(", ") + "), and " + JSON.stringify(String(command).slice(0, 200)) + " is none of them. Use only those commands.");
 Deno.exit(2);
 `;
+
+// src/dispatch/harness/claude_clamp_hook.ts
+var CLAMP_HOOK_TIMEOUT_S = 30;
 function base642(text2) {
   const bytes = new TextEncoder().encode(text2);
   let binary = "";
@@ -7056,7 +7058,7 @@ function clampContents(clamp) {
   return clamp.map((rule) => rule.slice(rule.indexOf("(") + 1, -1));
 }
 function clampHookSettings(deno, clamp) {
-  const source = `data:application/javascript;base64,${base642(HOOK_SOURCE)}`;
+  const source = `data:application/javascript;base64,${base642(CLAMP_HOOK_SOURCE)}`;
   const rules = base642(JSON.stringify(clampContents(clamp)));
   const command = `DENO_NO_UPDATE_CHECK=1 ${shellWord(deno)} run --quiet --no-config --no-lock --no-prompt '${source}' '${rules}' || exit 2`;
   return {
