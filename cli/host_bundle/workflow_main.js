@@ -176,7 +176,7 @@ async function earlyGuestOf(flags) {
 }
 function loadRunModules() {
   return Promise.all([
-    import("./workflow_run-QQASXVNL.js"),
+    import("./workflow_run-7YDHHWFB.js"),
     import("./command_failure-TDF6S3MW.js")
   ]);
 }
@@ -200,7 +200,7 @@ async function main(argv) {
   if (quick !== void 0) return await runQuick(quick);
   const [{ runProgram }, { addWorkflowRunCommands }] = await Promise.all([
     import("./program-7S5PN45M.js"),
-    import("./workflow_commands-UPQVVTH5.js")
+    import("./workflow_commands-QVGAQTZ2.js")
   ]);
   return await runProgram(argv, (_program, workflow, wrap) => {
     addWorkflowRunCommands(workflow, wrap);

@@ -235,8 +235,9 @@ export class RunAdmission {
 
   /**
    * Where a new run of `caller` would go, or the refusal; nothing is taken. The ledger's queue
-   * is read only when the run cannot start at once: a run under the live caps, the common
-   * case, costs no read.
+   * is read only when the run cannot start at once; a local run under the live caps, the common
+   * case, costs no read, and a remote caller's one read of its owner's live runs (the record
+   * checks them again, atomically).
    */
   async #decide(caller: Caller, reads: AdmissionReads): Promise<Placement> {
     const { owner } = caller;

@@ -80,8 +80,8 @@ export function lenientCall(params: unknown, ignored: unknown): LenientCall {
   }
   if (params.prompt === "") warnings.push("agent(): the prompt is empty: sent as it is");
   if (!isRecord(options) || !isRecord(params.options)) return { params, warnings };
-  const strange = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
-  const narrowing = strange.filter((name) => MAY_NARROW.test(name));
+  const unknown = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
+  const narrowing = unknown.filter((name) => MAY_NARROW.test(name));
   if (narrowing.length > 0) {
     const noun = narrowing.length === 1 ? "option" : "options";
     const refusal = `agent(): unknown ${noun} ${
@@ -91,7 +91,6 @@ export function lenientCall(params: unknown, ignored: unknown): LenientCall {
     }: the call is refused rather than run without the restriction`;
     return { params, warnings, refusal };
   }
-  const unknown = strange;
   for (const name of unknown) delete options[name];
   if (unknown.length > 0) {
     const noun = unknown.length === 1 ? "option" : "options";

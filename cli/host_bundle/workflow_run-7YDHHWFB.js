@@ -7,7 +7,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-TBBSZGQM.js";
+} from "./chunk-YIVE6X53.js";
 import "./chunk-HI6AAJID.js";
 import {
   EXIT,

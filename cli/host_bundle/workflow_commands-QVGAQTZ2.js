@@ -5,7 +5,7 @@ import {
   workflowResume,
   workflowRun,
   workflowWork
-} from "./chunk-TBBSZGQM.js";
+} from "./chunk-YIVE6X53.js";
 import {
   Option
 } from "./chunk-XWPP7URQ.js";

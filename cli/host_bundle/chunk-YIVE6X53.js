@@ -17570,8 +17570,9 @@ var RunAdmission = class {
   }
   /**
    * Where a new run of `caller` would go, or the refusal; nothing is taken. The ledger's queue
-   * is read only when the run cannot start at once: a run under the live caps, the common
-   * case, costs no read.
+   * is read only when the run cannot start at once; a local run under the live caps, the common
+   * case, costs no read, and a remote caller's one read of its owner's live runs (the record
+   * checks them again, atomically).
    */
   async #decide(caller, reads) {
     const { owner } = caller;
@@ -18586,8 +18587,8 @@ function lenientCall(params, ignored) {
     params,
     warnings
   };
-  const strange = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
-  const narrowing = strange.filter((name) => MAY_NARROW.test(name));
+  const unknown = Object.keys(options).filter((name) => !KNOWN_OPTIONS.has(name));
+  const narrowing = unknown.filter((name) => MAY_NARROW.test(name));
   if (narrowing.length > 0) {
     const noun = narrowing.length === 1 ? "option" : "options";
     const refusal3 = `agent(): unknown ${noun} ${quoted3(narrowing)} may restrict the agent, and svc does not know ${narrowing.length === 1 ? "it" : "them"}: the call is refused rather than run without the restriction`;
@@ -18597,7 +18598,6 @@ function lenientCall(params, ignored) {
       refusal: refusal3
     };
   }
-  const unknown = strange;
   for (const name of unknown) delete options[name];
   if (unknown.length > 0) {
     const noun = unknown.length === 1 ? "option" : "options";
